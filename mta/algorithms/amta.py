@@ -1,0 +1,257 @@
+"""Amortized MTA (paper section 4.2): amortized O(1) insert and single eviction,
+O(log n) worst case and O(log n) bulk eviction, for any monoid.
+
+Structure (paper Fig. 4): a forest of perfect binary trees over the leaves.
+With absolute leaf indices, node ``(l, j)`` exists once all its leaves were
+inserted, so the trees are the blocks of the binary representation of
+``tail``: the *left tree* is the block that contains ``head``, at root level
+``L = bit_length(head ^ tail) - 1``, ending at ``B = ((head >> L) + 1) << L``.
+
+- ``R0`` = aggregate of the live part of the left tree ``[head, B)``;
+  ``R1`` = aggregate of the other trees ``[B, tail)``; the result is R0 + R1.
+- The stack holds suffix aggregates ``agg[x, B)`` for increasing ``x``, top =
+  the next ``R0`` = ``agg[head + 1, B)``: one per level ``l`` where
+  ``head >> l`` is even (the left tree without the head node of each level,
+  paper section 4.2.1).
+
+Leaf chunks: levels below ``CHUNK_BITS`` are not stored. Their nodes are folded
+from the (at most 16) leaves when needed, a chunk's node is made in one fold
+when its last leaf arrives, and the stack gets the suffixes of a whole chunk
+when the head enters it. This keeps the amortized O(1) and worst-case
+O(log n) bounds (a chunk is a constant) while most insertions and evictions
+touch nothing but a list, which is what makes pure Python fast.
+
+A node is only ever read when it lies wholly inside ``[head, tail)``; nodes that
+straddle ``head`` may hold evicted leaves (the paper's inconsistent values) and
+are never used for a result.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+from mta.algorithms.base import Policy
+from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
+
+
+class AmortizedMTA(TreeAggregator):
+    name = "amta"
+    CHUNK_BITS = 4
+
+    def _reset(self) -> None:
+        super()._reset()
+        identity = self.monoid.identity
+        self._r0 = identity
+        self._r1 = identity
+        self._root_level = 0
+        self._merge_mask = 0  # tail & mask == 0: the window was empty or trees merge
+        # Section 5.2 "compute once": a merge of trees sets the stack to None (stale);
+        # it is rebuilt once, by the next eviction that needs it.
+        self._stack: list[Any] | None = []
+
+    # -- insertion (Algorithm 3) -------------------------------------------------
+
+    def insert(self, partial: Any) -> None:
+        t = self._tail
+        self._leaves.append(partial)
+        self._tail = t1 = t + 1
+        if not t1 & self._chunk_mask:
+            self._complete_chunk(t1)
+        if t1 & self._merge_mask:  # the common case: R1 takes the leaf (Algorithm 3, line 3)
+            self._r1 = self._combine(self._r1, partial)
+        elif self._head == t:  # the first leaf of an empty window: R0 alone
+            self._r0 = partial
+            self._r1 = self.monoid.identity
+            self._set_root_level((t ^ t1).bit_length() - 1)
+            self._stack = []
+        else:  # the new leaf completes a tree that merges with the left one: all of it joins R0
+            combine = self._combine
+            self._r0 = combine(self._r0, combine(self._r1, partial))
+            self._r1 = self.monoid.identity
+            self._set_root_level((self._head ^ t1).bit_length() - 1)
+            self._stack = None
+
+    def _complete_chunk(self, t1: int) -> None:
+        """Store the node of the chunk that ends at ``t1`` and every ancestor it completes.
+
+        A level's buffer always ends with its newest node (a flush keeps it), so a
+        new right child's left sibling is the buffer's second-to-last.
+        """
+        combine = self._combine
+        bufs = self._bufs
+        number = self.CHUNK_BITS
+        value = reduce(combine, self._leaves[-(1 << number):])
+        bufs[number].append(value)
+        j = (t1 >> number) - 1
+        while j & 1:
+            value = combine(bufs[number][-2], value)
+            j >>= 1
+            number += 1
+            if number == len(bufs):
+                self._add_level()
+            bufs[number].append(value)
+        if len(self._leaves) > self.buffer_size:
+            self.flush()
+
+    def _set_root_level(self, level: int) -> None:
+        self._root_level = level
+        self._merge_mask = (2 << level) - 1
+
+    # -- eviction (Algorithms 6 and 7, bulk in section 4.2.4) -------------------
+
+    def evict(self, k: int = 1) -> None:
+        stack = self._stack
+        if k == 1 and stack:
+            # Algorithm 6: the stack top is the left tree without its head leaf.
+            self._r0 = stack.pop()
+            self._head = h1 = self._head + 1
+            if not h1 & self._chunk_mask:
+                self._enter_chunk(h1)
+            return
+        self._check_evict(k)
+        if k >= self._bulk_threshold():
+            self._move_head(self._head + k)
+            return
+        for _ in range(k):
+            if self._stack is None:
+                self._rebuild()
+            if self._stack:
+                self.evict(1)
+            else:  # the head is the last leaf of the left tree
+                self._move_head(self._head + 1)
+
+    def _enter_chunk(self, h1: int) -> None:
+        """Algorithm 7 once the head enters a new chunk: push the right siblings of the
+        levels that now start a new pair, highest first, then the chunk's leaf suffixes."""
+        stack = self._stack
+        combine = self._combine
+        bits = self.CHUNK_BITS
+        c = (h1 >> bits) - 1  # the chunk just left
+        for number in range(bits + (c ^ (c + 1)).bit_length() - 2, bits - 1, -1):
+            value = self._node(number, (h1 >> number) + 1)
+            stack.append(combine(value, stack[-1]) if stack else value)
+        self._push_suffixes(h1)
+        if not h1 & DROP_MASK:
+            self._release()
+
+    def _push_suffixes(self, h: int) -> None:
+        """Push agg[i, B) for the leaves i after ``h`` in its chunk, last leaf first."""
+        stack = self._stack
+        combine = self._combine
+        bits = self.CHUNK_BITS
+        end = min(((h >> bits) + 1) << bits, ((h >> self._root_level) + 1) << self._root_level)
+        top = stack[-1] if stack else EMPTY
+        for value in reversed(self._leaf_range(h + 1, end)):
+            top = value if top is EMPTY else combine(value, top)
+            stack.append(top)
+
+    def _rebuild(self) -> None:
+        """Recompute the stack and R0 for the left tree (Algorithm 4), O(log n)."""
+        h = self._head
+        combine = self._combine
+        stack: list[Any] = []
+        self._stack = stack
+        for number in range(self._root_level - 1, self.CHUNK_BITS - 1, -1):
+            a = h >> number
+            if not a & 1:
+                value = self._node(number, a + 1)
+                stack.append(combine(value, stack[-1]) if stack else value)
+        self._push_suffixes(h)
+        leaf = self._node(0, h)
+        self._r0 = combine(leaf, stack[-1]) if stack else leaf
+
+    def _right_result(self) -> Any:
+        """R1 = the roots after the left tree, left to right (Algorithm 5), O(log n)."""
+        t = self._tail
+        combine = self._combine
+        r1 = self.monoid.identity
+        for number in range(self._root_level - 1, -1, -1):
+            if (t >> number) & 1:
+                r1 = combine(r1, self._node(number, (t >> number) - 1))
+        return r1
+
+    def _move_head(self, h: int) -> None:
+        """Bulk eviction: jump ``head`` to ``h`` in O(log n) whatever the distance."""
+        t = self._tail
+        old = self._head
+        self._head = h
+        if h == t:
+            identity = self.monoid.identity
+            self._r0 = self._r1 = identity
+            self._stack = []
+            self._root_level = self._merge_mask = 0
+        else:
+            root_level = (h ^ t).bit_length() - 1
+            same_tree = root_level == self._root_level and h >> root_level == old >> root_level
+            self._set_root_level(root_level)
+            self._rebuild()
+            if not same_tree:
+                self._r1 = self._right_result()
+        self._release()
+
+    def _bulk_threshold(self) -> int:
+        """Evictions beyond about log2 n are done in bulk (section 4.2.4)."""
+        return max(2, (self._tail - self._head).bit_length())
+
+    # -- policy enforcement -------------------------------------------------------
+
+    def enforce(self, wsp: Policy) -> int:
+        h, t = self._head, self._tail
+        if h == t:
+            return 0
+        total = self.query()
+        combine = self._combine
+        node = self._node
+        # Check the oldest leaves one by one first; nothing changes until the
+        # decision is made, so a policy that raises leaves the window intact.
+        limit = min(t, h + self._bulk_threshold())
+        acc = EMPTY
+        pos = h
+        while pos < limit:
+            leaf = node(0, pos)
+            candidate = leaf if acc is EMPTY else combine(acc, leaf)
+            if not wsp(total, candidate):
+                break
+            acc = candidate
+            pos += 1
+        else:
+            if pos < t:
+                pos = self._search(wsp, total, pos, acc)
+        if pos > h:
+            self.evict(pos - h)
+        return pos - h
+
+    def _search(self, wsp: Policy, total: Any, pos: int, acc: Any) -> int:
+        """End of the longest prefix that must go, starting at ``pos`` with ``acc`` = agg[head, pos).
+
+        Walks the nodes that tile ``[pos, tail)`` left to right (the leaf ``pos``,
+        the right siblings of its ancestors inside its tree, then the roots of the
+        following trees) and descends into the first one the policy keeps (Algorithm 2).
+        """
+        combine = self._combine
+        node = self._node
+        t = self._tail
+        top = (pos ^ t).bit_length() - 1
+        tiles = [(0, pos)]
+        tiles += [(n, (pos >> n) + 1) for n in range(top) if not (pos >> n) & 1]
+        tiles += [(n, (t >> n) - 1) for n in range(top - 1, -1, -1) if (t >> n) & 1]
+        for number, index in tiles:
+            value = node(number, index)
+            candidate = value if acc is EMPTY else combine(acc, value)
+            if wsp(total, candidate):
+                acc = candidate
+                continue
+            while number > 0:  # the prefix ends inside this node: descend
+                number -= 1
+                index <<= 1
+                value = node(number, index)
+                candidate = value if acc is EMPTY else combine(acc, value)
+                if wsp(total, candidate):
+                    acc = candidate
+                    index += 1
+            return index
+        return t
+
+    def query(self) -> Any:
+        return self._combine(self._r0, self._r1)

@@ -1,0 +1,69 @@
+"""The one interface every sliding-window algorithm implements.
+
+Algorithms store *partials* of a monoid and know nothing of timestamps or of
+the input values: :class:`mta.Window` lifts updates and wraps policies. A window
+slide policy here is ``wsp(total, old) -> bool`` over partials: ``total`` is the
+aggregate of the window when enforcement starts, ``old`` the aggregate of a
+prefix (oldest elements). ``enforce`` evicts the longest prefix for which the
+policy holds; the contract (prefix-monotone: true for a prefix implies true
+for every shorter prefix) makes that prefix well defined, so every algorithm
+evicts exactly the same elements.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, ClassVar, Iterator
+
+from mta.monoid import Monoid
+
+Policy = Callable[[Any, Any], bool]
+
+
+class Aggregator(ABC):
+    """A FIFO window of partials with an incrementally maintained aggregate."""
+
+    #: registry name used by ``mta.Window(algorithm=...)``
+    name: ClassVar[str]
+    #: True when the algorithm keeps its tree levels in a ``kvs.LevelStore``
+    uses_store: ClassVar[bool] = False
+
+    def __init__(self, monoid: Monoid) -> None:
+        self.monoid = monoid
+
+    @classmethod
+    def check_monoid(cls, monoid: Monoid) -> None:
+        """Raise TypeError if this algorithm cannot serve ``monoid``."""
+
+    @abstractmethod
+    def insert(self, partial: Any) -> None:
+        """Append one partial as the newest element."""
+
+    @abstractmethod
+    def evict(self, k: int = 1) -> None:
+        """Remove the ``k`` oldest elements (ValueError, and no change, if k > len)."""
+
+    @abstractmethod
+    def enforce(self, wsp: Policy) -> int:
+        """Evict the longest prefix P with ``wsp(query(), aggregate(P))``; return |P|."""
+
+    @abstractmethod
+    def query(self) -> Any:
+        """The aggregate of the whole window (``monoid.identity`` when empty)."""
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[Any]:
+        """The partials, oldest to newest."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove every element."""
+
+    def _check_evict(self, k: int) -> None:
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
+        if k < 0 or k > len(self):
+            raise ValueError(f"cannot evict {k} elements from a window of {len(self)}")

@@ -1,0 +1,121 @@
+"""Log MTA (paper section 4.1): one binary tree, O(log n) insertion, O(log n)
+policy enforcement and bulk eviction whatever the number of evicted elements.
+
+The root is the lowest common ancestor of the oldest and the newest leaf, at
+level ``M = bit_length(head ^ (tail - 1))``. Every node on or below the root that
+holds a live leaf stores the aggregate of its live leaves: insertion refreshes
+the right spine (Algorithm 1), eviction the left spine (Algorithm 2, lines 21-27).
+Levels above the root are dead and rewritten when the root climbs back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mta.algorithms.base import Policy
+from mta.algorithms.tree import EMPTY, TreeAggregator
+
+
+class LogMTA(TreeAggregator):
+    name = "log_mta"
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._root = self.monoid.identity
+
+    def insert(self, partial: Any) -> None:
+        """Algorithm 1: append the leaf and refresh its ancestors up to the root."""
+        h, t = self._head, self._tail
+        self._leaves.append(partial)
+        self._tail = t + 1
+        if h == t:
+            self._root = partial
+        else:
+            combine = self._combine
+            node = self._node
+            old_top = (h ^ (t - 1)).bit_length()
+            top = (h ^ t).bit_length()
+            # When the root climbs, the left spine between the old and the new root has
+            # one live child each: its value is the old root (the paper's new root level).
+            for number in range(old_top + 1, top):
+                self._restart_level(number, h >> number, self._root)
+            value = partial
+            j = t
+            for number in range(1, top + 1):
+                if j & 1:
+                    value = combine(node(number - 1, j - 1), value)
+                j >>= 1
+                self._put(number, j, value)
+            self._root = value
+        if len(self._leaves) > self.buffer_size:
+            self.flush()
+
+    def _put(self, number: int, index: int, value: Any) -> None:
+        if number == len(self._levels):
+            self._add_level()
+        tail = self._level_tail(number)
+        if index == tail:
+            self._bufs[number].append(value)
+        elif index < tail:
+            self._set_node(number, index, value)
+        else:
+            self._restart_level(number, index, value)
+
+    def evict(self, k: int = 1) -> None:
+        self._check_evict(k)
+        if k:
+            self._move_head(self._head + k)
+
+    def _move_head(self, h: int) -> None:
+        """Drop every leaf before ``h`` and recompute the left spine (Algorithm 2, lines 21-27)."""
+        self._head = h
+        self._release()
+        t = self._tail
+        if h == t:
+            self._root = self.monoid.identity
+            return
+        combine = self._combine
+        node = self._node
+        value = node(0, h)
+        for number in range(1, (h ^ (t - 1)).bit_length() + 1):
+            child = h >> (number - 1)
+            if not child & 1 and (child + 1) << (number - 1) < t:
+                value = combine(value, node(number - 1, child + 1))
+            self._set_node(number, h >> number, value)
+        self._root = value
+
+    def enforce(self, wsp: Policy) -> int:
+        """Algorithm 2: a root-to-leaf search for the end of the prefix to evict."""
+        h, t = self._head, self._tail
+        if h == t:
+            return 0
+        total = self._root
+        if wsp(total, total):
+            self._move_head(t)
+            return t - h
+        combine = self._combine
+        node = self._node
+        acc = EMPTY
+        number = (h ^ (t - 1)).bit_length()
+        index = h >> number
+        while number > 0:
+            number -= 1
+            left = index << 1
+            index = left + 1
+            if left >= h >> number:  # the left child still holds live leaves
+                value = node(number, left)
+                candidate = value if acc is EMPTY else combine(acc, value)
+                if wsp(total, candidate):
+                    acc = candidate
+                else:
+                    index = left
+            if index << number >= t:  # only reachable if the policy is not prefix-monotone
+                break
+        end = index if index << number < t else t
+        evicted = max(end, h) - h
+        if evicted:
+            self._move_head(h + evicted)
+        return evicted
+
+    def query(self) -> Any:
+        return self._root

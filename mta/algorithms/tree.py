@@ -1,0 +1,162 @@
+"""What Log MTA and Amortized MTA share: dyadic levels with the paper's storage split.
+
+Leaves get absolute indices 0, 1, 2, ... in insertion order; the live window is
+``[head, tail)``. Node ``(l, j)`` covers leaves ``[j * 2**l, (j + 1) * 2**l)``,
+so its children are ``(l-1, 2j)`` and ``(l-1, 2j+1)`` (paper Theorem 1, with
+the offset of a partly evicted first pair folded into the absolute index).
+
+Each level is split as in paper Fig. 3: the newest nodes sit in a local write
+buffer (the *Tails*), older ones in a ``kvs.Level`` of the store, and a local
+*Cache* holds a run of stored nodes near the head. A flush moves every buffer
+but its last node to the store (the last node of a level is the only one an
+insertion may still need or change); a cache miss reads one run. The hot paths
+of the algorithms touch only the local lists.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any, Iterator
+
+from kvs import LevelStore, MemoryStore
+from mta.algorithms.base import Aggregator
+from mta.monoid import Monoid
+
+#: Marks "no partial yet" where ``monoid.identity`` would cost a combine call.
+EMPTY: Any = object()
+
+#: Single evictions release dropped nodes once every ``DROP_MASK + 1`` (they only move ``head``).
+DROP_MASK = 255
+
+#: Paper section 5.1: 512 buffered leaves per write, 512 nodes per cache read.
+BUFFER_SIZE = 512
+CACHE_SIZE = 512
+
+
+class TreeAggregator(Aggregator):
+    """Level buffers, caches and leaf bookkeeping common to both MTAs."""
+
+    uses_store = True
+    #: Levels 1 .. CHUNK_BITS-1 are not stored: their nodes are folded from leaves on demand.
+    CHUNK_BITS = 0
+
+    def __init__(self, monoid: Monoid, store: LevelStore | None = None, *,
+                 buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE) -> None:
+        super().__init__(monoid)
+        if buffer_size < 1 or cache_size < 1:
+            raise ValueError("buffer_size and cache_size must be >= 1")
+        self.store = store if store is not None else MemoryStore()
+        self.buffer_size = buffer_size
+        self.cache_size = cache_size
+        self._combine = monoid.combine
+        self._chunk_mask = (1 << self.CHUNK_BITS) - 1
+        self._reset()
+
+    def _reset(self) -> None:
+        self.store.clear()
+        self._levels: list[Any] = []
+        self._bufs: list[list[Any]] = []    # write buffer of level l holds [_bstart[l], level tail)
+        self._bstart: list[int] = []
+        self._caches: list[list[Any]] = []  # cache of level l holds [_cstart[l], _cstart[l] + len)
+        self._cstart: list[int] = []
+        for _ in range(self.CHUNK_BITS + 1):
+            self._add_level()
+        self._leaves = self._bufs[0]
+        self._head = 0
+        self._tail = 0
+
+    def _add_level(self) -> None:
+        level = self.store.level(len(self._levels))
+        self._levels.append(level)
+        self._bufs.append([])
+        self._bstart.append(level.tail)
+        self._caches.append([])
+        self._cstart.append(level.tail)
+
+    def _node(self, number: int, index: int) -> Any:
+        """Node ``(number, index)`` from the buffer, the cache, or a cache refill."""
+        if 0 < number < self.CHUNK_BITS:
+            return reduce(self._combine, self._leaf_range(index << number, (index + 1) << number))
+        offset = index - self._bstart[number]
+        if offset >= 0:
+            return self._bufs[number][offset]
+        cache = self._caches[number]
+        offset = index - self._cstart[number]
+        if 0 <= offset < len(cache):
+            return cache[offset]
+        cache = self._levels[number].read(index, min(index + self.cache_size, self._bstart[number]))
+        self._caches[number] = cache
+        self._cstart[number] = index
+        return cache[0]
+
+    def _leaf_range(self, start: int, stop: int) -> list[Any]:
+        """Leaves ``start <= i < stop``: stored ones through the level-0 cache, then buffered ones."""
+        split = self._bstart[0]
+        out: list[Any] = []
+        if start < split:
+            middle = min(stop, split)
+            cache, first = self._caches[0], self._cstart[0]
+            if not (first <= start and middle <= first + len(cache)):
+                cache = self._levels[0].read(start, max(middle, min(start + self.cache_size, split)))
+                self._caches[0] = cache
+                self._cstart[0] = first = start
+            out = cache[start - first:middle - first]
+            start = middle
+        if start < stop:
+            out += self._leaves[start - split:stop - split]
+        return out
+
+    def _set_node(self, number: int, index: int, value: Any) -> None:
+        offset = index - self._bstart[number]
+        if offset >= 0:
+            self._bufs[number][offset] = value
+            return
+        self._levels[number].set(index, value)
+        cache = self._caches[number]
+        offset = index - self._cstart[number]
+        if 0 <= offset < len(cache):
+            cache[offset] = value
+
+    def _restart_level(self, number: int, index: int, value: Any) -> None:
+        """Make ``value`` the only node of a level whose nodes are all dead."""
+        while len(self._levels) <= number:
+            self._add_level()
+        self._levels[number].reset(index)
+        self._bufs[number][:] = [value]
+        self._bstart[number] = index
+        self._caches[number] = []
+        self._cstart[number] = index
+
+    def _level_tail(self, number: int) -> int:
+        return self._bstart[number] + len(self._bufs[number])
+
+    def flush(self) -> None:
+        """Move buffered nodes to the store, but the last node of each level and the
+        leaves of an incomplete chunk: insertion still reads (Log MTA: rewrites) those."""
+        for number, buf in enumerate(self._bufs):
+            if number:
+                n = len(buf) - 1
+            else:
+                n = (self._tail & ~self._chunk_mask) - self._bstart[0]
+            if n > 0:
+                self._levels[number].extend(buf[:n])
+                del buf[:n]
+                self._bstart[number] += n
+
+    def _release(self) -> None:
+        """Drop every stored node that lies wholly before ``head`` (pointer moves only)."""
+        head = self._head
+        for number, level in enumerate(self._levels):
+            level.drop_until(head >> number)
+
+    def __len__(self) -> int:
+        return self._tail - self._head
+
+    def __iter__(self) -> Iterator[Any]:
+        h, split = self._head, self._bstart[0]
+        if h < split:
+            yield from self._levels[0].read(h, split)
+        yield from self._leaves[max(h - split, 0):]
+
+    def clear(self) -> None:
+        self._reset()
