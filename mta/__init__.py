@@ -1,0 +1,14 @@
+"""mta: sliding-window aggregation with the Monoid Tree Aggregator.
+
+    from mta import Window, Sum, TimeRange
+    w = Window(Sum(), TimeRange(60))
+    w.insert(0, 5); w.insert(30, 7); w.insert(61, 1)
+    w.query()   # 8: the update at t=0 left the 60 s window
+"""
+
+from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, GeometricMean, Last, Max, MaxCount,
+                        Mean, Min, MinCount, Monoid, MonoidError, Record, StdDev, Sum, Variance)
+from mta.policy import Agg, MaxSize, TimeRange, all_of, any_of
+from mta.window import Window
+
+__version__ = "0.1.0"
