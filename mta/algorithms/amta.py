@@ -15,7 +15,7 @@ inserted, so the trees are the blocks of the binary representation of
   paper section 4.2.1).
 
 Leaf chunks: levels below ``CHUNK_BITS`` are not stored. Their nodes are folded
-from the (at most 16) leaves when needed, a chunk's node is made in one fold
+from the (at most 32) leaves when needed, a chunk's node is made in one fold
 when its last leaf arrives, and the stack gets the suffixes of a whole chunk
 when the head enters it. This keeps the amortized O(1) and worst-case
 O(log n) bounds (a chunk is a constant) while most insertions and evictions
@@ -37,7 +37,7 @@ from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
 
 class AmortizedMTA(TreeAggregator):
     name = "amta"
-    CHUNK_BITS = 4
+    CHUNK_BITS = 5
 
     def _reset(self) -> None:
         super()._reset()

@@ -39,13 +39,26 @@ class LogMTA(TreeAggregator):
             # one live child each: its value is the old root (the paper's new root level).
             for number in range(old_top + 1, top):
                 self._restart_level(number, h >> number, self._root)
+            # The right spine is the last node of every level's buffer (a flush keeps it).
+            bufs, bstart = self._bufs, self._bstart
             value = partial
             j = t
             for number in range(1, top + 1):
                 if j & 1:
-                    value = combine(node(number - 1, j - 1), value)
+                    below = bufs[number - 1]
+                    left = below[-2] if len(below) > 1 else node(number - 1, j - 1)
+                    value = combine(left, value)
                 j >>= 1
-                self._put(number, j, value)
+                if number == len(bufs):
+                    self._add_level()
+                buf = bufs[number]
+                last = bstart[number] + len(buf) - 1
+                if j == last and buf:
+                    buf[-1] = value
+                elif j == last + 1:
+                    buf.append(value)
+                else:
+                    self._put(number, j, value)
             self._root = value
         if len(self._leaves) > self.buffer_size:
             self.flush()
