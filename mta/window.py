@@ -161,10 +161,11 @@ class Window:
             algorithm.insert((1, timestamp, timestamp, partial))
             return algorithm.enforce(self._wsp)
         algorithm.insert(partial)
-        if self._max_size is not None and len(algorithm) > self._max_size:
+        if self._max_size is not None:
             k = len(algorithm) - self._max_size
-            algorithm.evict(k)
-            return k
+            if k > 0:
+                algorithm.evict(k)
+                return k
         return 0
 
     def evict(self, k: int = 1) -> None:
