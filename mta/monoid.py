@@ -72,13 +72,17 @@ class Monoid:
         return f"{type(self).__name__}()"
 
 
+_INF = math.inf
+_NEG_INF = -math.inf
+
+
 def _number(value: Any, who: str, *, finite: bool = True) -> Any:
     """Check that ``value`` is a real number (bool excluded); NaN/inf refused when ``finite``.
 
     Accepts int, float and any ``numbers.Real`` (Fraction, numpy scalars); returns it unchanged.
     """
     cls = value.__class__
-    if cls is int:
+    if cls is int or (cls is float and _NEG_INF < value < _INF):
         return value
     if cls is not float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):

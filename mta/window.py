@@ -25,6 +25,9 @@ from mta.policy import Agg
 
 __all__ = ["Window"]
 
+_INF = math.inf
+_NEG_INF = -math.inf
+
 
 def _timed(monoid: Monoid) -> tuple[Callable[[Any, Any], Any], tuple]:
     """Combine and identity of (count, first ts, last ts, partial) tuples over ``monoid``."""
@@ -126,8 +129,13 @@ class Window:
         A rejected update (bad timestamp, a value the monoid cannot lift) raises
         and leaves the window unchanged.
         """
-        self._check_timestamp(timestamp, self._newest)
-        return self._insert_lifted(timestamp, self.monoid.lift(value))
+        newest = self._newest
+        kind = type(timestamp)
+        # Fast path for plain finite ints and floats in order; anything else is checked in full.
+        if not ((kind is int or (kind is float and _NEG_INF < timestamp < _INF))
+                and (newest is None or timestamp >= newest)):
+            self._check_timestamp(timestamp, newest)
+        return self._apply(timestamp, self.monoid.lift(value))
 
     def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
@@ -149,12 +157,11 @@ class Window:
             except (TypeError, ValueError) as error:
                 raise type(error)(f"update {position}: {error}") from None
             newest = timestamp
-        evicted = 0
-        for timestamp, partial in checked:
-            evicted += self._insert_lifted(timestamp, partial)
-        return evicted
+        apply = self._apply
+        return sum(apply(timestamp, partial) for timestamp, partial in checked)
 
-    def _insert_lifted(self, timestamp: Any, partial: Any) -> int:
+    def _apply(self, timestamp: Any, partial: Any) -> int:
+        """Insert a validated update and enforce the policy."""
         self._newest = timestamp
         algorithm = self._algorithm
         if self._timed:
