@@ -43,9 +43,32 @@ class Aggregator(ABC):
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest elements (ValueError, and no change, if k > len)."""
 
-    @abstractmethod
     def enforce(self, wsp: Policy) -> int:
-        """Evict the longest prefix P with ``wsp(query(), aggregate(P))``; return |P|."""
+        """Evict the longest prefix P with ``wsp(query(), aggregate(P))``; return |P|.
+
+        This default checks the oldest element one at a time, as the paper's
+        evaluation does for algorithms without bulk eviction (section 5.1).
+        """
+        total = self.query()
+        combine = self.monoid.combine
+        acc = self.monoid.identity
+        n = 0
+        while len(self):
+            old = combine(acc, self._oldest())
+            if not wsp(total, old):
+                break
+            self._evict_one()
+            acc = old
+            n += 1
+        return n
+
+    def _oldest(self) -> Any:
+        """The oldest partial (window not empty); used by the default ``enforce``."""
+        raise NotImplementedError
+
+    def _evict_one(self) -> None:
+        """Remove the oldest element (window not empty); used by the default ``enforce``."""
+        raise NotImplementedError
 
     @abstractmethod
     def query(self) -> Any:

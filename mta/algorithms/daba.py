@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from mta.algorithms.base import Aggregator, Policy
+from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
 
 
@@ -126,19 +126,8 @@ class DABA(Aggregator):
         self._b -= head
         self._tail = n
 
-    def enforce(self, wsp: Policy) -> int:
-        total = self.query()
-        combine = self._combine
-        acc = self._identity
-        n = 0
-        while self._head != self._tail:
-            old = combine(acc, self._vals[self._head & self._mask])
-            if not wsp(total, old):
-                break
-            self._evict_one()
-            acc = old
-            n += 1
-        return n
+    def _oldest(self) -> Any:
+        return self._vals[self._head & self._mask]
 
     def query(self) -> Any:
         head = self._head

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from mta.algorithms.base import Aggregator, Policy
+from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
 
 
@@ -101,19 +101,8 @@ class FlatFAT(Aggregator):
             hi >>= 1
         return combine(left, right)
 
-    def enforce(self, wsp: Policy) -> int:
-        total = self.query()
-        combine = self._combine
-        acc = self._identity
-        n = 0
-        while self._size:
-            old = combine(acc, self._tree[self._cap + self._head])
-            if not wsp(total, old):
-                break
-            self._evict_one()
-            acc = old
-            n += 1
-        return n
+    def _oldest(self) -> Any:
+        return self._tree[self._cap + self._head]
 
     def query(self) -> Any:
         end = self._head + self._size

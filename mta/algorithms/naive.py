@@ -11,7 +11,7 @@ from collections import deque
 from functools import reduce
 from typing import Any, Iterator
 
-from mta.algorithms.base import Aggregator, Policy
+from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
 
 _STALE = object()
@@ -39,22 +39,12 @@ class Naive(Aggregator):
                 popleft()
             self._cache = _STALE
 
-    def enforce(self, wsp: Policy) -> int:
-        total = self.query()
-        combine = self.monoid.combine
-        items = self._items
-        acc = self.monoid.identity
-        n = 0
-        while items:
-            old = combine(acc, items[0])
-            if not wsp(total, old):
-                break
-            items.popleft()
-            acc = old
-            n += 1
-        if n:
-            self._cache = _STALE
-        return n
+    def _oldest(self) -> Any:
+        return self._items[0]
+
+    def _evict_one(self) -> None:
+        self._items.popleft()
+        self._cache = _STALE
 
     def query(self) -> Any:
         if self._cache is _STALE:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Iterator
 
-from mta.algorithms.base import Aggregator, Policy
+from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
 
 
@@ -50,20 +50,8 @@ class SubtractOnEvict(Aggregator):
         # an empty window restarts from the identity (no drift for float sums)
         self._agg = self.monoid.invert(self._agg, front) if items else self.monoid.identity
 
-    def enforce(self, wsp: Policy) -> int:
-        total = self._agg
-        combine = self.monoid.combine
-        items = self._items
-        acc = self.monoid.identity
-        n = 0
-        while items:
-            old = combine(acc, items[0])
-            if not wsp(total, old):
-                break
-            self._evict_one()
-            acc = old
-            n += 1
-        return n
+    def _oldest(self) -> Any:
+        return self._items[0]
 
     def query(self) -> Any:
         return self._agg
