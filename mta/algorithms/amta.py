@@ -32,7 +32,7 @@ from functools import reduce
 from typing import Any
 
 from mta.algorithms.base import Policy
-from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
+from mta.algorithms.tree import EMPTY, TreeAggregator
 
 
 class AmortizedMTA(TreeAggregator):
@@ -109,10 +109,11 @@ class AmortizedMTA(TreeAggregator):
             if not h1 & self._chunk_mask:
                 self._enter_chunk(h1)
             return
-        self._check_evict(k)
-        if k >= self._bulk_threshold():
-            self._move_head(self._head + k)
-            return
+        if k != 1 or self._tail == self._head:
+            self._check_evict(k)
+            if k >= self._bulk_threshold():
+                self._move_head(self._head + k)
+                return
         for _ in range(k):
             if self._stack is None:
                 self._rebuild()
@@ -132,8 +133,7 @@ class AmortizedMTA(TreeAggregator):
             value = self._node(number, (h1 >> number) + 1)
             stack.append(combine(value, stack[-1]) if stack else value)
         self._push_suffixes(h1)
-        if not h1 & DROP_MASK:
-            self._release()
+        self._release(h1 - 1)
 
     def _push_suffixes(self, h: int) -> None:
         """Push agg[i, B) for the leaves i after ``h`` in its chunk, last leaf first."""
@@ -175,6 +175,7 @@ class AmortizedMTA(TreeAggregator):
         """Bulk eviction: jump ``head`` to ``h`` in O(log n) whatever the distance."""
         t = self._tail
         old = self._head
+        boundary = ((old >> self._root_level) + 1) << self._root_level  # where R1 starts
         self._head = h
         if h == t:
             identity = self.monoid.identity
@@ -185,10 +186,15 @@ class AmortizedMTA(TreeAggregator):
             root_level = (h ^ t).bit_length() - 1
             same_tree = root_level == self._root_level and h >> root_level == old >> root_level
             self._set_root_level(root_level)
-            self._rebuild()
-            if not same_tree:
-                self._r1 = self._right_result()
-        self._release()
+            if h == boundary and ((h >> root_level) + 1) << root_level == t:
+                # The head moved onto the last tree, which R1 holds whole: the stack can wait.
+                self._r0, self._r1 = self._r1, self.monoid.identity
+                self._stack = None
+            else:
+                self._rebuild()
+                if not same_tree:
+                    self._r1 = self._right_result()
+        self._release(old)
 
     def _bulk_threshold(self) -> int:
         """Evictions beyond about log2 n are done in bulk (section 4.2.4)."""

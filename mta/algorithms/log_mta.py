@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mta.algorithms.base import Policy
-from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
+from mta.algorithms.tree import EMPTY, TreeAggregator
 
 
 class LogMTA(TreeAggregator):
@@ -82,8 +82,7 @@ class LogMTA(TreeAggregator):
     def _move_head(self, h: int) -> None:
         """Drop every leaf before ``h`` and recompute the left spine (Algorithm 2, lines 21-27)."""
         old, self._head = self._head, h
-        if h - old > DROP_MASK or not h & DROP_MASK:  # single evictions release in batches
-            self._release()
+        self._release(old)
         t = self._tail
         if h == t:
             self._root = self.monoid.identity

@@ -143,11 +143,13 @@ class TreeAggregator(Aggregator):
                 del buf[:n]
                 self._bstart[number] += n
 
-    def _release(self) -> None:
-        """Drop every stored node that lies wholly before ``head`` (pointer moves only)."""
+    def _release(self, old_head: int) -> None:
+        """Drop the stored nodes wholly before ``head`` (pointer moves only), in batches:
+        only when the head has crossed a multiple of ``DROP_MASK + 1`` since ``old_head``."""
         head = self._head
-        for number, level in enumerate(self._levels):
-            level.drop_until(head >> number)
+        if (head ^ old_head) > DROP_MASK:
+            for number, level in enumerate(self._levels):
+                level.drop_until(head >> number)
 
     def __len__(self) -> int:
         return self._tail - self._head
