@@ -32,10 +32,6 @@ class Level(ABC):
         """The nodes ``start <= i < stop`` (``head <= start <= stop <= tail``)."""
 
     @abstractmethod
-    def set(self, index: int, value: Any) -> None:
-        """Overwrite the node at ``index`` (``head <= index < tail``)."""
-
-    @abstractmethod
     def drop_until(self, index: int) -> None:
         """Forget every node below ``index``: ``head = max(head, min(index, tail))``."""
 

@@ -60,11 +60,6 @@ class MemoryLevel(Level):
             out += self._blocks[b][:stop - start - len(out)]
         return out
 
-    def set(self, index: int, value: Any) -> None:
-        if not self.head <= index < self.tail:
-            raise IndexError(f"node {index} is outside [{self.head}, {self.tail})")
-        self._blocks[(index >> SHIFT) - self._first][index & MASK] = value
-
     def drop_until(self, index: int) -> None:
         if index <= self.head:
             return

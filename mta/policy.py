@@ -3,8 +3,8 @@
 A policy is any callable ``wsp(total, old) -> bool``. ``total`` aggregates the
 whole window right after an insertion, ``old`` a prefix of its oldest updates;
 True means *at least this prefix must go*. Both are :class:`Agg` records: the
-number of updates, the oldest and newest timestamps, and the monoid's partial
-(for a :class:`~mta.monoid.Record`, a view with one attribute per field).
+number of updates, the newest timestamp, and the monoid's partial (for a
+:class:`~mta.monoid.Record`, a view with one attribute per field).
 
 Contract: prefix-monotone (true for a prefix implies true for every shorter
 one). The window then evicts the longest prefix the policy condemns, found in
@@ -19,7 +19,7 @@ The paper's section 3.2 policy, "the max of the newest updates whose sum stays
         # the newest update of `old` must go if it and everything after it exceed 10
         return total.value.sum - old.value.sum + old.value.last > 10
 
-Built-ins read their inputs by index (``total[0]`` is the count, ``[2]`` the
+Built-ins read their inputs by index (``total[0]`` is the count, ``[1]`` the
 newest timestamp), so the window can hand them its internal tuples directly.
 """
 
@@ -32,16 +32,19 @@ __all__ = ["Agg", "Policy", "MaxSize", "TimeRange", "AnyOf", "AllOf", "any_of", 
 
 
 class Agg(NamedTuple):
-    """What a policy sees of a run of updates."""
+    """What a policy sees of a run of updates.
+
+    Only what every algorithm can maintain is here: a subtract-on-evict total,
+    for one, cannot know the oldest timestamp left after an eviction.
+    """
 
     count: int
-    first: Any  # timestamp of the oldest update (None when count == 0)
     last: Any  # timestamp of the newest update (None when count == 0)
     value: Any  # the monoid's partial (a field view for a Record)
 
 
 class Policy:
-    """Base of the built-in policies. ``on_tuples``: works on plain (count, first, last, value) tuples."""
+    """Base of the built-in policies. ``on_tuples``: works on plain (count, last, value) tuples."""
 
     on_tuples = True
     #: Set by policies that only bound the number of updates: the window then
@@ -79,7 +82,7 @@ class TimeRange(Policy):
         self.width = width
 
     def __call__(self, total: Any, old: Any) -> bool:
-        return total[2] - old[2] >= self.width
+        return total[1] - old[1] >= self.width
 
     def __repr__(self) -> str:
         return f"TimeRange({self.width})"

@@ -8,7 +8,7 @@ It binds a monoid, a slide policy, an algorithm and a level store::
 
 Updates are ``(timestamp, value)`` with non-decreasing timestamps. When the
 policy needs more than a count (anything but :class:`~mta.policy.MaxSize`),
-each element carries ``(count, first timestamp, last timestamp, partial)`` so
+each element carries ``(count, newest timestamp, partial)`` so
 that the policy can see counts and times of any run of updates; a count-only
 policy or none at all stores the bare partials.
 """
@@ -30,17 +30,15 @@ _NEG_INF = -math.inf
 
 
 def _timed(monoid: Monoid) -> tuple[Callable[[Any, Any], Any], tuple]:
-    """Combine and identity of (count, first ts, last ts, partial) tuples over ``monoid``."""
+    """Combine and identity of (count, newest timestamp, partial) tuples over ``monoid``."""
     inner = monoid.combine
 
     def combine(a: tuple, b: tuple) -> tuple:
-        if not a[0]:
-            return b
         if not b[0]:
             return a
-        return (a[0] + b[0], a[1], b[2], inner(a[3], b[3]))
+        return (a[0] + b[0], b[1], inner(a[2], b[2]))
 
-    return combine, (0, None, None, monoid.identity)
+    return combine, (0, None, monoid.identity)
 
 
 class _Timed(Monoid):
@@ -54,11 +52,10 @@ class _Timed(Monoid):
         self.selection = False
 
     def invert(self, total: tuple, front: tuple) -> tuple:
-        """Remove ``front``; the oldest timestamp of the rest is not known and becomes None."""
         count = total[0] - front[0]
         if not count:
             return self.identity
-        return (count, None, total[2], self.inner.invert(total[3], front[3]))
+        return (count, total[1], self.inner.invert(total[2], front[2]))
 
 
 class Window:
@@ -104,8 +101,7 @@ class Window:
                 return bool(policy(Agg._make(total), Agg._make(old)))
         else:
             def wsp(total: tuple, old: tuple) -> bool:
-                return bool(policy(Agg(total[0], total[1], total[2], view(total[3])),
-                                   Agg(old[0], old[1], old[2], view(old[3]))))
+                return bool(policy(Agg(total[0], total[1], view(total[2])), Agg(old[0], old[1], view(old[2]))))
         return wsp
 
     @property
@@ -165,7 +161,7 @@ class Window:
         self._newest = timestamp
         algorithm = self._algorithm
         if self._timed:
-            algorithm.insert((1, timestamp, timestamp, partial))
+            algorithm.insert((1, timestamp, partial))
             return algorithm.enforce(self._wsp)
         algorithm.insert(partial)
         if self._max_size is not None:
@@ -189,7 +185,7 @@ class Window:
     def partial(self) -> Any:
         """The monoid partial of the whole window (``monoid.identity`` when empty)."""
         total = self._algorithm.query()
-        return total[3] if self._timed else total
+        return total[2] if self._timed else total
 
     def query(self) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial."""
@@ -201,7 +197,7 @@ class Window:
     def __iter__(self) -> Iterator[Any]:
         """The lifted updates, oldest to newest."""
         if self._timed:
-            return (element[3] for element in self._algorithm)
+            return (element[2] for element in self._algorithm)
         return iter(self._algorithm)
 
     def __repr__(self) -> str:

@@ -102,14 +102,14 @@ class AmortizedMTA(TreeAggregator):
 
     def evict(self, k: int = 1) -> None:
         stack = self._stack
-        if k == 1 and stack:
+        if k == 1 and stack and type(k) is int:
             # Algorithm 6: the stack top is the left tree without its head leaf.
             self._r0 = stack.pop()
             self._head = h1 = self._head + 1
             if not h1 & self._chunk_mask:
                 self._enter_chunk(h1)
             return
-        if k != 1 or self._tail == self._head:
+        if k != 1 or type(k) is not int or self._tail == self._head:
             self._check_evict(k)
             if k >= self._bulk_threshold():
                 self._move_head(self._head + k)

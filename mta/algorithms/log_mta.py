@@ -6,6 +6,10 @@ level ``M = bit_length(head ^ (tail - 1))``. Every node on or below the root tha
 holds a live leaf stores the aggregate of its live leaves: insertion refreshes
 the right spine (Algorithm 1), eviction the left spine (Algorithm 2, lines 21-27).
 Levels above the root are dead and rewritten when the root climbs back.
+
+The left spine changes at every eviction, so the values of its stored nodes
+are kept locally (the paper's per-level Cache holds each level's head, section
+4.1.5) instead of being written through to the store.
 """
 
 from __future__ import annotations
@@ -22,6 +26,32 @@ class LogMTA(TreeAggregator):
     def _reset(self) -> None:
         super()._reset()
         self._root = self.monoid.identity
+        self._spine: dict[int, tuple[int, Any]] = {}  # level -> (index, value) of a stored spine node
+
+    def _node(self, number: int, index: int) -> Any:
+        if index < self._bstart[number]:
+            spine = self._spine.get(number)
+            if spine is not None and spine[0] == index:
+                return spine[1]
+        return super()._node(number, index)
+
+    def _set_node(self, number: int, index: int, value: Any) -> None:
+        """Left-spine and root nodes: buffered ones in place, stored ones locally."""
+        if index < self._bstart[number]:
+            self._spine[number] = (index, value)
+        else:
+            self._bufs[number][index - self._bstart[number]] = value
+
+    def _restart_level(self, number: int, index: int, value: Any) -> None:
+        """Make ``value`` the only node of a level whose nodes are all dead."""
+        while len(self._levels) <= number:
+            self._add_level()
+        self._levels[number].reset(index)
+        self._bufs[number][:] = [value]
+        self._bstart[number] = index
+        self._caches[number] = []
+        self._cstart[number] = index
+        self._spine.pop(number, None)
 
     def insert(self, partial: Any) -> None:
         """Algorithm 1: append the leaf and refresh its ancestors up to the root."""
@@ -66,7 +96,7 @@ class LogMTA(TreeAggregator):
     def _put(self, number: int, index: int, value: Any) -> None:
         if number == len(self._levels):
             self._add_level()
-        tail = self._level_tail(number)
+        tail = self._bstart[number] + len(self._bufs[number])
         if index == tail:
             self._bufs[number].append(value)
         elif index < tail:

@@ -106,30 +106,6 @@ class TreeAggregator(Aggregator):
             out += self._leaves[start - split:stop - split]
         return out
 
-    def _set_node(self, number: int, index: int, value: Any) -> None:
-        offset = index - self._bstart[number]
-        if offset >= 0:
-            self._bufs[number][offset] = value
-            return
-        self._levels[number].set(index, value)
-        cache = self._caches[number]
-        offset = index - self._cstart[number]
-        if 0 <= offset < len(cache):
-            cache[offset] = value
-
-    def _restart_level(self, number: int, index: int, value: Any) -> None:
-        """Make ``value`` the only node of a level whose nodes are all dead."""
-        while len(self._levels) <= number:
-            self._add_level()
-        self._levels[number].reset(index)
-        self._bufs[number][:] = [value]
-        self._bstart[number] = index
-        self._caches[number] = []
-        self._cstart[number] = index
-
-    def _level_tail(self, number: int) -> int:
-        return self._bstart[number] + len(self._bufs[number])
-
     def flush(self) -> None:
         """Move buffered nodes to the store, but the last node of each level and the
         leaves of an incomplete chunk: insertion still reads (Log MTA: rewrites) those."""

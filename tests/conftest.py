@@ -1,0 +1,247 @@
+"""Shared fixtures, oracles and instrumented monoids/stores for the test suite.
+
+Test modules import helpers from here (``from conftest import ...``): pytest puts
+``tests/`` on ``sys.path`` because the directory is not a package.
+
+Hypothesis profiles: ``ci`` (the default: derandomized, no deadline, so every
+run explores the same examples) and ``dev`` (random exploration). Choose one
+with the environment variable ``HYPOTHESIS_PROFILE``. Test modules build their
+settings with :func:`hsettings`, which takes the chosen profile as parent
+explicitly: a module that calls ``settings.load_profile`` at import time (as
+``test_monoid.py`` does) then cannot change how the other modules run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from functools import reduce
+from typing import Any, Callable, Iterable
+
+from hypothesis import settings
+
+from kvs import MemoryStore
+from kvs.base import Level, LevelStore
+from mta.algorithms import ALGORITHMS, Aggregator
+from mta.monoid import Count, First, Last, Max, Monoid, Record, Sum
+from mta.policy import Agg
+
+# --------------------------------------------------------------------------- hypothesis
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+
+def hsettings(**overrides: Any) -> settings:
+    """Settings for one test: the active profile plus ``overrides`` (e.g. max_examples)."""
+    return settings(settings.get_profile(PROFILE), **overrides)
+
+
+# --------------------------------------------------------------------------- algorithms
+
+ALGORITHM_NAMES = list(ALGORITHMS)
+TREE_ALGORITHMS = [name for name, cls in ALGORITHMS.items() if cls.uses_store]
+BASELINES = [name for name, cls in ALGORITHMS.items() if not cls.uses_store]
+#: Tree-algorithm options that force flushes, cache refills and cache misses all the time.
+TINY_TREE_OPTIONS = [
+    {"buffer_size": 1, "cache_size": 1},
+    {"buffer_size": 2, "cache_size": 2},
+    {"buffer_size": 3, "cache_size": 1},
+    {"buffer_size": 1, "cache_size": 2},
+]
+
+
+def supports(name: str, monoid: Monoid) -> bool:
+    """Whether algorithm ``name`` can serve ``monoid`` (subtract_on_evict needs an inverse)."""
+    try:
+        ALGORITHMS[name].check_monoid(monoid)
+    except TypeError:
+        return False
+    return True
+
+
+def make_aggregator(name: str, monoid: Monoid, **options: Any) -> Aggregator:
+    return ALGORITHMS[name](monoid, **options)
+
+
+def options_id(options: dict) -> str:
+    if not options:
+        return "default"
+    return "".join(f"{key[0]}{value}" for key, value in options.items())
+
+
+# --------------------------------------------------------------------------- monoids
+
+def record_monoid() -> Record:
+    """A product monoid with commutative (count, sum, max) and order-sensitive (first, last) fields."""
+    return Record(n=Count(), sum=Sum(), max=Max(), first=First(), last=Last())
+
+
+# --------------------------------------------------------------------------- oracles
+
+def fold(monoid: Monoid, partials: Iterable[Any]) -> Any:
+    """The aggregate of ``partials`` by plain left-to-right reduction."""
+    return reduce(monoid.combine, partials, monoid.identity)
+
+
+def oracle_prefix(monoid: Monoid, partials: list, wsp: Callable[[Any, Any], bool],
+                  total: Any = None) -> int:
+    """Length of the longest prefix P with ``wsp(total, aggregate(P))``, scanning prefixes.
+
+    ``total`` defaults to the aggregate of all of ``partials``. The scan stops at
+    the first prefix the policy keeps (policies are prefix-monotone).
+    """
+    if total is None:
+        total = fold(monoid, partials)
+    acc = monoid.identity
+    n = 0
+    for partial in partials:
+        acc = monoid.combine(acc, partial)
+        if not wsp(total, acc):
+            break
+        n += 1
+    return n
+
+
+def oracle_enforce(monoid: Monoid, partials: list, wsp: Callable[[Any, Any], bool]) -> int:
+    """Apply enforcement to the list ``partials`` in place; return how many were evicted."""
+    n = oracle_prefix(monoid, partials, wsp)
+    del partials[:n]
+    return n
+
+
+class WindowOracle:
+    """What ``mta.Window(monoid, policy)`` must hold, recomputed from a plain list.
+
+    After each insertion the policy sees ``Agg(count, newest ts, value)``
+    for the whole window and for each prefix (``value`` is a field view for a
+    Record), and the longest condemned prefix is dropped.
+    """
+
+    def __init__(self, monoid: Monoid, policy: Callable[[Any, Any], bool] | None) -> None:
+        self.monoid = monoid
+        self.policy = policy
+        self.items: list[tuple[Any, Any]] = []  # (timestamp, lifted partial)
+
+    def _agg(self, items: list[tuple[Any, Any]]) -> Agg:
+        value = fold(self.monoid, (p for _, p in items))
+        if isinstance(self.monoid, Record):
+            value = self.monoid.view(value)
+        if not items:
+            return Agg(0, None, value)
+        return Agg(len(items), items[-1][0], value)
+
+    def insert(self, timestamp: Any, value: Any) -> int:
+        self.items.append((timestamp, self.monoid.lift(value)))
+        if self.policy is None:
+            return 0
+        total = self._agg(self.items)
+        n = 0
+        while n < len(self.items) and self.policy(total, self._agg(self.items[:n + 1])):
+            n += 1
+        del self.items[:n]
+        return n
+
+    def partials(self) -> list[Any]:
+        return [p for _, p in self.items]
+
+    def timestamps(self) -> list[Any]:
+        return [t for t, _ in self.items]
+
+    def query(self) -> Any:
+        return self.monoid.lower(fold(self.monoid, self.partials()))
+
+
+# --------------------------------------------------------------------------- instrumentation
+
+class CountingMonoid(Monoid):
+    """Wraps a monoid; ``calls`` counts every ``combine`` (the algorithms call nothing else)."""
+
+    def __init__(self, inner: Monoid) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self.commutative = inner.commutative
+        self.invertible = inner.invertible
+        self.selection = inner.selection
+        self.calls = 0
+        combine = inner.combine
+
+        def counting_combine(a: Any, b: Any) -> Any:
+            self.calls += 1
+            return combine(a, b)
+
+        self.combine = counting_combine
+
+    def lift(self, value: Any) -> Any:
+        return self.inner.lift(value)
+
+    def lower(self, partial: Any) -> Any:
+        return self.inner.lower(partial)
+
+    def invert(self, total: Any, front: Any) -> Any:
+        return self.inner.invert(total, front)
+
+
+class CountingLevel(Level):
+    """A MemoryLevel whose calls are tallied in a shared Counter as ``(method, level)``."""
+
+    def __init__(self, inner: Level, number: int, counts: Counter) -> None:
+        self._inner = inner
+        self._number = number
+        self._counts = counts
+
+    @property
+    def head(self) -> int:  # type: ignore[override]
+        return self._inner.head
+
+    @property
+    def tail(self) -> int:  # type: ignore[override]
+        return self._inner.tail
+
+    def _count(self, method: str) -> None:
+        self._counts[method] += 1
+        self._counts[method, self._number] += 1
+
+    def extend(self, values: list[Any]) -> None:
+        self._count("extend")
+        self._inner.extend(values)
+
+    def read(self, start: int, stop: int) -> list[Any]:
+        self._count("read")
+        return self._inner.read(start, stop)
+
+    def drop_until(self, index: int) -> None:
+        self._count("drop_until")
+        self._inner.drop_until(index)
+
+    def reset(self, index: int) -> None:
+        self._count("reset")
+        self._inner.reset(index)
+
+
+class CountingStore(LevelStore):
+    """A MemoryStore that counts the level calls an algorithm makes (its round trips)."""
+
+    def __init__(self) -> None:
+        self._memory = MemoryStore()
+        self._wrapped: dict[int, CountingLevel] = {}
+        self.counts: Counter = Counter()
+
+    def level(self, number: int) -> CountingLevel:
+        if number not in self._wrapped:
+            self._wrapped[number] = CountingLevel(self._memory.level(number), number, self.counts)
+        return self._wrapped[number]
+
+    def clear(self) -> None:
+        self._memory.clear()
+        self._wrapped.clear()
+
+    @property
+    def levels(self) -> int:
+        """How many levels the algorithm has asked for."""
+        return len(self._wrapped)
+
+    def reset_counts(self) -> None:
+        self.counts.clear()

@@ -1,0 +1,336 @@
+"""``mta.Window``: argument checking, rejected updates leave no trace, policy plumbing."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from conftest import (ALGORITHM_NAMES, BASELINES, TREE_ALGORITHMS, CountingStore, WindowOracle,
+                      record_monoid, supports)
+from kvs import MemoryStore
+from mta import (Agg, Collect, Count, First, Max, MaxSize, Mean, MonoidError, Record, Sum,
+                 TimeRange, Window, all_of, any_of)
+from mta.monoid import Monoid
+
+
+def state(window: Window) -> tuple:
+    """Everything observable about a window."""
+    return len(window), window.query(), window.partial(), list(window)
+
+
+def filled(name: str = "amta", policy: Any = None, monoid: Monoid | None = None) -> Window:
+    window = Window(monoid or Sum(), policy, algorithm=name)
+    for ts, value in [(1, 5), (2, 7), (2, 1), (4, 3)]:
+        window.insert(ts, value)
+    return window
+
+
+# --------------------------------------------------------------------------- construction
+
+@pytest.mark.parametrize("algorithm", ["nope", "AMTA", "", None, 3])
+def test_unknown_algorithm_names_the_choices(algorithm) -> None:
+    with pytest.raises(ValueError) as info:
+        Window(Sum(), algorithm=algorithm)
+    message = str(info.value)
+    assert repr(algorithm) in message
+    assert all(name in message for name in ALGORITHM_NAMES)
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_store_passed_to_a_baseline_is_refused(name) -> None:
+    with pytest.raises(ValueError, match=name):
+        Window(Sum(), algorithm=name, store=MemoryStore())
+
+
+@pytest.mark.parametrize("name", TREE_ALGORITHMS)
+def test_tree_algorithms_use_the_store_they_are_given(name) -> None:
+    store = CountingStore()
+    window = Window(Sum(), MaxSize(3000), algorithm=name, store=store, buffer_size=8, cache_size=4)
+    for ts in range(5000):
+        window.insert(ts, ts)
+    assert store.counts["extend"] > 0 and store.counts["read"] > 0
+    assert window.query() == sum(range(2000, 5000)) and len(window) == 3000
+
+
+@pytest.mark.parametrize("name", TREE_ALGORITHMS)
+@pytest.mark.parametrize("options", [{"buffer_size": 0}, {"cache_size": 0}])
+def test_tree_options_are_validated(name, options) -> None:
+    with pytest.raises(ValueError):
+        Window(Sum(), algorithm=name, **options)
+
+
+@pytest.mark.parametrize("monoid", [Max(), First(), Record(s=Sum(), f=First())], ids=repr)
+def test_subtract_on_evict_needs_an_invertible_monoid(monoid) -> None:
+    with pytest.raises(TypeError, match="invertible"):
+        Window(monoid, algorithm="subtract_on_evict")
+
+
+def test_subtract_on_evict_takes_invertible_monoids() -> None:
+    for monoid in (Sum(), Count(), Mean(), Collect(), Record(s=Sum(), n=Count())):
+        window = Window(monoid, MaxSize(2), algorithm="subtract_on_evict")
+        for ts, v in enumerate([4, 8, 16]):
+            window.insert(ts, v)
+        assert len(window) == 2
+
+
+@pytest.mark.parametrize("monoid", [Sum, "sum", None, 0])
+def test_monoid_must_be_a_monoid_instance(monoid) -> None:
+    with pytest.raises(TypeError):
+        Window(monoid)
+
+
+@pytest.mark.parametrize("policy", [5, "MaxSize(3)", [MaxSize(3)], object()])
+def test_non_callable_policy_is_refused(policy) -> None:
+    with pytest.raises(TypeError, match="callable"):
+        Window(Sum(), policy)
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_no_policy_keeps_everything(name) -> None:
+    window = Window(Sum(), algorithm=name)
+    assert window.algorithm == name and name in repr(window)
+    assert [window.insert(ts, 1) for ts in range(100)] == [0] * 100
+    assert len(window) == 100 and window.query() == 100
+    window.evict(40)
+    assert len(window) == 60 and window.query() == 60
+
+
+# --------------------------------------------------------------------------- rejected updates
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+@pytest.mark.parametrize("policy", [None, MaxSize(3), TimeRange(10)], ids=repr)
+def test_decreasing_timestamp_is_refused_and_changes_nothing(name, policy) -> None:
+    window = filled(name, policy)
+    before = state(window)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        window.insert(3.999, 1)
+    assert state(window) == before
+    window.insert(4, 2)  # equal timestamps are fine
+    oracle = WindowOracle(Sum(), policy)
+    for ts, value in [(1, 5), (2, 7), (2, 1), (4, 3), (4, 2)]:
+        oracle.insert(ts, value)
+    assert list(window) == oracle.partials() and window.query() == oracle.query()
+
+
+@pytest.mark.parametrize("timestamp, error", [
+    (math.nan, ValueError), (math.inf, ValueError), (-math.inf, ValueError),
+    (True, TypeError), (False, TypeError), ("5", TypeError), (None, TypeError),
+    (5 + 0j, TypeError),
+])
+@pytest.mark.parametrize("name", ["amta", "log_mta", "naive"])
+def test_bad_timestamps_are_refused_and_change_nothing(name, timestamp, error) -> None:
+    window = filled(name, TimeRange(10))
+    before = state(window)
+    with pytest.raises(error):
+        window.insert(timestamp, 1)
+    assert state(window) == before
+    with pytest.raises(error):
+        window.insert_many([(5, 1), (timestamp, 1)])
+    assert state(window) == before
+
+
+UNLIFTABLE = [(Sum(), "x"), (Sum(), math.nan), (Sum(), math.inf), (Sum(), None), (Sum(), True),
+              (Max(), math.nan), (Mean(), "1"), (Record(s=Sum(), n=Count()), {"s": 1})]
+
+
+@pytest.mark.parametrize("name, monoid, value", [
+    pytest.param(name, monoid, value, id=f"{name}-{monoid!r}-{value!r}")
+    for name in ALGORITHM_NAMES for monoid, value in UNLIFTABLE if supports(name, monoid)])
+def test_value_the_monoid_cannot_lift_changes_nothing(name, monoid, value) -> None:
+    window = filled(name, MaxSize(3), monoid)
+    before = state(window)
+    with pytest.raises(MonoidError):
+        window.insert(100, value)
+    assert state(window) == before
+    # the rejected update did not move the timestamp order forward either
+    window.insert(5, 2)
+    assert len(window) == 3
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_insert_many_rejects_the_whole_batch(name) -> None:
+    window = filled(name, TimeRange(10))
+    before = state(window)
+    batches = [
+        ([(5, 1), (6, 2), (7, 3), (8, "x")], MonoidError, "update 3"),
+        ([(5, 1), (6, math.nan)], MonoidError, "update 1"),
+        ([(5, 1), (6, 2), (5.5, 3)], ValueError, "update 2"),
+        ([(5, 1), (3, 2)], ValueError, "update 1"),
+        ([(4, 1)] * 4 + [(math.inf, 1)], ValueError, "update 4"),
+        ([(5, 1), (6, 2, 3)], TypeError, "update 1"),
+        ([(5, 1), 7], TypeError, "update 1"),
+        ([(True, 1)], TypeError, "update 0"),
+    ]
+    for batch, error, where in batches:
+        with pytest.raises(error, match=where):
+            window.insert_many(batch)
+        assert state(window) == before
+        with pytest.raises(error, match=where):
+            window.insert_many(iter(batch))
+        assert state(window) == before
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_insert_many_equals_inserting_one_by_one(name) -> None:
+    updates = [(ts // 3, ts % 7) for ts in range(200)]
+    one = Window(Sum(), any_of(TimeRange(9), MaxSize(20)), algorithm=name)
+    many = Window(Sum(), any_of(TimeRange(9), MaxSize(20)), algorithm=name)
+    evicted = sum(one.insert(ts, v) for ts, v in updates)
+    assert many.insert_many(u for u in updates) == evicted
+    assert state(many) == state(one)
+    assert many.insert_many([]) == 0
+    with pytest.raises(ValueError):  # the batch continues from the newest timestamp
+        many.insert_many([(updates[-1][0] - 1, 0)])
+
+
+# --------------------------------------------------------------------------- policies in the window
+
+class PolicyFailure(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_a_policy_that_raises_propagates(name) -> None:
+    def policy(total, old):
+        if total.count > 3:
+            raise PolicyFailure("boom")
+        return False
+
+    window = Window(Sum(), policy, algorithm=name)
+    for ts in range(3):
+        window.insert(ts, 1)
+    with pytest.raises(PolicyFailure, match="boom"):
+        window.insert(3, 1)
+
+
+@pytest.mark.parametrize("name", [n for n in ALGORITHM_NAMES if supports(n, record_monoid())])
+def test_record_policy_sees_field_views(name) -> None:
+    monoid = record_monoid()
+    seen = []
+
+    def policy(total, old):
+        assert isinstance(total, Agg) and isinstance(old, Agg)
+        seen.append((total.value.sum, total.value.n, old.value.first, old.count))
+        assert total.value.n == total.count and old.value.n == old.count
+        return total.value.sum - old.value.sum >= 10  # keep the newest that sum to < 10
+
+    window = Window(monoid, policy, algorithm=name)
+    oracle = WindowOracle(monoid, policy)
+    for ts, v in enumerate([3, 4, 5, 6, 1, 1, 9, 0, 2]):
+        assert window.insert(ts, v) == oracle.insert(ts, v)
+        assert list(window) == oracle.partials()
+        assert window.query() == oracle.query()
+        assert window.query()["sum"] >= 10 or len(window) == ts + 1
+    assert seen and window.query() == {"n": 3, "sum": 11, "max": 9, "first": 9, "last": 2}
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_user_policy_sees_counts_and_timestamps(name) -> None:
+    calls = []
+
+    def policy(total, old):
+        calls.append((total.count, total.last, old.count, old.last))
+        return False
+
+    window = Window(Sum(), policy, algorithm=name)
+    window.insert(10, 1)
+    window.insert(12, 1)
+    window.insert(12, 1)
+    assert calls and all(c[0] >= c[2] >= 1 for c in calls)
+    last_of_prefix = {1: 10, 2: 12, 3: 12}
+    final = [c for c in calls if c[0] == 3]
+    assert final and all(c[1] == 12 and c[3] == last_of_prefix[c[2]] for c in final)
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_policy_sees_the_same_totals_after_evictions(name) -> None:
+    # Every algorithm, subtract_on_evict's running total included, shows the policy
+    # the count and newest timestamp of the window that is left.
+    seen = []
+
+    def keep_three(total, old):
+        seen.append((total.count, total.last, old.count, old.last))
+        return total.count - old.count >= 3
+
+    window = Window(Sum(), keep_three, algorithm=name)
+    for ts in range(0, 60, 10):
+        window.insert(ts, 1)
+    assert len(window) == 3 and window.query() == 3
+    totals = {(count, last) for count, last, _, _ in seen}
+    assert totals == {(1, 0), (2, 10), (3, 20), (4, 30), (4, 40), (4, 50)}
+    oldest_kept = {0: 0, 10: 0, 20: 0, 30: 0, 40: 10, 50: 20}
+    assert all(old_last >= oldest_kept[last] for _, last, _, old_last in seen)
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_max_size_zero_keeps_nothing(name) -> None:
+    for policy in (MaxSize(0), any_of(MaxSize(0)), all_of(MaxSize(0), MaxSize(0))):
+        window = Window(Sum(), policy, algorithm=name)
+        for ts in range(5):
+            assert window.insert(ts, 7) == 1
+            assert len(window) == 0 and window.query() == 0 and list(window) == []
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+@pytest.mark.parametrize("width", [1, 2.5, 10])
+def test_time_range_keeps_last_minus_width_exclusive_to_last(name, width) -> None:
+    window = Window(Collect(), TimeRange(width), algorithm=name)
+    stamps = [0, 0, 0.5, 1, 1, 2.5, 3.5, 3.5, 6, 10, 12.5, 12.5, 40]
+    for i, ts in enumerate(stamps):
+        window.insert(ts, i)
+        expected = [j for j, t in enumerate(stamps[:i + 1]) if ts - width < t <= ts]
+        assert window.query() == expected
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_duplicate_timestamps_enter_and_leave_together(name) -> None:
+    window = Window(Sum(), TimeRange(5), algorithm=name)
+    for _ in range(50):
+        assert window.insert(100, 1) == 0
+    assert len(window) == 50
+    assert window.insert(104.5, 1) == 0
+    assert window.insert(105, 1) == 50  # every update at 100 leaves at once
+    assert len(window) == 2 and window.query() == 2
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_combined_policies_in_a_window(name) -> None:
+    tight = Window(Sum(), any_of(TimeRange(10), MaxSize(3)), algorithm=name)
+    loose = Window(Sum(), all_of(TimeRange(10), MaxSize(3)), algorithm=name)
+    for ts in [0, 1, 2, 3, 4, 20, 21, 22, 23, 24, 25]:
+        tight.insert(ts, ts)
+        loose.insert(ts, ts)
+        # any_of: within 10 AND at most 3; all_of: within 10 OR among the newest 3
+        recent = [t for t in range(ts + 1) if t in (0, 1, 2, 3, 4, 20, 21, 22, 23, 24, 25)]
+        newest3 = recent[-3:]
+        in_range = [t for t in recent if t > ts - 10]
+        assert list(tight) == [t for t in recent if t in in_range and t in newest3]
+        assert list(loose) == [t for t in recent if t in in_range or t in newest3]
+
+
+# --------------------------------------------------------------------------- other operations
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_evict_and_clear(name) -> None:
+    window = filled(name, TimeRange(100))
+    window.evict(2)
+    assert list(window) == [1, 3] and window.query() == 4
+    with pytest.raises(ValueError):
+        window.evict(3)
+    assert list(window) == [1, 3]
+    window.clear()
+    assert state(window) == (0, 0, 0, [])
+    window.insert(-50, 9)  # the timestamp order restarts after clear
+    assert list(window) == [9]
+
+
+@pytest.mark.parametrize("name", [n for n in ALGORITHM_NAMES if supports(n, Mean())])
+def test_partial_and_query(name) -> None:
+    window = Window(Mean(), MaxSize(2), algorithm=name)
+    assert window.partial() == (0, 0) and window.query() is None
+    for ts, v in enumerate([1, 2, 6]):
+        window.insert(ts, v)
+    assert window.partial() == (8, 2) and window.query() == 4
+    assert list(window) == [(2, 1), (6, 1)]
