@@ -1,0 +1,280 @@
+"""Paper Experiment 1 (section 5.4, Fig. 6): latency of a constant-size window.
+
+A step is what one update costs in a count-based window of size n: insert the
+update, evict the oldest one once the window is over n, read the aggregate.
+The harness is the same loop for every algorithm (bound methods, no policy
+callable), exactly what ``mta.Window`` does for ``MaxSize``::
+
+    ins(x); m = length() - n; if m > 0: ev(m); q()
+
+Main table: a ``Sum`` monoid at the algorithm level (``ALGORITHMS[name](Sum())``),
+sizes 2^0 .. 2^22. Each size starts from a fresh window filled with n updates
+(fill not timed), then three consecutive runs of ``max(n, min_run)`` steps are
+timed. Like the paper, a run is a whole cycle of n steps (every window state),
+so amortized costs (TwoStacks' flip, AMTA's merges and rebuilds) are counted
+once per cycle; the reported latency is the best run's mean (as ``timeit``:
+on a shared machine the slower runs are the ones other processes disturbed);
+the mean over all runs is in the JSON. The algorithms whose per-step cost does
+not depend on where in the cycle they are (LogMTA, FlatFAT, DABA: O(log n) or
+worst-case O(1) per step, Naive) run at most ``--run-cap`` (2^17) steps per run
+to keep the run short. Naive (O(n) query) only up to 2^12. Sizes are the outer
+loop: all algorithms are measured at one size before the next size.
+
+Secondary table: the paper's own setup, Listing 2 monoid (count + maxSize, here
+``Record(count=Sum(), max_size=Last())``) and Listing 3 slide policy
+``total.count - old.count >= total.maxSize`` through each algorithm's own
+``enforce`` (generic WSP search), for AMTA, TwoStacks and DABA.
+
+    python -m benchmarks.exp1_constant_window            # full (~10-15 min)
+    python -m benchmarks.exp1_constant_window --quick    # smoke run
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from benchmarks import common
+from benchmarks.common import label, now_ns, pow2, ratio
+from mta.algorithms import ALGORITHMS
+from mta.monoid import Last, Record, Sum
+
+NAME = "exp1_constant_window"
+
+
+def build_values(count: int) -> list[int]:
+    """Small ints (no big-int arithmetic in the sums), the same for every algorithm."""
+    return [i % 1000 for i in range(count)]
+
+
+def fill(agg: Any, n: int, partial: Callable[[int], Any] | None = None) -> None:
+    ins = agg.insert
+    if partial is None:
+        for i in range(n):
+            ins(i % 1000)
+    else:
+        for i in range(n):
+            ins(partial(i))
+
+
+def run_count_steps(agg: Any, n: int, values: list[int]) -> int:
+    """Timed: one step per value (insert, evict down to n, query). Returns ns."""
+    ins, ev, q, length = agg.insert, agg.evict, agg.query, agg.__len__
+    t0 = now_ns()
+    for x in values:
+        ins(x)
+        m = length() - n
+        if m > 0:
+            ev(m)
+        q()
+    return now_ns() - t0
+
+
+def run_wsp_steps(agg: Any, wsp: Callable[[Any, Any], bool], values: list[Any]) -> int:
+    """Timed: insert, enforce the slide policy, query (paper Listings 2 and 3)."""
+    ins, enf, q = agg.insert, agg.enforce, agg.query
+    t0 = now_ns()
+    for x in values:
+        ins(x)
+        enf(wsp)
+        q()
+    return now_ns() - t0
+
+
+def listing3_wsp(total: tuple, old: tuple) -> bool:
+    """Paper Listing 3: ``total.count - old.count >= total.maxSize``."""
+    return total[0] - old[0] >= total[1]
+
+
+#: per-step cost independent of the position in the cycle: a capped number of steps is representative
+CAPPED = ("log_mta", "flatfat", "daba", "naive")
+
+
+def run_length(name: str, n: int, min_run: int, cap: int) -> int:
+    """Steps per timed run: a whole cycle of n steps (at least ``min_run``), capped for CAPPED."""
+    if name in CAPPED:
+        return max(min_run, min(n, cap))
+    return max(min_run, n)
+
+
+def measure(make: Callable[[], Any], n: int, per_run: int, runs: int, *, wsp: Any = None,
+            partial: Callable[[int], Any] | None = None) -> dict[str, Any]:
+    agg = make()
+    with common.gc_paused():
+        fill(agg, n, partial)
+        if partial is None:
+            values = build_values(per_run)
+        else:
+            values = [partial(i) for i in range(per_run)]
+        times = []
+        for _ in range(runs):
+            if wsp is None:
+                times.append(run_count_steps(agg, n, values))
+            else:
+                times.append(run_wsp_steps(agg, wsp, values))
+        if len(agg) != n:
+            raise AssertionError(f"{agg.name}: window length {len(agg)} != {n}")
+    ns = [t / per_run for t in times]
+    best = min(ns)
+    return {"n": n, "steps": per_run * runs, "runs_ns_per_step": [round(x, 1) for x in ns],
+            "ns_per_step": round(best, 1), "steps_per_s": round(1e9 / best),
+            "mean_ns_per_step": round(sum(times) / (per_run * runs), 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = common.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--max-exp", type=int, default=None, help="largest window 2^MAX_EXP (full: 22, quick: 10)")
+    p.add_argument("--naive-max-exp", type=int, default=12, help="largest window for Naive (its query is O(n))")
+    p.add_argument("--min-run", type=common.power_of_two, default=None,
+                   help="least steps per timed run, for small windows (full: 2**14, quick: 2**9)")
+    p.add_argument("--run-cap", type=common.power_of_two, default=None,
+                   help="most steps per run for LogMTA, FlatFAT, DABA, Naive (full: 2**17, quick: 2**10)")
+    p.add_argument("--runs", type=int, default=3, help="consecutive timed runs per size (the best is reported)")
+    p.add_argument("--listing-exps", type=str, default=None,
+                   help="comma-separated exponents for the Listing 2/3 table (full: 4,10,16,20; quick: 4,10)")
+    args = p.parse_args(argv)
+    quick = args.quick
+    max_exp = args.max_exp if args.max_exp is not None else (10 if quick else 22)
+    min_run = args.min_run or (2 ** 9 if quick else 2 ** 14)
+    cap = args.run_cap or (2 ** 10 if quick else 2 ** 17)
+    naive_max_exp = min(args.naive_max_exp, max_exp)
+    algorithms = args.algorithms or common.ORDER
+    listing_exps = [int(x) for x in (args.listing_exps or ("4,10" if quick else "4,10,16,20")).split(",")]
+    sizes = [2 ** e for e in range(max_exp + 1)]
+
+    run = common.Run(NAME, args, {
+        "monoid": "Sum (int partials 0..999)", "sizes": sizes, "min_run": min_run, "run_cap": cap,
+        "capped_algorithms": list(CAPPED),
+        "latency": "best run's mean ns per step (mean over all runs: mean_ns_per_step)",
+        "runs": args.runs, "naive_max_size": 2 ** naive_max_exp, "algorithms": algorithms,
+        "step": "ins(x); m = len - n; if m > 0: ev(m); q()  (same loop for every algorithm)",
+        "listing_sizes": [2 ** e for e in listing_exps],
+    })
+
+    # Sizes outer, algorithms inner: on a shared machine the algorithms compared at one size
+    # are measured minutes apart at most, so their ratio suffers less from other load.
+    results: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in algorithms}
+    for n in sizes:
+        for name in algorithms:
+            if name == "naive" and n > 2 ** naive_max_exp:
+                continue
+            cls = ALGORITHMS[name]
+            r = measure(lambda: cls(Sum()), n, run_length(name, n, min_run, cap), args.runs)
+            results[name][n] = r
+            run.log(f"{name:>18} n={pow2(n):>5}: {r['ns_per_step']:>12,.0f} ns/step  "
+                    f"{r['steps_per_s']:>10,} steps/s")
+
+    # ---- main table: steps/s per algorithm and size
+    headers = ["n"] + [label(a) for a in algorithms]
+    if "amta" in algorithms and "two_stacks" in algorithms:
+        headers.append("AMTA/TwoStacks")
+    rows = []
+    for n in sizes:
+        row: list[Any] = [pow2(n)]
+        for a in algorithms:
+            r = results[a].get(n)
+            row.append(r["steps_per_s"] if r else None)
+        if "amta" in algorithms and "two_stacks" in algorithms:
+            x = ratio(results["amta"][n]["steps_per_s"], results["two_stacks"][n]["steps_per_s"])
+            row.append(f"{x:.2f}x")
+        rows.append(row)
+    run.table("Experiment 1: steps/s (insert + evict + query), Sum monoid", headers, rows,
+              note=f"Fresh window per size, filled untimed; best of {args.runs} runs of max(n, {min_run:,}) steps "
+                   f"(a whole cycle each), runs capped at {cap:,} steps for "
+                   f"{', '.join(label(a) for a in CAPPED)}. Higher is better. "
+                   f"AMTA/TwoStacks > 1 means AMTA is faster.")
+
+    # ---- latency table (ns/step) and flatness
+    rows = [[pow2(n)] + [results[a][n]["ns_per_step"] if n in results[a] else None for a in algorithms]
+            for n in sizes]
+    run.table("Experiment 1: latency, ns per step", ["n"] + [label(a) for a in algorithms], rows)
+
+    summary: dict[str, Any] = {}
+    flat_rows = []
+    for a in algorithms:
+        pts = {n: r["ns_per_step"] for n, r in results[a].items() if n >= 16}
+        if len(pts) >= 2:
+            slow_n = max(pts, key=pts.get)
+            fast_n = min(pts, key=pts.get)
+            flat = pts[slow_n] / pts[fast_n]
+            summary[f"{a}_flatness"] = round(flat, 3)
+            flat_rows.append([label(a), pts[fast_n], pow2(fast_n), pts[slow_n], pow2(slow_n), f"{flat:.2f}"])
+    if flat_rows:
+        run.table("Flatness over sizes >= 2^4 (slowest / fastest ns per step)",
+                  ["algorithm", "fastest ns", "at n", "slowest ns", "at n", "slowest/fastest"], flat_rows)
+
+    # ---- targets
+    targets = []
+    ref = 2 ** 20 if max_exp >= 20 else sizes[-1]
+    if "amta" in algorithms:
+        sps = results["amta"][ref]["steps_per_s"]
+        targets.append([f"AMTA >= 1,000,000 steps/s (Sum) at n={pow2(ref)}", f"{sps:,}", sps >= 1_000_000])
+        fl = summary.get("amta_flatness")
+        if fl is not None:
+            targets.append(["AMTA flat: slowest/fastest over n >= 2^4 <= 1.5", f"{fl:.2f}", fl <= 1.5])
+        if "two_stacks" in algorithms:
+            rs = [ratio(results["amta"][n]["steps_per_s"], results["two_stacks"][n]["steps_per_s"])
+                  for n in sizes]
+            worst = min(rs)
+            targets.append(["AMTA >= 0.5x TwoStacks (every size; worst shown)", f"{worst:.2f}x", worst >= 0.5])
+            summary["amta_over_two_stacks_min"] = round(worst, 3)
+            big = [r for n, r in zip(sizes, rs) if n >= 16]
+            if big:
+                worst_big, med_big = min(big), common.median(big)
+                targets.append(["AMTA >= 0.5x TwoStacks for n >= 2^4 (worst / median)",
+                                f"{worst_big:.2f}x / {med_big:.2f}x", worst_big >= 0.5])
+                summary["amta_over_two_stacks_min_n16"] = round(worst_big, 3)
+                summary["amta_over_two_stacks_median_n16"] = round(med_big, 3)
+            summary["amta_over_two_stacks_at_ref"] = round(
+                ratio(results["amta"][ref]["steps_per_s"], results["two_stacks"][ref]["steps_per_s"]), 3)
+    if targets:
+        run.table("Targets", ["target", "measured", "met"], [[t, m, "yes" if ok else "NO"] for t, m, ok in targets])
+    summary["targets"] = [{"target": t, "measured": m, "met": ok} for t, m, ok in targets]
+
+    # ---- secondary table: the paper's Listing 2 monoid + Listing 3 WSP via enforce
+    listing: dict[str, dict[int, dict[str, Any]]] = {}
+    listing_algs = [a for a in ("amta", "two_stacks", "daba") if a in algorithms]
+    monoid = Record(count=Sum(), max_size=Last())
+    for a in listing_algs:
+        cls = ALGORITHMS[a]
+        listing[a] = {}
+        for e in listing_exps:
+            n = 2 ** e
+            r = measure(lambda: cls(monoid), n, run_length(a, n, min_run, cap), args.runs,
+                        wsp=listing3_wsp, partial=lambda i, n=n: (1, n))
+            listing[a][n] = r
+            run.log(f"{a:>18} listing n={pow2(n):>5}: {r['ns_per_step']:>12,.0f} ns/step")
+    if listing_algs:
+        headers = ["n"] + [f"{label(a)} steps/s" for a in listing_algs]
+        if "amta" in listing and "two_stacks" in listing:
+            headers.append("AMTA/TwoStacks")
+        rows = []
+        for e in listing_exps:
+            n = 2 ** e
+            row = [pow2(n)] + [listing[a][n]["steps_per_s"] for a in listing_algs]
+            if "amta" in listing and "two_stacks" in listing:
+                row.append(f"{ratio(listing['amta'][n]['steps_per_s'], listing['two_stacks'][n]['steps_per_s']):.2f}x")
+            rows.append(row)
+        run.table("Paper setup (Listing 2 monoid count+maxSize, Listing 3 WSP via enforce): steps/s",
+                  headers, rows, note="Record(count=Sum(), max_size=Last()) partials (1, n); "
+                                      "each step = insert + enforce(wsp) + query.")
+
+    run.data["results"] = {a: list(r.values()) for a, r in results.items()}
+    run.data["listing"] = {a: list(r.values()) for a, r in listing.items()}
+    run.data["summary"] = summary
+    csv_rows = [["sum_count_policy", a, r["n"], r["steps"], r["ns_per_step"], r["steps_per_s"]]
+                for a in algorithms for r in results[a].values()]
+    csv_rows += [["listing2_3_wsp", a, r["n"], r["steps"], r["ns_per_step"], r["steps_per_s"]]
+                 for a in listing_algs for r in listing[a].values()]
+    run.finish(["setup", "algorithm", "n", "steps", "ns_per_step", "steps_per_s"], csv_rows)
+    if not args.no_plot:
+        common.plot_lines(
+            run.path(".png"),
+            {label(a): (list(results[a]), [r["ns_per_step"] for r in results[a].values()]) for a in algorithms},
+            title="Experiment 1: constant-size window (Sum), insert + evict + query",
+            xlabel="window size n", ylabel="ns per step (log)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The ``mta`` command line.
+
+    mta demo                 # generated memory telemetry through a 1-hour window
+    mta demo --updates 200000 --window 600 --algorithm two_stacks --every 3600
+    mta bench exp1_constant_window --quick     # = python -m benchmarks.exp1_constant_window --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from itertools import islice
+from pathlib import Path
+from typing import Sequence
+
+from mta.algorithms import ALGORITHMS
+
+BENCHMARKS = ("exp1_constant_window", "exp2_bulk_eviction", "table2_stream_analytics")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return int(value) if value.is_integer() else value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mta", description="Sliding-window aggregation with the Monoid Tree Aggregator.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    d = sub.add_parser(
+        "demo", help="stream generated memory telemetry through a time window",
+        description="Stream generated memory-usage telemetry (one reading per second, "
+                    "mta.telemetry) through mta.Window with a time-range window, computing "
+                    "mean, max, standard deviation and count of the window at once (one Record "
+                    "monoid, one window). Prints the window's aggregates every K updates and a summary.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    d.add_argument("--updates", type=_positive_int, default=1_000_000,
+                   help="number of readings to stream (one per simulated second)")
+    d.add_argument("--window", type=_positive_seconds, default=3600, help="window width in seconds")
+    d.add_argument("--algorithm", choices=list(ALGORITHMS), default="amta", help="sliding-window algorithm")
+    d.add_argument("--every", type=_positive_int, default=21_600,
+                   help="print the window's aggregates every K updates (21600 = 6 simulated hours)")
+    d.add_argument("--seed", type=int, default=1, help="telemetry seed")
+    d.add_argument("--no-progress", action="store_true", help="no progress bar")
+    d.set_defaults(subparser=d)
+
+    b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
+                       description="Runs `python -m benchmarks.NAME ARGS...` from the repository root "
+                                   "(the benchmarks are not installed with the package).")
+    b.add_argument("name", choices=BENCHMARKS, help="benchmark to run")
+    b.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments for the script, e.g. --quick")
+    b.set_defaults(subparser=b)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return demo(args, args.subparser)
+    return bench(args, args.subparser)
+
+
+# --------------------------------------------------------------------------- demo
+
+def _clock(seconds: int) -> str:
+    """Simulated time as 'day D HH:MM:SS'."""
+    days, rest = divmod(int(seconds), 86_400)
+    h, rest = divmod(rest, 3600)
+    m, s = divmod(rest, 60)
+    return f"day {days:>3} {h:02d}:{m:02d}:{s:02d}"
+
+
+def _fmt(value: object) -> str:
+    return "–" if value is None else f"{value:,.1f}"
+
+
+def _line(ts: int, n: int, result: dict) -> str:
+    return (f"{_clock(ts)}  window {n:>7,} readings  mean {_fmt(result['mean']):>9} MB  "
+            f"max {_fmt(result['max']):>9} MB  stddev {_fmt(result['stddev']):>7} MB")
+
+
+def demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from tqdm import tqdm
+
+    from mta import Count, Max, Mean, Record, StdDev, TimeRange, Window
+    from mta.telemetry import readings
+
+    monoid = Record(mean=Mean(), max=Max(), stddev=StdDev(), count=Count())
+    try:
+        window = Window(monoid, TimeRange(args.window), algorithm=args.algorithm)
+    except (TypeError, ValueError) as error:
+        parser.error(f"--algorithm {args.algorithm}: {error}")
+    print(f"mta demo: {args.updates:,} memory readings (1/s, seed {args.seed}) through a {args.window} s "
+          f"time window, algorithm {window.algorithm}, monoid {monoid!r}", flush=True)
+
+    stream = readings(args.updates, seed=args.seed)
+    insert, query = window.insert, window.query
+    every = args.every
+    done = 0
+    ts = 0
+    busy_ns = 0
+    bar = tqdm(total=args.updates, unit="upd", unit_scale=True, disable=args.no_progress or None,
+               mininterval=0.5, smoothing=0.1, file=sys.stderr)
+    started = time.perf_counter()
+    try:
+        while done < args.updates:
+            # process up to the next report point in one batch (the progress bar moves per batch)
+            batch = list(islice(stream, min(every - done % every, 8192)))
+            if not batch:
+                break
+            t0 = time.perf_counter_ns()
+            for ts, value in batch:
+                insert(ts, value)
+            busy_ns += time.perf_counter_ns() - t0
+            done += len(batch)
+            bar.update(len(batch))
+            if done % every == 0:
+                bar.write(_line(ts, len(window), query()))
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\ninterrupted after {done:,} updates", file=sys.stderr)
+        return 130
+    bar.close()
+    elapsed = time.perf_counter() - started
+    result = query()
+    print()
+    print(f"summary: {done:,} updates in {elapsed:.1f} s = {done / elapsed:,.0f} updates/s "
+          f"(window work alone: {done / (busy_ns / 1e9) if busy_ns else 0:,.0f} updates/s, "
+          f"{busy_ns / done if done else 0:,.0f} ns/update)")
+    print(f"  simulated time {_clock(ts)}; final window: {len(window):,} readings "
+          f"(count {result['count']:,}) over the last {args.window} s")
+    print(f"  mean {_fmt(result['mean'])} MB, max {_fmt(result['max'])} MB, stddev {_fmt(result['stddev'])} MB")
+    return 0
+
+
+# --------------------------------------------------------------------------- bench
+
+def bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "benchmarks" / f"{args.name}.py").is_file():
+        parser.error(f"benchmarks/{args.name}.py not found under {root}: `mta bench` needs a source checkout")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-m", f"benchmarks.{args.name}", *args.bench_args]
+    return subprocess.call(cmd, cwd=root, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

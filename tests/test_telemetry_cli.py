@@ -1,0 +1,143 @@
+"""The telemetry generator, the ``mta`` command line and the benchmark scripts' smoke runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from itertools import islice
+from pathlib import Path
+
+import pytest
+
+from mta.cli import main
+from mta.telemetry import DAY, HOUR, PEAK_HOUR, readings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------- telemetry
+
+def test_deterministic_for_a_seed():
+    assert list(readings(5000, seed=7)) == list(readings(5000, seed=7))
+    assert list(readings(5000, seed=7)) != list(readings(5000, seed=8))
+
+
+def test_shorter_run_is_a_prefix():
+    assert list(readings(4000, seed=3)) == list(readings(9000, seed=3))[:4000]
+
+
+def test_timestamps_non_decreasing_and_values_positive():
+    data = list(readings(3 * DAY, seed=11))
+    assert len(data) == 3 * DAY
+    stamps = [t for t, _ in data]
+    assert stamps == list(range(3 * DAY))
+    assert all(isinstance(v, float) and v > 0 for _, v in data)
+
+
+def test_start_and_hosts():
+    data = list(readings(3000, seed=2, start=1000, hosts=3))
+    assert len(data) == 3000
+    stamps = [t for t, _ in data]
+    assert stamps[0] == 1000 and stamps == sorted(stamps)
+    assert stamps[:6] == [1000, 1000, 1000, 1001, 1001, 1001]
+    assert all(v > 0 for _, v in data)
+    # hosts are different machines
+    assert len({round(v) for _, v in data[:3]}) == 3
+
+
+def test_unbounded_stream():
+    assert len(list(islice(readings(None, seed=1), 10))) == 10
+
+
+@pytest.mark.parametrize("bad", [{"n": -1}, {"n": 1.5}, {"n": 10, "start": -5}, {"n": 10, "hosts": 0}])
+def test_bad_arguments(bad):
+    with pytest.raises(ValueError):
+        readings(**bad)
+
+
+def test_daily_cycle():
+    days = 7
+    by_hour = [[] for _ in range(24)]
+    for t, v in readings(days * DAY, seed=5):
+        by_hour[(t % DAY) // HOUR].append(v)
+    means = [sum(h) / len(h) for h in by_hour]
+    trough = (PEAK_HOUR + 12) % 24
+    assert means[PEAK_HOUR] > means[trough] * 1.15
+    assert max(range(24), key=means.__getitem__) in (PEAK_HOUR - 1, PEAK_HOUR, PEAK_HOUR + 1)
+
+
+def test_has_spikes_and_noise():
+    values = [v for _, v in readings(DAY, seed=9)]
+    steps = [abs(b - a) for a, b in zip(values, values[1:])]
+    assert len(set(values)) > 0.99 * len(values)  # noisy, not a smooth curve
+    assert max(steps) > 20 * (sum(steps) / len(steps))  # occasional bursts / spikes
+
+
+# --------------------------------------------------------------------------- cli
+
+def test_demo_runs_and_prints_summary(capsys):
+    assert main(["demo", "--updates", "20000", "--every", "5000", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "summary: 20,000 updates" in out
+    assert "final window: 3,600 readings" in out
+    assert out.count("window   3,600 readings") == 4  # one line every 5000 updates
+    assert "mean" in out and "max" in out and "stddev" in out
+
+
+def test_demo_with_another_algorithm_and_window(capsys):
+    assert main(["demo", "--updates", "5000", "--window", "600", "--algorithm", "two_stacks",
+                 "--every", "100000"]) == 0
+    out = capsys.readouterr().out
+    assert "algorithm two_stacks" in out
+    assert "final window: 600 readings" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--algorithm", "nope"], "invalid choice: 'nope'"),
+    (["demo", "--updates", "0"], "positive integer"),
+    (["demo", "--window", "-1"], "seconds > 0"),
+    (["demo", "--algorithm", "subtract_on_evict"], "invertible"),
+    (["bench", "nope"], "invalid choice"),
+    ([], "required"),
+])
+def test_bad_arguments_are_clean_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_unknown_algorithm_lists_choices(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--algorithm", "nope"])
+    err = capsys.readouterr().err
+    for name in ("amta", "log_mta", "two_stacks", "daba", "flatfat", "naive"):
+        assert name in err
+
+
+# --------------------------------------------------------------------------- benchmark smoke runs
+
+# Each --quick run takes a few seconds; set MTA_SKIP_BENCH_SMOKE=1 to skip them.
+bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
+                                 reason="MTA_SKIP_BENCH_SMOKE is set")
+
+
+@bench_smoke
+@pytest.mark.parametrize("script", ["exp1_constant_window", "exp2_bulk_eviction", "table2_stream_analytics"])
+def test_benchmark_quick_mode(tmp_path, script):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| " in proc.stdout  # a markdown table
+    data = json.loads((tmp_path / f"{script}_quick.json").read_text())
+    assert data["quick"] is True
+    machine = data["machine"]
+    for key in ("platform", "python", "cpu_count", "loadavg_start", "loadavg_end"):
+        assert key in machine
+    assert (tmp_path / f"{script}_quick.csv").read_text().count("\n") > 2
+    assert (tmp_path / f"{script}_quick.png").stat().st_size > 1000
