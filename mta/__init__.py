@@ -12,3 +12,9 @@ from mta.policy import Agg, MaxSize, TimeRange, all_of, any_of
 from mta.window import Window
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Window", "Agg", "MaxSize", "TimeRange", "any_of", "all_of",
+    "Monoid", "MonoidError", "Count", "Sum", "Min", "Max", "Mean", "Variance", "StdDev", "GeometricMean",
+    "ArgMin", "ArgMax", "MinCount", "MaxCount", "First", "Last", "Collect", "Record",
+]

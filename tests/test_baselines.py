@@ -1,5 +1,7 @@
-"""The baseline algorithms (Naive, Subtract-on-Evict, TwoStacks, DABA, FlatFAT)
-against a plain list oracle, with a non-commutative monoid and integer sums."""
+"""What is particular to the baselines (Naive, Subtract-on-Evict, TwoStacks, DABA,
+FlatFAT): edge cases, capacity changes, DABA's invariants and worst-case costs.
+Random operation sequences against an oracle, for every algorithm, are in
+test_algorithms.py."""
 
 from __future__ import annotations
 
@@ -9,8 +11,6 @@ from functools import reduce
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from mta.algorithms.daba import DABA
 from mta.algorithms.flatfat import FlatFAT
@@ -46,103 +46,14 @@ NAMES = {Naive: "naive", SubtractOnEvict: "subtract_on_evict", TwoStacks: "two_s
          DABA: "daba", FlatFAT: "flatfat"}
 
 
-def cases() -> list:
-    out = []
-    for cls in ALL:
-        out.append(pytest.param(cls, InvertibleConcat() if cls is SubtractOnEvict else Concat(),
-                                id=f"{cls.name}-concat"))
-        out.append(pytest.param(cls, Sum(), id=f"{cls.name}-sum"))
-    return out
-
-
 def fold(monoid: Monoid, partials: list) -> Any:
     return reduce(monoid.combine, partials, monoid.identity)
-
-
-def total_of(monoid: Monoid, partial: Any) -> int:
-    """The sum of the raw values inside a partial of either test monoid."""
-    return sum(partial) if isinstance(monoid, Concat) else partial
-
-
-def policy(monoid: Monoid, kind: str, param: int):
-    """Prefix-monotone window slide policies over partials (values are >= 0)."""
-    if kind == "count":  # keep at most ``param`` elements (Concat only: len = count)
-        return lambda total, old: len(total) - len(old) >= param
-    if kind == "budget":  # evict until the rest sums to at most ``param`` (paper 3.2)
-        return lambda total, old: total_of(monoid, total) - total_of(monoid, old) > param
-    if kind == "below":  # evict the leading run of values < ``param`` (Concat only)
-        return lambda total, old: all(v < param for v in old)
-    raise AssertionError(kind)
-
-
-def oracle_enforce(monoid: Monoid, items: list, wsp) -> int:
-    total = fold(monoid, items)
-    n = 0
-    while n < len(items) and wsp(total, fold(monoid, items[:n + 1])):
-        n += 1
-    del items[:n]
-    return n
-
-
-values = st.integers(min_value=0, max_value=20)
-operations = st.lists(
-    st.one_of(
-        st.tuples(st.just("insert"), values),
-        st.tuples(st.just("insert"), values),
-        st.tuples(st.just("insert"), values),
-        st.tuples(st.just("evict"), st.integers(min_value=0, max_value=10**6)),
-        st.tuples(st.just("enforce"), st.sampled_from(["count", "budget", "below"]),
-                  st.integers(min_value=0, max_value=40)),
-        st.tuples(st.just("query")),
-        st.tuples(st.just("iter")),
-        st.tuples(st.just("too_many"), st.integers(min_value=1, max_value=3)),
-        st.tuples(st.just("clear")),
-    ),
-    max_size=150,
-)
 
 
 def check_same(agg, monoid: Monoid, items: list) -> None:
     assert len(agg) == len(items)
     assert list(agg) == items
     assert agg.query() == fold(monoid, items)
-
-
-@pytest.mark.parametrize("cls, monoid", cases())
-@settings(max_examples=150, deadline=None)
-@given(ops=operations)
-def test_random_operations_match_list_oracle(cls, monoid, ops) -> None:
-    agg = cls(monoid)
-    items: list = []
-    for op in ops:
-        kind = op[0]
-        if kind == "insert":
-            p = monoid.lift(op[1])
-            agg.insert(p)
-            items.append(p)
-        elif kind == "evict":
-            k = op[1] % (len(items) + 1)
-            agg.evict(k)
-            del items[:k]
-        elif kind == "enforce":
-            pk, param = op[1], op[2]
-            if not isinstance(monoid, Concat) and pk != "budget":
-                pk = "budget"
-            wsp = policy(monoid, pk, param)
-            assert agg.enforce(wsp) == oracle_enforce(monoid, items, wsp)
-        elif kind == "query":
-            assert agg.query() == fold(monoid, items)
-        elif kind == "iter":
-            assert list(agg) == items
-        elif kind == "too_many":
-            with pytest.raises(ValueError):
-                agg.evict(len(items) + op[1])
-            check_same(agg, monoid, items)
-        elif kind == "clear":
-            agg.clear()
-            items.clear()
-        assert len(agg) == len(items)
-    check_same(agg, monoid, items)
 
 
 @pytest.mark.parametrize("cls", ALL)
