@@ -135,16 +135,18 @@ class AmortizedMTA(TreeAggregator):
         self._push_suffixes(h1)
         self._release(h1 - 1)
 
-    def _push_suffixes(self, h: int) -> None:
-        """Push agg[i, B) for the leaves i after ``h`` in its chunk, last leaf first."""
+    def _push_suffixes(self, h: int) -> Any:
+        """Push agg[i, B) for the leaves i after ``h`` in its chunk, last leaf first; return leaf ``h``."""
         stack = self._stack
         combine = self._combine
         bits = self.CHUNK_BITS
         end = min(((h >> bits) + 1) << bits, ((h >> self._root_level) + 1) << self._root_level)
+        leaves = self._leaf_range(h, end)
         top = stack[-1] if stack else EMPTY
-        for value in reversed(self._leaf_range(h + 1, end)):
+        for value in leaves[:0:-1]:  # newest first, leaf h excluded
             top = value if top is EMPTY else combine(value, top)
             stack.append(top)
+        return leaves[0]
 
     def _rebuild(self) -> None:
         """Recompute the stack and R0 for the left tree (Algorithm 4), O(log n)."""
@@ -157,8 +159,7 @@ class AmortizedMTA(TreeAggregator):
             if not a & 1:
                 value = self._node(number, a + 1)
                 stack.append(combine(value, stack[-1]) if stack else value)
-        self._push_suffixes(h)
-        leaf = self._node(0, h)
+        leaf = self._push_suffixes(h)
         self._r0 = combine(leaf, stack[-1]) if stack else leaf
 
     def _right_result(self) -> Any:
