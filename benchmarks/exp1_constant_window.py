@@ -9,8 +9,9 @@ callable), exactly what ``mta.Window`` does for ``MaxSize``::
 
 Main table: a ``Sum`` monoid at the algorithm level (``ALGORITHMS[name](Sum())``),
 sizes 2^0 .. 2^22. Each size starts from a fresh window filled with n updates
-(fill not timed), then three consecutive runs of ``max(n, min_run)`` steps are
-timed. Like the paper, a run is a whole cycle of n steps (every window state),
+(fill not timed), then three rounds are timed in which every algorithm runs
+``max(n, min_run)`` steps in turn (alternating, so that a slow spell of a
+shared machine hits all of them alike). Like the paper, a run is a whole cycle of n steps (every window state),
 so amortized costs (TwoStacks' flip, AMTA's merges and rebuilds) are counted
 once per cycle; the reported latency is the best run's mean (as ``timeit``:
 on a shared machine the slower runs are the ones other processes disturbed);
@@ -97,28 +98,38 @@ def run_length(name: str, n: int, min_run: int, cap: int) -> int:
     return max(min_run, n)
 
 
-def measure(make: Callable[[], Any], n: int, per_run: int, runs: int, *, wsp: Any = None,
-            partial: Callable[[int], Any] | None = None) -> dict[str, Any]:
-    agg = make()
+def measure(makers: dict[str, Callable[[], Any]], n: int, per_run: dict[str, int], runs: int, *,
+            wsp: Any = None, partial: Callable[[int], Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Time ``runs`` rounds at window size ``n``, every algorithm once per round.
+
+    The algorithms alternate within a round, so a slow spell of a shared machine
+    hits all of them alike and their ratio stays fair; each one's best round is reported.
+    """
     with common.gc_paused():
-        fill(agg, n, partial)
-        if partial is None:
-            values = build_values(per_run)
-        else:
-            values = [partial(i) for i in range(per_run)]
-        times = []
+        aggs = {}
+        for name, make in makers.items():
+            aggs[name] = agg = make()
+            fill(agg, n, partial)
+        values = {name: build_values(k) if partial is None else [partial(i) for i in range(k)]
+                  for name, k in per_run.items()}
+        times: dict[str, list[int]] = {name: [] for name in makers}
         for _ in range(runs):
-            if wsp is None:
-                times.append(run_count_steps(agg, n, values))
-            else:
-                times.append(run_wsp_steps(agg, wsp, values))
-        if len(agg) != n:
-            raise AssertionError(f"{agg.name}: window length {len(agg)} != {n}")
-    ns = [t / per_run for t in times]
-    best = min(ns)
-    return {"n": n, "steps": per_run * runs, "runs_ns_per_step": [round(x, 1) for x in ns],
-            "ns_per_step": round(best, 1), "steps_per_s": round(1e9 / best),
-            "mean_ns_per_step": round(sum(times) / (per_run * runs), 1)}
+            for name, agg in aggs.items():
+                if wsp is None:
+                    times[name].append(run_count_steps(agg, n, values[name]))
+                else:
+                    times[name].append(run_wsp_steps(agg, wsp, values[name]))
+        for name, agg in aggs.items():
+            if len(agg) != n:
+                raise AssertionError(f"{name}: window length {len(agg)} != {n}")
+    out = {}
+    for name, ts in times.items():
+        ns = [t / per_run[name] for t in ts]
+        best = min(ns)
+        out[name] = {"n": n, "steps": per_run[name] * runs, "runs_ns_per_step": [round(x, 1) for x in ns],
+                     "ns_per_step": round(best, 1), "steps_per_s": round(1e9 / best),
+                     "mean_ns_per_step": round(sum(ts) / (per_run[name] * runs), 1)}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,15 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         "listing_sizes": [2 ** e for e in listing_exps],
     })
 
-    # Sizes outer, algorithms inner: on a shared machine the algorithms compared at one size
-    # are measured minutes apart at most, so their ratio suffers less from other load.
+    # Sizes outer, algorithms alternating within each round (see measure).
     results: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in algorithms}
     for n in sizes:
-        for name in algorithms:
-            if name == "naive" and n > 2 ** naive_max_exp:
-                continue
-            cls = ALGORITHMS[name]
-            r = measure(lambda: cls(Sum()), n, run_length(name, n, min_run, cap), args.runs)
+        names = [a for a in algorithms if not (a == "naive" and n > 2 ** naive_max_exp)]
+        measured = measure({a: (lambda cls=ALGORITHMS[a]: cls(Sum())) for a in names}, n,
+                           {a: run_length(a, n, min_run, cap) for a in names}, args.runs)
+        for name, r in measured.items():
             results[name][n] = r
             run.log(f"{name:>18} n={pow2(n):>5}: {r['ns_per_step']:>12,.0f} ns/step  "
                     f"{r['steps_per_s']:>10,} steps/s")
@@ -232,16 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     summary["targets"] = [{"target": t, "measured": m, "met": ok} for t, m, ok in targets]
 
     # ---- secondary table: the paper's Listing 2 monoid + Listing 3 WSP via enforce
-    listing: dict[str, dict[int, dict[str, Any]]] = {}
     listing_algs = [a for a in ("amta", "two_stacks", "daba") if a in algorithms]
     monoid = Record(count=Sum(), max_size=Last())
-    for a in listing_algs:
-        cls = ALGORITHMS[a]
-        listing[a] = {}
-        for e in listing_exps:
-            n = 2 ** e
-            r = measure(lambda: cls(monoid), n, run_length(a, n, min_run, cap), args.runs,
-                        wsp=listing3_wsp, partial=lambda i, n=n: (1, n))
+    listing = {a: {} for a in listing_algs}
+    for e in listing_exps:
+        n = 2 ** e
+        measured = measure({a: (lambda cls=ALGORITHMS[a]: cls(monoid)) for a in listing_algs}, n,
+                           {a: run_length(a, n, min_run, cap) for a in listing_algs}, args.runs,
+                           wsp=listing3_wsp, partial=lambda i, n=n: (1, n))
+        for a, r in measured.items():
             listing[a][n] = r
             run.log(f"{a:>18} listing n={pow2(n):>5}: {r['ns_per_step']:>12,.0f} ns/step")
     if listing_algs:
