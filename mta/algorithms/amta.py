@@ -46,6 +46,7 @@ class AmortizedMTA(TreeAggregator):
         self._r1 = identity
         self._root_level = 0
         self._merge_mask = 0  # tail & mask == 0: the window was empty or trees merge
+        self._quiet_mask = 0  # tail & mask != 0: no chunk completes and no tree merges
         # Section 5.2 "compute once": a merge of trees sets the stack to None (stale);
         # it is rebuilt once, by the next eviction that needs it.
         self._stack: list[Any] | None = []
@@ -56,9 +57,12 @@ class AmortizedMTA(TreeAggregator):
         t = self._tail
         self._leaves.append(partial)
         self._tail = t1 = t + 1
+        if t1 & self._quiet_mask:  # the common case: R1 takes the leaf (Algorithm 3, line 3)
+            self._r1 = self._combine(self._r1, partial)
+            return
         if not t1 & self._chunk_mask:
             self._complete_chunk(t1)
-        if t1 & self._merge_mask:  # the common case: R1 takes the leaf (Algorithm 3, line 3)
+        if t1 & self._merge_mask:
             self._r1 = self._combine(self._r1, partial)
         elif self._head == t:  # the first leaf of an empty window: R0 alone
             self._r0 = partial
@@ -97,6 +101,7 @@ class AmortizedMTA(TreeAggregator):
     def _set_root_level(self, level: int) -> None:
         self._root_level = level
         self._merge_mask = (2 << level) - 1
+        self._quiet_mask = self._merge_mask & self._chunk_mask  # both masks are 2^k - 1
 
     # -- eviction (Algorithms 6 and 7, bulk in section 4.2.4) -------------------
 
@@ -182,7 +187,7 @@ class AmortizedMTA(TreeAggregator):
             identity = self.monoid.identity
             self._r0 = self._r1 = identity
             self._stack = []
-            self._root_level = self._merge_mask = 0
+            self._root_level = self._merge_mask = self._quiet_mask = 0
         else:
             root_level = (h ^ t).bit_length() - 1
             same_tree = root_level == self._root_level and h >> root_level == old >> root_level
