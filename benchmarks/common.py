@@ -279,17 +279,9 @@ def plot_lines(path: Path, series: dict[str, tuple[Sequence[float], Sequence[flo
     for name, y in (hlines or {}).items():
         ax.axhline(y, linestyle=":", color="grey", linewidth=1)
         ax.annotate(name, (0.01, y), xycoords=("axes fraction", "data"), fontsize=8, color="grey")
-    ax.set_title(title)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    print(f"wrote {path}", flush=True)
-    return True
+    return _finish(plt, fig, ax, path, title, ylabel)
 
 
 def plot_bars(path: Path, groups: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str,
@@ -309,9 +301,14 @@ def plot_bars(path: Path, groups: Sequence[str], series: dict[str, Sequence[floa
     ax.set_xticklabels(groups)
     if logy:
         ax.set_yscale("log")
+    ax.grid(True, axis="y", alpha=0.3)
+    return _finish(plt, fig, ax, path, title, ylabel)
+
+
+def _finish(plt: Any, fig: Any, ax: Any, path: Path, title: str, ylabel: str) -> bool:
+    """Title, y label and legend, then write the PNG."""
     ax.set_title(title)
     ax.set_ylabel(ylabel)
-    ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
