@@ -114,18 +114,15 @@ class AmortizedMTA(TreeAggregator):
             if not h1 & self._chunk_mask:
                 self._enter_chunk(h1)
             return
-        if k != 1 or type(k) is not int or self._tail == self._head:
+        if not (k == 1 and type(k) is int and self._tail > self._head):
             self._check_evict(k)
-            if k >= self._bulk_threshold():
+        if k == 1 or k >= self._bulk_threshold():
+            # A stale or empty stack: rebuild it once for the new head, not for the old one.
+            if k:
                 self._move_head(self._head + k)
-                return
+            return
         for _ in range(k):
-            if self._stack is None:
-                self._rebuild()
-            if self._stack:
-                self.evict(1)
-            else:  # the head is the last leaf of the left tree
-                self._move_head(self._head + 1)
+            self.evict(1)
 
     def _enter_chunk(self, h1: int) -> None:
         """Algorithm 7 once the head enters a new chunk: push the right siblings of the
