@@ -2,11 +2,17 @@
 
 A level store hands out one :class:`Level` per tree level: a FIFO queue of nodes
 addressed by absolute index. ``kvs`` knows nothing of monoids or algorithms; it
-stores opaque values. This issue ships the in-memory store; Redis and file stores
-implement the same two classes.
+stores opaque values (encoded by :mod:`kvs.codec` when they leave the process).
+
+A :class:`Backend` holds many windows, each with its own level store:
+in memory, in a sqlite3 file, in Redis or in Redis Cluster, chosen by URL
+with :func:`connect`.
 """
 
 from kvs.base import Level, LevelStore, StoreError
-from kvs.memory import MemoryLevel, MemoryStore
+from kvs.blocks import Backend, BlockStore, RoundTrips
+from kvs.memory import MemoryBackend, MemoryLevel, MemoryStore
+from kvs.urls import connect, disconnect
 
-__all__ = ["Level", "LevelStore", "StoreError", "MemoryLevel", "MemoryStore"]
+__all__ = ["Level", "LevelStore", "StoreError", "Backend", "BlockStore", "RoundTrips",
+           "MemoryBackend", "MemoryLevel", "MemoryStore", "connect", "disconnect"]

@@ -44,7 +44,14 @@ class Level(ABC):
 
 
 class LevelStore(ABC):
-    """The levels of one window, created on first use."""
+    """The levels of one window, created on first use.
+
+    A *durable* store also keeps a checkpoint of the algorithm's local state:
+    :meth:`commit` makes the levels and the checkpoint durable together, and
+    :meth:`load` restores the levels and returns the checkpoint.
+    """
+
+    durable: bool = False
 
     @abstractmethod
     def level(self, number: int) -> Level:
@@ -53,3 +60,10 @@ class LevelStore(ABC):
     @abstractmethod
     def clear(self) -> None:
         """Drop every level."""
+
+    def commit(self, state: Any) -> None:
+        """Make the levels and ``state`` durable together (nothing to do in memory)."""
+
+    def load(self) -> Any:
+        """Restore the levels of the last :meth:`commit` and return its ``state`` (None if none)."""
+        return None

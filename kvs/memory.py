@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvs.base import Level, LevelStore
+from kvs.base import Level, LevelStore, StoreError
+from kvs.blocks import Backend, check_window_id
 
 SHIFT = 10
 BLOCK = 1 << SHIFT
@@ -78,8 +79,19 @@ class MemoryLevel(Level):
 class MemoryStore(LevelStore):
     """All levels in local memory (the paper's "Mem." variants)."""
 
+    #: Nothing survives the process: the tree algorithms do not checkpoint on every flush.
+    durable = False
+
     def __init__(self) -> None:
         self._levels: list[MemoryLevel] = []
+        self._checkpoint: Any = None
+
+    def commit(self, state: Any) -> None:
+        """Keep ``state`` for a reopen in this process (levels are shared, so only after a close)."""
+        self._checkpoint = state
+
+    def load(self) -> Any:
+        return self._checkpoint
 
     def level(self, number: int) -> MemoryLevel:
         levels = self._levels
@@ -93,3 +105,41 @@ class MemoryStore(LevelStore):
     def collect(self) -> None:
         for level in self._levels:
             level.collect()
+
+
+class MemoryBackend(Backend):
+    """``memory://``: windows that live as long as this backend object (no durability).
+
+    A window can be reopened in the same process after it was closed.
+    """
+
+    def __init__(self, url: str = "memory://") -> None:
+        super().__init__()
+        self.url = url
+        self._windows: dict[str, tuple[dict[str, Any], MemoryStore]] = {}
+
+    def create(self, window_id: str, meta: dict[str, Any]) -> None:
+        check_window_id(window_id)
+        if window_id in self._windows:
+            raise StoreError(f"window {window_id!r} already exists in {self.url}; open it with Window.open")
+        self._windows[window_id] = (dict(meta), MemoryStore())
+
+    def _entry(self, window_id: str) -> tuple[dict[str, Any], MemoryStore]:
+        check_window_id(window_id)
+        try:
+            return self._windows[window_id]
+        except KeyError:
+            raise StoreError(f"no window {window_id!r} in {self.url}") from None
+
+    def meta(self, window_id: str) -> dict[str, Any]:
+        return dict(self._entry(window_id)[0])
+
+    def store(self, window_id: str, **options: Any) -> MemoryStore:
+        return self._entry(window_id)[1]
+
+    def windows(self) -> list[str]:
+        return sorted(self._windows)
+
+    def delete(self, window_id: str) -> bool:
+        check_window_id(window_id)
+        return self._windows.pop(window_id, None) is not None

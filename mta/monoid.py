@@ -27,6 +27,8 @@ from collections import namedtuple
 from collections.abc import Mapping as _Mapping
 from typing import Any, Callable, ClassVar
 
+from kvs import codec
+
 __all__ = [
     "Monoid", "MonoidError",
     "Count", "Sum", "Min", "Max", "Mean", "Variance", "StdDev", "GeometricMean",
@@ -597,3 +599,7 @@ class Record(Monoid):
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={m!r}" for n, m in self._fields.items())
         return f"Record({inner})"
+
+
+# First / Last keep their identity through a durable store.
+codec.register(_Empty, 16, lambda empty: b"", lambda data: _EMPTY)

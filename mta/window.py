@@ -15,13 +15,16 @@ policy or none at all stores the bare partials.
 
 from __future__ import annotations
 
+import functools
 import math
+import uuid
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from kvs import LevelStore
+from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, Aggregator
 from mta.monoid import Monoid, Record
-from mta.policy import Agg
+from mta.policy import Agg, Policy
 
 __all__ = ["Window"]
 
@@ -58,17 +61,108 @@ class _Timed(Monoid):
         return (count, total[1], self.inner.invert(total[2], front[2]))
 
 
+#: Options of the level store rather than of the algorithm.
+_STORE_OPTIONS = ("block_size", "delete_batch")
+
+
+def _backend(store: Any) -> Backend | None:
+    if isinstance(store, Backend):
+        return store
+    if isinstance(store, (str, Path)):
+        return connect(store)
+    return None
+
+
+def _is_timed(policy: Any) -> bool:
+    return policy is not None and getattr(policy, "max_size", None) is None
+
+
+def _policy_name(policy: Any) -> str:
+    if policy is None:
+        return "None"
+    if isinstance(policy, Policy):
+        return repr(policy)
+    return getattr(policy, "__qualname__", type(policy).__qualname__)
+
+
+def _describe(monoid: Monoid) -> Any:
+    """What a stored window records of its monoid, to refuse reopening it with another."""
+    name = f"{type(monoid).__module__}.{type(monoid).__qualname__}"
+    if isinstance(monoid, Record):
+        return [name, [[field, _describe(m)] for field, m in monoid.fields.items()]]
+    return name
+
+
 class Window:
     """A sliding window: ``monoid`` aggregates, ``policy`` slides, ``algorithm`` computes.
 
     ``algorithm`` is a name from :data:`mta.algorithms.ALGORITHMS` (default
-    ``"amta"``); ``store`` a :class:`kvs.LevelStore` for the tree algorithms
-    (default: in memory); ``options`` go to the algorithm (``buffer_size``,
-    ``cache_size`` for the MTAs). Bad arguments raise before anything is built.
+    ``"amta"``); ``options`` go to the algorithm (``buffer_size``, ``cache_size``
+    for the MTAs). Bad arguments raise before anything is built.
+
+    ``store`` (tree algorithms only) is where the levels live: ``None`` (in
+    memory), a URL or :class:`kvs.Backend` (``memory://``, a file path,
+    ``redis://``, ``redis+cluster://``; the window is then created there as
+    ``window_id``, a new uuid by default, and can be reopened with :meth:`open`;
+    ``block_size`` and ``delete_batch`` go to its level store), or a
+    :class:`kvs.LevelStore` instance.
     """
 
     def __init__(self, monoid: Monoid, policy: Callable[[Any, Any], bool] | None = None, *,
-                 algorithm: str = "amta", store: LevelStore | None = None, **options: Any) -> None:
+                 algorithm: str = "amta", store: LevelStore | Backend | str | Path | None = None,
+                 window_id: str | None = None, **options: Any) -> None:
+        cls = self._check(monoid, policy, algorithm, store)
+        backend = _backend(store)
+        level_store = store if isinstance(store, LevelStore) else None
+        if backend is not None:
+            window_id = window_id if window_id is not None else uuid.uuid4().hex
+            store_options = {k: options.pop(k) for k in _STORE_OPTIONS if k in options}
+            meta = {"algorithm": algorithm, "monoid": _describe(monoid),
+                    "timed": _is_timed(policy), "policy": _policy_name(policy),
+                    "options": options, "store_options": store_options}
+            backend.create(window_id, meta)
+            level_store = backend.store(window_id, **store_options)
+        elif window_id is not None:
+            raise ValueError("window_id needs a store URL or backend to name the window in")
+        self._build(monoid, policy, cls, level_store, None, options)
+        self.id = window_id
+        self.backend = backend
+        if level_store is not None:
+            self._algorithm.flush()  # a new window can be reopened at once
+
+    @classmethod
+    def open(cls, store: Backend | str | Path, window_id: str, monoid: Monoid,
+             policy: Callable[[Any, Any], bool] | None = None, **options: Any) -> "Window":
+        """Reopen window ``window_id`` of ``store`` (after a restart, in another process).
+
+        ``monoid`` and ``policy`` are Python objects and are not stored (no code is
+        ever read from a store): pass the ones the window was created with. The
+        monoid and whether the policy needs timestamps are checked against the
+        stored record. The window continues from its last flush; the policy is
+        enforced once on reopening.
+        """
+        backend = _backend(store)
+        if backend is None:
+            raise TypeError(f"store must be a URL or a kvs.Backend, got {type(store).__name__}")
+        meta = backend.meta(window_id)
+        if meta["monoid"] != _describe(monoid):
+            raise ValueError(f"window {window_id!r} aggregates {meta['monoid']}, not {_describe(monoid)}")
+        if meta["timed"] != _is_timed(policy):
+            raise ValueError(f"window {window_id!r} was created with policy {meta['policy']}, which "
+                             f"{'needs' if meta['timed'] else 'does not need'} timestamps; "
+                             f"{_policy_name(policy)} does not match")
+        window_cls = cls._check(monoid, policy, meta["algorithm"], backend)
+        level_store = backend.store(window_id, **meta["store_options"])
+        state = level_store.load()
+        self = cls.__new__(cls)
+        self._build(monoid, policy, window_cls, level_store, state, {**meta["options"], **options})
+        self.id = window_id
+        self.backend = backend
+        self._enforce()
+        return self
+
+    @staticmethod
+    def _check(monoid: Monoid, policy: Any, algorithm: str, store: Any) -> type[Aggregator]:
         if not isinstance(monoid, Monoid):
             raise TypeError(f"monoid must be an mta.monoid.Monoid, got {type(monoid).__name__}")
         if policy is not None and not callable(policy):
@@ -79,18 +173,46 @@ class Window:
             raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}") from None
         if store is not None and not cls.uses_store:
             raise ValueError(f"algorithm {algorithm!r} keeps everything in memory and takes no store")
+        if store is not None and not isinstance(store, (LevelStore, Backend, str, Path)):
+            raise TypeError(f"store must be a URL, a kvs.Backend or a kvs.LevelStore, got {type(store).__name__}")
         cls.check_monoid(monoid)
+        return cls
+
+    def _build(self, monoid: Monoid, policy: Any, cls: type[Aggregator], store: LevelStore | None,
+               state: Any, options: dict[str, Any]) -> None:
         self.monoid = monoid
         self.policy = policy
         self._max_size = getattr(policy, "max_size", None)
         # Counts and timestamps ride along only when a policy reads them.
-        self._timed = policy is not None and self._max_size is None
+        self._timed = _is_timed(policy)
         inner = _Timed(monoid) if self._timed else monoid
         if store is not None:
-            options["store"] = store
-        self._algorithm: Aggregator = cls(inner, **options)
+            options = {**options, "store": store}
+        self._make = functools.partial(cls, inner, **options)
         self._wsp = self._policy_on_tuples(policy) if self._timed else None
-        self._newest: Any = None
+        self._store = store
+        self._broken: StoreError | None = None
+        self._restart(state)
+        self.id = None
+        self.backend = None
+
+    def _restart(self, state: Any) -> None:
+        """Build the algorithm, empty or from a checkpoint of the store."""
+        self._algorithm: Aggregator = self._make(state=state) if state is not None else self._make()
+        self._newest: Any = state["annotations"].get("newest") if state is not None else None
+        if self._store is not None:
+            self._algorithm.annotate = lambda: {"newest": self._newest}
+
+    def _recover(self) -> None:
+        """After a store failure in the middle of an operation, go back to the last
+        durable checkpoint (StoreError again while the store stays unreachable)."""
+        self._restart(self._store.load())
+        self._broken = None
+        self._enforce()
+
+    def _failed(self, error: StoreError) -> StoreError:
+        self._broken = error
+        return StoreError(f"{error}; the window goes back to its last flushed state on its next use")
 
     def _policy_on_tuples(self, policy: Callable[[Any, Any], bool]) -> Callable[[tuple, tuple], bool]:
         if getattr(policy, "on_tuples", False):
@@ -131,7 +253,13 @@ class Window:
         if not ((kind is int or (kind is float and _NEG_INF < timestamp < _INF))
                 and (newest is None or timestamp >= newest)):
             self._check_timestamp(timestamp, newest)
-        return self._apply(timestamp, self.monoid.lift(value))
+        partial = self.monoid.lift(value)
+        if self._broken is not None:
+            self._recover()
+        try:
+            return self._apply(timestamp, partial)
+        except StoreError as error:
+            raise self._failed(error) from error
 
     def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
@@ -153,17 +281,27 @@ class Window:
             except (TypeError, ValueError) as error:
                 raise type(error)(f"update {position}: {error}") from None
             newest = timestamp
+        if self._broken is not None:
+            self._recover()
         apply = self._apply
-        return sum(apply(timestamp, partial) for timestamp, partial in checked)
+        try:
+            return sum(apply(timestamp, partial) for timestamp, partial in checked)
+        except StoreError as error:
+            raise self._failed(error) from error
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
         self._newest = timestamp
+        if self._timed:
+            self._algorithm.insert((1, timestamp, partial))
+        else:
+            self._algorithm.insert(partial)
+        return self._enforce()
+
+    def _enforce(self) -> int:
         algorithm = self._algorithm
         if self._timed:
-            algorithm.insert((1, timestamp, partial))
             return algorithm.enforce(self._wsp)
-        algorithm.insert(partial)
         if self._max_size is not None:
             k = len(algorithm) - self._max_size
             if k > 0:
@@ -173,12 +311,51 @@ class Window:
 
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest updates regardless of the policy."""
-        self._algorithm.evict(k)
+        if self._broken is not None:
+            self._recover()
+        try:
+            self._algorithm.evict(k)
+        except StoreError as error:
+            raise self._failed(error) from error
 
     def clear(self) -> None:
         """Remove every update (the timestamp order restarts too)."""
         self._algorithm.clear()
         self._newest = None
+
+    # -- durability -------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make every update inserted so far durable in the window's store.
+
+        Between flushes the algorithms commit on their own after every write
+        buffer (``buffer_size`` updates), so a crash loses at most the updates
+        since the last commit. While the store is unreachable, insertions go on
+        in memory (their commits fail and are retried by the next ones) and
+        ``flush`` raises StoreError, changing nothing: retry it later.
+
+        A StoreError from an operation that had to *read* the store (a cache
+        miss) may have left it half done: the window then goes back to its last
+        flushed state on its next use, so nothing flushed is ever lost.
+        """
+        store = self._store
+        if store is None:
+            return
+        if self._broken is not None:
+            self._recover()
+        self._algorithm.flush()
+        if not store.durable:
+            store.commit(self._algorithm.checkpoint())
+
+    def close(self) -> None:
+        """Flush; the window can then be reopened with :meth:`open`."""
+        self.flush()
+
+    def __enter__(self) -> "Window":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     # -- results -------------------------------------------------------------------
 
@@ -201,5 +378,6 @@ class Window:
         return iter(self._algorithm)
 
     def __repr__(self) -> str:
+        where = f", id={self.id!r}, store={self.backend.url!r}" if self.backend is not None else ""
         return (f"Window({self.monoid!r}, {self.policy!r}, algorithm={self.algorithm!r}, "
-                f"len={len(self)})")
+                f"len={len(self)}{where})")

@@ -245,3 +245,54 @@ class CountingStore(LevelStore):
 
     def reset_counts(self) -> None:
         self.counts.clear()
+
+
+# --------------------------------------------------------------------------- durable stores
+#
+# Integration tests run against real servers that the tests start themselves
+# (tests/redis_servers.py): never skipped, a failure to start one is an error.
+
+import uuid  # noqa: E402
+
+import pytest  # noqa: E402
+
+import kvs  # noqa: E402
+from redis_servers import RedisCluster, start_redis  # noqa: E402
+
+#: Level-store options that put almost every node in its own block and delete in small batches.
+TINY_STORE_OPTIONS = {"block_size": 4, "delete_batch": 3}
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterable[str]:
+    url, cleanup = start_redis()
+    yield url
+    kvs.disconnect(url)
+    cleanup()
+
+
+@pytest.fixture(scope="session")
+def cluster_url() -> Iterable[str]:
+    with RedisCluster() as cluster:
+        yield cluster.url
+        kvs.disconnect(cluster.url)
+
+
+@pytest.fixture(scope="session")
+def file_url(tmp_path_factory) -> Iterable[str]:
+    path = str(tmp_path_factory.mktemp("file-store") / "windows.db")
+    yield path
+    kvs.disconnect(path)
+
+
+@pytest.fixture(params=["file", "redis"])
+def backend(request) -> kvs.Backend:
+    """A durable backend: the sqlite file store or a real Redis server."""
+    return kvs.connect(request.getfixturevalue(f"{request.param}_url"))
+
+
+def new_window_store(backend: kvs.Backend, **options: Any) -> tuple[str, LevelStore]:
+    """A fresh, empty window in ``backend`` and its level store."""
+    window_id = uuid.uuid4().hex
+    backend.create(window_id, {})
+    return window_id, backend.store(window_id, **{**TINY_STORE_OPTIONS, **options})

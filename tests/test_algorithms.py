@@ -168,9 +168,10 @@ def check_same(agg, monoid: Monoid, items: list) -> None:
     assert agg.query() == fold(monoid, items)
 
 
-def run_operations(agg, case: MonoidCase, ops: list) -> None:
+def run_operations(agg, case: MonoidCase, ops: list, items: list | None = None) -> list:
+    """Apply ``ops`` to ``agg`` and to the list ``items`` (the oracle); return ``items``."""
     monoid = case.monoid
-    items: list = []
+    items = [] if items is None else items
     for op in ops:
         kind = op[0]
         if kind == "insert":
@@ -203,14 +204,18 @@ def run_operations(agg, case: MonoidCase, ops: list) -> None:
             items.clear()
         assert len(agg) == len(items)
     check_same(agg, monoid, items)
+    return items
+
+
+def draw_ops(data, case_name: str, label: str = "ops") -> list:
+    # Collect combines cost O(size): keep its windows to a few hundred elements.
+    max_burst = 300 if case_name == "collect" else 3000
+    return data.draw(operations(CASES[case_name].values, max_burst), label=label)
 
 
 def draw_and_run(data, name: str, case_name: str, options: dict) -> None:
     case = CASES[case_name]
-    # Collect combines cost O(size): keep its windows to a few hundred elements.
-    max_burst = 300 if case_name == "collect" else 3000
-    ops = data.draw(operations(case.values, max_burst), label="ops")
-    run_operations(make_aggregator(name, case.monoid, **options), case, ops)
+    run_operations(make_aggregator(name, case.monoid, **options), case, draw_ops(data, case_name))
 
 
 @pytest.mark.parametrize("name, case_name", algorithm_params())

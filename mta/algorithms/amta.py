@@ -75,6 +75,24 @@ class AmortizedMTA(TreeAggregator):
             self._r1 = self.monoid.identity
             self._set_root_level((self._head ^ t1).bit_length() - 1)
             self._stack = None
+        if len(self._leaves) > self.buffer_size:  # only after a chunk completes
+            self._auto_flush()
+
+    def checkpoint(self) -> dict[str, Any]:
+        state = super().checkpoint()
+        state.update(r0=self._r0, r1=self._r1, root_level=self._root_level)
+        return state
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        super()._restore(state)
+        self._r0 = state["r0"]
+        self._r1 = state["r1"]
+        if self._head < self._tail:
+            self._set_root_level(state["root_level"])
+            self._stack = None  # rebuilt by the next eviction that needs it
+        else:  # as _move_head leaves an emptied window: the next leaf starts afresh
+            self._root_level = self._merge_mask = self._quiet_mask = 0
+            self._stack = []
 
     def _complete_chunk(self, t1: int) -> None:
         """Store the node of the chunk that ends at ``t1`` and every ancestor it completes.
@@ -95,8 +113,6 @@ class AmortizedMTA(TreeAggregator):
             if number == len(bufs):
                 self._add_level()
             bufs[number].append(value)
-        if len(self._leaves) > self.buffer_size:
-            self.flush()
 
     def _set_root_level(self, level: int) -> None:
         self._root_level = level

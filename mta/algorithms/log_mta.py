@@ -28,6 +28,16 @@ class LogMTA(TreeAggregator):
         self._root = self.monoid.identity
         self._spine: dict[int, tuple[int, Any]] = {}  # level -> (index, value) of a stored spine node
 
+    def checkpoint(self) -> dict[str, Any]:
+        state = super().checkpoint()
+        state.update(root=self._root, spine=[(n, i, v) for n, (i, v) in self._spine.items()])
+        return state
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        super()._restore(state)
+        self._root = state["root"]
+        self._spine = {n: (i, v) for n, i, v in state["spine"]}
+
     def _node(self, number: int, index: int) -> Any:
         if index < self._bstart[number]:
             spine = self._spine.get(number)
@@ -91,7 +101,7 @@ class LogMTA(TreeAggregator):
                     self._put(number, j, value)
             self._root = value
         if len(self._leaves) > self.buffer_size:
-            self.flush()
+            self._auto_flush()
 
     def _put(self, number: int, index: int, value: Any) -> None:
         if number == len(self._levels):

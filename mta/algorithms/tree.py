@@ -16,9 +16,9 @@ of the algorithms touch only the local lists.
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from kvs import LevelStore, MemoryStore
+from kvs import LevelStore, MemoryStore, StoreError
 from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
 
@@ -41,7 +41,8 @@ class TreeAggregator(Aggregator):
     CHUNK_BITS = 0
 
     def __init__(self, monoid: Monoid, store: LevelStore | None = None, *,
-                 buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE) -> None:
+                 buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE,
+                 state: dict[str, Any] | None = None) -> None:
         super().__init__(monoid)
         if buffer_size < 1 or cache_size < 1:
             raise ValueError("buffer_size and cache_size must be >= 1")
@@ -50,7 +51,14 @@ class TreeAggregator(Aggregator):
         self.cache_size = cache_size
         self._combine = monoid.combine
         self._chunk_mask = (1 << self.CHUNK_BITS) - 1
-        self._reset()
+        #: Extra entries for every checkpoint (``mta.Window`` adds the newest timestamp).
+        self.annotate: Callable[[], dict[str, Any]] | None = None
+        #: Why the last automatic commit failed (None once a commit succeeds).
+        self.commit_error: StoreError | None = None
+        if state is None:
+            self._reset()
+        else:
+            self._restore(state)
 
     def _reset(self) -> None:
         self.store.clear()
@@ -64,6 +72,35 @@ class TreeAggregator(Aggregator):
         self._leaves = self._bufs[0]
         self._head = 0
         self._tail = 0
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The local part of the window (paper Fig. 3 and 4c): what a durable store
+        must keep beside the levels for the window to be reopened."""
+        return {
+            "algorithm": self.name,
+            "head": self._head,
+            "tail": self._tail,
+            "bstart": list(self._bstart),
+            "bufs": [list(buf) for buf in self._bufs],
+            "annotations": self.annotate() if self.annotate is not None else {},
+        }
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`checkpoint` whose levels the store has restored."""
+        if state.get("algorithm") != self.name:
+            raise StoreError(f"checkpoint is of algorithm {state.get('algorithm')!r}, not {self.name!r}")
+        self._bufs = [list(buf) for buf in state["bufs"]]
+        self._bstart = list(state["bstart"])
+        self._levels = [self.store.level(n) for n in range(len(self._bufs))]
+        for number, level in enumerate(self._levels):
+            if level.tail != self._bstart[number]:
+                raise StoreError(f"level {number} ends at {level.tail} in the store but the checkpoint "
+                                 f"continues it at {self._bstart[number]}: store and checkpoint disagree")
+        self._caches = [[] for _ in self._bufs]
+        self._cstart = list(self._bstart)
+        self._leaves = self._bufs[0]
+        self._head = state["head"]
+        self._tail = state["tail"]
 
     def _add_level(self) -> None:
         level = self.store.level(len(self._levels))
@@ -107,6 +144,23 @@ class TreeAggregator(Aggregator):
         return out
 
     def flush(self) -> None:
+        """Move the buffered nodes to the store and, for a durable store, commit them
+        with a checkpoint; StoreError if that fails (nothing changes, retry later)."""
+        self._move_buffers()
+        if self.store.durable:
+            self.store.commit(self.checkpoint())
+            self.commit_error = None
+
+    def _auto_flush(self) -> None:
+        """The flush of a full write buffer, inside an insertion: a failed commit is
+        kept in ``commit_error`` and retried by the next one, so that insertions go on
+        (correctly, in memory) while the store is unreachable; :meth:`flush` raises it."""
+        try:
+            self.flush()
+        except StoreError as error:
+            self.commit_error = error
+
+    def _move_buffers(self) -> None:
         """Move buffered nodes to the store, but the last node of each level and the
         leaves of an incomplete chunk: insertion still reads (Log MTA: rewrites) those."""
         for number, buf in enumerate(self._bufs):

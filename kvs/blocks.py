@@ -1,0 +1,312 @@
+"""A window's levels in a durable backend, as aligned blocks of encoded nodes.
+
+Block ``b`` of a level holds its nodes ``[b * size, (b + 1) * size)``: one
+stored value per block (DESIGN.md, "Storage in Redis"), so a flush of the write
+buffer is a few block writes and a cache refill one or two block reads. The block
+being filled is mirrored locally (at most ``size`` nodes per level).
+
+Nothing reaches the backend between commits: :meth:`BlockStore.commit` writes the
+changed blocks, deletes a batch of dropped ones and replaces the checkpoint in one
+atomic backend call, so the stored window is always a checkpoint's window. A
+failed commit changes nothing; the next one writes everything again (writes are
+whole blocks, so repeating one is harmless).
+
+``reset`` and ``clear`` give the level a new *generation*: old blocks keep their
+keys (``level:generation:block``) until they are deleted in the background, so
+they never collide with new ones.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from kvs.base import Level, LevelStore, StoreError
+from kvs.codec import pack, unpack
+
+FORMAT = "mta-window/1"
+
+
+@dataclass
+class RoundTrips:
+    """Backend calls that crossed to the store (tests count them; benchmarks report them)."""
+
+    reads: int = 0
+    writes: int = 0
+
+
+class Backend(ABC):
+    """A place that holds many windows: a Redis server or cluster, a file, memory.
+
+    Backends are shared: every window opened through the same URL uses one
+    backend and its connection pool.
+    """
+
+    url: str
+
+    def __init__(self) -> None:
+        self.round_trips = RoundTrips()
+
+    @abstractmethod
+    def create(self, window_id: str, meta: dict[str, Any]) -> None:
+        """Register a new window (StoreError if ``window_id`` exists)."""
+
+    @abstractmethod
+    def meta(self, window_id: str) -> dict[str, Any]:
+        """The window's creation record (StoreError if missing or not an mta window)."""
+
+    @abstractmethod
+    def windows(self) -> list[str]:
+        """The ids of the windows stored here, sorted."""
+
+    @abstractmethod
+    def delete(self, window_id: str) -> bool:
+        """Remove the window and every key it owns; False if there was none."""
+
+    @abstractmethod
+    def store(self, window_id: str, **options: Any) -> LevelStore:
+        """The level store of an existing window."""
+
+    def close(self) -> None:
+        """Release connections (the backend cannot be used afterwards)."""
+
+
+class BlockBackend(Backend):
+    """A backend that stores blocks under byte keys and one checkpoint per window."""
+
+    def store(self, window_id: str, **options: Any) -> BlockStore:
+        self.meta(window_id)  # exists and is ours
+        return BlockStore(self, window_id, **options)
+
+    @abstractmethod
+    def load(self, window_id: str) -> bytes | None:
+        """The window's last committed checkpoint (None before the first commit)."""
+
+    @abstractmethod
+    def fetch(self, window_id: str, keys: list[bytes]) -> list[bytes | None]:
+        """The stored blocks under ``keys`` (None where missing), one round trip."""
+
+    @abstractmethod
+    def commit(self, window_id: str, writes: dict[bytes, bytes], deletes: list[bytes],
+               checkpoint: bytes) -> None:
+        """Apply the writes and deletes and replace the checkpoint, all or nothing."""
+
+
+class BlockLevel(Level):
+    __slots__ = ("head", "tail", "number", "generation", "purged", "_store", "_open", "_dirty", "_recent")
+
+    def __init__(self, store: BlockStore, number: int, generation: int,
+                 head: int = 0, tail: int = 0, purged: int | None = None,
+                 open_block: list[Any] | None = None) -> None:
+        self._store = store
+        self.number = number
+        self.generation = generation
+        self.head = head
+        self.tail = tail
+        self.purged = head >> store.shift if purged is None else purged  # blocks below are deleted
+        # Invariant: _open holds block tail >> shift from its start up to tail.
+        self._open = open_block if open_block is not None else [None] * (tail & store.mask)
+        self._dirty: dict[int, list[Any]] = {}    # changed since the last commit
+        self._recent: dict[int, list[Any]] = {}   # blocks of the last read
+
+    def key(self, block: int) -> bytes:
+        return b"%d:%d:%d" % (self.number, self.generation, block)
+
+    def extend(self, values: list[Any]) -> None:
+        size = self._store.block_size
+        block = self.tail >> self._store.shift
+        current = self._open
+        done = 0
+        while done < len(values):
+            room = size - len(current)
+            current += values[done:done + room]
+            done += room
+            self._dirty[block] = current
+            if len(current) == size:
+                block += 1
+                current = []
+        self._open = current
+        self.tail += len(values)
+
+    def read(self, start: int, stop: int) -> list[Any]:
+        if not self.head <= start <= stop <= self.tail:
+            raise IndexError(f"nodes [{start}, {stop}) are outside [{self.head}, {self.tail})")
+        if start == stop:
+            return []
+        shift = self._store.shift
+        first, last = start >> shift, (stop - 1) >> shift
+        open_block = self.tail >> shift
+        dirty, recent = self._dirty, self._recent
+        wanted = range(first, last + 1)
+        missing = [b for b in wanted if b not in dirty and b != open_block and b not in recent]
+        if missing:
+            fetched = self._store.fetch([self.key(b) for b in missing], self)
+            recent = {b: recent[b] for b in wanted if b in recent}
+            recent.update(zip(missing, fetched))
+            self._recent = recent
+        out: list[Any] = []
+        base = first << shift
+        for b in wanted:
+            if b in dirty:
+                out += dirty[b]
+            else:
+                out += self._open if b == open_block else recent[b]
+        return out[start - base:stop - base]
+
+    def drop_until(self, index: int) -> None:
+        if index > self.head:
+            self.head = min(index, self.tail)
+
+    def reset(self, index: int) -> None:
+        if index < 0:
+            raise ValueError(f"level index must be >= 0, got {index}")
+        self._store.retire(self)
+        self.generation = self._store.next_generation(self.number)
+        self.head = self.tail = index
+        self.purged = index >> self._store.shift
+        self._open = [None] * (index & self._store.mask)
+        self._dirty = {}
+        self._recent = {}
+
+    def collect(self, writes: dict[bytes, bytes], garbage: list[list[int]]) -> None:
+        """Add this level's changed blocks to ``writes`` and its newly dropped ones to ``garbage``."""
+        below = self.head >> self._store.shift
+        if below > self.purged:
+            garbage.append([self.number, self.generation, self.purged, below])
+            self.purged = below
+        for block, values in self._dirty.items():
+            if block >= below:
+                writes[self.key(block)] = pack(values)
+
+    def committed(self) -> None:
+        self._dirty = {}
+
+    def describe(self) -> list[int]:
+        return [self.generation, self.head, self.tail, self.purged]
+
+
+class BlockStore(LevelStore):
+    """The levels of one window in a :class:`BlockBackend`, checkpointed by :meth:`commit`."""
+
+    #: The tree algorithms commit a checkpoint after every buffer flush.
+    durable = True
+
+    def __init__(self, backend: BlockBackend, window_id: str, *,
+                 block_size: int = 512, delete_batch: int = 1024) -> None:
+        if block_size < 1 or block_size & (block_size - 1):
+            raise ValueError(f"block_size must be a power of two, got {block_size}")
+        if delete_batch < 1:
+            raise ValueError(f"delete_batch must be >= 1, got {delete_batch}")
+        self.backend = backend
+        self.window_id = window_id
+        self.block_size = block_size
+        self.shift = block_size.bit_length() - 1
+        self.mask = block_size - 1
+        self.delete_batch = delete_batch
+        self._levels: list[BlockLevel] = []
+        self._generations: list[int] = []     # the newest generation of each level number
+        self._garbage: list[list[int]] = []   # [level, generation, first block, end block) to delete
+
+    # -- LevelStore ----------------------------------------------------------------
+
+    def level(self, number: int) -> BlockLevel:
+        while len(self._levels) <= number:
+            n = len(self._levels)
+            if n == len(self._generations):
+                self._generations.append(0)
+            self._levels.append(BlockLevel(self, n, self._generations[n]))
+        return self._levels[number]
+
+    def clear(self) -> None:
+        for level in self._levels:
+            self.retire(level)
+            self.next_generation(level.number)
+        self._levels = []
+
+    # -- blocks --------------------------------------------------------------------
+
+    def retire(self, level: BlockLevel) -> None:
+        """Schedule every block of ``level``'s current generation for deletion."""
+        end = (level.tail >> self.shift) + 1
+        if end > level.purged:
+            self._garbage.append([level.number, level.generation, level.purged, end])
+
+    def next_generation(self, number: int) -> int:
+        self._generations[number] += 1
+        return self._generations[number]
+
+    def fetch(self, keys: list[bytes], level: BlockLevel) -> list[list[Any]]:
+        blobs = self.backend.fetch(self.window_id, keys)
+        missing = [k.decode() for k, blob in zip(keys, blobs) if blob is None]
+        if missing:
+            raise StoreError(f"window {self.window_id!r}: blocks {', '.join(missing)} are missing from "
+                             f"{self.backend.url} (level {level.number} holds [{level.head}, {level.tail})); "
+                             "the store was changed outside mta or is corrupted")
+        return [list(unpack(blob)) for blob in blobs]
+
+    # -- checkpoints ---------------------------------------------------------------
+
+    def commit(self, state: Any) -> None:
+        """Make the blocks and ``state`` (the algorithm's local part) durable, atomically."""
+        writes: dict[bytes, bytes] = {}
+        for level in self._levels:
+            level.collect(writes, self._garbage)
+        deletes: list[bytes] = []
+        rest: list[list[int]] = []
+        for number, generation, first, end in self._garbage:
+            take = max(0, min(end - first, self.delete_batch - len(deletes)))
+            deletes += [b"%d:%d:%d" % (number, generation, b) for b in range(first, first + take)]
+            if first + take < end:
+                rest.append([number, generation, first + take, end])
+        checkpoint = pack({
+            "format": FORMAT,
+            "block_size": self.block_size,
+            "levels": [level.describe() for level in self._levels],
+            "generations": self._generations,
+            "garbage": rest,
+            "state": state,
+        })
+        self.backend.commit(self.window_id, writes, deletes, checkpoint)
+        self._garbage = rest
+        for level in self._levels:
+            level.committed()
+
+    def load(self) -> Any:
+        """Restore the levels from the last checkpoint and return its ``state`` (None if never committed)."""
+        blob = self.backend.load(self.window_id)
+        if blob is None:
+            return None
+        data = unpack(blob)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise StoreError(f"window {self.window_id!r} in {self.backend.url}: checkpoint is not {FORMAT}")
+        if data["block_size"] != self.block_size:
+            raise StoreError(f"window {self.window_id!r} was stored with block_size {data['block_size']}, "
+                             f"not {self.block_size}")
+        self._generations = list(data["generations"])
+        self._garbage = [list(g) for g in data["garbage"]]
+        described = data["levels"]
+        # One round trip for the blocks being filled.
+        keys = [b"%d:%d:%d" % (n, g, t >> self.shift) for n, (g, h, t, p) in enumerate(described)]
+        blobs = self.backend.fetch(self.window_id, keys)
+        self._levels = []
+        for n, ((generation, head, tail, purged), blob) in enumerate(zip(described, blobs)):
+            if blob is not None:
+                open_block = list(unpack(blob))[:tail & self.mask]
+            elif tail & self.mask and tail > head:
+                raise StoreError(f"window {self.window_id!r}: block {keys[n].decode()} is missing "
+                                 f"from {self.backend.url}; the store is corrupted")
+            else:
+                open_block = None
+            self._levels.append(BlockLevel(self, n, generation, head, tail, purged, open_block))
+        return data["state"]
+
+
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-:")
+
+
+def check_window_id(window_id: Any) -> None:
+    """Window ids are 1-200 characters of letters, digits and ``_ . - :`` (no braces:
+    the id is the Redis hash tag)."""
+    if not isinstance(window_id, str) or not 0 < len(window_id) <= 200 or not _ID_CHARS.issuperset(window_id):
+        raise ValueError(f"window id must be 1-200 letters, digits or '_.-:', got {window_id!r}")
