@@ -12,7 +12,10 @@ with :func:`connect`.
 from kvs.base import Level, LevelStore, StoreError
 from kvs.blocks import Backend, BlockStore, RoundTrips
 from kvs.memory import MemoryBackend, MemoryLevel, MemoryStore
+from kvs.redis_backend import RedisBackend
+from kvs.file_backend import FileBackend
 from kvs.urls import connect, disconnect
 
 __all__ = ["Level", "LevelStore", "StoreError", "Backend", "BlockStore", "RoundTrips",
-           "MemoryBackend", "MemoryLevel", "MemoryStore", "connect", "disconnect"]
+           "MemoryBackend", "MemoryLevel", "MemoryStore", "RedisBackend", "FileBackend", "connect",
+           "disconnect"]

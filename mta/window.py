@@ -89,7 +89,7 @@ def _describe(monoid: Monoid) -> Any:
     """What a stored window records of its monoid, to refuse reopening it with another."""
     name = f"{type(monoid).__module__}.{type(monoid).__qualname__}"
     if isinstance(monoid, Record):
-        return [name, [[field, _describe(m)] for field, m in monoid.fields.items()]]
+        return (name, tuple((field, _describe(m)) for field, m in monoid.fields.items()))
     return name
 
 
@@ -124,11 +124,16 @@ class Window:
             level_store = backend.store(window_id, **store_options)
         elif window_id is not None:
             raise ValueError("window_id needs a store URL or backend to name the window in")
-        self._build(monoid, policy, cls, level_store, None, options)
+        try:
+            self._build(monoid, policy, cls, level_store, None, options)
+            if backend is not None:
+                self._algorithm.flush()  # a new window can be reopened at once
+        except Exception:
+            if backend is not None:
+                backend.delete(window_id)
+            raise
         self.id = window_id
         self.backend = backend
-        if level_store is not None:
-            self._algorithm.flush()  # a new window can be reopened at once
 
     @classmethod
     def open(cls, store: Backend | str | Path, window_id: str, monoid: Monoid,

@@ -257,7 +257,7 @@ import uuid  # noqa: E402
 import pytest  # noqa: E402
 
 import kvs  # noqa: E402
-from redis_servers import RedisCluster, start_redis  # noqa: E402
+from kvs.servers import RedisCluster, start_redis  # noqa: E402
 
 #: Level-store options that put almost every node in its own block and delete in small batches.
 TINY_STORE_OPTIONS = {"block_size": 4, "delete_batch": 3}

@@ -1,4 +1,4 @@
-"""Real Redis servers for integration tests.
+"""Local Redis servers for tests, benchmarks and demos (no server to start by hand).
 
 * :class:`RedisProcess` -- a local ``redis-server`` child process (standalone).
 * :class:`RedisCluster` -- three local ``redis-server`` masters joined into a cluster.
