@@ -61,8 +61,9 @@ class LevelStore(ABC):
     def clear(self) -> None:
         """Drop every level."""
 
-    def commit(self, state: Any) -> None:
-        """Make the levels and ``state`` durable together (nothing to do in memory)."""
+    def commit(self, state: Any, wait: bool = True) -> None:
+        """Make the levels and ``state`` durable together (nothing to do in memory);
+        ``wait=False`` lets it happen in the background."""
 
     def load(self) -> Any:
         """Restore the levels of the last :meth:`commit` and return its ``state`` (None if none)."""

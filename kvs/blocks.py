@@ -5,11 +5,14 @@ stored value per block (DESIGN.md, "Storage in Redis"), so a flush of the write
 buffer is a few block writes and a cache refill one or two block reads. The block
 being filled is mirrored locally (at most ``size`` nodes per level).
 
-Nothing reaches the backend between commits: :meth:`BlockStore.commit` writes the
-changed blocks, deletes a batch of dropped ones and replaces the checkpoint in one
-atomic backend call, so the stored window is always a checkpoint's window. A
-failed commit changes nothing; the next one writes everything again (writes are
-whole blocks, so repeating one is harmless).
+Nothing reaches the backend between commits: a commit writes the changed blocks,
+deletes a batch of dropped ones and replaces the checkpoint in one atomic backend
+call, so the stored window is always a checkpoint's window. Commits are encoded
+by the caller and sent by the backend's :class:`Writer` thread (paper section 5.1:
+"storing the buffered elements is always a background operation"); commits that
+queue up while one is in flight are merged into one. Until a commit is confirmed
+its blocks are served from memory. A failed commit stays queued and is retried
+with the next one (writes are whole blocks, so repeating one is harmless).
 
 ``reset`` and ``clear`` give the level a new *generation*: old blocks keep their
 keys (``level:generation:block``) until they are deleted in the background, so
@@ -18,8 +21,10 @@ they never collide with new ones.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvs.base import Level, LevelStore, StoreError
@@ -72,8 +77,68 @@ class Backend(ABC):
         """Release connections (the backend cannot be used afterwards)."""
 
 
+@dataclass
+class _Outbox:
+    """A window's commits not yet confirmed by the backend, merged (newest wins)."""
+
+    writes: dict[bytes, bytes] = field(default_factory=dict)
+    deletes: list[bytes] = field(default_factory=list)
+    checkpoint: bytes | None = None
+
+    def absorb(self, newer: _Outbox) -> None:
+        # A deleted block is dead and never written again, so writes and deletes never clash.
+        self.writes.update(newer.writes)
+        self.deletes += newer.deletes
+        self.checkpoint = newer.checkpoint or self.checkpoint
+
+
+class Writer:
+    """One background thread per backend that sends its windows' commits, in order."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: deque[BlockStore] = deque()
+        self._queued: set[int] = set()
+        self._busy: BlockStore | None = None
+        self._thread: threading.Thread | None = None
+
+    def submit(self, store: BlockStore) -> None:
+        with self._cond:
+            if id(store) not in self._queued:
+                self._queued.add(id(store))
+                self._queue.append(store)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kvs-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def wait(self, store: BlockStore) -> None:
+        """Until everything ``store`` submitted has been sent (or has failed)."""
+        with self._cond:
+            while id(store) in self._queued or self._busy is store:
+                self._cond.wait()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                store = self._busy = self._queue.popleft()
+                self._queued.discard(id(store))
+            try:
+                store.push()
+            finally:
+                with self._cond:
+                    self._busy = None
+                    self._cond.notify_all()
+
+
 class BlockBackend(Backend):
     """A backend that stores blocks under byte keys and one checkpoint per window."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writer = Writer()
 
     def store(self, window_id: str, **options: Any) -> BlockStore:
         self.meta(window_id)  # exists and is ours
@@ -207,6 +272,11 @@ class BlockStore(LevelStore):
         self._levels: list[BlockLevel] = []
         self._generations: list[int] = []     # the newest generation of each level number
         self._garbage: list[list[int]] = []   # [level, generation, first block, end block) to delete
+        self._lock = threading.Lock()         # guards the two below, shared with the writer thread
+        self._outbox = _Outbox()
+        self._inflight: dict[bytes, bytes] = {}  # blocks sent but not yet confirmed
+        #: Why the last commit failed (None after a successful one); it stays queued.
+        self.error: Exception | None = None
 
     # -- LevelStore ----------------------------------------------------------------
 
@@ -237,7 +307,12 @@ class BlockStore(LevelStore):
         return self._generations[number]
 
     def fetch(self, keys: list[bytes], level: BlockLevel) -> list[list[Any]]:
-        blobs = self.backend.fetch(self.window_id, keys)
+        inflight = self._inflight
+        blobs = [inflight.get(k) for k in keys]
+        absent = [k for k, blob in zip(keys, blobs) if blob is None]
+        if absent:
+            found = iter(self.backend.fetch(self.window_id, absent))
+            blobs = [next(found) if blob is None else blob for blob in blobs]
         missing = [k.decode() for k, blob in zip(keys, blobs) if blob is None]
         if missing:
             raise StoreError(f"window {self.window_id!r}: blocks {', '.join(missing)} are missing from "
@@ -247,8 +322,52 @@ class BlockStore(LevelStore):
 
     # -- checkpoints ---------------------------------------------------------------
 
-    def commit(self, state: Any) -> None:
-        """Make the blocks and ``state`` (the algorithm's local part) durable, atomically."""
+    def commit(self, state: Any, wait: bool = True) -> None:
+        """Send the changed blocks with ``state`` (the algorithm's local part) as one
+        atomic commit; with ``wait``, until it is durable (StoreError if it failed:
+        it stays queued, and the next commit retries it)."""
+        outbox = self._prepare(state)
+        with self._lock:
+            self._outbox.absorb(outbox)
+            self._inflight.update(outbox.writes)
+        writer = self.backend.writer
+        writer.submit(self)
+        if wait:
+            self.drain()
+
+    def drain(self) -> None:
+        """Wait until every commit is sent; raise StoreError if the last one failed."""
+        writer = self.backend.writer
+        if self._outbox.checkpoint is not None:
+            writer.submit(self)
+        writer.wait(self)
+        if self.error is not None:
+            raise self.error
+
+    def push(self) -> None:
+        """Send the outbox (on the writer thread)."""
+        with self._lock:
+            outbox, self._outbox = self._outbox, _Outbox()
+        if outbox.checkpoint is None:
+            return
+        try:
+            self.backend.commit(self.window_id, outbox.writes, outbox.deletes, outbox.checkpoint)
+        except Exception as error:  # kept for the caller; the commit stays queued
+            with self._lock:
+                outbox.absorb(self._outbox)
+                self._outbox = outbox
+            self.error = error if isinstance(error, StoreError) else StoreError(
+                f"commit of window {self.window_id!r} failed: {type(error).__name__}: {error}")
+            return
+        with self._lock:
+            inflight = self._inflight
+            for key, blob in outbox.writes.items():
+                if inflight.get(key) is blob:
+                    del inflight[key]
+        self.error = None
+
+    def _prepare(self, state: Any) -> _Outbox:
+        """Encode what changed since the last commit; the levels start afresh."""
         writes: dict[bytes, bytes] = {}
         for level in self._levels:
             level.collect(writes, self._garbage)
@@ -267,13 +386,16 @@ class BlockStore(LevelStore):
             "garbage": rest,
             "state": state,
         })
-        self.backend.commit(self.window_id, writes, deletes, checkpoint)
         self._garbage = rest
         for level in self._levels:
             level.committed()
+        return _Outbox(writes, deletes, checkpoint)
 
     def load(self) -> Any:
-        """Restore the levels from the last checkpoint and return its ``state`` (None if never committed)."""
+        """Restore the levels from the last checkpoint and return its ``state`` (None if never committed).
+
+        Commits still queued are sent first (StoreError if they cannot be)."""
+        self.drain()
         blob = self.backend.load(self.window_id)
         if blob is None:
             return None

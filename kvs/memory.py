@@ -86,7 +86,7 @@ class MemoryStore(LevelStore):
         self._levels: list[MemoryLevel] = []
         self._checkpoint: Any = None
 
-    def commit(self, state: Any) -> None:
+    def commit(self, state: Any, wait: bool = True) -> None:
         """Keep ``state`` for a reopen in this process (levels are shared, so only after a close)."""
         self._checkpoint = state
 

@@ -67,6 +67,7 @@ def test_failed_commits_change_nothing_stored_and_a_flush_retries_them(backend, 
     monkeypatch.setattr(backend, "commit", refuse)
     # Insertions go on in memory; their automatic commits fail and are remembered.
     run_operations(agg, case, [("burst", 40, 2), ("evict", "half", 0), ("burst", 40, 3)], items)
+    backend.writer.wait(store)  # the automatic commits are sent in the background
     assert isinstance(agg.commit_error, kvs.StoreError)
     with pytest.raises(kvs.StoreError, match="injected"):
         agg.flush()

@@ -53,8 +53,6 @@ class TreeAggregator(Aggregator):
         self._chunk_mask = (1 << self.CHUNK_BITS) - 1
         #: Extra entries for every checkpoint (``mta.Window`` adds the newest timestamp).
         self.annotate: Callable[[], dict[str, Any]] | None = None
-        #: Why the last automatic commit failed (None once a commit succeeds).
-        self.commit_error: StoreError | None = None
         if state is None:
             self._reset()
         else:
@@ -145,20 +143,24 @@ class TreeAggregator(Aggregator):
 
     def flush(self) -> None:
         """Move the buffered nodes to the store and, for a durable store, commit them
-        with a checkpoint; StoreError if that fails (nothing changes, retry later)."""
+        with a checkpoint and wait until it is durable; StoreError if that fails
+        (the commit stays queued: retry later)."""
         self._move_buffers()
         if self.store.durable:
             self.store.commit(self.checkpoint())
-            self.commit_error = None
 
     def _auto_flush(self) -> None:
-        """The flush of a full write buffer, inside an insertion: a failed commit is
-        kept in ``commit_error`` and retried by the next one, so that insertions go on
-        (correctly, in memory) while the store is unreachable; :meth:`flush` raises it."""
-        try:
-            self.flush()
-        except StoreError as error:
-            self.commit_error = error
+        """The flush of a full write buffer, inside an insertion: the commit is sent in
+        the background, so insertions go on (correctly, in memory) even while the
+        store is unreachable; a failed commit is retried by the next one."""
+        self._move_buffers()
+        if self.store.durable:
+            self.store.commit(self.checkpoint(), wait=False)
+
+    @property
+    def commit_error(self) -> Exception | None:
+        """Why the store's last commit failed (None once one succeeds)."""
+        return getattr(self.store, "error", None)
 
     def _move_buffers(self) -> None:
         """Move buffered nodes to the store, but the last node of each level and the
