@@ -285,9 +285,9 @@ def file_url(tmp_path_factory) -> Iterable[str]:
     kvs.disconnect(path)
 
 
-@pytest.fixture(params=["file", "redis"])
+@pytest.fixture(params=["file", "redis", "cluster"])
 def backend(request) -> kvs.Backend:
-    """A durable backend: the sqlite file store or a real Redis server."""
+    """A durable backend: the sqlite file store, a real Redis server or a 3-master Redis Cluster."""
     return kvs.connect(request.getfixturevalue(f"{request.param}_url"))
 
 

@@ -154,7 +154,7 @@ def test_user_types_need_a_registered_codec(backend, request) -> None:
     with pytest.raises(TypeError, match="cannot store a .*Money"):
         Window(MoneySum(), store=backend, window_id=wid)
     assert wid not in backend.windows()  # nothing half-created
-    code = {"file": 40, "redis": 41}[request.node.callspec.params["backend"]]
+    code = {"file": 40, "redis": 41, "cluster": 42}[request.node.callspec.params["backend"]]
     codec.register(Money, code, lambda m: codec.pack(m.cents), lambda b: Money(codec.unpack(b)))
     w = Window(MoneySum(), store=backend, window_id=wid, buffer_size=4, block_size=4)
     for ts in range(40):

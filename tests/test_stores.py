@@ -1,4 +1,5 @@
-"""The engine on durable backends: the sqlite file store and a real Redis server.
+"""The engine on durable backends: the sqlite file store, a real Redis server and a
+3-master Redis Cluster.
 
 The property-based suite of test_algorithms.py runs unchanged on each backend,
 with tiny write buffers, caches and blocks so that every path (commits, cache
@@ -18,7 +19,7 @@ from conftest import TREE_ALGORITHMS, hsettings, new_window_store
 from mta.algorithms import ALGORITHMS
 from test_algorithms import CASES, check_same, draw_ops, run_operations
 
-STORE_CASES = ["sum", "collect", "record"]
+STORE_CASES = ["sum", "max", "collect", "record"]
 TINY = {"buffer_size": 2, "cache_size": 2}
 durable_settings = hsettings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
