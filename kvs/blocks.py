@@ -258,7 +258,7 @@ class BlockStore(LevelStore):
     durable = True
 
     def __init__(self, backend: BlockBackend, window_id: str, *,
-                 block_size: int = 512, delete_batch: int = 1024) -> None:
+                 block_size: int = 512, delete_batch: int = 1024, background: bool = True) -> None:
         if block_size < 1 or block_size & (block_size - 1):
             raise ValueError(f"block_size must be a power of two, got {block_size}")
         if delete_batch < 1:
@@ -269,6 +269,8 @@ class BlockStore(LevelStore):
         self.shift = block_size.bit_length() - 1
         self.mask = block_size - 1
         self.delete_batch = delete_batch
+        #: Send commits on the backend's writer thread (False: on the caller's thread).
+        self.background = background
         self._levels: list[BlockLevel] = []
         self._generations: list[int] = []     # the newest generation of each level number
         self._garbage: list[list[int]] = []   # [level, generation, first block, end block) to delete
@@ -330,22 +332,27 @@ class BlockStore(LevelStore):
         with self._lock:
             self._outbox.absorb(outbox)
             self._inflight.update(outbox.writes)
-        writer = self.backend.writer
-        writer.submit(self)
         if wait:
             self.drain()
+        elif self.background:
+            self.backend.writer.submit(self)
+        else:
+            self.push()
 
     def drain(self) -> None:
         """Wait until every commit is sent; raise StoreError if the last one failed."""
-        writer = self.backend.writer
-        if self._outbox.checkpoint is not None:
-            writer.submit(self)
-        writer.wait(self)
+        if not self.background:
+            self.push()
+        else:
+            writer = self.backend.writer
+            if self._outbox.checkpoint is not None:
+                writer.submit(self)
+            writer.wait(self)
         if self.error is not None:
             raise self.error
 
     def push(self) -> None:
-        """Send the outbox (on the writer thread)."""
+        """Send the outbox (on the writer thread, or the caller's without ``background``)."""
         with self._lock:
             outbox, self._outbox = self._outbox, _Outbox()
         if outbox.checkpoint is None:

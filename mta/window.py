@@ -62,7 +62,7 @@ class _Timed(Monoid):
 
 
 #: Options of the level store rather than of the algorithm.
-_STORE_OPTIONS = ("block_size", "delete_batch")
+_STORE_OPTIONS = ("block_size", "delete_batch", "background")
 
 
 def _backend(store: Any) -> Backend | None:
@@ -104,7 +104,7 @@ class Window:
     memory), a URL or :class:`kvs.Backend` (``memory://``, a file path,
     ``redis://``, ``redis+cluster://``; the window is then created there as
     ``window_id``, a new uuid by default, and can be reopened with :meth:`open`;
-    ``block_size`` and ``delete_batch`` go to its level store), or a
+    ``block_size``, ``delete_batch`` and ``background`` go to its level store), or a
     :class:`kvs.LevelStore` instance.
     """
 
