@@ -40,11 +40,12 @@ def expected_collect(values: list, keep: int) -> tuple:
 # --------------------------------------------------------------------------- reopen through Window
 
 @pytest.mark.parametrize("algorithm", ["amta", "log_mta"])
-def test_window_reopens_with_everything_flushed(backend, algorithm) -> None:
+@pytest.mark.parametrize("background", [True, False], ids=["background", "inline"])
+def test_window_reopens_with_everything_flushed(backend, algorithm, background) -> None:
     wid = window_id()
     values = list(range(3000))
     with Window(Collect(), MaxSize(700), algorithm=algorithm, store=backend, window_id=wid,
-                buffer_size=64, cache_size=32, block_size=16) as w:
+                buffer_size=64, cache_size=32, block_size=16, background=background) as w:
         for ts, v in enumerate(values):
             w.insert(ts, v)
     again = Window.open(backend, wid, Collect(), MaxSize(700))
