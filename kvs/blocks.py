@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvs.base import Level, LevelStore, StoreError
-from kvs.codec import pack, unpack
+from kvs.codec import pack, unpack, unpack_chunks
 
 FORMAT = "mta-window/1"
 
@@ -159,7 +159,8 @@ class BlockBackend(Backend):
 
 
 class BlockLevel(Level):
-    __slots__ = ("head", "tail", "number", "generation", "purged", "_store", "_open", "_dirty", "_recent")
+    __slots__ = ("head", "tail", "number", "generation", "purged", "_store", "_open", "_packed", "_dirty",
+                 "_recent")
 
     def __init__(self, store: BlockStore, number: int, generation: int,
                  head: int = 0, tail: int = 0, purged: int | None = None,
@@ -170,9 +171,13 @@ class BlockLevel(Level):
         self.head = head
         self.tail = tail
         self.purged = head >> store.shift if purged is None else purged  # blocks below are deleted
-        # Invariant: _open holds block tail >> shift from its start up to tail.
+        # Invariant: _open holds block tail >> shift from its start up to tail. A block is
+        # stored as packed chunks: _packed = (bytes, count) encodes _open[:count], so a
+        # commit packs only the nodes added since the last one.
         self._open = open_block if open_block is not None else [None] * (tail & store.mask)
-        self._dirty: dict[int, list[Any]] = {}    # changed since the last commit
+        self._packed: tuple[bytes, int] = (b"", 0)
+        # block -> (packed prefix, its count, values): changed since the last commit
+        self._dirty: dict[int, tuple[bytes, int, list[Any]]] = {}
         self._recent: dict[int, list[Any]] = {}   # blocks of the last read
 
     def key(self, block: int) -> bytes:
@@ -187,10 +192,11 @@ class BlockLevel(Level):
             room = size - len(current)
             current += values[done:done + room]
             done += room
-            self._dirty[block] = current
+            self._dirty[block] = (*self._packed, current)
             if len(current) == size:
                 block += 1
                 current = []
+                self._packed = (b"", 0)
         self._open = current
         self.tail += len(values)
 
@@ -214,7 +220,7 @@ class BlockLevel(Level):
         base = first << shift
         for b in wanted:
             if b in dirty:
-                out += dirty[b]
+                out += dirty[b][2]
             else:
                 out += self._open if b == open_block else recent[b]
         return out[start - base:stop - base]
@@ -231,6 +237,7 @@ class BlockLevel(Level):
         self.head = self.tail = index
         self.purged = index >> self._store.shift
         self._open = [None] * (index & self._store.mask)
+        self._packed = (b"", 0)
         self._dirty = {}
         self._recent = {}
 
@@ -240,9 +247,12 @@ class BlockLevel(Level):
         if below > self.purged:
             garbage.append([self.number, self.generation, self.purged, below])
             self.purged = below
-        for block, values in self._dirty.items():
+        for block, (prefix, count, values) in self._dirty.items():
             if block >= below:
-                writes[self.key(block)] = pack(values)
+                blob = prefix + pack(values[count:])
+                writes[self.key(block)] = blob
+                if values is self._open:
+                    self._packed = (blob, len(values))
 
     def committed(self) -> None:
         self._dirty = {}
@@ -320,7 +330,12 @@ class BlockStore(LevelStore):
             raise StoreError(f"window {self.window_id!r}: blocks {', '.join(missing)} are missing from "
                              f"{self.backend.url} (level {level.number} holds [{level.head}, {level.tail})); "
                              "the store was changed outside mta or is corrupted")
-        return [list(unpack(blob)) for blob in blobs]
+        blocks = [unpack_chunks(blob) for blob in blobs]
+        for key, values in zip(keys, blocks):
+            if len(values) != self.block_size:
+                raise StoreError(f"window {self.window_id!r}: block {key.decode()} holds {len(values)} "
+                                 f"nodes, not {self.block_size}; the store is corrupted")
+        return blocks
 
     # -- checkpoints ---------------------------------------------------------------
 
@@ -421,13 +436,19 @@ class BlockStore(LevelStore):
         self._levels = []
         for n, ((generation, head, tail, purged), blob) in enumerate(zip(described, blobs)):
             if blob is not None:
-                open_block = list(unpack(blob))[:tail & self.mask]
+                open_block = unpack_chunks(blob)
+                if len(open_block) != tail & self.mask:
+                    raise StoreError(f"window {self.window_id!r}: block {keys[n].decode()} holds "
+                                     f"{len(open_block)} nodes, the checkpoint says {tail & self.mask}")
             elif tail & self.mask and tail > head:
                 raise StoreError(f"window {self.window_id!r}: block {keys[n].decode()} is missing "
                                  f"from {self.backend.url}; the store is corrupted")
             else:
                 open_block = None
-            self._levels.append(BlockLevel(self, n, generation, head, tail, purged, open_block))
+            level = BlockLevel(self, n, generation, head, tail, purged, open_block)
+            if blob is not None:
+                level._packed = (blob, len(open_block))
+            self._levels.append(level)
         return data["state"]
 
 

@@ -76,3 +76,20 @@ def unpack(data: bytes) -> Any:
 register(Fraction, 2, lambda f: pack((f.numerator, f.denominator)), lambda b: Fraction(*unpack(b)))
 register(Decimal, 3, lambda d: str(d).encode(), lambda b: Decimal(b.decode()))
 _DECODERS[_BIGINT] = lambda b: int(b.decode())
+
+
+def unpack_chunks(data: bytes) -> list[Any]:
+    """The values of concatenated packed sequences (a block written chunk by chunk), in order."""
+    unpacker = msgpack.Unpacker(ext_hook=_ext_hook, use_list=False, raw=False, strict_map_key=False)
+    unpacker.feed(data)
+    out: list[Any] = []
+    try:
+        for chunk in unpacker:
+            out += chunk
+    except StoreError:
+        raise
+    except Exception as error:
+        raise StoreError(f"stored block is not valid msgpack ({type(error).__name__}: {error})") from None
+    if unpacker.tell() != len(data):
+        raise StoreError(f"stored block is truncated ({unpacker.tell()} of {len(data)} bytes readable)")
+    return out
