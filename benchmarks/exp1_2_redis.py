@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 import kvs
 from benchmarks import common
 from benchmarks.common import label, now_ns, pow2, ratio
-from benchmarks.exp1_constant_window import build_values, fill, run_length
+from benchmarks.exp1_constant_window import build_values, fill, run_count_steps, run_length
 from benchmarks.exp2_bulk_eviction import make_wsp, refill, repetitions
 from mta.algorithms import ALGORITHMS
 from mta.monoid import Sum
@@ -178,20 +178,15 @@ class Redis:
 
 
 def run_steps(agg: Any, n: int, values: list[int], finish: Callable[[], None] | None) -> int:
-    """Timed: ``exp1_constant_window.run_count_steps``'s loop, then ``finish`` (the Redis
-    runs wait for their last background commit, so that a run pays for all its writes
-    and none of them spills into the next run). Returns ns."""
-    ins, ev, q, length = agg.insert, agg.evict, agg.query, agg.__len__
-    t0 = now_ns()
-    for x in values:
-        ins(x)
-        m = length() - n
-        if m > 0:
-            ev(m)
-        q()
+    """Timed: ``exp1_constant_window.run_count_steps``, then ``finish`` (the Redis runs wait
+    for their last background commit, so that a run pays for all its writes and none of
+    them spills into the next run). Returns ns."""
+    ns = run_count_steps(agg, n, values)
     if finish is not None:
+        t0 = now_ns()
         finish()
-    return now_ns() - t0
+        ns += now_ns() - t0
+    return ns
 
 
 def make_aggregator(algorithm: str, store: Any) -> Any:

@@ -61,6 +61,11 @@ class LevelStore(ABC):
     def clear(self) -> None:
         """Drop every level."""
 
+    def read_many(self, runs: list[tuple[int, int, int]]) -> list[list[Any]]:
+        """``level(n).read(start, stop)`` for each ``(n, start, stop)``; a remote store
+        fetches them in one round trip."""
+        return [self.level(n).read(start, stop) for n, start, stop in runs]
+
     def commit(self, state: Any, wait: bool = True) -> None:
         """Make the levels and ``state`` durable together (nothing to do in memory);
         ``wait=False`` lets it happen in the background."""

@@ -210,9 +210,9 @@ class BlockLevel(Level):
         open_block = self.tail >> shift
         dirty, recent = self._dirty, self._recent
         wanted = range(first, last + 1)
-        missing = [b for b in wanted if b not in dirty and b != open_block and b not in recent]
+        missing = self.missing(start, stop)
         if missing:
-            fetched = self._store.fetch([self.key(b) for b in missing], self)
+            fetched = self._store.fetch([self.key(b) for b in missing])
             recent = {b: recent[b] for b in wanted if b in recent}
             recent.update(zip(missing, fetched))
             self._recent = recent
@@ -224,6 +224,14 @@ class BlockLevel(Level):
             else:
                 out += self._open if b == open_block else recent[b]
         return out[start - base:stop - base]
+
+    def missing(self, start: int, stop: int) -> list[int]:
+        """The blocks of nodes ``[start, stop)`` (not empty) that a read must fetch."""
+        shift = self._store.shift
+        open_block = self.tail >> shift
+        dirty, recent = self._dirty, self._recent
+        return [b for b in range(start >> shift, ((stop - 1) >> shift) + 1)
+                if b not in dirty and b != open_block and b not in recent]
 
     def drop_until(self, index: int) -> None:
         if index > self.head:
@@ -300,6 +308,18 @@ class BlockStore(LevelStore):
             self._levels.append(BlockLevel(self, n, self._generations[n]))
         return self._levels[number]
 
+    def read_many(self, runs: list[tuple[int, int, int]]) -> list[list[Any]]:
+        wanted: dict[bytes, tuple[BlockLevel, int]] = {}
+        for n, start, stop in runs:
+            level = self.level(n)
+            if start < stop:
+                for block in level.missing(start, stop):
+                    wanted[level.key(block)] = (level, block)
+        if wanted:
+            for (level, block), values in zip(wanted.values(), self.fetch(list(wanted))):
+                level._recent[block] = values
+        return super().read_many(runs)
+
     def clear(self) -> None:
         for level in self._levels:
             self.retire(level)
@@ -318,7 +338,7 @@ class BlockStore(LevelStore):
         self._generations[number] += 1
         return self._generations[number]
 
-    def fetch(self, keys: list[bytes], level: BlockLevel) -> list[list[Any]]:
+    def fetch(self, keys: list[bytes]) -> list[list[Any]]:
         inflight = self._inflight
         blobs = [inflight.get(k) for k in keys]
         absent = [k for k, blob in zip(keys, blobs) if blob is None]
@@ -327,9 +347,9 @@ class BlockStore(LevelStore):
             blobs = [next(found) if blob is None else blob for blob in blobs]
         missing = [k.decode() for k, blob in zip(keys, blobs) if blob is None]
         if missing:
-            raise StoreError(f"window {self.window_id!r}: blocks {', '.join(missing)} are missing from "
-                             f"{self.backend.url} (level {level.number} holds [{level.head}, {level.tail})); "
-                             "the store was changed outside mta or is corrupted")
+            raise StoreError(f"window {self.window_id!r}: blocks {', '.join(missing)} (level:generation:block) "
+                             f"are missing from {self.backend.url}; the store was changed outside mta "
+                             "or is corrupted")
         blocks = [unpack_chunks(blob) for blob in blobs]
         for key, values in zip(keys, blocks):
             if len(values) != self.block_size:

@@ -172,11 +172,12 @@ class AmortizedMTA(TreeAggregator):
         combine = self._combine
         stack: list[Any] = []
         self._stack = stack
-        for number in range(self._root_level - 1, self.CHUNK_BITS - 1, -1):
-            a = h >> number
-            if not a & 1:
-                value = self._node(number, a + 1)
-                stack.append(combine(value, stack[-1]) if stack else value)
+        siblings = [(n, (h >> n) + 1) for n in range(self._root_level - 1, self.CHUNK_BITS - 1, -1)
+                    if not (h >> n) & 1]
+        self._gather([*siblings, (0, h)])
+        for number, index in siblings:
+            value = self._node(number, index)
+            stack.append(combine(value, stack[-1]) if stack else value)
         leaf = self._push_suffixes(h)
         self._r0 = combine(leaf, stack[-1]) if stack else leaf
 

@@ -129,8 +129,11 @@ class LogMTA(TreeAggregator):
             return
         combine = self._combine
         node = self._node
+        top = (h ^ (t - 1)).bit_length()
+        siblings = [(n, (h >> n) + 1) for n in range(top) if not (h >> n) & 1 and ((h >> n) + 1) << n < t]
+        self._gather([(0, h), *siblings])
         value = node(0, h)
-        for number in range(1, (h ^ (t - 1)).bit_length() + 1):
+        for number in range(1, top + 1):
             child = h >> (number - 1)
             if not child & 1 and (child + 1) << (number - 1) < t:
                 value = combine(value, node(number - 1, child + 1))

@@ -124,6 +124,26 @@ class TreeAggregator(Aggregator):
         self._cstart[number] = index
         return cache[0]
 
+    def _gather(self, nodes: list[tuple[int, int]]) -> None:
+        """Bring ``nodes`` into the caches in one store round trip (the first node of a level
+        starts its run).
+
+        A bulk eviction then pays one round trip instead of one per level
+        (a no-op in memory, where reads are free)."""
+        if not self.store.durable:
+            return
+        runs: dict[int, tuple[int, int, int]] = {}
+        for number, index in nodes:
+            if 0 < number < self.CHUNK_BITS or index >= self._bstart[number] or number in runs:
+                continue  # folded from leaves, in the write buffer, or covered by an earlier run
+            if 0 <= index - self._cstart[number] < len(self._caches[number]):
+                continue
+            runs[number] = (number, index, min(index + self.cache_size, self._bstart[number]))
+        if runs:
+            for (number, start, _), values in zip(runs.values(), self.store.read_many(list(runs.values()))):
+                self._caches[number] = values
+                self._cstart[number] = start
+
     def _leaf_range(self, start: int, stop: int) -> list[Any]:
         """Leaves ``start <= i < stop``: stored ones through the level-0 cache, then buffered ones."""
         split = self._bstart[0]
