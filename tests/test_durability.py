@@ -396,3 +396,23 @@ def test_many_windows_share_one_connection_pool(redis_url) -> None:
     pool = backend.client.connection_pool
     assert len(pool._connections) <= pool.max_connections
     assert all(w.backend is backend for w in windows)
+
+
+@pytest.mark.parametrize("algorithm", ["amta", "log_mta"])
+def test_a_bulk_eviction_reads_the_store_a_constant_number_of_times(redis_url, algorithm) -> None:
+    """The nodes a bulk eviction needs come in a few batched reads, not one per level."""
+    backend = kvs.connect(redis_url)
+    n = 2 ** 16
+    w = Window(Sum(), store=backend, algorithm=algorithm)
+    w.insert_many((ts, 1) for ts in range(n))
+    w.flush()
+    agg = w._algorithm
+    ts = n
+    for k in [3, 700, 5000, 40000, 60000]:
+        keep = len(w) - k
+        before = backend.round_trips.reads
+        assert agg.enforce(lambda total, old: total - old >= keep) == k
+        assert backend.round_trips.reads - before <= 4
+        assert w.query() == keep
+        w.insert_many((ts + i, 1) for i in range(k))
+        ts += k

@@ -262,13 +262,19 @@ class AmortizedMTA(TreeAggregator):
         tiles = [(0, pos)]
         tiles += [(n, (pos >> n) + 1) for n in range(top) if not (pos >> n) & 1]
         tiles += [(n, (t >> n) - 1) for n in range(top - 1, -1, -1) if (t >> n) & 1]
+        remote = self.store.durable
+        if remote:
+            self._gather(tiles)
         for number, index in tiles:
             value = node(number, index)
             candidate = value if acc is EMPTY else combine(acc, value)
             if wsp(total, candidate):
                 acc = candidate
                 continue
+            top = number
             while number > 0:  # the prefix ends inside this node: descend
+                if remote and not (top - number) % self.GATHER_DEPTH:
+                    self._gather_below(number, index)
                 number -= 1
                 index <<= 1
                 value = node(number, index)

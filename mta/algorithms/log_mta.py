@@ -152,9 +152,12 @@ class LogMTA(TreeAggregator):
         combine = self._combine
         node = self._node
         acc = EMPTY
-        number = (h ^ (t - 1)).bit_length()
+        number = top = (h ^ (t - 1)).bit_length()
         index = h >> number
+        remote = self.store.durable
         while number > 0:
+            if remote and not (top - number) % self.GATHER_DEPTH:
+                self._gather_below(number, index)
             number -= 1
             left = index << 1
             index = left + 1

@@ -144,6 +144,16 @@ class TreeAggregator(Aggregator):
                 self._caches[number] = values
                 self._cstart[number] = start
 
+    #: Levels below a node whose descendants one cache run covers (2^9 <= CACHE_SIZE).
+    GATHER_DEPTH = 9
+
+    def _gather_below(self, number: int, index: int) -> None:
+        """Before a root-to-leaf search descends from node ``(number, index)``: the live part
+        of its subtree on the next levels, in one round trip (instead of one per level)."""
+        h = self._head
+        depth = min(number, self.GATHER_DEPTH, self.cache_size.bit_length() - 1)
+        self._gather([(number - d, max(index << d, h >> (number - d))) for d in range(1, depth + 1)])
+
     def _leaf_range(self, start: int, stop: int) -> list[Any]:
         """Leaves ``start <= i < stop``: stored ones through the level-0 cache, then buffered ones."""
         split = self._bstart[0]
