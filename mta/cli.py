@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the window's aggregates every K updates (21600 = 6 simulated hours)")
     d.add_argument("--seed", type=int, default=1, help="telemetry seed")
     d.add_argument("--no-progress", action="store_true", help="no progress bar")
+    where = d.add_mutually_exclusive_group()
+    where.add_argument("--store", metavar="URL",
+                       help="keep the window's levels in a store: a file path, redis://..., "
+                            "redis+cluster://... (default: in memory)")
+    where.add_argument("--local-redis", action="store_true",
+                       help="start a private redis-server (Debian package redis-server) and keep the window there")
     d.set_defaults(subparser=d)
 
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
@@ -100,18 +106,29 @@ def _line(ts: int, n: int, result: dict) -> str:
 
 
 def demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if not args.local_redis:
+        return _demo(args, parser, args.store)
+    from kvs.servers import RedisProcess
+
+    with RedisProcess() as server:
+        return _demo(args, parser, server.url)
+
+
+def _demo(args: argparse.Namespace, parser: argparse.ArgumentParser, store: str | None) -> int:
     from tqdm import tqdm
 
+    from kvs import StoreError
     from mta import Count, Max, Mean, Record, StdDev, TimeRange, Window
     from mta.telemetry import readings
 
     monoid = Record(mean=Mean(), max=Max(), stddev=StdDev(), count=Count())
     try:
-        window = Window(monoid, TimeRange(args.window), algorithm=args.algorithm)
-    except (TypeError, ValueError) as error:
-        parser.error(f"--algorithm {args.algorithm}: {error}")
+        window = Window(monoid, TimeRange(args.window), algorithm=args.algorithm, store=store)
+    except (TypeError, ValueError, StoreError) as error:
+        parser.error(f"--algorithm {args.algorithm}{f' --store {store}' if store else ''}: {error}")
+    where = f", window {window.id} in {store}" if store else ""
     print(f"mta demo: {args.updates:,} memory readings (1/s, seed {args.seed}) through a {args.window} s "
-          f"time window, algorithm {window.algorithm}, monoid {monoid!r}", flush=True)
+          f"time window, algorithm {window.algorithm}{where}, monoid {monoid!r}", flush=True)
 
     stream = readings(args.updates, seed=args.seed)
     insert, query = window.insert, window.query
@@ -150,6 +167,10 @@ def demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(f"  simulated time {_clock(ts)}; final window: {len(window):,} readings "
           f"(count {result['count']:,}) over the last {args.window} s")
     print(f"  mean {_fmt(result['mean'])} MB, max {_fmt(result['max'])} MB, stddev {_fmt(result['stddev'])} MB")
+    if store:
+        window.close()
+        trips = window.backend.round_trips
+        print(f"  store {store}: window {window.id} flushed; {trips.writes:,} commits, {trips.reads:,} reads")
     return 0
 
 

@@ -94,6 +94,24 @@ def test_demo_with_another_algorithm_and_window(capsys):
     assert "final window: 600 readings" in out
 
 
+def test_demo_keeps_its_window_in_a_file_store(capsys, tmp_path):
+    path = tmp_path / "demo.db"
+    assert main(["demo", "--updates", "6000", "--every", "100000", "--store", str(path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "final window: 3,600 readings" in out and "flushed" in out
+    import kvs
+    from mta import Count, Max, Mean, Record, StdDev, TimeRange, Window
+    (window_id,) = kvs.connect(path).windows()
+    reopened = Window.open(path, window_id, Record(mean=Mean(), max=Max(), stddev=StdDev(), count=Count()),
+                           TimeRange(3600))
+    assert reopened.query()["count"] == 3600
+
+
+def test_demo_with_a_local_redis(capsys):
+    assert main(["demo", "--updates", "3000", "--every", "100000", "--local-redis", "--no-progress"]) == 0
+    assert "commits" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["demo", "--algorithm", "nope"], "invalid choice: 'nope'"),
     (["demo", "--updates", "0"], "positive integer"),
