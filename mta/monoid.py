@@ -546,6 +546,7 @@ class Record(Monoid):
         self._fields = types.MappingProxyType(checked)
         self._names = tuple(checked)
         self._monoids = tuple(checked.values())
+        self._lifts = tuple((name, m.lift) for name, m in checked.items())
         self.identity = tuple(m.identity for m in self._monoids)
         self.commutative = all(m.commutative for m in self._monoids)
         self.invertible = all(m.invertible for m in self._monoids)
@@ -558,6 +559,11 @@ class Record(Monoid):
         return self._fields
 
     def lift(self, value: Any) -> tuple:
+        if type(value) is dict and len(value) == len(self._names):
+            try:  # the common case; anything wrong is reported by the checked path below
+                return tuple([lift(value[name]) for name, lift in self._lifts])
+            except (KeyError, MonoidError):
+                pass
         names = self._names
         if isinstance(value, _Mapping):
             extra = [k for k in value if k not in self._fields]
