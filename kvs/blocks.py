@@ -21,6 +21,7 @@ they never collide with new ones.
 
 from __future__ import annotations
 
+import atexit
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
@@ -110,7 +111,13 @@ class Writer:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="kvs-writer", daemon=True)
                 self._thread.start()
+                atexit.register(self.finish)
             self._cond.notify_all()
+
+    def finish(self, timeout: float = 30.0) -> None:
+        """Send what is queued (at interpreter exit too), waiting at most ``timeout`` seconds."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._queue and self._busy is None, timeout)
 
     def wait(self, store: BlockStore) -> None:
         """Until everything ``store`` submitted has been sent (or has failed)."""
