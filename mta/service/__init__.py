@@ -1,0 +1,1 @@
+"""The gRPC aggregation server: registry of monoids and policies (more to come: servicer, server)."""

@@ -1,0 +1,234 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Param(_message.Message):
+    __slots__ = ("int_value", "float_value", "string_value", "bool_value")
+    INT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    int_value: int
+    float_value: float
+    string_value: str
+    bool_value: bool
+    def __init__(self, int_value: _Optional[int] = ..., float_value: _Optional[float] = ..., string_value: _Optional[str] = ..., bool_value: _Optional[bool] = ...) -> None: ...
+
+class Component(_message.Message):
+    __slots__ = ("name", "params")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Param
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Param, _Mapping]] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    params: _containers.MessageMap[str, Param]
+    def __init__(self, name: _Optional[str] = ..., params: _Optional[_Mapping[str, Param]] = ...) -> None: ...
+
+class Dimension(_message.Message):
+    __slots__ = ("name", "monoid")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MONOID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    monoid: Component
+    def __init__(self, name: _Optional[str] = ..., monoid: _Optional[_Union[Component, _Mapping]] = ...) -> None: ...
+
+class StoreOptions(_message.Message):
+    __slots__ = ("buffer_size", "cache_size", "block_size")
+    BUFFER_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CACHE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    buffer_size: int
+    cache_size: int
+    block_size: int
+    def __init__(self, buffer_size: _Optional[int] = ..., cache_size: _Optional[int] = ..., block_size: _Optional[int] = ...) -> None: ...
+
+class WindowSpec(_message.Message):
+    __slots__ = ("name", "monoid", "dimensions", "policy", "algorithm", "store", "keyed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MONOID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    KEYED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    monoid: Component
+    dimensions: _containers.RepeatedCompositeFieldContainer[Dimension]
+    policy: Component
+    algorithm: str
+    store: StoreOptions
+    keyed: bool
+    def __init__(self, name: _Optional[str] = ..., monoid: _Optional[_Union[Component, _Mapping]] = ..., dimensions: _Optional[_Iterable[_Union[Dimension, _Mapping]]] = ..., policy: _Optional[_Union[Component, _Mapping]] = ..., algorithm: _Optional[str] = ..., store: _Optional[_Union[StoreOptions, _Mapping]] = ..., keyed: _Optional[bool] = ...) -> None: ...
+
+class WindowInfo(_message.Message):
+    __slots__ = ("spec", "length", "keys")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    spec: WindowSpec
+    length: int
+    keys: int
+    def __init__(self, spec: _Optional[_Union[WindowSpec, _Mapping]] = ..., length: _Optional[int] = ..., keys: _Optional[int] = ...) -> None: ...
+
+class Update(_message.Message):
+    __slots__ = ("ts", "ts_float", "key", "value", "dimensions", "payload")
+    class DimensionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    TS_FIELD_NUMBER: _ClassVar[int]
+    TS_FLOAT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    ts: int
+    ts_float: float
+    key: str
+    value: float
+    dimensions: _containers.ScalarMap[str, float]
+    payload: bytes
+    def __init__(self, ts: _Optional[int] = ..., ts_float: _Optional[float] = ..., key: _Optional[str] = ..., value: _Optional[float] = ..., dimensions: _Optional[_Mapping[str, float]] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class Result(_message.Message):
+    __slots__ = ("window", "key", "length", "values", "payload")
+    class ValuesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    window: str
+    key: str
+    length: int
+    values: _containers.ScalarMap[str, float]
+    payload: bytes
+    def __init__(self, window: _Optional[str] = ..., key: _Optional[str] = ..., length: _Optional[int] = ..., values: _Optional[_Mapping[str, float]] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class CreateWindowRequest(_message.Message):
+    __slots__ = ("spec", "if_not_exists")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    IF_NOT_EXISTS_FIELD_NUMBER: _ClassVar[int]
+    spec: WindowSpec
+    if_not_exists: bool
+    def __init__(self, spec: _Optional[_Union[WindowSpec, _Mapping]] = ..., if_not_exists: _Optional[bool] = ...) -> None: ...
+
+class GetWindowRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListWindowsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListWindowsResponse(_message.Message):
+    __slots__ = ("windows",)
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedCompositeFieldContainer[WindowInfo]
+    def __init__(self, windows: _Optional[_Iterable[_Union[WindowInfo, _Mapping]]] = ...) -> None: ...
+
+class DeleteWindowRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteWindowResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
+class InsertRequest(_message.Message):
+    __slots__ = ("window", "updates", "batch_id", "want_result")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    WANT_RESULT_FIELD_NUMBER: _ClassVar[int]
+    window: str
+    updates: _containers.RepeatedCompositeFieldContainer[Update]
+    batch_id: str
+    want_result: bool
+    def __init__(self, window: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., batch_id: _Optional[str] = ..., want_result: _Optional[bool] = ...) -> None: ...
+
+class InsertResponse(_message.Message):
+    __slots__ = ("batch_id", "inserted", "evicted", "duplicate", "results")
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    INSERTED_FIELD_NUMBER: _ClassVar[int]
+    EVICTED_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    batch_id: str
+    inserted: int
+    evicted: int
+    duplicate: bool
+    results: _containers.RepeatedCompositeFieldContainer[Result]
+    def __init__(self, batch_id: _Optional[str] = ..., inserted: _Optional[int] = ..., evicted: _Optional[int] = ..., duplicate: _Optional[bool] = ..., results: _Optional[_Iterable[_Union[Result, _Mapping]]] = ...) -> None: ...
+
+class QueryRequest(_message.Message):
+    __slots__ = ("windows", "keys")
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedScalarFieldContainer[str]
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, windows: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QueryResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[Result]
+    def __init__(self, results: _Optional[_Iterable[_Union[Result, _Mapping]]] = ...) -> None: ...
+
+class EvictRequest(_message.Message):
+    __slots__ = ("window", "key", "count")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    window: str
+    key: str
+    count: int
+    def __init__(self, window: _Optional[str] = ..., key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class EvictResponse(_message.Message):
+    __slots__ = ("evicted",)
+    EVICTED_FIELD_NUMBER: _ClassVar[int]
+    evicted: int
+    def __init__(self, evicted: _Optional[int] = ...) -> None: ...
+
+class FlushRequest(_message.Message):
+    __slots__ = ("windows",)
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    windows: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, windows: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class FlushResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("window", "keys")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    window: str
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, window: _Optional[str] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""A module that forgot its register function."""
