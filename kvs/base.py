@@ -70,6 +70,9 @@ class LevelStore(ABC):
         """Make the levels and ``state`` durable together (nothing to do in memory);
         ``wait=False`` lets it happen in the background."""
 
+    def drain(self) -> None:
+        """Wait until every commit is durable (StoreError if the last one failed)."""
+
     def load(self) -> Any:
         """Restore the levels of the last :meth:`commit` and return its ``state`` (None if none)."""
         return None

@@ -110,7 +110,7 @@ class Window:
 
     def __init__(self, monoid: Monoid, policy: Callable[[Any, Any], bool] | None = None, *,
                  algorithm: str = "amta", store: LevelStore | Backend | str | Path | None = None,
-                 window_id: str | None = None, **options: Any) -> None:
+                 window_id: str | None = None, labels: dict[str, Any] | None = None, **options: Any) -> None:
         cls = self._check(monoid, policy, algorithm, store)
         backend = _backend(store)
         level_store = store if isinstance(store, LevelStore) else None
@@ -119,7 +119,7 @@ class Window:
             store_options = {k: options.pop(k) for k in _STORE_OPTIONS if k in options}
             meta = {"algorithm": algorithm, "monoid": _describe(monoid),
                     "timed": _is_timed(policy), "policy": _policy_name(policy),
-                    "options": options, "store_options": store_options}
+                    "options": options, "store_options": store_options, "labels": labels or {}}
             backend.create(window_id, meta)
             level_store = backend.store(window_id, **store_options)
         elif window_id is not None:
@@ -134,6 +134,7 @@ class Window:
             raise
         self.id = window_id
         self.backend = backend
+        self.labels = labels or {}
 
     @classmethod
     def open(cls, store: Backend | str | Path, window_id: str, monoid: Monoid,
@@ -163,6 +164,7 @@ class Window:
         self._build(monoid, policy, window_cls, level_store, state, {**meta["options"], **options})
         self.id = window_id
         self.backend = backend
+        self.labels = meta.get("labels", {})
         self._enforce()
         return self
 
@@ -200,13 +202,17 @@ class Window:
         self._restart(state)
         self.id = None
         self.backend = None
+        self.labels: dict[str, Any] = {}
 
     def _restart(self, state: Any) -> None:
         """Build the algorithm, empty or from a checkpoint of the store."""
         self._algorithm: Aggregator = self._make(state=state) if state is not None else self._make()
-        self._newest: Any = state["annotations"].get("newest") if state is not None else None
+        annotations = state["annotations"] if state is not None else {}
+        self._newest: Any = annotations.get("newest")
+        #: A small dict of the caller's, kept with every checkpoint (e.g. the ids of applied batches).
+        self.notes: dict[str, Any] = dict(annotations.get("notes", {}))
         if self._store is not None:
-            self._algorithm.annotate = lambda: {"newest": self._newest}
+            self._algorithm.annotate = lambda: {"newest": self._newest, "notes": self.notes}
 
     def _recover(self) -> None:
         """After a store failure in the middle of an operation, go back to the last
@@ -330,8 +336,9 @@ class Window:
 
     # -- durability -------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Make every update inserted so far durable in the window's store.
+    def flush(self, wait: bool = True) -> None:
+        """Make every update inserted so far durable in the window's store
+        (``wait=False``: send the commit and return; :meth:`wait_durable` waits for it).
 
         Between flushes the algorithms commit on their own after every write
         buffer (``buffer_size`` updates), so a crash loses at most the updates
@@ -348,9 +355,16 @@ class Window:
             return
         if self._broken is not None:
             self._recover()
-        self._algorithm.flush()
+        self._algorithm.flush(wait=wait)
         if not store.durable:
             store.commit(self._algorithm.checkpoint())
+
+    def wait_durable(self) -> None:
+        """Wait until the commits sent so far are durable (StoreError if one failed).
+
+        Only waits: safe to call from another thread while this one goes on inserting."""
+        if self._store is not None:
+            self._store.drain()
 
     def close(self) -> None:
         """Flush; the window can then be reopened with :meth:`open`."""

@@ -201,6 +201,8 @@ def test_foreign_and_corrupted_redis_layouts_are_detected(redis_url) -> None:
         with pytest.raises(kvs.StoreError, match=error):
             for ts in range(2000, 4000):
                 again.insert(ts, 1)
+    wid = window_id()
+    Window(Sum(), MaxSize(1000), store=backend, window_id=wid).close()
     client.hset(f"mta:{{{wid}}}:meta", "state", b"\xc1")
     with pytest.raises(kvs.StoreError, match="not valid msgpack"):
         Window.open(backend, wid, Sum(), MaxSize(1000))

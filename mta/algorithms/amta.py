@@ -76,7 +76,7 @@ class AmortizedMTA(TreeAggregator):
             self._set_root_level((self._head ^ t1).bit_length() - 1)
             self._stack = None
         if len(self._leaves) > self.buffer_size:  # only after a chunk completes
-            self._auto_flush()
+            self.flush(wait=False)
 
     def checkpoint(self) -> dict[str, Any]:
         state = super().checkpoint()

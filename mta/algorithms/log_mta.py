@@ -101,7 +101,7 @@ class LogMTA(TreeAggregator):
                     self._put(number, j, value)
             self._root = value
         if len(self._leaves) > self.buffer_size:
-            self._auto_flush()
+            self.flush(wait=False)
 
     def _put(self, number: int, index: int, value: Any) -> None:
         if number == len(self._levels):

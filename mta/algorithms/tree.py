@@ -171,21 +171,17 @@ class TreeAggregator(Aggregator):
             out += self._leaves[start - split:stop - split]
         return out
 
-    def flush(self) -> None:
+    def flush(self, wait: bool = True) -> None:
         """Move the buffered nodes to the store and, for a durable store, commit them
-        with a checkpoint and wait until it is durable; StoreError if that fails
-        (the commit stays queued: retry later)."""
-        self._move_buffers()
-        if self.store.durable:
-            self.store.commit(self.checkpoint())
+        with a checkpoint; with ``wait``, until it is durable (StoreError if that
+        fails: the commit stays queued, retry later).
 
-    def _auto_flush(self) -> None:
-        """The flush of a full write buffer, inside an insertion: the commit is sent in
-        the background, so insertions go on (correctly, in memory) even while the
-        store is unreachable; a failed commit is retried by the next one."""
+        Insertions flush a full write buffer without waiting: the commit is sent in
+        the background, so they go on (correctly, in memory) even while the store
+        is unreachable, and a failed commit is retried by the next one."""
         self._move_buffers()
         if self.store.durable:
-            self.store.commit(self.checkpoint(), wait=False)
+            self.store.commit(self.checkpoint(), wait=wait)
 
     @property
     def commit_error(self) -> Exception | None:
