@@ -418,3 +418,18 @@ def test_a_bulk_eviction_reads_the_store_a_constant_number_of_times(redis_url, a
         assert w.query() == keep
         w.insert_many((ts + i, 1) for i in range(k))
         ts += k
+
+
+def test_labels_and_notes_survive_a_reopen(backend) -> None:
+    wid = window_id()
+    w = Window(Sum(), MaxSize(10), store=backend, window_id=wid, labels={"spec": b"\x01\x02", "owner": "x"})
+    w.notes["batches"] = ("b1", "b2")
+    for ts in range(30):
+        w.insert(ts, 1)
+    w.flush(wait=False)
+    w.wait_durable()
+    w.notes["batches"] = ("b3",)  # not flushed: the reopened window has the flushed notes
+    again = Window.open(backend, wid, Sum(), MaxSize(10))
+    assert again.labels == {"spec": b"\x01\x02", "owner": "x"}
+    assert again.notes == {"batches": ("b1", "b2")}
+    assert again.query() == 10
