@@ -70,6 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start a private redis-server (Debian package redis-server) and keep the window there")
     d.set_defaults(subparser=d)
 
+    v = sub.add_parser("serve", help="run the gRPC aggregation server (a sidecar)",
+                       description="Hosts named windows over gRPC (service mta.v1.Aggregation), kept in a store, "
+                                   "with health checking and reflection; SIGTERM flushes and stops.")
+    v.add_argument("--listen", default="127.0.0.1:50051", help="host:port (port 0: any free port)")
+    v.add_argument("--store", default=None,
+                   help="where windows live: a file path, redis://..., redis+cluster://... "
+                        "(default: mta-windows.db in the working directory)")
+    v.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE and call its register(registry) (repeatable)")
+    v.add_argument("--max-batch", type=_positive_int, default=100_000, help="most updates in one batch")
+    v.set_defaults(subparser=v)
+
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
                        description="Runs `python -m benchmarks.NAME ARGS...` from the repository root "
                                    "(the benchmarks are not installed with the package).")
@@ -84,7 +96,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args, args.subparser)
+    if args.command == "serve":
+        return serve(args, args.subparser)
     return bench(args, args.subparser)
+
+
+def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import asyncio
+    import logging
+
+    from kvs import StoreError
+    from mta.service.registry import RegistryError
+    from mta.service.server import DEFAULT_STORE, serve as run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch))
+    except (RegistryError, StoreError, OSError, ValueError) as error:
+        parser.error(str(error))
+    return 0
 
 
 # --------------------------------------------------------------------------- demo

@@ -1,0 +1,62 @@
+"""``mta serve``: the aggregation sidecar (grpc.aio) with health checking, reflection
+and a graceful shutdown on SIGTERM (finish in-flight batches, flush, NOT_SERVING)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+import kvs
+from mta.service.registry import builtin_registry
+from mta.service.servicer import AggregationServicer
+from mta.v1 import aggregation_pb2 as pb
+from mta.v1 import aggregation_pb2_grpc as pb_grpc
+
+log = logging.getLogger("mta.service")
+
+SERVICE = pb.DESCRIPTOR.services_by_name["Aggregation"].full_name
+#: The store when none is given: an embedded sqlite file in the working directory.
+DEFAULT_STORE = "mta-windows.db"
+
+
+async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...] = (), *,
+                max_batch: int = 100_000, max_message_mb: int = 64, grace: float = 10.0) -> None:
+    """Run until SIGTERM or SIGINT."""
+    registry = builtin_registry()
+    for plugin in plugins:
+        registry.load_plugin(plugin)
+    backend = kvs.connect(store)
+    servicer = AggregationServicer(backend, registry, max_batch=max_batch)
+    await servicer.load()
+    size = max_message_mb * 1024 * 1024
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", size),
+                                      ("grpc.max_send_message_length", size)])
+    pb_grpc.add_AggregationServicer_to_server(servicer, server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(listen)
+    if not port:
+        raise OSError(f"cannot listen on {listen}")
+    await server.start()
+    for name in ("", SERVICE):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    log.info("mta serve: listening on %s, store %s, plugins %s", listen, store, ", ".join(plugins) or "none")
+    print(f"mta serve: listening on {listen.rsplit(':', 1)[0]}:{port}, store {store}", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("mta serve: shutting down")
+    await health_servicer.enter_graceful_shutdown()
+    await server.stop(grace)  # in-flight batches finish, new calls are refused
+    await servicer.flush_all()
+    backend.close()
+    print("mta serve: stopped, every window flushed", flush=True)

@@ -1,0 +1,202 @@
+"""`mta serve` as a real process on a free port, through a real gRPC channel."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from mta import TimeRange, Window
+from mta.monoid import Max, Mean, Record, Sum
+from mta.v1 import aggregation_pb2 as pb
+from mta.v1 import aggregation_pb2_grpc as pb_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Server:
+    """A `mta serve` child process and a channel to it."""
+
+    def __init__(self, store: Path, *args: str) -> None:
+        self.store, self.args = store, args
+        self.start()
+
+    def start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+        self.proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", "127.0.0.1:0",
+                                      "--store", str(self.store), *self.args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        line = self.proc.stdout.readline()
+        assert "listening on" in line, line
+        self.address = line.split("listening on ")[1].split(",")[0]
+        self.channel = grpc.insecure_channel(self.address)
+        grpc.channel_ready_future(self.channel).result(timeout=10)
+        self.stub = pb_grpc.AggregationStub(self.channel)
+
+    def stop(self, sig: int = signal.SIGTERM) -> str:
+        self.channel.close()
+        self.proc.send_signal(sig)
+        out, _ = self.proc.communicate(timeout=30)
+        return out
+
+    def restart(self, sig: int = signal.SIGTERM) -> None:
+        self.stop(sig)
+        self.start()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path / "windows.db", "--plugin", "plugins.sample_plugin", "--max-batch", "1000")
+    yield s
+    if s.proc.poll() is None:
+        s.stop()
+
+
+def spec(name: str, monoid: str = "sum", policy: tuple[str, dict] | None = ("time_range", {"width": 10.0}),
+         **extra) -> pb.WindowSpec:
+    out = pb.WindowSpec(name=name, monoid=pb.Component(name=monoid), **extra)
+    if policy is not None:
+        out.policy.name = policy[0]
+        for key, value in policy[1].items():
+            field = {int: "int_value", float: "float_value", str: "string_value", bool: "bool_value"}[type(value)]
+            setattr(out.policy.params[key], field, value)
+    return out
+
+
+def batch(window: str, pairs, batch_id: str = "", **kw) -> pb.InsertRequest:
+    return pb.InsertRequest(window=window, batch_id=batch_id,
+                            updates=[pb.Update(ts=ts, value=v) for ts, v in pairs], **kw)
+
+
+def error_of(call, *args) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as caught:
+        call(*args)
+    return caught.value
+
+
+def test_health_and_reflection(server) -> None:
+    health = health_pb2_grpc.HealthStub(server.channel)
+    for service in ("", "mta.v1.Aggregation"):
+        reply = health.Check(health_pb2.HealthCheckRequest(service=service))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    stub = reflection_pb2_grpc.ServerReflectionStub(server.channel)
+    reply = next(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
+    assert "mta.v1.Aggregation" in {s.name for s in reply.list_services_response.service}
+
+
+def test_window_lifecycle_inserts_and_queries(server) -> None:
+    stub = server.stub
+    info = stub.CreateWindow(pb.CreateWindowRequest(spec=spec("cpu")))
+    assert info.spec.name == "cpu" and info.length == 0
+    local = Window(Sum(), TimeRange(10.0))
+    pairs = [(ts, ts % 7) for ts in range(100)]
+    for start in range(0, 100, 25):
+        reply = stub.Insert(batch("cpu", pairs[start:start + 25], want_result=True))
+        local.insert_many(pairs[start:start + 25])
+        assert reply.inserted == 25 and reply.results[0].values["value"] == local.query()
+    assert stub.Query(pb.QueryRequest(windows=["cpu"])).results[0].length == len(local)
+    assert [w.spec.name for w in stub.ListWindows(pb.ListWindowsRequest()).windows] == ["cpu"]
+    assert stub.GetWindow(pb.GetWindowRequest(name="cpu")).length == len(local)
+    assert stub.Evict(pb.EvictRequest(window="cpu", count=3)).evicted == 3
+    stub.Flush(pb.FlushRequest())
+    assert stub.DeleteWindow(pb.DeleteWindowRequest(name="cpu")).deleted
+    assert error_of(stub.GetWindow, pb.GetWindowRequest(name="cpu")).code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_dimensions_and_plugin_monoids(server) -> None:
+    stub = server.stub
+    dims = pb.WindowSpec(name="host", dimensions=[pb.Dimension(name="avg", monoid=pb.Component(name="mean")),
+                                                  pb.Dimension(name="peak", monoid=pb.Component(name="max"))])
+    stub.CreateWindow(pb.CreateWindowRequest(spec=dims))
+    updates = [pb.Update(ts=i, dimensions={"avg": float(i), "peak": float(i)}) for i in range(10)]
+    stub.Insert(pb.InsertRequest(window="host", updates=updates))
+    result = stub.Query(pb.QueryRequest(windows=["host"])).results[0]
+    expected = Window(Record(avg=Mean(), peak=Max()))
+    expected.insert_many((i, {"avg": float(i), "peak": float(i)}) for i in range(10))
+    assert dict(result.values) == expected.query()
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("prod", monoid="product", policy=("newest", {"n": 3}))))
+    stub.Insert(batch("prod", [(0, 2.0), (1, 3.0), (2, 4.0), (3, 5.0)]))
+    assert stub.Query(pb.QueryRequest(windows=["prod"])).results[0].values["value"] == 60.0
+
+
+def test_a_retried_batch_is_applied_once(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=None)))
+    first = stub.Insert(batch("w", [(1, 5), (2, 6)], batch_id="b-1"))
+    again = stub.Insert(batch("w", [(1, 5), (2, 6)], batch_id="b-1"))
+    assert (first.duplicate, again.duplicate, again.inserted) == (False, True, 0)
+    assert stub.Query(pb.QueryRequest(windows=["w"])).results[0].values["value"] == 11
+
+
+@pytest.mark.parametrize("request_factory, code, message", [
+    (lambda: pb.CreateWindowRequest(spec=spec("a", monoid="median")), "INVALID_ARGUMENT", "unknown monoid 'median'"),
+    (lambda: pb.CreateWindowRequest(spec=spec("a", policy=("max_size", {"n": "3"}))), "INVALID_ARGUMENT",
+     "parameter 'n' must be int, got str"),
+    (lambda: pb.CreateWindowRequest(spec=spec("a b")), "INVALID_ARGUMENT", "spec.name"),
+    (lambda: pb.CreateWindowRequest(spec=pb.WindowSpec(name="a")), "INVALID_ARGUMENT", "spec.monoid"),
+    (lambda: pb.CreateWindowRequest(spec=spec("a", algorithm="two_stacks")), "INVALID_ARGUMENT", "spec.algorithm"),
+])
+def test_bad_window_specs(server, request_factory, code, message) -> None:
+    error = error_of(server.stub.CreateWindow, request_factory())
+    assert error.code().name == code and message in error.details()
+    assert not server.stub.ListWindows(pb.ListWindowsRequest()).windows
+
+
+def test_bad_batches_are_rejected_whole(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("w")))
+    stub.Insert(batch("w", [(5, 1)]))
+    cases = [
+        (batch("w", [(6, 1), (4, 1)]), grpc.StatusCode.INVALID_ARGUMENT, "update 1"),
+        (batch("w", [(7, float("nan"))]), grpc.StatusCode.INVALID_ARGUMENT, "update 0"),
+        (pb.InsertRequest(window="w", updates=[pb.Update(value=1)]), grpc.StatusCode.INVALID_ARGUMENT,
+         "updates[0].time"),
+        (batch("w", [(8 + i, 1) for i in range(1001)]), grpc.StatusCode.RESOURCE_EXHAUSTED, "limit is 1000"),
+        (batch("nope", [(8, 1)]), grpc.StatusCode.NOT_FOUND, "no window 'nope'"),
+    ]
+    for request, code, message in cases:
+        error = error_of(stub.Insert, request)
+        assert error.code() == code and message in error.details(), error.details()
+    result = stub.Query(pb.QueryRequest(windows=["w"])).results[0]
+    assert (result.length, result.values["value"]) == (1, 1)
+    assert error_of(stub.CreateWindow, pb.CreateWindowRequest(spec=spec("w"))).code() == \
+        grpc.StatusCode.ALREADY_EXISTS
+    assert stub.CreateWindow(pb.CreateWindowRequest(spec=spec("w"), if_not_exists=True)).length == 1
+
+
+def test_watch_and_ingest_streams(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("s", policy=None)))
+    watch = stub.Watch(pb.WatchRequest(window="s"))
+    seen = []
+    reader = threading.Thread(target=lambda: seen.extend(r.values["value"] for _, r in zip(range(4), watch)))
+    reader.start()
+    replies = list(stub.Ingest(iter([batch("s", [(i, 1)], want_result=True) for i in range(3)])))
+    reader.join(timeout=10)
+    watch.cancel()
+    assert [r.results[0].values["value"] for r in replies] == [1, 2, 3]
+    assert seen[-3:] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_a_restarted_server_has_every_acknowledged_update(server, sig) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("r", policy=("max_size", {"n": 50}))))
+    for b in range(20):
+        stub.Insert(batch("r", [(b * 10 + i, b) for i in range(10)], batch_id=f"b{b}"))
+    before = stub.Query(pb.QueryRequest(windows=["r"])).results[0]
+    server.restart(sig)
+    stub = server.stub
+    after = stub.Query(pb.QueryRequest(windows=["r"])).results[0]
+    # MaxSize(50): the last five batches of ten, valued 15..19
+    assert (after.length, after.values["value"]) == (before.length, before.values["value"]) == (50, 850)
+    assert stub.Insert(batch("r", [(195, 19)], batch_id="b19")).duplicate  # a retry after the restart
+    assert stub.Query(pb.QueryRequest(windows=["r"])).results[0].values["value"] == before.values["value"]
