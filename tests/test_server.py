@@ -25,13 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 class Server:
     """A `mta serve` child process and a channel to it."""
 
-    def __init__(self, store: Path, *args: str) -> None:
-        self.store, self.args = store, args
+    def __init__(self, store: Path, *args: str, listen: str = "127.0.0.1:0") -> None:
+        self.store, self.args, self.listen = store, args, listen
         self.start()
 
     def start(self) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
-        self.proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", "127.0.0.1:0",
+        self.proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", self.listen,
                                       "--store", str(self.store), *self.args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         line = self.proc.stdout.readline()
@@ -200,3 +200,33 @@ def test_a_restarted_server_has_every_acknowledged_update(server, sig) -> None:
     assert (after.length, after.values["value"]) == (before.length, before.values["value"]) == (50, 850)
     assert stub.Insert(batch("r", [(195, 19)], batch_id="b19")).duplicate  # a retry after the restart
     assert stub.Query(pb.QueryRequest(windows=["r"])).results[0].values["value"] == before.values["value"]
+
+
+def test_the_python_client_batches_and_retries_through_a_restart(tmp_path) -> None:
+    from kvs.servers import free_port
+    from mta.client import Client
+
+    server = Server(tmp_path / "w.db", listen=f"127.0.0.1:{free_port()}")
+    try:
+        with Client(server.address, backoff=0.05) as client:
+            client.create("c", monoid="sum", policy=("max_size", {"n": 1000}))
+            client.create("c", monoid="sum", policy=("max_size", {"n": 1000}))  # if_not_exists
+            with client.batcher("c", size=100) as batcher:
+                for ts in range(250):
+                    batcher.add(ts, 1)
+            assert batcher.sent == 250 and client.query("c") == {"value": 250}
+            assert client.insert("c", [(250, 1)], batch_id="x").duplicate is False
+            server.stop()
+            restarter = threading.Timer(1.0, server.start)
+            restarter.start()
+            reply = client.insert("c", [(250, 1)], batch_id="x")  # waits for the server, then retries
+            restarter.join()
+            assert reply.duplicate and client.query("c") == {"value": 251}
+            client.create("d", dimensions={"avg": "mean", "top": "max"})
+            client.insert("d", [(0, {"avg": 1.0, "top": 1.0}), (1, {"avg": 3.0, "top": 3.0})])
+            assert client.query("d") == {"avg": 2.0, "top": 3.0}
+            with pytest.raises(TypeError, match="parameter 'n'"):
+                client.create("e", monoid="sum", policy=("max_size", {"n": [1]}))
+    finally:
+        if server.proc.poll() is None:
+            server.stop()

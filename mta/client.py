@@ -1,0 +1,135 @@
+"""A Python client for ``mta serve``: windows by name, batched inserts with retries.
+
+    with Client("127.0.0.1:50051") as client:
+        client.create("cpu", monoid="mean", policy=("time_range", {"width": 3600.0}))
+        with client.batcher("cpu", size=1000) as batch:
+            for ts, value in readings:
+                batch.add(ts, value)          # sent 1000 at a time, each batch with an id
+        client.query("cpu")                   # {"value": ...}
+
+Every batch carries an id, so a batch retried after a lost reply or a server
+restart is applied once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Iterable, Mapping
+
+import grpc
+
+from mta.v1 import aggregation_pb2 as pb
+from mta.v1 import aggregation_pb2_grpc as pb_grpc
+
+_PARAM_FIELDS = {bool: "bool_value", int: "int_value", float: "float_value", str: "string_value"}
+#: Codes worth retrying: the server is restarting or briefly unreachable.
+RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def component(name: str, params: Mapping[str, Any] | None = None) -> pb.Component:
+    """A registry component (monoid or policy) with typed parameters."""
+    out = pb.Component(name=name)
+    for key, value in (params or {}).items():
+        try:
+            setattr(out.params[key], _PARAM_FIELDS[type(value)], value)
+        except KeyError:
+            raise TypeError(f"parameter {key!r} must be int, float, str or bool, got {type(value).__name__}") from None
+    return out
+
+
+def update(ts: int | float, value: Any) -> pb.Update:
+    """An update: a number, or a mapping of dimension name to number."""
+    out = pb.Update(ts=ts) if isinstance(ts, int) else pb.Update(ts_float=ts)
+    if isinstance(value, Mapping):
+        out.dimensions.update(value)
+    else:
+        out.value = value
+    return out
+
+
+class Client:
+    """A channel to one server; ``retries`` attempts with exponential backoff on UNAVAILABLE."""
+
+    def __init__(self, address: str, *, retries: int = 8, backoff: float = 0.1, timeout: float = 30.0,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
+        self.channel = (grpc.secure_channel(address, credentials) if credentials is not None
+                        else grpc.insecure_channel(address))
+        self.stub = pb_grpc.AggregationStub(self.channel)
+        self.retries, self.backoff, self.timeout = retries, backoff, timeout
+
+    def _call(self, method: Any, request: Any) -> Any:
+        for attempt in range(self.retries + 1):
+            try:
+                return method(request, timeout=self.timeout, wait_for_ready=True)
+            except grpc.RpcError as error:
+                if error.code() not in RETRYABLE or attempt == self.retries:
+                    raise
+                time.sleep(min(self.backoff * 2 ** attempt, 5.0))
+        raise AssertionError("unreachable")
+
+    def create(self, name: str, monoid: str | None = None, policy: tuple[str, Mapping[str, Any]] | None = None, *,
+               dimensions: Mapping[str, str] | None = None, algorithm: str = "", if_not_exists: bool = True,
+               monoid_params: Mapping[str, Any] | None = None) -> pb.WindowInfo:
+        """Create window ``name`` of ``monoid`` (or named ``dimensions``: {name: monoid})."""
+        spec = pb.WindowSpec(name=name, algorithm=algorithm)
+        if dimensions:
+            spec.dimensions.extend(pb.Dimension(name=d, monoid=component(m)) for d, m in dimensions.items())
+        elif monoid:
+            spec.monoid.CopyFrom(component(monoid, monoid_params))
+        if policy is not None:
+            spec.policy.CopyFrom(component(*policy))
+        return self._call(self.stub.CreateWindow, pb.CreateWindowRequest(spec=spec, if_not_exists=if_not_exists))
+
+    def insert(self, window: str, updates: Iterable[tuple[int | float, Any]], *,
+               batch_id: str | None = None) -> pb.InsertResponse:
+        """Send one batch (acknowledged once durable); retried with the same id."""
+        request = pb.InsertRequest(window=window, batch_id=batch_id or uuid.uuid4().hex,
+                                   updates=[update(ts, v) for ts, v in updates])
+        return self._call(self.stub.Insert, request)
+
+    def query(self, window: str) -> dict[str, float]:
+        """The window's numeric results by dimension (``"value"`` for one monoid)."""
+        result = self._call(self.stub.Query, pb.QueryRequest(windows=[window])).results[0]
+        return dict(result.values)
+
+    def batcher(self, window: str, size: int = 1000) -> Batcher:
+        return Batcher(self, window, size)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Batcher:
+    """Collects updates and sends them ``size`` at a time (the rest on ``flush`` / exit)."""
+
+    def __init__(self, client: Client, window: str, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"batch size must be >= 1, got {size}")
+        self.client, self.window, self.size = client, window, size
+        self.pending: list[tuple[int | float, Any]] = []
+        self.sent = 0
+
+    def add(self, ts: int | float, value: Any) -> None:
+        self.pending.append((ts, value))
+        if len(self.pending) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.client.insert(self.window, self.pending)
+            self.sent += len(self.pending)
+            self.pending = []
+
+    def __enter__(self) -> Batcher:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.flush()
