@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE and call its register(registry) (repeatable)")
     v.add_argument("--max-batch", type=_positive_int, default=100_000, help="most updates in one batch")
+    v.add_argument("--token-file", type=Path, help="require `authorization: Bearer <token>` with the token in "
+                                                   "this file (or in the environment variable MTA_TOKEN)")
+    v.add_argument("--tls-cert", type=Path, help="serve TLS with this certificate (PEM)")
+    v.add_argument("--tls-key", type=Path, help="and this private key (PEM)")
+    v.add_argument("--tls-client-ca", type=Path, help="mutual TLS: clients need a certificate signed by this CA")
     v.set_defaults(subparser=v)
 
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
@@ -109,9 +114,16 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from mta.service.registry import RegistryError
     from mta.service.server import DEFAULT_STORE, serve as run
 
+    from mta.service.security import Tls
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    token = args.token_file.read_text().strip() if args.token_file else os.environ.get("MTA_TOKEN") or None
+    if bool(args.tls_cert) != bool(args.tls_key) or (args.tls_client_ca and not args.tls_cert):
+        parser.error("--tls-cert and --tls-key go together (and --tls-client-ca needs them)")
+    tls = Tls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     try:
-        asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch))
+        asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch,
+                        token=token, tls=tls))
     except (RegistryError, StoreError, OSError, ValueError) as error:
         parser.error(str(error))
     return 0

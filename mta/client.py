@@ -49,19 +49,21 @@ def update(ts: int | float, value: Any) -> pb.Update:
 
 
 class Client:
-    """A channel to one server; ``retries`` attempts with exponential backoff on UNAVAILABLE."""
+    """A channel to one server; ``retries`` attempts with exponential backoff on UNAVAILABLE;
+    ``credentials`` for TLS, ``token`` for a server started with a token."""
 
     def __init__(self, address: str, *, retries: int = 8, backoff: float = 0.1, timeout: float = 30.0,
-                 credentials: grpc.ChannelCredentials | None = None) -> None:
+                 credentials: grpc.ChannelCredentials | None = None, token: str | None = None) -> None:
         self.channel = (grpc.secure_channel(address, credentials) if credentials is not None
                         else grpc.insecure_channel(address))
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.stub = pb_grpc.AggregationStub(self.channel)
         self.retries, self.backoff, self.timeout = retries, backoff, timeout
 
     def _call(self, method: Any, request: Any) -> Any:
         for attempt in range(self.retries + 1):
             try:
-                return method(request, timeout=self.timeout, wait_for_ready=True)
+                return method(request, timeout=self.timeout, wait_for_ready=True, metadata=self.metadata)
             except grpc.RpcError as error:
                 if error.code() not in RETRYABLE or attempt == self.retries:
                     raise

@@ -25,19 +25,22 @@ ROOT = Path(__file__).resolve().parent.parent
 class Server:
     """A `mta serve` child process and a channel to it."""
 
-    def __init__(self, store: Path, *args: str, listen: str = "127.0.0.1:0") -> None:
+    def __init__(self, store: Path, *args: str, listen: str = "127.0.0.1:0", env: dict | None = None,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
         self.store, self.args, self.listen = store, args, listen
+        self.env, self.credentials = env or {}, credentials
         self.start()
 
     def start(self) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **self.env)
         self.proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", self.listen,
                                       "--store", str(self.store), *self.args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         line = self.proc.stdout.readline()
         assert "listening on" in line, line
         self.address = line.split("listening on ")[1].split(",")[0]
-        self.channel = grpc.insecure_channel(self.address)
+        self.channel = (grpc.secure_channel(self.address, self.credentials) if self.credentials
+                        else grpc.insecure_channel(self.address))
         grpc.channel_ready_future(self.channel).result(timeout=10)
         self.stub = pb_grpc.AggregationStub(self.channel)
 
@@ -230,3 +233,62 @@ def test_the_python_client_batches_and_retries_through_a_restart(tmp_path) -> No
     finally:
         if server.proc.poll() is None:
             server.stop()
+
+
+def test_a_token_is_required_when_configured(tmp_path) -> None:
+    server = Server(tmp_path / "w.db", env={"MTA_TOKEN": "s3cret"})
+    try:
+        stub = server.stub
+        for call, request in [(stub.ListWindows, pb.ListWindowsRequest()),
+                              (lambda r: list(stub.Watch(r)), pb.WatchRequest(window="x"))]:
+            error = error_of(call, request)
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED and "bearer token" in error.details()
+        wrong = (("authorization", "Bearer nope"),)
+        assert error_of(lambda r: stub.ListWindows(r, metadata=wrong), pb.ListWindowsRequest()).code() == \
+            grpc.StatusCode.UNAUTHENTICATED
+        good = (("authorization", "Bearer s3cret"),)
+        stub.CreateWindow(pb.CreateWindowRequest(spec=spec("t")), metadata=good)
+        assert [w.spec.name for w in stub.ListWindows(pb.ListWindowsRequest(), metadata=good).windows] == ["t"]
+        from mta.client import Client
+        with Client(server.address, token="s3cret") as client:
+            client.insert("t", [(1, 4)])
+            assert client.query("t") == {"value": 4}
+        health = health_pb2_grpc.HealthStub(server.channel)  # probes need no secret
+        assert health.Check(health_pb2.HealthCheckRequest()).status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        server.stop()
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def _certificates(d: Path) -> None:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA."""
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"),
+             "-days", "2", "-subj", "/CN=test-ca")
+    for name, extra in [("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")]:
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / f"{name}.key"), "-out",
+                 str(d / f"{name}.csr"), "-subj", f"/CN={name}")
+        (d / f"{name}.ext").write_text(extra + "\n")
+        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+                 "-CAcreateserial", "-out", str(d / f"{name}.pem"), "-days", "2", "-extfile", str(d / f"{name}.ext"))
+
+
+def test_mutual_tls(tmp_path) -> None:
+    _certificates(tmp_path)
+    read = lambda name: (tmp_path / name).read_bytes()  # noqa: E731
+    client_creds = grpc.ssl_channel_credentials(read("ca.pem"), read("client.key"), read("client.pem"))
+    server = Server(tmp_path / "w.db", "--tls-cert", str(tmp_path / "server.pem"), "--tls-key",
+                    str(tmp_path / "server.key"), "--tls-client-ca", str(tmp_path / "ca.pem"), credentials=client_creds)
+    try:
+        server.stub.CreateWindow(pb.CreateWindowRequest(spec=spec("m")))
+        assert server.stub.GetWindow(pb.GetWindowRequest(name="m")).spec.name == "m"
+        for channel in [grpc.secure_channel(server.address, grpc.ssl_channel_credentials(read("ca.pem"))),
+                        grpc.insecure_channel(server.address)]:  # no client certificate / no TLS at all
+            with channel:
+                error = error_of(lambda r: pb_grpc.AggregationStub(channel).GetWindow(r, timeout=5),
+                                 pb.GetWindowRequest(name="m"))
+                assert error.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.stop()

@@ -13,6 +13,7 @@ from grpc_reflection.v1alpha import reflection
 
 import kvs
 from mta.service.registry import builtin_registry
+from mta.service.security import TokenCheck, Tls
 from mta.service.servicer import AggregationServicer
 from mta.v1 import aggregation_pb2 as pb
 from mta.v1 import aggregation_pb2_grpc as pb_grpc
@@ -25,8 +26,9 @@ DEFAULT_STORE = "mta-windows.db"
 
 
 async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...] = (), *,
-                max_batch: int = 100_000, max_message_mb: int = 64, grace: float = 10.0) -> None:
-    """Run until SIGTERM or SIGINT."""
+                max_batch: int = 100_000, max_message_mb: int = 64, grace: float = 10.0,
+                token: str | None = None, tls: Tls | None = None) -> None:
+    """Run until SIGTERM or SIGINT; with ``token``, calls must carry it; with ``tls``, only TLS."""
     registry = builtin_registry()
     for plugin in plugins:
         registry.load_plugin(plugin)
@@ -35,19 +37,22 @@ async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...
     await servicer.load()
     size = max_message_mb * 1024 * 1024
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", size),
-                                      ("grpc.max_send_message_length", size)])
+                                      ("grpc.max_send_message_length", size)],
+                             interceptors=[TokenCheck(token)] if token else None)
     pb_grpc.add_AggregationServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(listen)
+    port = server.add_secure_port(listen, tls.credentials()) if tls else server.add_insecure_port(listen)
     if not port:
         raise OSError(f"cannot listen on {listen}")
     await server.start()
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("mta serve: listening on %s, store %s, plugins %s", listen, store, ", ".join(plugins) or "none")
-    print(f"mta serve: listening on {listen.rsplit(':', 1)[0]}:{port}, store {store}", flush=True)
+    security = ("mutual TLS" if tls.client_ca else "TLS") if tls else "plaintext"
+    print(f"mta serve: listening on {listen.rsplit(':', 1)[0]}:{port}, store {store}, {security}"
+          f"{', token required' if token else ''}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
