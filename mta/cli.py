@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tls-cert", type=Path, help="serve TLS with this certificate (PEM)")
     v.add_argument("--tls-key", type=Path, help="and this private key (PEM)")
     v.add_argument("--tls-client-ca", type=Path, help="mutual TLS: clients need a certificate signed by this CA")
+    v.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics here")
     v.set_defaults(subparser=v)
 
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
@@ -123,7 +124,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     tls = Tls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     try:
         asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch,
-                        token=token, tls=tls))
+                        token=token, tls=tls, metrics_listen=args.metrics_listen))
     except (RegistryError, StoreError, OSError, ValueError) as error:
         parser.error(str(error))
     return 0

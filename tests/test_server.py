@@ -37,6 +37,8 @@ class Server:
                                       "--store", str(self.store), *self.args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         line = self.proc.stdout.readline()
+        while line.startswith("mta serve: metrics"):
+            line = self.proc.stdout.readline()
         assert "listening on" in line, line
         self.address = line.split("listening on ")[1].split(",")[0]
         self.channel = (grpc.secure_channel(self.address, self.credentials) if self.credentials
@@ -290,5 +292,28 @@ def test_mutual_tls(tmp_path) -> None:
                 error = error_of(lambda r: pb_grpc.AggregationStub(channel).GetWindow(r, timeout=5),
                                  pb.GetWindowRequest(name="m"))
                 assert error.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.stop()
+
+
+def test_prometheus_metrics(tmp_path) -> None:
+    import urllib.request
+
+    from kvs.servers import free_port
+
+    port = free_port()
+    server = Server(tmp_path / "w.db", "--metrics-listen", f"127.0.0.1:{port}")
+    try:
+        stub = server.stub
+        stub.CreateWindow(pb.CreateWindowRequest(spec=spec("p", policy=("max_size", {"n": 3}))))
+        stub.Insert(batch("p", [(i, 1) for i in range(5)]))
+        error_of(stub.GetWindow, pb.GetWindowRequest(name="missing"))
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'mta_requests_total{code="OK",method="Insert"} 1.0' in text
+        assert 'mta_requests_total{code="NOT_FOUND",method="GetWindow"} 1.0' in text
+        assert "mta_updates_total 5.0" in text and "mta_evictions_total 2.0" in text
+        assert 'mta_request_seconds_count{method="Insert"} 1.0' in text
+        writes = [line for line in text.splitlines() if line.startswith('mta_store_round_trips_total{kind="write"}')]
+        assert writes and float(writes[0].split()[-1]) >= 2
     finally:
         server.stop()

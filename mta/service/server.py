@@ -27,7 +27,7 @@ DEFAULT_STORE = "mta-windows.db"
 
 async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...] = (), *,
                 max_batch: int = 100_000, max_message_mb: int = 64, grace: float = 10.0,
-                token: str | None = None, tls: Tls | None = None) -> None:
+                token: str | None = None, tls: Tls | None = None, metrics_listen: str | None = None) -> None:
     """Run until SIGTERM or SIGINT; with ``token``, calls must carry it; with ``tls``, only TLS."""
     registry = builtin_registry()
     for plugin in plugins:
@@ -35,6 +35,10 @@ async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...
     backend = kvs.connect(store)
     servicer = AggregationServicer(backend, registry, max_batch=max_batch)
     await servicer.load()
+    if metrics_listen:
+        metrics_port = servicer.metrics.serve(metrics_listen)
+        print(f"mta serve: metrics on http://{metrics_listen.rpartition(':')[0] or '0.0.0.0'}:{metrics_port}/metrics",
+              flush=True)
     size = max_message_mb * 1024 * 1024
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", size),
                                       ("grpc.max_send_message_length", size)],

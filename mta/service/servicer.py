@@ -14,6 +14,7 @@ import functools
 import inspect
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
@@ -22,6 +23,7 @@ import msgpack
 
 import kvs
 from mta.monoid import MonoidError, Record
+from mta.service.metrics import Metrics
 from mta.service.registry import Registry, RegistryError
 from mta.v1 import aggregation_pb2 as pb
 from mta.v1 import aggregation_pb2_grpc as pb_grpc
@@ -65,6 +67,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         self.registry = registry
         self.max_batch = max_batch
         self.windows: dict[str, Hosted] = {}
+        self.metrics = Metrics(backend)
 
     # -- building windows ------------------------------------------------------------
 
@@ -244,6 +247,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         await self._durable(hosted)
         response = pb.InsertResponse(batch_id=request.batch_id, inserted=0 if duplicate else len(updates),
                                      evicted=evicted, duplicate=duplicate)
+        self.metrics.updates.inc(response.inserted)
+        self.metrics.evictions.inc(evicted)
         if request.want_result:
             response.results.append(self._result(request.window, hosted))
         return response
@@ -270,6 +275,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             hosted.window.flush(wait=False)
             self._publish(request.window, hosted)
         await self._durable(hosted)
+        self.metrics.evictions.inc(count)
         return pb.EvictResponse(evicted=count)
 
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushResponse:
@@ -302,21 +308,36 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
 
 def _status(method: Any) -> Any:
-    """Turn BadRequest into the gRPC status it names (works for streaming RPCs too)."""
+    """Turn BadRequest into the gRPC status it names (works for streaming RPCs too),
+    and count and time every call."""
+    name = method.__name__
+
+    def done(self: Any, started: float, code: grpc.StatusCode) -> None:
+        self.metrics.requests.labels(name, code.name).inc()
+        self.metrics.latency.labels(name).observe(time.perf_counter() - started)
+
     if inspect.isasyncgenfunction(method):
         async def stream(self: Any, request: Any, context: Any) -> Any:
+            started, code = time.perf_counter(), grpc.StatusCode.OK
             try:
                 async for item in method(self, request, context):
                     yield item
             except BadRequest as error:
+                code = error.code
                 await context.abort(error.code, str(error))
+            finally:
+                done(self, started, code)
         return functools.wraps(method)(stream)
 
     async def unary(self: Any, request: Any, context: Any) -> Any:
+        started, code = time.perf_counter(), grpc.StatusCode.OK
         try:
             return await method(self, request, context)
         except BadRequest as error:
+            code = error.code
             await context.abort(error.code, str(error))
+        finally:
+            done(self, started, code)
     return functools.wraps(method)(unary)
 
 
