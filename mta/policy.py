@@ -50,6 +50,10 @@ class Policy:
     #: Set by policies that only bound the number of updates: the window then
     #: evicts ``len - max_size`` directly, without aggregating counts.
     max_size: int | None = None
+    #: True when enforcing once after a batch of insertions leaves the same window as
+    #: enforcing after each (a condemned prefix stays condemned as updates arrive, as
+    #: for counts and times): ``Window.insert_many`` then enforces once per batch.
+    batchable = True
 
     def __call__(self, total: Any, old: Any) -> bool:
         raise NotImplementedError
@@ -102,6 +106,7 @@ class AnyOf(Policy):
             raise ValueError("any_of needs at least one policy")
         self.policies = tuple(_wrap(p) for p in policies)
         self.on_tuples = all(getattr(p, "on_tuples", False) for p in self.policies)
+        self.batchable = all(getattr(p, "batchable", False) for p in self.policies)
 
     def __call__(self, total: Any, old: Any) -> bool:
         return any(p(total, old) for p in self.policies)

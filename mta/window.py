@@ -276,7 +276,10 @@ class Window:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
 
         The whole batch is validated first: one bad update rejects the batch and
-        nothing is inserted.
+        nothing is inserted. With a policy that is ``batchable`` (counts, times and
+        their combinations) it is enforced once, after the batch, which leaves the
+        same window as enforcing after every update. The batch is committed to a
+        durable store whole, by the next flush (explicit or of a later write buffer).
         """
         lift = self.monoid.lift
         newest = self._newest
@@ -294,11 +297,29 @@ class Window:
             newest = timestamp
         if self._broken is not None:
             self._recover()
-        apply = self._apply
+        if not checked:
+            return 0
+        algorithm = self._algorithm
+        # No commit in the middle of a batch: a checkpoint holds all of it or none of it
+        # (the server keeps the batch's id in the same checkpoint, for exactly-once retries).
+        algorithm.defer_commits = True
         try:
-            return sum(apply(timestamp, partial) for timestamp, partial in checked)
+            if not getattr(self.policy, "batchable", False):
+                apply = self._apply
+                return sum(apply(timestamp, partial) for timestamp, partial in checked)
+            self._newest = checked[-1][0]
+            insert = algorithm.insert
+            if self._timed:
+                for timestamp, partial in checked:
+                    insert((1, timestamp, partial))
+            else:
+                for _, partial in checked:
+                    insert(partial)
+            return self._enforce()
         except StoreError as error:
             raise self._failed(error) from error
+        finally:
+            algorithm.defer_commits = False
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""

@@ -6,8 +6,10 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from conftest import (ALGORITHM_NAMES, BASELINES, TREE_ALGORITHMS, CountingStore, WindowOracle,
+from conftest import (ALGORITHM_NAMES, BASELINES, TREE_ALGORITHMS, CountingStore, WindowOracle, hsettings,
                       record_monoid, supports)
 from kvs import MemoryStore
 from mta import (Agg, Collect, Count, First, Max, MaxSize, Mean, MonoidError, Record, Sum,
@@ -183,6 +185,41 @@ def test_insert_many_equals_inserting_one_by_one(name) -> None:
     assert many.insert_many([]) == 0
     with pytest.raises(ValueError):  # the batch continues from the newest timestamp
         many.insert_many([(updates[-1][0] - 1, 0)])
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 9)), max_size=60),
+       st.lists(st.integers(1, 25), min_size=1, max_size=6),
+       st.sampled_from(["count", "time", "any", "all", "user"]))
+@hsettings(max_examples=60)
+def test_batches_leave_the_window_of_one_by_one_insertion(steps, cuts, kind) -> None:
+    """Batchable policies are enforced once per batch; the window and the evictions are the same."""
+    policy = {"count": MaxSize(7), "time": TimeRange(5), "any": any_of(MaxSize(7), TimeRange(5)),
+              "all": all_of(MaxSize(4), TimeRange(3)),
+              "user": lambda total, old: total.count - old.count >= 6}[kind]  # not batchable: per update
+    updates, ts = [], 0
+    for gap, value in steps:
+        ts += gap
+        updates.append((ts, value))
+    one, many = Window(Collect(), policy), Window(Collect(), policy)
+    evicted_one = sum(one.insert(t, v) for t, v in updates)
+    evicted_many, start = 0, 0
+    for cut in cuts * 10:
+        evicted_many += many.insert_many(updates[start:start + cut])
+        start += cut
+    assert (list(many), many.query(), evicted_many) == (list(one), one.query(), evicted_one)
+
+
+def test_a_batch_is_committed_whole(tmp_path) -> None:
+    """No commit in the middle of insert_many: a checkpoint has all of a batch or none of it."""
+    import kvs
+    backend = kvs.connect(tmp_path / "w.db")
+    w = Window(Sum(), TimeRange(1000), store=backend, window_id="b", buffer_size=8, block_size=4)
+    commits = backend.round_trips.writes
+    w.insert_many((ts, 1) for ts in range(500))
+    assert backend.round_trips.writes == commits
+    w.flush()
+    assert backend.round_trips.writes == commits + 1
+    assert Window.open(backend, "b", Sum(), TimeRange(1000)).query() == 500
 
 
 # --------------------------------------------------------------------------- policies in the window

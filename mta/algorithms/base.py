@@ -27,6 +27,8 @@ class Aggregator(ABC):
     name: ClassVar[str]
     #: True when the algorithm keeps its tree levels in a ``kvs.LevelStore``
     uses_store: ClassVar[bool] = False
+    #: While True, write-buffer flushes do not commit to a durable store (a batch in progress).
+    defer_commits: bool = False
 
     def __init__(self, monoid: Monoid) -> None:
         self.monoid = monoid

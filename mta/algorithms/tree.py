@@ -180,7 +180,7 @@ class TreeAggregator(Aggregator):
         the background, so they go on (correctly, in memory) even while the store
         is unreachable, and a failed commit is retried by the next one."""
         self._move_buffers()
-        if self.store.durable:
+        if self.store.durable and (wait or not self.defer_commits):
             self.store.commit(self.checkpoint(), wait=wait)
 
     @property
