@@ -284,14 +284,19 @@ class Window:
         lift = self.monoid.lift
         newest = self._newest
         checked = []
+        append = checked.append
         for position, update in enumerate(updates):
             try:
                 timestamp, value = update
             except (TypeError, ValueError):
                 raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
             try:
-                self._check_timestamp(timestamp, newest)
-                checked.append((timestamp, lift(value)))
+                kind = type(timestamp)
+                # The fast path of insert: plain finite ints and floats in order.
+                if not ((kind is int or (kind is float and _NEG_INF < timestamp < _INF))
+                        and (newest is None or timestamp >= newest)):
+                    self._check_timestamp(timestamp, newest)
+                append((timestamp, lift(value)))
             except (TypeError, ValueError) as error:
                 raise type(error)(f"update {position}: {error}") from None
             newest = timestamp
@@ -379,6 +384,11 @@ class Window:
         self._algorithm.flush(wait=wait)
         if not store.durable:
             store.commit(self._algorithm.checkpoint())
+
+    @property
+    def durable(self) -> bool:
+        """Whether the window's updates reach a durable store (a file, Redis)."""
+        return self._store is not None and self._store.durable
 
     def wait_durable(self) -> None:
         """Wait until the commits sent so far are durable (StoreError if one failed).

@@ -10,6 +10,7 @@ batch is acknowledged again without being applied twice, even after a restart.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import inspect
 import logging
@@ -33,6 +34,8 @@ log = logging.getLogger("mta.service")
 
 #: Batch ids remembered per window (a retry older than this many batches is applied again).
 REMEMBERED_BATCHES = 1024
+#: Batches of one Ingest stream applied ahead of their replies.
+INGEST_PIPELINE = 32
 STORE_ALGORITHMS = ("amta", "log_mta")
 
 
@@ -154,6 +157,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 queue.put_nowait(result)
 
     async def _durable(self, hosted: Hosted) -> None:
+        if not hosted.window.durable:
+            return
         try:
             await asyncio.to_thread(hosted.window.wait_durable)
         except kvs.StoreError as error:
@@ -244,19 +249,30 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     window.notes["batches"] = (*batches, request.batch_id)[-REMEMBERED_BATCHES:]
                 window.flush(wait=False)
                 self._publish(request.window, hosted)
+            response = pb.InsertResponse(batch_id=request.batch_id, inserted=0 if duplicate else len(updates),
+                                         evicted=evicted, duplicate=duplicate)
+            if request.want_result:  # the window right after this batch
+                response.results.append(self._result(request.window, hosted))
         await self._durable(hosted)
-        response = pb.InsertResponse(batch_id=request.batch_id, inserted=0 if duplicate else len(updates),
-                                     evicted=evicted, duplicate=duplicate)
         self.metrics.updates.inc(response.inserted)
         self.metrics.evictions.inc(evicted)
-        if request.want_result:
-            response.results.append(self._result(request.window, hosted))
         return response
 
     async def Ingest(self, request_iterator: AsyncIterator[pb.InsertRequest],
                      context: Any) -> AsyncIterator[pb.InsertResponse]:
-        async for request in request_iterator:
-            yield await self.Insert(request, context)
+        """Batches are applied in order as they arrive, while earlier ones become durable
+        (pipelined); each reply still waits for its batch to be durable, and comes in order."""
+        pending: collections.deque[asyncio.Task] = collections.deque()
+        try:
+            async for request in request_iterator:
+                pending.append(asyncio.ensure_future(self.Insert(request, context)))
+                while pending and (pending[0].done() or len(pending) >= INGEST_PIPELINE):
+                    yield await pending.popleft()
+            while pending:
+                yield await pending.popleft()
+        finally:
+            for task in pending:
+                task.cancel()
 
     async def Query(self, request: pb.QueryRequest, context: Any) -> pb.QueryResponse:
         if request.keys:
