@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import grpc
@@ -317,3 +318,40 @@ def test_prometheus_metrics(tmp_path) -> None:
         assert writes and float(writes[0].split()[-1]) >= 2
     finally:
         server.stop()
+
+
+def test_sigkill_mid_stream_on_redis_loses_no_acknowledged_batch_and_counts_retries_once(tmp_path, redis_url) -> None:
+    """A client sends batches with ids; the server (Redis store) is SIGKILLed mid-stream and
+    restarted; the client's retries go through, and every batch is counted exactly once."""
+    import uuid
+
+    from kvs.servers import free_port
+    from mta.client import Client
+
+    prefix = uuid.uuid4().hex[:8]
+    server = Server(tmp_path / "unused.db", listen=f"127.0.0.1:{free_port()}")
+    server.stop()
+    server.store = redis_url  # the windows live in the test session's Redis
+    server.start()
+    acked: list[int] = []
+    try:
+        with Client(server.address, backoff=0.05, retries=40) as client:
+            client.create(f"{prefix}-k", monoid="sum")
+
+            def send() -> None:
+                for b in range(120):
+                    client.insert(f"{prefix}-k", [(b * 10 + i, b) for i in range(10)], batch_id=f"{prefix}-{b}")
+                    acked.append(b)
+
+            sender = threading.Thread(target=send)
+            sender.start()
+            while len(acked) < 40:
+                time.sleep(0.005)
+            server.stop(signal.SIGKILL)
+            server.start()
+            sender.join(timeout=120)
+            assert acked == list(range(120))
+            assert client.query(f"{prefix}-k") == {"value": sum(10 * b for b in range(120))}
+    finally:
+        if server.proc.poll() is None:
+            server.stop()

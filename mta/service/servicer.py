@@ -35,7 +35,7 @@ log = logging.getLogger("mta.service")
 #: Batch ids remembered per window (a retry older than this many batches is applied again).
 REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
-INGEST_PIPELINE = 32
+INGEST_PIPELINE = 8
 STORE_ALGORITHMS = ("amta", "log_mta")
 
 
