@@ -36,11 +36,15 @@ class Server:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **self.env)
         self.proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", self.listen,
                                       "--store", str(self.store), *self.args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         line = self.proc.stdout.readline()
         while line.startswith("mta serve: metrics"):
             line = self.proc.stdout.readline()
-        assert "listening on" in line, line
+        if "listening on" not in line:
+            self.proc.kill()
+            raise AssertionError(f"mta serve did not start: {line!r}\n{self.proc.stderr.read()[-3000:]}")
+        # the server logs to stderr: drain it so that it never blocks on a full pipe
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
         self.address = line.split("listening on ")[1].split(",")[0]
         self.channel = (grpc.secure_channel(self.address, self.credentials) if self.credentials
                         else grpc.insecure_channel(self.address))

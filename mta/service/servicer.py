@@ -120,8 +120,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 monoid, policy, options = self._build(spec)
                 options.pop("algorithm")
                 window = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
-            except (KeyError, BadRequest, kvs.StoreError, ValueError) as error:
-                log.error("window %r not loaded: %s", name, error)
+            except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
+                log.error("window %r not loaded: %s: %s", name, type(error).__name__, error)
                 continue
             self.windows[name] = Hosted(spec, window)
         log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
