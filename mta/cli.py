@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tls-key", type=Path, help="and this private key (PEM)")
     v.add_argument("--tls-client-ca", type=Path, help="mutual TLS: clients need a certificate signed by this CA")
     v.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics here")
+    v.add_argument("--log-format", choices=("text", "json"), default="text", help="stderr log lines")
     v.set_defaults(subparser=v)
 
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
@@ -109,15 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import asyncio
-    import logging
 
     from kvs import StoreError
+    from mta.service import logs
     from mta.service.registry import RegistryError
     from mta.service.server import DEFAULT_STORE, serve as run
 
     from mta.service.security import Tls
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logs.setup(args.log_format)
     token = args.token_file.read_text().strip() if args.token_file else os.environ.get("MTA_TOKEN") or None
     if bool(args.tls_cert) != bool(args.tls_key) or (args.tls_client_ca and not args.tls_cert):
         parser.error("--tls-cert and --tls-key go together (and --tls-client-ca needs them)")

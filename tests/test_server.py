@@ -359,3 +359,19 @@ def test_sigkill_mid_stream_on_redis_loses_no_acknowledged_batch_and_counts_retr
     finally:
         if server.proc.poll() is None:
             server.stop()
+
+
+def test_json_logs(tmp_path) -> None:
+    import json
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", "127.0.0.1:0", "--store",
+                             str(tmp_path / "w.db"), "--log-format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert "listening on" in proc.stdout.readline()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    entries = [json.loads(line) for line in err.splitlines()]
+    listening = next(e for e in entries if e.get("event") == "listening")
+    assert listening["level"] == "INFO" and listening["store"].endswith("w.db") and listening["windows"] == 0
+    assert any(e.get("event") == "shutdown" for e in entries)

@@ -50,20 +50,21 @@ async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...
     port = server.add_secure_port(listen, tls.credentials()) if tls else server.add_insecure_port(listen)
     if not port:
         raise OSError(f"cannot listen on {listen}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before anyone can know the server is up
+        loop.add_signal_handler(sig, stop.set)
     await server.start()
     for name in ("", SERVICE):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("mta serve: listening on %s, store %s, plugins %s", listen, store, ", ".join(plugins) or "none")
+    log.info("listening", extra={"event": "listening", "address": f"{listen.rsplit(':', 1)[0]}:{port}",
+                                 "store": store, "plugins": list(plugins), "windows": len(servicer.windows)})
     security = ("mutual TLS" if tls.client_ca else "TLS") if tls else "plaintext"
     print(f"mta serve: listening on {listen.rsplit(':', 1)[0]}:{port}, store {store}, {security}"
           f"{', token required' if token else ''}", flush=True)
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    log.info("mta serve: shutting down")
+    log.info("shutting down", extra={"event": "shutdown"})
     await health_servicer.enter_graceful_shutdown()
     await server.stop(grace)  # in-flight batches finish, new calls are refused
     await servicer.flush_all()

@@ -121,7 +121,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 options.pop("algorithm")
                 window = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
-                log.error("window %r not loaded: %s: %s", name, type(error).__name__, error)
+                log.error("window %r not loaded: %s: %s", name, type(error).__name__, error,
+                          extra={"event": "load_failed", "window": name})
                 continue
             self.windows[name] = Hosted(spec, window)
         log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
@@ -184,6 +185,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             code = grpc.StatusCode.ALREADY_EXISTS if "already exists" in str(error) else grpc.StatusCode.UNAVAILABLE
             raise BadRequest(code, str(error)) from None
         hosted = self.windows[spec.name] = Hosted(spec, window)
+        log.info("window created", extra={"event": "create", "window": spec.name})
         return self._info(spec.name, hosted)
 
     @staticmethod
@@ -202,6 +204,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             async with hosted.lock:
                 await asyncio.to_thread(hosted.window.wait_durable)
         deleted = await asyncio.to_thread(self.backend.delete, request.name)
+        log.info("window deleted", extra={"event": "delete", "window": request.name})
         return pb.DeleteWindowResponse(deleted=deleted or hosted is not None)
 
     def _updates(self, hosted: Hosted, request: pb.InsertRequest) -> list[tuple[Any, Any]]:
