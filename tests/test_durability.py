@@ -395,9 +395,9 @@ def test_many_windows_share_one_connection_pool(redis_url) -> None:
             w.insert(ts, 1)
     for w in windows:
         w.close()
-    pool = backend.client.connection_pool
-    assert len(pool._connections) <= pool.max_connections
     assert all(w.backend is backend for w in windows)
+    # One connection for this thread and one for the backend's writer thread, not one per window.
+    assert len(backend.client.connection_pool._connections) <= 2
 
 
 @pytest.mark.parametrize("algorithm", ["amta", "log_mta"])

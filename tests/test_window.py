@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -202,8 +203,9 @@ def test_batches_leave_the_window_of_one_by_one_insertion(steps, cuts, kind) -> 
         updates.append((ts, value))
     one, many = Window(Collect(), policy), Window(Collect(), policy)
     evicted_one = sum(one.insert(t, v) for t, v in updates)
-    evicted_many, start = 0, 0
-    for cut in cuts * 10:
+    evicted_many, start, sizes = 0, 0, itertools.cycle(cuts)
+    while start < len(updates):  # batches of the drawn sizes, in turn, until every update is in
+        cut = next(sizes)
         evicted_many += many.insert_many(updates[start:start + cut])
         start += cut
     assert (list(many), many.query(), evicted_many) == (list(one), one.query(), evicted_one)

@@ -117,8 +117,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             try:
                 meta = await asyncio.to_thread(self.backend.meta, name)
                 spec = pb.WindowSpec.FromString(meta["labels"]["spec"])
-                monoid, policy, options = self._build(spec)
-                options.pop("algorithm")
+                monoid, policy, _ = self._build(spec)  # the stored record has the options
                 window = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
                 log.error("window %r not loaded: %s: %s", name, type(error).__name__, error,
