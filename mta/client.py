@@ -7,6 +7,10 @@
                 batch.add(ts, value)          # sent 1000 at a time, each batch with an id
         client.query("cpu")                   # {"value": ...}
 
+        client.create("mem", monoid="max", keyed=True)   # one window per key
+        client.insert("mem", [(ts, value, host) for ts, value, host in readings])
+        client.results("mem")                 # {host: {"value": ...}}
+
 Every batch carries an id, so a batch retried after a lost reply or a server
 restart is applied once.
 """
@@ -38,9 +42,9 @@ def component(name: str, params: Mapping[str, Any] | None = None) -> pb.Componen
     return out
 
 
-def update(ts: int | float, value: Any) -> pb.Update:
-    """An update: a number, or a mapping of dimension name to number."""
-    out = pb.Update(ts=ts) if isinstance(ts, int) else pb.Update(ts_float=ts)
+def update(ts: int | float, value: Any, key: str = "") -> pb.Update:
+    """An update: a number, or a mapping of dimension name to number (``key``: for keyed windows)."""
+    out = pb.Update(ts=ts, key=key) if isinstance(ts, int) else pb.Update(ts_float=ts, key=key)
     if isinstance(value, Mapping):
         out.dimensions.update(value)
     else:
@@ -72,9 +76,10 @@ class Client:
 
     def create(self, name: str, monoid: str | None = None, policy: tuple[str, Mapping[str, Any]] | None = None, *,
                dimensions: Mapping[str, str] | None = None, algorithm: str = "", if_not_exists: bool = True,
-               monoid_params: Mapping[str, Any] | None = None) -> pb.WindowInfo:
-        """Create window ``name`` of ``monoid`` (or named ``dimensions``: {name: monoid})."""
-        spec = pb.WindowSpec(name=name, algorithm=algorithm)
+               monoid_params: Mapping[str, Any] | None = None, keyed: bool = False) -> pb.WindowInfo:
+        """Create window ``name`` of ``monoid`` (or named ``dimensions``: {name: monoid});
+        ``keyed``: one window per update key."""
+        spec = pb.WindowSpec(name=name, algorithm=algorithm, keyed=keyed)
         if dimensions:
             spec.dimensions.extend(pb.Dimension(name=d, monoid=component(m)) for d, m in dimensions.items())
         elif monoid:
@@ -83,17 +88,23 @@ class Client:
             spec.policy.CopyFrom(component(*policy))
         return self._call(self.stub.CreateWindow, pb.CreateWindowRequest(spec=spec, if_not_exists=if_not_exists))
 
-    def insert(self, window: str, updates: Iterable[tuple[int | float, Any]], *,
+    def insert(self, window: str, updates: Iterable[tuple[Any, ...]], *,
                batch_id: str | None = None) -> pb.InsertResponse:
-        """Send one batch (acknowledged once durable); retried with the same id."""
+        """Send one batch of ``(ts, value)`` or, for a keyed window, ``(ts, value, key)``
+        (acknowledged once durable); retried with the same id."""
         request = pb.InsertRequest(window=window, batch_id=batch_id or uuid.uuid4().hex,
-                                   updates=[update(ts, v) for ts, v in updates])
+                                   updates=[update(*u) for u in updates])
         return self._call(self.stub.Insert, request)
 
-    def query(self, window: str) -> dict[str, float]:
-        """The window's numeric results by dimension (``"value"`` for one monoid)."""
-        result = self._call(self.stub.Query, pb.QueryRequest(windows=[window])).results[0]
-        return dict(result.values)
+    def query(self, window: str, key: str = "") -> dict[str, float]:
+        """The window's (or one key's) numeric results by dimension (``"value"`` for one monoid)."""
+        request = pb.QueryRequest(windows=[window], keys=[key] if key else [])
+        return dict(self._call(self.stub.Query, request).results[0].values)
+
+    def results(self, window: str) -> dict[str, dict[str, float]]:
+        """Every key's numeric results (``""`` for an unkeyed window)."""
+        reply = self._call(self.stub.Query, pb.QueryRequest(windows=[window]))
+        return {r.key: dict(r.values) for r in reply.results}
 
     def batcher(self, window: str, size: int = 1000) -> Batcher:
         return Batcher(self, window, size)
@@ -115,11 +126,11 @@ class Batcher:
         if size < 1:
             raise ValueError(f"batch size must be >= 1, got {size}")
         self.client, self.window, self.size = client, window, size
-        self.pending: list[tuple[int | float, Any]] = []
+        self.pending: list[tuple[Any, ...]] = []
         self.sent = 0
 
-    def add(self, ts: int | float, value: Any) -> None:
-        self.pending.append((ts, value))
+    def add(self, ts: int | float, value: Any, key: str = "") -> None:
+        self.pending.append((ts, value, key))
         if len(self.pending) >= self.size:
             self.flush()
 

@@ -19,7 +19,7 @@ import functools
 import math
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, Aggregator
@@ -281,15 +281,23 @@ class Window:
         same window as enforcing after every update. The batch is committed to a
         durable store whole, by the next flush (explicit or of a later write buffer).
         """
+        return self.insert_checked(self.check(updates))
+
+    def check(self, updates: Iterable[tuple[int | float, Any]],
+              positions: Sequence[int] | None = None) -> list[tuple[Any, Any]]:
+        """Validate and lift a batch without changing the window, for :meth:`insert_checked`
+        (which must come before any other insertion). Errors name the update by its
+        index, or by ``positions[index]`` (its place in a larger request)."""
         lift = self.monoid.lift
         newest = self._newest
         checked = []
         append = checked.append
-        for position, update in enumerate(updates):
+        for index, update in enumerate(updates):
             try:
                 timestamp, value = update
             except (TypeError, ValueError):
-                raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
+                where = positions[index] if positions is not None else index
+                raise TypeError(f"update {where} must be a (timestamp, value) pair, got {update!r}") from None
             try:
                 kind = type(timestamp)
                 # The fast path of insert: plain finite ints and floats in order.
@@ -298,8 +306,13 @@ class Window:
                     self._check_timestamp(timestamp, newest)
                 append((timestamp, lift(value)))
             except (TypeError, ValueError) as error:
-                raise type(error)(f"update {position}: {error}") from None
+                where = positions[index] if positions is not None else index
+                raise type(error)(f"update {where}: {error}") from None
             newest = timestamp
+        return checked
+
+    def insert_checked(self, checked: list[tuple[Any, Any]]) -> int:
+        """Insert a batch returned by :meth:`check`; return the total evicted."""
         if self._broken is not None:
             self._recover()
         if not checked:

@@ -235,6 +235,12 @@ def test_the_python_client_batches_and_retries_through_a_restart(tmp_path) -> No
             client.create("d", dimensions={"avg": "mean", "top": "max"})
             client.insert("d", [(0, {"avg": 1.0, "top": 1.0}), (1, {"avg": 3.0, "top": 3.0})])
             assert client.query("d") == {"avg": 2.0, "top": 3.0}
+            client.create("m", monoid="max", keyed=True)
+            with client.batcher("m", size=2) as batcher:
+                for ts, value, host in [(0, 1.0, "h1"), (0, 5.0, "h2"), (1, 2.0, "h1")]:
+                    batcher.add(ts, value, host)
+            assert client.results("m") == {"h1": {"value": 2.0}, "h2": {"value": 5.0}}
+            assert client.query("m", "h2") == {"value": 5.0}
             with pytest.raises(TypeError, match="parameter 'n'"):
                 client.create("e", monoid="sum", policy=("max_size", {"n": [1]}))
     finally:
@@ -375,3 +381,114 @@ def test_json_logs(tmp_path) -> None:
     listening = next(e for e in entries if e.get("event") == "listening")
     assert listening["level"] == "INFO" and listening["store"].endswith("w.db") and listening["windows"] == 0
     assert any(e.get("event") == "shutdown" for e in entries)
+
+
+# -- keyed windows -------------------------------------------------------------------
+
+
+def keyed_batch(window: str, triples, batch_id: str = "", **kw) -> pb.InsertRequest:
+    return pb.InsertRequest(window=window, batch_id=batch_id,
+                            updates=[pb.Update(ts=ts, value=v, key=k) for ts, v, k in triples], **kw)
+
+
+def by_key(results) -> dict[str, tuple[int, float | None]]:
+    return {r.key: (r.length, r.values["value"] if "value" in r.values else None) for r in results}
+
+
+def test_a_keyed_window_keeps_one_window_per_key(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("k", keyed=True, policy=("time_range", {"width": 5.0}))))
+    local = {key: Window(Sum(), TimeRange(5.0)) for key in "abc"}
+    # timestamps are per key: "b" may be older than "a"'s newest
+    triples = [(ts, ts % 4, "abc"[ts % 3]) for ts in range(30)] + [(3, 1, "z")]
+    for start in range(0, len(triples), 8):
+        chunk = triples[start:start + 8]
+        reply = stub.Insert(keyed_batch("k", chunk, want_result=True))
+        for ts, v, key in chunk:
+            local.setdefault(key, Window(Sum(), TimeRange(5.0))).insert(ts, v)
+        assert by_key(reply.results) == {key: (len(local[key]), local[key].query()) for _, _, key in chunk}
+    expected = {key: (len(w), w.query()) for key, w in local.items()}
+    assert by_key(stub.Query(pb.QueryRequest(windows=["k"])).results) == expected
+    assert by_key(stub.Query(pb.QueryRequest(windows=["k"], keys=["c", "nobody"])).results) == \
+        {"c": expected["c"], "nobody": (0, None)}
+    info = stub.GetWindow(pb.GetWindowRequest(name="k"))
+    assert (info.keys, info.length) == (4, sum(n for n, _ in expected.values()))
+    assert [w.spec.name for w in stub.ListWindows(pb.ListWindowsRequest()).windows] == ["k"]
+    assert stub.Evict(pb.EvictRequest(window="k", key="a", count=2)).evicted == 2
+    local["a"].evict(2)
+    assert by_key(stub.Query(pb.QueryRequest(windows=["k"], keys=["a"])).results)["a"] == \
+        (len(local["a"]), local["a"].query())
+    assert stub.Evict(pb.EvictRequest(window="k", key="nobody", count=2)).evicted == 0
+
+
+def test_keyed_windows_reject_bad_batches_whole(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("k", keyed=True, policy=None)))
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("plain", policy=None)))
+    stub.Insert(keyed_batch("k", [(5, 1, "a")]))
+    cases = [
+        # key "a" goes back in time: "b" (new) and "c" must not change either
+        (keyed_batch("k", [(9, 1, "b"), (6, 1, "a"), (4, 1, "a"), (1, 1, "c")]), "update 2"),
+        (keyed_batch("k", [(9, 1, "b"), (9, float("nan"), "c")]), "key 'c'"),
+        (keyed_batch("k", [(9, 1, "b"), (9, 1, "")]), "updates[1].key"),
+        (keyed_batch("k", [(9, 1, "x" * 1025)]), "updates[0].key"),
+        (keyed_batch("plain", [(9, 1, "b")]), "updates[0].key: window 'plain' is not keyed"),
+    ]
+    for request, message in cases:
+        error = error_of(stub.Insert, request)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and message in error.details(), error.details()
+    assert by_key(stub.Query(pb.QueryRequest(windows=["k"])).results) == {"a": (1, 1)}
+    assert stub.GetWindow(pb.GetWindowRequest(name="k")).keys == 1
+    for call, request, message in [
+        (stub.Evict, pb.EvictRequest(window="k", count=1), "key: required"),
+        (stub.Evict, pb.EvictRequest(window="plain", key="a", count=1), "key: window 'plain' is not keyed"),
+        (stub.Query, pb.QueryRequest(windows=["plain"], keys=["a"]), "keys: window 'plain' is not keyed"),
+        (stub.CreateWindow, pb.CreateWindowRequest(spec=spec("x:key:y")), "spec.name"),
+        (stub.CreateWindow, pb.CreateWindowRequest(spec=spec("x" * 170, keyed=True)), "keyed window"),
+    ]:
+        error = error_of(call, request)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and message in error.details(), error.details()
+
+
+def test_keyed_windows_survive_a_kill_and_retries_count_once(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("k", keyed=True, policy=("max_size", {"n": 5}))))
+    for b in range(10):
+        stub.Insert(keyed_batch("k", [(b, b, key) for key in ("h1", "h2", f"only{b % 3}")], batch_id=f"b{b}"))
+    before = by_key(stub.Query(pb.QueryRequest(windows=["k"])).results)
+    assert before["h1"] == (5, 5 + 6 + 7 + 8 + 9) and len(before) == 5
+    watch = stub.Watch(pb.WatchRequest(window="k", keys=["h2"]))
+    assert by_key([next(watch)]) == {"h2": before["h2"]}
+    server.restart(signal.SIGKILL)
+    stub = server.stub
+    assert by_key(stub.Query(pb.QueryRequest(windows=["k"])).results) == before
+    retry = stub.Insert(keyed_batch("k", [(9, 9, "h1"), (9, 9, "h2"), (9, 9, "only0")], batch_id="b9"))
+    assert retry.duplicate and retry.inserted == 0
+    watch = stub.Watch(pb.WatchRequest(window="k", keys=["h2"]))
+    assert next(watch).key == "h2"
+    stub.Insert(keyed_batch("k", [(10, 1, "h1"), (10, 1, "h2")]))
+    assert by_key([next(watch)]) == {"h2": (5, 6 + 7 + 8 + 9 + 1)}  # only the keys watched
+    watch.cancel()
+
+
+def test_deleting_a_keyed_window_deletes_its_keys_even_after_a_crash(server) -> None:
+    import kvs
+
+    stub = server.stub
+    for name in ("gone", "kept"):
+        stub.CreateWindow(pb.CreateWindowRequest(spec=spec(name, keyed=True, policy=None)))
+        stub.Insert(keyed_batch(name, [(1, 1, key) for key in "abc"]))
+    assert stub.DeleteWindow(pb.DeleteWindowRequest(name="gone")).deleted
+    server.stop()
+    backend = kvs.connect(str(server.store))
+    assert sorted(n for n in backend.windows() if n.startswith("gone")) == []
+    assert len([n for n in backend.windows() if n.startswith("kept")]) == 4
+    backend.delete("kept")  # as if a crash had cut DeleteWindow short after the spec
+    kvs.disconnect(str(server.store))
+    server.start()
+    assert not server.stub.ListWindows(pb.ListWindowsRequest()).windows
+    backend = kvs.connect(str(server.store))
+    try:
+        assert backend.windows() == []  # the orphaned keys were dropped at start
+    finally:
+        kvs.disconnect(str(server.store))

@@ -5,6 +5,11 @@ its window's lock, its commit is queued, and the reply waits for the store
 (commits of concurrent batches merge in the backend's writer: group commit).
 Batch ids are kept in the window's checkpoint (``Window.notes``), so a retried
 batch is acknowledged again without being applied twice, even after a restart.
+
+A keyed window is one stored window per key (id ``<name>:key:<digest>``, labelled
+with its parent and key) beside an empty one holding the spec. A batch's id goes
+into every key's checkpoint that the batch touched, so a retry of a batch that
+reached some keys before a crash is applied exactly once to each.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import hashlib
 import inspect
 import logging
 import math
@@ -37,6 +43,15 @@ REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
 INGEST_PIPELINE = 8
 STORE_ALGORITHMS = ("amta", "log_mta")
+#: Longest key of a keyed window, in characters.
+MAX_KEY = 1024
+#: Marks the stored windows that hold one key of a keyed window.
+KEY_MARK = ":key:"
+
+
+def key_window_id(name: str, key: str) -> str:
+    """The stored window holding ``key`` of keyed window ``name``."""
+    return f"{name}{KEY_MARK}{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}"
 
 
 class BadRequest(Exception):
@@ -56,12 +71,21 @@ def _param(value: pb.Param, where: str) -> Any:
 
 @dataclass
 class Hosted:
-    """A served window, its spec, and the streams watching it."""
+    """A served window, its spec, and the streams watching it.
+
+    ``window`` holds the updates, or for a keyed window stays empty (it records
+    the spec, and checks the first batch of a new key) while ``keys`` hold them."""
 
     spec: pb.WindowSpec
     window: Window
+    keys: dict[str, Window] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    watchers: set[asyncio.Queue] = field(default_factory=set)
+    #: Each watcher's queue, and the keys it follows (None: all).
+    watchers: dict[asyncio.Queue, frozenset[str] | None] = field(default_factory=dict)
+
+    def parts(self) -> dict[str, Window]:
+        """The windows holding updates, by key ("" for an unkeyed window)."""
+        return self.keys if self.spec.keyed else {"": self.window}
 
 
 class AggregationServicer(pb_grpc.AggregationServicer):
@@ -99,8 +123,6 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         if algorithm not in STORE_ALGORITHMS:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
                              f"spec.algorithm: {algorithm!r} is not one of {', '.join(STORE_ALGORITHMS)}")
-        if spec.keyed:
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "spec.keyed: keyed windows are not supported yet")
         options: dict[str, Any] = {"algorithm": algorithm}
         for name in ("buffer_size", "cache_size", "block_size"):
             if getattr(spec.store, name):
@@ -112,19 +134,37 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         return self.registry.monoid(component.name, params)
 
     async def load(self) -> None:
-        """Reopen every window of the store (at start)."""
-        for name in await asyncio.to_thread(self.backend.windows):
+        """Reopen every window of the store (at start); drop the keys of deleted keyed windows."""
+        parts = []
+        for name in sorted(await asyncio.to_thread(self.backend.windows)):
             try:
-                meta = await asyncio.to_thread(self.backend.meta, name)
-                spec = pb.WindowSpec.FromString(meta["labels"]["spec"])
+                labels = (await asyncio.to_thread(self.backend.meta, name))["labels"]
+                if "parent" in labels:
+                    parts.append((name, labels["parent"], labels["key"]))
+                    continue
+                spec = pb.WindowSpec.FromString(labels["spec"])
                 monoid, policy, _ = self._build(spec)  # the stored record has the options
                 window = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
-                log.error("window %r not loaded: %s: %s", name, type(error).__name__, error,
-                          extra={"event": "load_failed", "window": name})
+                self._load_failed(name, error)
                 continue
             self.windows[name] = Hosted(spec, window)
+        for name, parent, key in parts:
+            hosted = self.windows.get(parent)
+            try:
+                if hosted is None or not hosted.spec.keyed:  # its window was deleted before a crash
+                    await asyncio.to_thread(self.backend.delete, name)
+                    continue
+                monoid, policy, _ = self._build(hosted.spec)
+                hosted.keys[key] = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+            except Exception as error:  # noqa: BLE001
+                self._load_failed(name, error)
         log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
+
+    @staticmethod
+    def _load_failed(name: str, error: Exception) -> None:
+        log.error("window %r not loaded: %s: %s", name, type(error).__name__, error,
+                  extra={"event": "load_failed", "window": name})
 
     def _hosted(self, name: str) -> Hosted:
         try:
@@ -135,11 +175,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
     # -- results ---------------------------------------------------------------------
 
     @staticmethod
-    def _result(name: str, hosted: Hosted) -> pb.Result:
-        window = hosted.window
+    def _result(name: str, window: Window | None, key: str = "") -> pb.Result:
+        """The result of ``window`` (None: a key without updates)."""
+        if window is None:
+            return pb.Result(window=name, key=key)
         lowered = window.query()
         values = lowered if isinstance(window.monoid, Record) else {"value": lowered}
-        result = pb.Result(window=name, length=len(window))
+        result = pb.Result(window=name, key=key, length=len(window))
         other = False
         for key, value in values.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
@@ -150,17 +192,26 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             result.payload = msgpack.packb(values, default=str)
         return result
 
-    def _publish(self, name: str, hosted: Hosted) -> None:
-        if hosted.watchers:
-            result = self._result(name, hosted)
-            for queue in hosted.watchers:
+    def _results(self, name: str, hosted: Hosted, keys: Any = None) -> list[pb.Result]:
+        """Results of every key of ``hosted``, or of ``keys`` (in that order)."""
+        parts = hosted.parts()
+        if keys is None:
+            return [self._result(name, parts[k], k) for k in sorted(parts)]
+        return [self._result(name, parts.get(k), k) for k in keys]
+
+    def _publish(self, name: str, hosted: Hosted, keys: list[str]) -> None:
+        """Send the results of the changed ``keys`` to the streams watching them."""
+        for queue, following in hosted.watchers.items():
+            for result in self._results(name, hosted, [k for k in keys if following is None or k in following]):
                 queue.put_nowait(result)
 
-    async def _durable(self, hosted: Hosted) -> None:
-        if not hosted.window.durable:
+    @staticmethod
+    async def _durable(windows: list[Window]) -> None:
+        windows = [w for w in windows if w.durable]
+        if not windows:
             return
         try:
-            await asyncio.to_thread(hosted.window.wait_durable)
+            await asyncio.to_thread(lambda: [w.wait_durable() for w in windows])
         except kvs.StoreError as error:
             raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
 
@@ -172,6 +223,15 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             kvs.blocks.check_window_id(spec.name)
         except ValueError as error:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"spec.name: {error}") from None
+        if KEY_MARK in spec.name:
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"spec.name: must not contain {KEY_MARK!r}")
+        if spec.keyed:
+            try:
+                kvs.blocks.check_window_id(key_window_id(spec.name, ""))
+            except ValueError:
+                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"spec.name: at most {200 - len(key_window_id('', ''))} characters "
+                                 "for a keyed window") from None
         if spec.name in self.windows:
             if request.if_not_exists and self.windows[spec.name].spec == spec:
                 return self._info(spec.name, self.windows[spec.name])
@@ -183,13 +243,19 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         except kvs.StoreError as error:
             code = grpc.StatusCode.ALREADY_EXISTS if "already exists" in str(error) else grpc.StatusCode.UNAVAILABLE
             raise BadRequest(code, str(error)) from None
+        if spec.keyed:  # keys left by a delete that a crash interrupted
+            stale = [n for n in await asyncio.to_thread(self.backend.windows)
+                     if n.startswith(spec.name + KEY_MARK)]
+            for name in stale:
+                await asyncio.to_thread(self.backend.delete, name)
         hosted = self.windows[spec.name] = Hosted(spec, window)
         log.info("window created", extra={"event": "create", "window": spec.name})
         return self._info(spec.name, hosted)
 
     @staticmethod
     def _info(name: str, hosted: Hosted) -> pb.WindowInfo:
-        return pb.WindowInfo(spec=hosted.spec, length=len(hosted.window))
+        return pb.WindowInfo(spec=hosted.spec, length=sum(map(len, hosted.parts().values())),
+                             keys=len(hosted.keys))
 
     async def GetWindow(self, request: pb.GetWindowRequest, context: Any) -> pb.WindowInfo:
         return self._info(request.name, self._hosted(request.name))
@@ -199,23 +265,31 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     async def DeleteWindow(self, request: pb.DeleteWindowRequest, context: Any) -> pb.DeleteWindowResponse:
         hosted = self.windows.pop(request.name, None)
+        keys: list[str] = []
         if hosted is not None:
             async with hosted.lock:
                 await asyncio.to_thread(hosted.window.wait_durable)
+                for window in hosted.keys.values():
+                    await asyncio.to_thread(window.wait_durable)
+                keys = [w.id for w in hosted.keys.values()]
+        # The spec first: keys whose delete a crash interrupts are dropped at the next start.
         deleted = await asyncio.to_thread(self.backend.delete, request.name)
+        for name in keys:
+            await asyncio.to_thread(self.backend.delete, name)
         log.info("window deleted", extra={"event": "delete", "window": request.name})
         return pb.DeleteWindowResponse(deleted=deleted or hosted is not None)
 
-    def _updates(self, hosted: Hosted, request: pb.InsertRequest) -> list[tuple[Any, Any]]:
-        """The request's updates as (timestamp, value) pairs (BadRequest naming the update)."""
+    def _updates(self, hosted: Hosted, request: pb.InsertRequest) -> dict[str, tuple[list[int] | None, list]]:
+        """The request's updates as (timestamp, value) pairs by key, each with its
+        positions in the request (None: all of them, in order) (BadRequest naming the update)."""
         record = isinstance(hosted.window.monoid, Record)
-        out = []
+        keyed = hosted.spec.keyed
+        groups: dict[str, tuple[list[int] | None, list]] = {}
+        out: list = []
         for i, update in enumerate(request.updates):
             kind = update.WhichOneof("time")
             if kind is None:
                 raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"updates[{i}].time: ts or ts_float is required")
-            if update.key:
-                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"updates[{i}].key: the window is not keyed")
             if update.payload:
                 try:
                     value = msgpack.unpackb(update.payload, use_list=False)
@@ -226,37 +300,68 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 value = dict(update.dimensions)
             else:
                 value = update.value
+            if keyed:
+                key = update.key
+                if not key or len(key) > MAX_KEY:
+                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
+                                     f"updates[{i}].key: 1 to {MAX_KEY} characters in keyed window "
+                                     f"{request.window!r}, got {len(key)}")
+                positions, out = groups.setdefault(key, ([], []))
+                positions.append(i)
+            elif update.key:
+                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"updates[{i}].key: window {request.window!r} is not keyed")
             out.append((getattr(update, kind), value))
-        return out
+        return groups if keyed else {"": (None, out)} if out else {}
+
+    def _new_key(self, name: str, hosted: Hosted, key: str) -> Window:
+        monoid, policy, options = self._build(hosted.spec)
+        return Window(monoid, policy, store=self.backend, window_id=key_window_id(name, key),
+                      labels={"parent": name, "key": key}, **options)
 
     async def Insert(self, request: pb.InsertRequest, context: Any) -> pb.InsertResponse:
         hosted = self._hosted(request.window)
         if len(request.updates) > self.max_batch:
             raise BadRequest(grpc.StatusCode.RESOURCE_EXHAUSTED,
                              f"updates: {len(request.updates)} in one batch, the limit is {self.max_batch}")
-        updates = self._updates(hosted, request)
-        window = hosted.window
+        groups = self._updates(hosted, request)
+        batch_id = request.batch_id
         async with hosted.lock:
-            batches = window.notes.get("batches", ())
-            duplicate = bool(request.batch_id) and request.batch_id in batches
-            evicted = 0
-            if not duplicate:
+            parts = hosted.parts()
+            todo = []  # every key is checked before any changes: the batch is applied whole or not at all
+            for key, (positions, updates) in groups.items():
+                window = parts.get(key)
+                if window is not None and batch_id and batch_id in window.notes.get("batches", ()):
+                    continue  # a retry: this key has the batch already
                 try:
-                    evicted = window.insert_many(updates)
+                    todo.append((key, window, (window or hosted.window).check(updates, positions)))
                 except (TypeError, ValueError, MonoidError) as error:
-                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"updates: {error}") from None
-                except kvs.StoreError as error:
-                    raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
-                if request.batch_id:
-                    window.notes["batches"] = (*batches, request.batch_id)[-REMEMBERED_BATCHES:]
-                window.flush(wait=False)
-                self._publish(request.window, hosted)
-            response = pb.InsertResponse(batch_id=request.batch_id, inserted=0 if duplicate else len(updates),
-                                         evicted=evicted, duplicate=duplicate)
-            if request.want_result:  # the window right after this batch
-                response.results.append(self._result(request.window, hosted))
-        await self._durable(hosted)
-        self.metrics.updates.inc(response.inserted)
+                    where = f"updates (key {key!r})" if key else "updates"
+                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {error}") from None
+            inserted = evicted = 0
+            touched = []
+            try:
+                for key, window, checked in todo:
+                    if window is None:
+                        window = hosted.keys[key] = await asyncio.to_thread(self._new_key, request.window, hosted, key)
+                    evicted += window.insert_checked(checked)
+                    inserted += len(checked)
+                    if batch_id:
+                        window.notes["batches"] = (*window.notes.get("batches", ()), batch_id)[-REMEMBERED_BATCHES:]
+                    window.flush(wait=False)
+                    touched.append(window)
+            except kvs.StoreError as error:
+                raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
+            finally:
+                if todo:
+                    self._publish(request.window, hosted, [key for key, _, _ in todo])
+            response = pb.InsertResponse(batch_id=batch_id, inserted=inserted, evicted=evicted,
+                                         duplicate=bool(batch_id and groups and not todo))
+            if request.want_result:  # the windows right after this batch
+                keys = list(groups) if hosted.spec.keyed else [""]
+                response.results.extend(self._results(request.window, hosted, keys))
+        await self._durable(touched)
+        self.metrics.updates.inc(inserted)
         self.metrics.evictions.inc(evicted)
         return response
 
@@ -276,53 +381,72 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             for task in pending:
                 task.cancel()
 
+    def _keys(self, name: str, hosted: Hosted, keys: Any, where: str = "keys") -> list[str] | None:
+        """The keys a request names (None: all), which only a keyed window has."""
+        if not keys:
+            return None
+        if not hosted.spec.keyed:
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: window {name!r} is not keyed")
+        return list(keys)
+
     async def Query(self, request: pb.QueryRequest, context: Any) -> pb.QueryResponse:
-        if request.keys:
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "keys: keyed windows are not supported yet")
         names = list(request.windows) or sorted(self.windows)
-        return pb.QueryResponse(results=[self._result(n, self._hosted(n)) for n in names])
+        hosted = [(n, self._hosted(n)) for n in names]
+        response = pb.QueryResponse()
+        for name, h in hosted:
+            response.results.extend(self._results(name, h, self._keys(name, h, request.keys)))
+        return response
 
     async def Evict(self, request: pb.EvictRequest, context: Any) -> pb.EvictResponse:
         hosted = self._hosted(request.window)
+        if hosted.spec.keyed and not request.key:
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"key: required for keyed window {request.window!r}")
+        self._keys(request.window, hosted, [request.key] if request.key else (), "key")
         async with hosted.lock:
-            count = min(request.count, len(hosted.window))
+            window = hosted.parts().get(request.key)
+            if window is None:
+                return pb.EvictResponse(evicted=0)
+            count = min(request.count, len(window))
             try:
-                hosted.window.evict(count)
+                window.evict(count)
             except kvs.StoreError as error:
                 raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
-            hosted.window.flush(wait=False)
-            self._publish(request.window, hosted)
-        await self._durable(hosted)
+            window.flush(wait=False)
+            self._publish(request.window, hosted, [request.key])
+        await self._durable([window])
         self.metrics.evictions.inc(count)
         return pb.EvictResponse(evicted=count)
 
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushResponse:
         names = list(request.windows) or sorted(self.windows)
-        hosted = [self._hosted(n) for n in names]
-        for h in hosted:
-            async with h.lock:
-                h.window.flush(wait=False)
-        for h in hosted:
-            await self._durable(h)
+        for hosted in [self._hosted(n) for n in names]:
+            await self._flush(hosted)
         return pb.FlushResponse()
+
+    async def _flush(self, hosted: Hosted) -> None:
+        async with hosted.lock:
+            windows = list(hosted.parts().values())
+            for window in windows:
+                window.flush(wait=False)
+        await self._durable(windows)
 
     async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Result]:
         hosted = self._hosted(request.window)
+        keys = self._keys(request.window, hosted, request.keys)
         queue: asyncio.Queue = asyncio.Queue()
-        hosted.watchers.add(queue)
+        hosted.watchers[queue] = frozenset(keys) if keys is not None else None
         try:
-            yield self._result(request.window, hosted)
+            for result in self._results(request.window, hosted, keys):
+                yield result
             while True:
                 yield await queue.get()
         finally:
-            hosted.watchers.discard(queue)
+            hosted.watchers.pop(queue, None)
 
     async def flush_all(self) -> None:
         """Make every window durable (graceful shutdown)."""
-        for hosted in self.windows.values():
-            async with hosted.lock:
-                hosted.window.flush(wait=False)
-            await asyncio.to_thread(hosted.window.wait_durable)
+        for hosted in list(self.windows.values()):
+            await self._flush(hosted)
 
 
 def _status(method: Any) -> Any:

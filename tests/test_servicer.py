@@ -1,0 +1,64 @@
+"""The servicer in process, for failures a real server cannot be made to hit on cue."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+import kvs
+from mta.service.registry import builtin_registry
+from mta.service.servicer import AggregationServicer
+from mta.v1 import aggregation_pb2 as pb
+from test_server import keyed_batch, spec
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    """What the servicer uses of a grpc.aio context."""
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        raise Aborted(code, details)
+
+
+def test_a_keyed_batch_cut_short_by_the_store_is_applied_once_per_key_when_retried(tmp_path) -> None:
+    async def main() -> None:
+        url = str(tmp_path / "w.db")
+        servicer = AggregationServicer(kvs.connect(url), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("k", keyed=True, policy=None)), context)
+        new_key = servicer._new_key
+
+        def store_down_for_b(name, hosted, key):
+            if key == "b":
+                raise kvs.StoreError("connection refused")
+            return new_key(name, hosted, key)
+
+        servicer._new_key = store_down_for_b
+        request = keyed_batch("k", [(1, 1, "a"), (1, 2, "b"), (2, 3, "a")], batch_id="x")
+        with pytest.raises(Aborted) as failed:
+            await servicer.Insert(request, context)
+        assert failed.value.args[0] == grpc.StatusCode.UNAVAILABLE and "connection refused" in failed.value.args[1]
+        servicer._new_key = new_key
+        retry = await servicer.Insert(request, context)
+        assert (retry.inserted, retry.duplicate) == (1, False)  # only "b" still needed the batch
+        again = await servicer.Insert(request, context)
+        assert (again.inserted, again.duplicate) == (0, True)
+        results = (await servicer.Query(pb.QueryRequest(windows=["k"]), context)).results
+        assert {r.key: (r.length, r.values["value"]) for r in results} == {"a": (2, 4), "b": (1, 2)}
+        # and the same after a restart: every key's checkpoint holds the batch id
+        await servicer.flush_all()
+        reloaded = AggregationServicer(kvs.connect(url), builtin_registry())
+        await reloaded.load()
+        assert (await reloaded.Insert(request, context)).duplicate
+        results = (await reloaded.Query(pb.QueryRequest(windows=["k"]), context)).results
+        assert {r.key: r.values["value"] for r in results} == {"a": 4, "b": 2}
+
+    try:
+        asyncio.run(main())
+    finally:
+        kvs.disconnect(str(tmp_path / "w.db"))
