@@ -47,20 +47,26 @@ def spec(name: str) -> pb.WindowSpec:
     return out
 
 
-def requests(windows: list[str], batches: int, size: int) -> list[pb.InsertRequest]:
-    """Batches round-robin over ``windows``; event time advances one second per update per window."""
+def requests(windows: list[str], batches: int, size: int, form: str = "columns") -> list[pb.InsertRequest]:
+    """Batches round-robin over ``windows``; event time advances one second per update per window.
+    ``form``: "columns" (the Columns message) or "rows" (repeated Update)."""
     out = []
     clock = {w: 0 for w in windows}
     for b in range(batches):
         w = windows[b % len(windows)]
         t = clock[w]
-        out.append(pb.InsertRequest(window=w, batch_id=f"{w}-{b}",
-                                    updates=[pb.Update(ts=t + i, value=1.0) for i in range(size)]))
+        if form == "columns":
+            request = pb.InsertRequest(window=w, batch_id=f"{w}-{b}",
+                                       columns=pb.Columns(ts=range(t, t + size), values=[1.0] * size))
+        else:
+            request = pb.InsertRequest(window=w, batch_id=f"{w}-{b}",
+                                       updates=[pb.Update(ts=t + i, value=1.0) for i in range(size)])
+        out.append(request)
         clock[w] = t + size
     return out
 
 
-def run(store: str, n_windows: int, batches: int, size: int) -> dict[str, Any]:
+def run(store: str, n_windows: int, batches: int, size: int, form: str = "columns") -> dict[str, Any]:
     proc, address = start_server(store)
     try:
         channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 64 << 20)])
@@ -68,7 +74,7 @@ def run(store: str, n_windows: int, batches: int, size: int) -> dict[str, Any]:
         names = [f"n{n_windows}-w{i}" for i in range(n_windows)]
         for name in names:
             stub.CreateWindow(pb.CreateWindowRequest(spec=spec(name)))
-        work = requests(names, batches, size)
+        work = requests(names, batches, size, form)
         latencies: list[float] = []
         done = threading.Event()
 
@@ -90,7 +96,7 @@ def run(store: str, n_windows: int, batches: int, size: int) -> dict[str, Any]:
         latencies.sort()
         pick = (lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1e3) if latencies else \
             (lambda q: None)
-        return {"store": store.split(":")[0] if "://" in store else "file", "windows": n_windows,
+        return {"store": store.split(":")[0] if "://" in store else "file", "windows": n_windows, "form": form,
                 "updates": acked, "seconds": elapsed, "updates_per_s": acked / elapsed,
                 "queries": len(latencies), "query_p50_ms": pick(0.5), "query_p99_ms": pick(0.99)}
     finally:

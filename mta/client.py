@@ -52,6 +52,30 @@ def update(ts: int | float, value: Any, key: str = "") -> pb.Update:
     return out
 
 
+def columns(updates: list[tuple[Any, ...]]) -> pb.Columns | None:
+    """``(ts, value[, key])`` updates as a Columns batch (several times cheaper than
+    Update messages), or None when they do not fit one (mixed int and float times)."""
+    if not updates:
+        return pb.Columns()
+    table = list(zip(*updates))
+    times, values = table[0], table[1]
+    kinds = set(map(type, times))
+    out = pb.Columns(ts=times) if kinds == {int} else pb.Columns(ts_float=times) if kinds == {float} else None
+    if out is None:
+        return None
+    if isinstance(values[0], Mapping):
+        names = values[0].keys()
+        if any(not isinstance(v, Mapping) or v.keys() != names for v in values):
+            return None
+        for name in names:
+            out.dimensions[name].values.extend(v[name] for v in values)
+    else:
+        out.values.extend(values)
+    if len(table) > 2 and any(table[2]):
+        out.keys.extend(table[2])
+    return out
+
+
 class Client:
     """A channel to one server; ``retries`` attempts with exponential backoff on UNAVAILABLE;
     ``credentials`` for TLS, ``token`` for a server started with a token."""
@@ -92,8 +116,16 @@ class Client:
                batch_id: str | None = None) -> pb.InsertResponse:
         """Send one batch of ``(ts, value)`` or, for a keyed window, ``(ts, value, key)``
         (acknowledged once durable); retried with the same id."""
-        request = pb.InsertRequest(window=window, batch_id=batch_id or uuid.uuid4().hex,
-                                   updates=[update(*u) for u in updates])
+        updates = list(updates)
+        request = pb.InsertRequest(window=window, batch_id=batch_id or uuid.uuid4().hex)
+        try:
+            batch = columns(updates)
+        except (KeyError, TypeError, ValueError):  # uneven updates: as messages, for the server to name the bad one
+            batch = None
+        if batch is not None:
+            request.columns.CopyFrom(batch)
+        else:
+            request.updates.extend(update(*u) for u in updates)
         return self._call(self.stub.Insert, request)
 
     def query(self, window: str, key: str = "") -> dict[str, float]:

@@ -25,7 +25,9 @@ import operator
 import types
 from collections import namedtuple
 from collections.abc import Mapping as _Mapping
-from typing import Any, Callable, ClassVar
+from functools import reduce
+from itertools import repeat
+from typing import Any, Callable, ClassVar, Sequence
 
 from kvs import codec
 
@@ -62,9 +64,19 @@ class Monoid:
         """Input value -> partial. Raises MonoidError on a value it cannot take."""
         return value
 
+    def lift_many(self, values: Sequence[Any]) -> list[Any]:
+        """``[lift(v) for v in values]``; built-ins override it with C-speed checks for
+        batches of plain numbers (the gRPC server's and Spark's hot path)."""
+        return list(map(self.lift, values))
+
     def lower(self, partial: Any) -> Any:
         """Partial -> result."""
         return partial
+
+    def fold(self, acc: Any, partials: Sequence[Any]) -> Any:
+        """``acc`` combined with ``partials`` in order (``functools.reduce``); wrappers of
+        monoids may do it with fewer Python calls."""
+        return reduce(self.combine, partials, acc)
 
     def invert(self, total: Any, front: Any) -> Any:
         """The partial x with combine(front, x) == total (invertible monoids only)."""
@@ -101,6 +113,36 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
     return value
 
 
+_PLAIN = frozenset((int, float))
+
+
+def plain_finite(values: Sequence[Any]) -> bool:
+    """Whether every value is a finite int or float, checked in C loops (False may
+    also mean "check them one by one": a finite sum can overflow)."""
+    kinds = set(map(type, values))
+    if not kinds <= _PLAIN:
+        return False
+    if float not in kinds:
+        return True
+    try:
+        return math.isfinite(sum(values))
+    except OverflowError:
+        return False
+
+
+def _plain_ordered(values: Sequence[Any]) -> bool:
+    """Whether every value is an int or a float other than NaN (C loops; False: check one by one)."""
+    kinds = set(map(type, values))
+    if not kinds <= _PLAIN:
+        return False
+    if float not in kinds:
+        return True
+    try:
+        return not any(map(math.isnan, values))
+    except OverflowError:
+        return False
+
+
 def _ordered(value: Any, who: str) -> Any:
     """A real number that can be ordered: +-inf allowed, NaN (unordered) refused."""
     value = _number(value, who, finite=False)
@@ -120,6 +162,9 @@ class Count(Monoid):
     def lift(self, value: Any) -> int:
         return 1
 
+    def lift_many(self, values: Sequence[Any]) -> list[int]:
+        return [1] * len(values)
+
     def invert(self, total: int, front: int) -> int:
         return total - front
 
@@ -134,6 +179,9 @@ class Sum(Monoid):
 
     def lift(self, value: Any) -> Any:
         return _number(value, "Sum")
+
+    def lift_many(self, values: Sequence[Any]) -> list[Any]:
+        return list(values) if plain_finite(values) else list(map(self.lift, values))
 
     def invert(self, total: Any, front: Any) -> Any:
         return total - front
@@ -161,6 +209,9 @@ class Min(Monoid):
     def lift(self, value: Any) -> Any:
         return _ordered(value, "Min")
 
+    def lift_many(self, values: Sequence[Any]) -> list[Any]:
+        return list(values) if _plain_ordered(values) else list(map(self.lift, values))
+
 
 class Max(Monoid):
     """Largest number (-inf when empty). NaN is refused: it breaks the ordering."""
@@ -172,6 +223,9 @@ class Max(Monoid):
 
     def lift(self, value: Any) -> Any:
         return _ordered(value, "Max")
+
+    def lift_many(self, values: Sequence[Any]) -> list[Any]:
+        return list(values) if _plain_ordered(values) else list(map(self.lift, values))
 
 
 # --------------------------------------------------------------------------- moments
@@ -191,6 +245,9 @@ class Mean(Monoid):
 
     def lift(self, value: Any) -> tuple:
         return (_number(value, "Mean"), 1)
+
+    def lift_many(self, values: Sequence[Any]) -> list[tuple]:
+        return list(zip(values, repeat(1))) if plain_finite(values) else list(map(self.lift, values))
 
     def lower(self, partial: tuple) -> Any:
         s, c = partial

@@ -17,19 +17,23 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import uuid
+from itertools import islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, Aggregator
-from mta.monoid import Monoid, Record
+from mta.monoid import Monoid, Record, plain_finite
 from mta.policy import Agg, Policy
 
 __all__ = ["Window"]
 
 _INF = math.inf
 _NEG_INF = -math.inf
+_COUNT = operator.itemgetter(0)
+_PARTIAL = operator.itemgetter(2)
 
 
 def _timed(monoid: Monoid) -> tuple[Callable[[Any, Any], Any], tuple]:
@@ -54,11 +58,28 @@ class _Timed(Monoid):
         self.invertible = monoid.invertible
         self.selection = False
 
+    def fold(self, acc: tuple, partials: Sequence[tuple]) -> tuple:
+        count = sum(map(_COUNT, partials))
+        if not count:
+            return acc
+        newest = next(p[1] for p in reversed(partials) if p[0])
+        return (acc[0] + count, newest, self.inner.fold(acc[2], list(map(_PARTIAL, partials))))
+
     def invert(self, total: tuple, front: tuple) -> tuple:
         count = total[0] - front[0]
         if not count:
             return self.identity
         return (count, total[1], self.inner.invert(total[2], front[2]))
+
+
+def _plain_in_order(timestamps: Sequence[Any]) -> bool:
+    """Whether the timestamps are finite ints or floats in order, checked in C loops
+    (False may also mean "check them one by one")."""
+    return plain_finite(timestamps) and all(map(operator.le, timestamps, islice(timestamps, 1, None)))
+
+
+def _where(index: int, positions: Sequence[int] | None) -> int:
+    return positions[index] if positions is not None else index
 
 
 #: Options of the level store rather than of the algorithm.
@@ -281,41 +302,52 @@ class Window:
         same window as enforcing after every update. The batch is committed to a
         durable store whole, by the next flush (explicit or of a later write buffer).
         """
-        return self.insert_checked(self.check(updates))
+        updates = updates if isinstance(updates, list) else list(updates)
+        try:
+            if set(map(len, updates)) - {2}:
+                raise ValueError
+            timestamps, values = zip(*updates) if updates else ((), ())
+        except (TypeError, ValueError):
+            for position, update in enumerate(updates):
+                if not isinstance(update, (tuple, list)) or len(update) != 2:
+                    raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
+            raise
+        return self.insert_checked(self.check(timestamps, values))
 
-    def check(self, updates: Iterable[tuple[int | float, Any]],
-              positions: Sequence[int] | None = None) -> list[tuple[Any, Any]]:
-        """Validate and lift a batch without changing the window, for :meth:`insert_checked`
-        (which must come before any other insertion). Errors name the update by its
-        index, or by ``positions[index]`` (its place in a larger request)."""
-        lift = self.monoid.lift
+    def check(self, timestamps: Sequence[Any], values: Sequence[Any],
+              positions: Sequence[int] | None = None) -> tuple[Sequence[Any], list[Any]]:
+        """Validate and lift a batch given in columns without changing the window, for
+        :meth:`insert_checked` (which must come before any other insertion). Errors
+        name the update by its index, or by ``positions[index]`` (its place in a
+        larger request). Batches of plain numbers are checked in C loops."""
+        if len(timestamps) != len(values):
+            raise ValueError(f"{len(timestamps)} timestamps for {len(values)} values")
         newest = self._newest
-        checked = []
-        append = checked.append
-        for index, update in enumerate(updates):
-            try:
-                timestamp, value = update
-            except (TypeError, ValueError):
-                where = positions[index] if positions is not None else index
-                raise TypeError(f"update {where} must be a (timestamp, value) pair, got {update!r}") from None
-            try:
-                kind = type(timestamp)
-                # The fast path of insert: plain finite ints and floats in order.
-                if not ((kind is int or (kind is float and _NEG_INF < timestamp < _INF))
-                        and (newest is None or timestamp >= newest)):
+        if not (_plain_in_order(timestamps) and (newest is None or not timestamps or timestamps[0] >= newest)):
+            for index, timestamp in enumerate(timestamps):
+                try:
                     self._check_timestamp(timestamp, newest)
-                append((timestamp, lift(value)))
-            except (TypeError, ValueError) as error:
-                where = positions[index] if positions is not None else index
-                raise type(error)(f"update {where}: {error}") from None
-            newest = timestamp
-        return checked
+                except (TypeError, ValueError) as error:
+                    raise type(error)(f"update {_where(index, positions)}: {error}") from None
+                newest = timestamp
+        try:
+            partials = self.monoid.lift_many(values)
+        except (TypeError, ValueError):
+            lift = self.monoid.lift
+            for index, value in enumerate(values):
+                try:
+                    lift(value)
+                except (TypeError, ValueError) as error:
+                    raise type(error)(f"update {_where(index, positions)}: {error}") from None
+            raise
+        return timestamps, partials
 
-    def insert_checked(self, checked: list[tuple[Any, Any]]) -> int:
+    def insert_checked(self, checked: tuple[Sequence[Any], list[Any]]) -> int:
         """Insert a batch returned by :meth:`check`; return the total evicted."""
         if self._broken is not None:
             self._recover()
-        if not checked:
+        timestamps, partials = checked
+        if not partials:
             return 0
         algorithm = self._algorithm
         # No commit in the middle of a batch: a checkpoint holds all of it or none of it
@@ -324,15 +356,12 @@ class Window:
         try:
             if not getattr(self.policy, "batchable", False):
                 apply = self._apply
-                return sum(apply(timestamp, partial) for timestamp, partial in checked)
-            self._newest = checked[-1][0]
-            insert = algorithm.insert
+                return sum(map(apply, timestamps, partials))
+            self._newest = timestamps[-1]
             if self._timed:
-                for timestamp, partial in checked:
-                    insert((1, timestamp, partial))
+                algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
             else:
-                for _, partial in checked:
-                    insert(partial)
+                algorithm.insert_many(partials)
             return self._enforce()
         except StoreError as error:
             raise self._failed(error) from error

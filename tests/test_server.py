@@ -492,3 +492,47 @@ def test_deleting_a_keyed_window_deletes_its_keys_even_after_a_crash(server) -> 
         assert backend.windows() == []  # the orphaned keys were dropped at start
     finally:
         kvs.disconnect(str(server.store))
+
+
+# -- batches in columns ----------------------------------------------------------------
+
+
+def test_columns_give_the_same_windows_as_updates(server) -> None:
+    stub = server.stub
+    for name in ("rows", "cols"):
+        stub.CreateWindow(pb.CreateWindowRequest(spec=spec(name, monoid="mean", keyed=True)))
+    triples = [(ts, float(ts % 5), f"h{ts % 3}") for ts in range(40)]
+    stub.Insert(keyed_batch("rows", triples))
+    stub.Insert(pb.InsertRequest(window="cols", columns=pb.Columns(
+        ts=[t for t, _, _ in triples], values=[v for _, v, _ in triples], keys=[k for _, _, k in triples])))
+    rows, cols = (by_key(stub.Query(pb.QueryRequest(windows=[n])).results) for n in ("rows", "cols"))
+    assert rows == cols and len(cols) == 3
+    dims = pb.WindowSpec(name="d", dimensions=[pb.Dimension(name="avg", monoid=pb.Component(name="mean")),
+                                               pb.Dimension(name="top", monoid=pb.Component(name="max"))])
+    stub.CreateWindow(pb.CreateWindowRequest(spec=dims))
+    stub.Insert(pb.InsertRequest(window="d", columns=pb.Columns(
+        ts_float=[0.5, 1.5], dimensions={"avg": pb.Doubles(values=[1, 3]), "top": pb.Doubles(values=[4, 2])})))
+    assert dict(stub.Query(pb.QueryRequest(windows=["d"])).results[0].values) == {"avg": 2.0, "top": 4.0}
+
+
+def test_bad_columns_are_rejected_whole(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("w")))
+    stub.Insert(pb.InsertRequest(window="w", columns=pb.Columns(ts=[5], values=[1])))
+    cases = [
+        (pb.Columns(ts=[6, 7], values=[1]), grpc.StatusCode.INVALID_ARGUMENT, "columns.values: 1 entries for 2"),
+        (pb.Columns(ts=[6], ts_float=[7.0], values=[1]), grpc.StatusCode.INVALID_ARGUMENT, "columns.ts, columns.ts_float"),
+        (pb.Columns(ts=[6, 4], values=[1, 1]), grpc.StatusCode.INVALID_ARGUMENT, "update 1"),
+        (pb.Columns(ts=[6, 7], values=[1, float("inf")]), grpc.StatusCode.INVALID_ARGUMENT, "update 1"),
+        (pb.Columns(ts=[6], values=[1], keys=["a"]), grpc.StatusCode.INVALID_ARGUMENT, "columns.keys[0]"),
+        (pb.Columns(ts=[6], values=[1], payloads=[b"\x01"]), grpc.StatusCode.INVALID_ARGUMENT, "send one"),
+        (pb.Columns(ts=range(10, 1011), values=[1] * 1001), grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "columns: 1001 in one batch"),
+    ]
+    for columns, code, message in cases:
+        error = error_of(stub.Insert, pb.InsertRequest(window="w", columns=columns))
+        assert error.code() == code and message in error.details(), error.details()
+    both = pb.InsertRequest(window="w", updates=[pb.Update(ts=9, value=1)], columns=pb.Columns(ts=[9], values=[1]))
+    assert "send one of them" in error_of(stub.Insert, both).details()
+    result = stub.Query(pb.QueryRequest(windows=["w"])).results[0]
+    assert (result.length, result.values["value"]) == (1, 1)

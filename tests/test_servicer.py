@@ -62,3 +62,30 @@ def test_a_keyed_batch_cut_short_by_the_store_is_applied_once_per_key_when_retri
         asyncio.run(main())
     finally:
         kvs.disconnect(str(tmp_path / "w.db"))
+
+
+def test_a_call_cancelled_mid_batch_leaves_the_batch_whole(tmp_path) -> None:
+    from mta.service import servicer as module
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=None)), context)
+        n = module.SLICE * 8
+        request = pb.InsertRequest(window="w", batch_id="big", columns=pb.Columns(ts=range(n), values=[1.0] * n))
+        call = asyncio.ensure_future(servicer.Insert(request, context))
+        seen = []
+        for _ in range(4):  # the batch is applied in slices, queries get in between
+            await asyncio.sleep(0)
+            seen.append((await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0].length)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        window = servicer.windows["w"].window
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert set(seen) == {0} and len(window) == n and "big" in window.notes["batches"]
+        result = (await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0]
+        assert (result.length, result.values["value"]) == (n, n)
+
+    asyncio.run(main())

@@ -29,7 +29,7 @@ are never used for a result.
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any
+from typing import Any, Sequence
 
 from mta.algorithms.base import Policy
 from mta.algorithms.tree import EMPTY, TreeAggregator
@@ -78,6 +78,24 @@ class AmortizedMTA(TreeAggregator):
         if len(self._leaves) > self.buffer_size:  # only after a chunk completes
             self.flush(wait=False)
 
+    def insert_many(self, partials: Sequence[Any]) -> None:
+        """As :meth:`insert` one by one, but each run of quiet insertions (up to the
+        next chunk boundary or tree merge) is one list extend and one fold into R1."""
+        insert = self.insert
+        i, n = 0, len(partials)
+        while i < n:
+            t = self._tail
+            run = min(n - i, (t | self._quiet_mask) - t)  # t + 1 .. t + run are all quiet
+            if run <= 1:
+                insert(partials[i])
+                i += 1
+                continue
+            chunk = partials[i:i + run]
+            self._leaves.extend(chunk)
+            self._tail = t + run
+            self._r1 = self._fold(self._r1, chunk)
+            i += run
+
     def checkpoint(self) -> dict[str, Any]:
         state = super().checkpoint()
         state.update(r0=self._r0, r1=self._r1, root_level=self._root_level)
@@ -103,7 +121,8 @@ class AmortizedMTA(TreeAggregator):
         combine = self._combine
         bufs = self._bufs
         number = self.CHUNK_BITS
-        value = reduce(combine, self._leaves[-(1 << number):])
+        chunk = self._leaves[-(1 << number):]
+        value = self._fold(chunk[0], chunk[1:])
         bufs[number].append(value)
         j = (t1 >> number) - 1
         while j & 1:

@@ -13,7 +13,7 @@ evicts exactly the same elements.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from mta.monoid import Monoid
 
@@ -40,6 +40,12 @@ class Aggregator(ABC):
     @abstractmethod
     def insert(self, partial: Any) -> None:
         """Append one partial as the newest element."""
+
+    def insert_many(self, partials: Sequence[Any]) -> None:
+        """Append partials in order, as :meth:`insert` one by one would."""
+        insert = self.insert
+        for partial in partials:
+            insert(partial)
 
     @abstractmethod
     def evict(self, k: int = 1) -> None:

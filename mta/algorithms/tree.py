@@ -50,6 +50,7 @@ class TreeAggregator(Aggregator):
         self.buffer_size = buffer_size
         self.cache_size = cache_size
         self._combine = monoid.combine
+        self._fold = monoid.fold
         self._chunk_mask = (1 << self.CHUNK_BITS) - 1
         #: Extra entries for every checkpoint (``mta.Window`` adds the newest timestamp).
         self.annotate: Callable[[], dict[str, Any]] | None = None

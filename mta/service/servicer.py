@@ -42,6 +42,9 @@ log = logging.getLogger("mta.service")
 REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
 INGEST_PIPELINE = 8
+#: Updates applied between two turns of the event loop: a large batch never holds
+#: queries up for longer than this many updates take.
+SLICE = 256
 STORE_ALGORITHMS = ("amta", "log_mta")
 #: Longest key of a keyed window, in characters.
 MAX_KEY = 1024
@@ -60,6 +63,18 @@ class BadRequest(Exception):
     def __init__(self, code: grpc.StatusCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _unpack(payload: bytes, where: str) -> Any:
+    try:
+        return msgpack.unpackb(payload, use_list=False)
+    except Exception:  # noqa: BLE001 - any malformed payload is the client's error
+        raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: not valid msgpack") from None
+
+
+def _same_length(where: str, length: int, n: int) -> None:
+    if length != n:
+        raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {length} entries for {n} timestamps")
 
 
 def _param(value: pb.Param, where: str) -> Any:
@@ -82,6 +97,9 @@ class Hosted:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Each watcher's queue, and the keys it follows (None: all).
     watchers: dict[asyncio.Queue, frozenset[str] | None] = field(default_factory=dict)
+    #: The result of every key after its last complete change: queries read these,
+    #: so they never wait for a batch nor see half of one.
+    results: dict[str, pb.Result] = field(default_factory=dict)
 
     def parts(self) -> dict[str, Window]:
         """The windows holding updates, by key ("" for an unkeyed window)."""
@@ -159,6 +177,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 hosted.keys[key] = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
             except Exception as error:  # noqa: BLE001
                 self._load_failed(name, error)
+        for name, hosted in self.windows.items():
+            self._publish(name, hosted, list(hosted.parts()))
         log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
 
     @staticmethod
@@ -192,18 +212,23 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             result.payload = msgpack.packb(values, default=str)
         return result
 
-    def _results(self, name: str, hosted: Hosted, keys: Any = None) -> list[pb.Result]:
-        """Results of every key of ``hosted``, or of ``keys`` (in that order)."""
-        parts = hosted.parts()
+    @staticmethod
+    def _results(name: str, hosted: Hosted, keys: Any = None) -> list[pb.Result]:
+        """The last results of every key of ``hosted``, or of ``keys`` (in that order)."""
+        results = hosted.results
         if keys is None:
-            return [self._result(name, parts[k], k) for k in sorted(parts)]
-        return [self._result(name, parts.get(k), k) for k in keys]
+            return [results[k] for k in sorted(results)]
+        return [results.get(k) or pb.Result(window=name, key=k) for k in keys]
 
     def _publish(self, name: str, hosted: Hosted, keys: list[str]) -> None:
-        """Send the results of the changed ``keys`` to the streams watching them."""
+        """Record the results of the changed ``keys`` and send them to the streams watching them."""
+        parts = hosted.parts()
+        changed = {k: self._result(name, parts.get(k), k) for k in keys}
+        hosted.results.update(changed)
         for queue, following in hosted.watchers.items():
-            for result in self._results(name, hosted, [k for k in keys if following is None or k in following]):
-                queue.put_nowait(result)
+            for key, result in changed.items():
+                if following is None or key in following:
+                    queue.put_nowait(result)
 
     @staticmethod
     async def _durable(windows: list[Window]) -> None:
@@ -249,6 +274,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             for name in stale:
                 await asyncio.to_thread(self.backend.delete, name)
         hosted = self.windows[spec.name] = Hosted(spec, window)
+        self._publish(spec.name, hosted, list(hosted.parts()))
         log.info("window created", extra={"event": "create", "window": spec.name})
         return self._info(spec.name, hosted)
 
@@ -279,40 +305,83 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         log.info("window deleted", extra={"event": "delete", "window": request.name})
         return pb.DeleteWindowResponse(deleted=deleted or hosted is not None)
 
-    def _updates(self, hosted: Hosted, request: pb.InsertRequest) -> dict[str, tuple[list[int] | None, list]]:
-        """The request's updates as (timestamp, value) pairs by key, each with its
-        positions in the request (None: all of them, in order) (BadRequest naming the update)."""
+    def _updates(self, hosted: Hosted, request: pb.InsertRequest) -> dict[str, tuple[Any, list, list]]:
+        """The request's updates by key, each group as (positions in the request or None
+        for all of them in order, timestamps, values) (BadRequest naming the field)."""
+        if request.HasField("columns"):
+            if request.updates:
+                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "updates, columns: send one of them, not both")
+            keys, timestamps, values = self._columns(hosted, request.columns)
+            where = "columns.keys[{}]"
+        else:
+            keys, timestamps, values = self._rows(hosted, request)
+            where = "updates[{}].key"
+        if not hosted.spec.keyed:
+            if keys and any(keys):
+                i = next(i for i, key in enumerate(keys) if key)
+                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"{where.format(i)}: window {request.window!r} is not keyed")
+            return {"": (None, timestamps, values)} if timestamps else {}
+        keys = keys or [""] * len(timestamps)
+        groups: dict[str, tuple[list, list, list]] = {}
+        for i, key in enumerate(keys):
+            group = groups.get(key)
+            if group is None:
+                if not key or len(key) > MAX_KEY:
+                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
+                                     f"{where.format(i)}: 1 to {MAX_KEY} characters in keyed window "
+                                     f"{request.window!r}, got {len(key)}")
+                group = groups[key] = ([], [], [])
+            group[0].append(i)
+            group[1].append(timestamps[i])
+            group[2].append(values[i])
+        return groups
+
+    @staticmethod
+    def _rows(hosted: Hosted, request: pb.InsertRequest) -> tuple[list[str], list, list]:
+        """Keys, timestamps and values of ``request.updates``."""
         record = isinstance(hosted.window.monoid, Record)
-        keyed = hosted.spec.keyed
-        groups: dict[str, tuple[list[int] | None, list]] = {}
-        out: list = []
+        keys, timestamps, values = [], [], []
         for i, update in enumerate(request.updates):
             kind = update.WhichOneof("time")
             if kind is None:
                 raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"updates[{i}].time: ts or ts_float is required")
             if update.payload:
-                try:
-                    value = msgpack.unpackb(update.payload, use_list=False)
-                except Exception:  # noqa: BLE001 - any malformed payload is the client's error
-                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
-                                     f"updates[{i}].payload: not valid msgpack") from None
+                values.append(_unpack(update.payload, f"updates[{i}].payload"))
             elif record:
-                value = dict(update.dimensions)
+                values.append(dict(update.dimensions))
             else:
-                value = update.value
-            if keyed:
-                key = update.key
-                if not key or len(key) > MAX_KEY:
-                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
-                                     f"updates[{i}].key: 1 to {MAX_KEY} characters in keyed window "
-                                     f"{request.window!r}, got {len(key)}")
-                positions, out = groups.setdefault(key, ([], []))
-                positions.append(i)
-            elif update.key:
-                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
-                                 f"updates[{i}].key: window {request.window!r} is not keyed")
-            out.append((getattr(update, kind), value))
-        return groups if keyed else {"": (None, out)} if out else {}
+                values.append(update.value)
+            timestamps.append(getattr(update, kind))
+            keys.append(update.key)
+        return keys, timestamps, values
+
+    @staticmethod
+    def _columns(hosted: Hosted, columns: pb.Columns) -> tuple[list[str], list, list]:
+        """Keys, timestamps and values of a batch in columns."""
+        if columns.ts and columns.ts_float:
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "columns.ts, columns.ts_float: send one of them")
+        timestamps = list(columns.ts) if columns.ts else list(columns.ts_float)
+        n = len(timestamps)
+        used = [name for name in ("values", "dimensions", "payloads") if len(getattr(columns, name))]
+        if len(used) > 1:
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"columns.{used[0]}, columns.{used[1]}: send one")
+        if used == ["dimensions"] or (not used and isinstance(hosted.window.monoid, Record)):
+            names = list(columns.dimensions)
+            series = [columns.dimensions[name].values for name in names]
+            for name, column in zip(names, series):
+                _same_length(f"columns.dimensions[{name!r}]", len(column), n)
+            values = [dict(zip(names, row)) for row in zip(*series)] if names else [{}] * n
+        elif used == ["payloads"]:
+            _same_length("columns.payloads", len(columns.payloads), n)
+            values = [_unpack(p, f"columns.payloads[{i}]") for i, p in enumerate(columns.payloads)]
+        else:
+            values = list(columns.values)
+            _same_length("columns.values", len(values), n)
+        keys = list(columns.keys)
+        if keys:
+            _same_length("columns.keys", len(keys), n)
+        return keys, timestamps, values
 
     def _new_key(self, name: str, hosted: Hosted, key: str) -> Window:
         monoid, policy, options = self._build(hosted.spec)
@@ -321,20 +390,34 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     async def Insert(self, request: pb.InsertRequest, context: Any) -> pb.InsertResponse:
         hosted = self._hosted(request.window)
-        if len(request.updates) > self.max_batch:
+        columns = request.columns
+        size = len(request.updates) + max(len(columns.ts), len(columns.ts_float))
+        if size > self.max_batch:
+            field = "updates" if request.updates else "columns"
             raise BadRequest(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                             f"updates: {len(request.updates)} in one batch, the limit is {self.max_batch}")
+                             f"{field}: {size} in one batch, the limit is {self.max_batch}")
         groups = self._updates(hosted, request)
+        # Applied in a task of its own: a call cancelled mid-batch (its client gone) must
+        # not leave half a batch in the window. The batch completes; only the ack is lost.
+        response, touched = await asyncio.shield(self._apply(request, hosted, groups))
+        await self._durable(touched)
+        self.metrics.updates.inc(response.inserted)
+        self.metrics.evictions.inc(response.evicted)
+        return response
+
+    async def _apply(self, request: pb.InsertRequest, hosted: Hosted,
+                     groups: dict[str, tuple[Any, list, list]]) -> tuple[pb.InsertResponse, list[Window]]:
+        """Check every key's updates, then apply them all; the response and the windows changed."""
         batch_id = request.batch_id
         async with hosted.lock:
             parts = hosted.parts()
             todo = []  # every key is checked before any changes: the batch is applied whole or not at all
-            for key, (positions, updates) in groups.items():
+            for key, (positions, timestamps, values) in groups.items():
                 window = parts.get(key)
                 if window is not None and batch_id and batch_id in window.notes.get("batches", ()):
                     continue  # a retry: this key has the batch already
                 try:
-                    todo.append((key, window, (window or hosted.window).check(updates, positions)))
+                    todo.append((key, window, (window or hosted.window).check(timestamps, values, positions)))
                 except (TypeError, ValueError, MonoidError) as error:
                     where = f"updates (key {key!r})" if key else "updates"
                     raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {error}") from None
@@ -344,8 +427,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 for key, window, checked in todo:
                     if window is None:
                         window = hosted.keys[key] = await asyncio.to_thread(self._new_key, request.window, hosted, key)
-                    evicted += window.insert_checked(checked)
-                    inserted += len(checked)
+                    timestamps, partials = checked
+                    for start in range(0, len(partials), SLICE):
+                        if start:
+                            await asyncio.sleep(0)  # let queries in (they read the last results)
+                        evicted += window.insert_checked((timestamps[start:start + SLICE],
+                                                          partials[start:start + SLICE]))
+                    inserted += len(partials)
                     if batch_id:
                         window.notes["batches"] = (*window.notes.get("batches", ()), batch_id)[-REMEMBERED_BATCHES:]
                     window.flush(wait=False)
@@ -360,10 +448,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             if request.want_result:  # the windows right after this batch
                 keys = list(groups) if hosted.spec.keyed else [""]
                 response.results.extend(self._results(request.window, hosted, keys))
-        await self._durable(touched)
-        self.metrics.updates.inc(inserted)
-        self.metrics.evictions.inc(evicted)
-        return response
+        return response, touched
 
     async def Ingest(self, request_iterator: AsyncIterator[pb.InsertRequest],
                      context: Any) -> AsyncIterator[pb.InsertResponse]:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18mta/v1/aggregation.proto\x12\x06mta.v1\"i\n\x05Param\x12\x13\n\tint_value\x18\x01 \x01(\x12H\x00\x12\x15\n\x0b\x66loat_value\x18\x02 \x01(\x01H\x00\x12\x16\n\x0cstring_value\x18\x03 \x01(\tH\x00\x12\x14\n\nbool_value\x18\x04 \x01(\x08H\x00\x42\x06\n\x04kind\"\x86\x01\n\tComponent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\x06params\x18\x02 \x03(\x0b\x32\x1d.mta.v1.Component.ParamsEntry\x1a<\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1c\n\x05value\x18\x02 \x01(\x0b\x32\r.mta.v1.Param:\x02\x38\x01\"<\n\tDimension\x12\x0c\n\x04name\x18\x01 \x01(\t\x12!\n\x06monoid\x18\x02 \x01(\x0b\x32\x11.mta.v1.Component\"K\n\x0cStoreOptions\x12\x13\n\x0b\x62uffer_size\x18\x01 \x01(\r\x12\x12\n\ncache_size\x18\x02 \x01(\r\x12\x12\n\nblock_size\x18\x03 \x01(\r\"\xce\x01\n\nWindowSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12!\n\x06monoid\x18\x02 \x01(\x0b\x32\x11.mta.v1.Component\x12%\n\ndimensions\x18\x03 \x03(\x0b\x32\x11.mta.v1.Dimension\x12!\n\x06policy\x18\x04 \x01(\x0b\x32\x11.mta.v1.Component\x12\x11\n\talgorithm\x18\x05 \x01(\t\x12#\n\x05store\x18\x06 \x01(\x0b\x32\x14.mta.v1.StoreOptions\x12\r\n\x05keyed\x18\x07 \x01(\x08\"L\n\nWindowInfo\x12 \n\x04spec\x18\x01 \x01(\x0b\x32\x12.mta.v1.WindowSpec\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\x0c\n\x04keys\x18\x03 \x01(\x04\"\xc6\x01\n\x06Update\x12\x0c\n\x02ts\x18\x01 \x01(\x12H\x00\x12\x12\n\x08ts_float\x18\x02 \x01(\x01H\x00\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\r\n\x05value\x18\x04 \x01(\x01\x12\x32\n\ndimensions\x18\x05 \x03(\x0b\x32\x1e.mta.v1.Update.DimensionsEntry\x12\x0f\n\x07payload\x18\x06 \x01(\x0c\x1a\x31\n\x0f\x44imensionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x06\n\x04time\"\xa1\x01\n\x06Result\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06length\x18\x03 \x01(\x04\x12*\n\x06values\x18\x04 \x03(\x0b\x32\x1a.mta.v1.Result.ValuesEntry\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x1a-\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"N\n\x13\x43reateWindowRequest\x12 \n\x04spec\x18\x01 \x01(\x0b\x32\x12.mta.v1.WindowSpec\x12\x15\n\rif_not_exists\x18\x02 \x01(\x08\" \n\x10GetWindowRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12ListWindowsRequest\":\n\x13ListWindowsResponse\x12#\n\x07windows\x18\x01 \x03(\x0b\x32\x12.mta.v1.WindowInfo\"#\n\x13\x44\x65leteWindowRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\'\n\x14\x44\x65leteWindowResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"g\n\rInsertRequest\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x1f\n\x07updates\x18\x02 \x03(\x0b\x32\x0e.mta.v1.Update\x12\x10\n\x08\x62\x61tch_id\x18\x03 \x01(\t\x12\x13\n\x0bwant_result\x18\x04 \x01(\x08\"y\n\x0eInsertResponse\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\t\x12\x10\n\x08inserted\x18\x02 \x01(\x04\x12\x0f\n\x07\x65victed\x18\x03 \x01(\x04\x12\x11\n\tduplicate\x18\x04 \x01(\x08\x12\x1f\n\x07results\x18\x05 \x03(\x0b\x32\x0e.mta.v1.Result\"-\n\x0cQueryRequest\x12\x0f\n\x07windows\x18\x01 \x03(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\"0\n\rQueryResponse\x12\x1f\n\x07results\x18\x01 \x03(\x0b\x32\x0e.mta.v1.Result\":\n\x0c\x45victRequest\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\" \n\rEvictResponse\x12\x0f\n\x07\x65victed\x18\x01 \x01(\x04\"\x1f\n\x0c\x46lushRequest\x12\x0f\n\x07windows\x18\x01 \x03(\t\"\x0f\n\rFlushResponse\",\n\x0cWatchRequest\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t2\xe5\x04\n\x0b\x41ggregation\x12?\n\x0c\x43reateWindow\x12\x1b.mta.v1.CreateWindowRequest\x1a\x12.mta.v1.WindowInfo\x12\x39\n\tGetWindow\x12\x18.mta.v1.GetWindowRequest\x1a\x12.mta.v1.WindowInfo\x12\x46\n\x0bListWindows\x12\x1a.mta.v1.ListWindowsRequest\x1a\x1b.mta.v1.ListWindowsResponse\x12I\n\x0c\x44\x65leteWindow\x12\x1b.mta.v1.DeleteWindowRequest\x1a\x1c.mta.v1.DeleteWindowResponse\x12\x37\n\x06Insert\x12\x15.mta.v1.InsertRequest\x1a\x16.mta.v1.InsertResponse\x12;\n\x06Ingest\x12\x15.mta.v1.InsertRequest\x1a\x16.mta.v1.InsertResponse(\x01\x30\x01\x12\x34\n\x05Query\x12\x14.mta.v1.QueryRequest\x1a\x15.mta.v1.QueryResponse\x12\x34\n\x05\x45vict\x12\x14.mta.v1.EvictRequest\x1a\x15.mta.v1.EvictResponse\x12\x34\n\x05\x46lush\x12\x14.mta.v1.FlushRequest\x1a\x15.mta.v1.FlushResponse\x12/\n\x05Watch\x12\x14.mta.v1.WatchRequest\x1a\x0e.mta.v1.Result0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18mta/v1/aggregation.proto\x12\x06mta.v1\"i\n\x05Param\x12\x13\n\tint_value\x18\x01 \x01(\x12H\x00\x12\x15\n\x0b\x66loat_value\x18\x02 \x01(\x01H\x00\x12\x16\n\x0cstring_value\x18\x03 \x01(\tH\x00\x12\x14\n\nbool_value\x18\x04 \x01(\x08H\x00\x42\x06\n\x04kind\"\x86\x01\n\tComponent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\x06params\x18\x02 \x03(\x0b\x32\x1d.mta.v1.Component.ParamsEntry\x1a<\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1c\n\x05value\x18\x02 \x01(\x0b\x32\r.mta.v1.Param:\x02\x38\x01\"<\n\tDimension\x12\x0c\n\x04name\x18\x01 \x01(\t\x12!\n\x06monoid\x18\x02 \x01(\x0b\x32\x11.mta.v1.Component\"K\n\x0cStoreOptions\x12\x13\n\x0b\x62uffer_size\x18\x01 \x01(\r\x12\x12\n\ncache_size\x18\x02 \x01(\r\x12\x12\n\nblock_size\x18\x03 \x01(\r\"\xce\x01\n\nWindowSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12!\n\x06monoid\x18\x02 \x01(\x0b\x32\x11.mta.v1.Component\x12%\n\ndimensions\x18\x03 \x03(\x0b\x32\x11.mta.v1.Dimension\x12!\n\x06policy\x18\x04 \x01(\x0b\x32\x11.mta.v1.Component\x12\x11\n\talgorithm\x18\x05 \x01(\t\x12#\n\x05store\x18\x06 \x01(\x0b\x32\x14.mta.v1.StoreOptions\x12\r\n\x05keyed\x18\x07 \x01(\x08\"L\n\nWindowInfo\x12 \n\x04spec\x18\x01 \x01(\x0b\x32\x12.mta.v1.WindowSpec\x12\x0e\n\x06length\x18\x02 \x01(\x04\x12\x0c\n\x04keys\x18\x03 \x01(\x04\"\xc6\x01\n\x06Update\x12\x0c\n\x02ts\x18\x01 \x01(\x12H\x00\x12\x12\n\x08ts_float\x18\x02 \x01(\x01H\x00\x12\x0b\n\x03key\x18\x03 \x01(\t\x12\r\n\x05value\x18\x04 \x01(\x01\x12\x32\n\ndimensions\x18\x05 \x03(\x0b\x32\x1e.mta.v1.Update.DimensionsEntry\x12\x0f\n\x07payload\x18\x06 \x01(\x0c\x1a\x31\n\x0f\x44imensionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x06\n\x04time\"\xa1\x01\n\x06Result\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06length\x18\x03 \x01(\x04\x12*\n\x06values\x18\x04 \x03(\x0b\x32\x1a.mta.v1.Result.ValuesEntry\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x1a-\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"N\n\x13\x43reateWindowRequest\x12 \n\x04spec\x18\x01 \x01(\x0b\x32\x12.mta.v1.WindowSpec\x12\x15\n\rif_not_exists\x18\x02 \x01(\x08\" \n\x10GetWindowRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12ListWindowsRequest\":\n\x13ListWindowsResponse\x12#\n\x07windows\x18\x01 \x03(\x0b\x32\x12.mta.v1.WindowInfo\"#\n\x13\x44\x65leteWindowRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\'\n\x14\x44\x65leteWindowResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"\x19\n\x07\x44oubles\x12\x0e\n\x06values\x18\x01 \x03(\x01\"\xd0\x01\n\x07\x43olumns\x12\n\n\x02ts\x18\x01 \x03(\x12\x12\x10\n\x08ts_float\x18\x02 \x03(\x01\x12\x0e\n\x06values\x18\x03 \x03(\x01\x12\x33\n\ndimensions\x18\x04 \x03(\x0b\x32\x1f.mta.v1.Columns.DimensionsEntry\x12\x10\n\x08payloads\x18\x05 \x03(\x0c\x12\x0c\n\x04keys\x18\x06 \x03(\t\x1a\x42\n\x0f\x44imensionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1e\n\x05value\x18\x02 \x01(\x0b\x32\x0f.mta.v1.Doubles:\x02\x38\x01\"\x89\x01\n\rInsertRequest\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x1f\n\x07updates\x18\x02 \x03(\x0b\x32\x0e.mta.v1.Update\x12 \n\x07\x63olumns\x18\x05 \x01(\x0b\x32\x0f.mta.v1.Columns\x12\x10\n\x08\x62\x61tch_id\x18\x03 \x01(\t\x12\x13\n\x0bwant_result\x18\x04 \x01(\x08\"y\n\x0eInsertResponse\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\t\x12\x10\n\x08inserted\x18\x02 \x01(\x04\x12\x0f\n\x07\x65victed\x18\x03 \x01(\x04\x12\x11\n\tduplicate\x18\x04 \x01(\x08\x12\x1f\n\x07results\x18\x05 \x03(\x0b\x32\x0e.mta.v1.Result\"-\n\x0cQueryRequest\x12\x0f\n\x07windows\x18\x01 \x03(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t\"0\n\rQueryResponse\x12\x1f\n\x07results\x18\x01 \x03(\x0b\x32\x0e.mta.v1.Result\":\n\x0c\x45victRequest\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\" \n\rEvictResponse\x12\x0f\n\x07\x65victed\x18\x01 \x01(\x04\"\x1f\n\x0c\x46lushRequest\x12\x0f\n\x07windows\x18\x01 \x03(\t\"\x0f\n\rFlushResponse\",\n\x0cWatchRequest\x12\x0e\n\x06window\x18\x01 \x01(\t\x12\x0c\n\x04keys\x18\x02 \x03(\t2\xe5\x04\n\x0b\x41ggregation\x12?\n\x0c\x43reateWindow\x12\x1b.mta.v1.CreateWindowRequest\x1a\x12.mta.v1.WindowInfo\x12\x39\n\tGetWindow\x12\x18.mta.v1.GetWindowRequest\x1a\x12.mta.v1.WindowInfo\x12\x46\n\x0bListWindows\x12\x1a.mta.v1.ListWindowsRequest\x1a\x1b.mta.v1.ListWindowsResponse\x12I\n\x0c\x44\x65leteWindow\x12\x1b.mta.v1.DeleteWindowRequest\x1a\x1c.mta.v1.DeleteWindowResponse\x12\x37\n\x06Insert\x12\x15.mta.v1.InsertRequest\x1a\x16.mta.v1.InsertResponse\x12;\n\x06Ingest\x12\x15.mta.v1.InsertRequest\x1a\x16.mta.v1.InsertResponse(\x01\x30\x01\x12\x34\n\x05Query\x12\x14.mta.v1.QueryRequest\x1a\x15.mta.v1.QueryResponse\x12\x34\n\x05\x45vict\x12\x14.mta.v1.EvictRequest\x1a\x15.mta.v1.EvictResponse\x12\x34\n\x05\x46lush\x12\x14.mta.v1.FlushRequest\x1a\x15.mta.v1.FlushResponse\x12/\n\x05Watch\x12\x14.mta.v1.WatchRequest\x1a\x0e.mta.v1.Result0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,6 +37,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPDATE_DIMENSIONSENTRY']._serialized_options = b'8\001'
   _globals['_RESULT_VALUESENTRY']._loaded_options = None
   _globals['_RESULT_VALUESENTRY']._serialized_options = b'8\001'
+  _globals['_COLUMNS_DIMENSIONSENTRY']._loaded_options = None
+  _globals['_COLUMNS_DIMENSIONSENTRY']._serialized_options = b'8\001'
   _globals['_PARAM']._serialized_start=36
   _globals['_PARAM']._serialized_end=141
   _globals['_COMPONENT']._serialized_start=144
@@ -71,24 +73,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DELETEWINDOWREQUEST']._serialized_end=1302
   _globals['_DELETEWINDOWRESPONSE']._serialized_start=1304
   _globals['_DELETEWINDOWRESPONSE']._serialized_end=1343
-  _globals['_INSERTREQUEST']._serialized_start=1345
-  _globals['_INSERTREQUEST']._serialized_end=1448
-  _globals['_INSERTRESPONSE']._serialized_start=1450
-  _globals['_INSERTRESPONSE']._serialized_end=1571
-  _globals['_QUERYREQUEST']._serialized_start=1573
-  _globals['_QUERYREQUEST']._serialized_end=1618
-  _globals['_QUERYRESPONSE']._serialized_start=1620
-  _globals['_QUERYRESPONSE']._serialized_end=1668
-  _globals['_EVICTREQUEST']._serialized_start=1670
-  _globals['_EVICTREQUEST']._serialized_end=1728
-  _globals['_EVICTRESPONSE']._serialized_start=1730
-  _globals['_EVICTRESPONSE']._serialized_end=1762
-  _globals['_FLUSHREQUEST']._serialized_start=1764
-  _globals['_FLUSHREQUEST']._serialized_end=1795
-  _globals['_FLUSHRESPONSE']._serialized_start=1797
-  _globals['_FLUSHRESPONSE']._serialized_end=1812
-  _globals['_WATCHREQUEST']._serialized_start=1814
-  _globals['_WATCHREQUEST']._serialized_end=1858
-  _globals['_AGGREGATION']._serialized_start=1861
-  _globals['_AGGREGATION']._serialized_end=2474
+  _globals['_DOUBLES']._serialized_start=1345
+  _globals['_DOUBLES']._serialized_end=1370
+  _globals['_COLUMNS']._serialized_start=1373
+  _globals['_COLUMNS']._serialized_end=1581
+  _globals['_COLUMNS_DIMENSIONSENTRY']._serialized_start=1515
+  _globals['_COLUMNS_DIMENSIONSENTRY']._serialized_end=1581
+  _globals['_INSERTREQUEST']._serialized_start=1584
+  _globals['_INSERTREQUEST']._serialized_end=1721
+  _globals['_INSERTRESPONSE']._serialized_start=1723
+  _globals['_INSERTRESPONSE']._serialized_end=1844
+  _globals['_QUERYREQUEST']._serialized_start=1846
+  _globals['_QUERYREQUEST']._serialized_end=1891
+  _globals['_QUERYRESPONSE']._serialized_start=1893
+  _globals['_QUERYRESPONSE']._serialized_end=1941
+  _globals['_EVICTREQUEST']._serialized_start=1943
+  _globals['_EVICTREQUEST']._serialized_end=2001
+  _globals['_EVICTRESPONSE']._serialized_start=2003
+  _globals['_EVICTRESPONSE']._serialized_end=2035
+  _globals['_FLUSHREQUEST']._serialized_start=2037
+  _globals['_FLUSHREQUEST']._serialized_end=2068
+  _globals['_FLUSHRESPONSE']._serialized_start=2070
+  _globals['_FLUSHRESPONSE']._serialized_end=2085
+  _globals['_WATCHREQUEST']._serialized_start=2087
+  _globals['_WATCHREQUEST']._serialized_end=2131
+  _globals['_AGGREGATION']._serialized_start=2134
+  _globals['_AGGREGATION']._serialized_end=2747
 # @@protoc_insertion_point(module_scope)

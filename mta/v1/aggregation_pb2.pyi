@@ -159,17 +159,48 @@ class DeleteWindowResponse(_message.Message):
     deleted: bool
     def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
 
+class Doubles(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class Columns(_message.Message):
+    __slots__ = ("ts", "ts_float", "values", "dimensions", "payloads", "keys")
+    class DimensionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Doubles
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Doubles, _Mapping]] = ...) -> None: ...
+    TS_FIELD_NUMBER: _ClassVar[int]
+    TS_FLOAT_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    ts: _containers.RepeatedScalarFieldContainer[int]
+    ts_float: _containers.RepeatedScalarFieldContainer[float]
+    values: _containers.RepeatedScalarFieldContainer[float]
+    dimensions: _containers.MessageMap[str, Doubles]
+    payloads: _containers.RepeatedScalarFieldContainer[bytes]
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ts: _Optional[_Iterable[int]] = ..., ts_float: _Optional[_Iterable[float]] = ..., values: _Optional[_Iterable[float]] = ..., dimensions: _Optional[_Mapping[str, Doubles]] = ..., payloads: _Optional[_Iterable[bytes]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class InsertRequest(_message.Message):
-    __slots__ = ("window", "updates", "batch_id", "want_result")
+    __slots__ = ("window", "updates", "columns", "batch_id", "want_result")
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     UPDATES_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     WANT_RESULT_FIELD_NUMBER: _ClassVar[int]
     window: str
     updates: _containers.RepeatedCompositeFieldContainer[Update]
+    columns: Columns
     batch_id: str
     want_result: bool
-    def __init__(self, window: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., batch_id: _Optional[str] = ..., want_result: _Optional[bool] = ...) -> None: ...
+    def __init__(self, window: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., columns: _Optional[_Union[Columns, _Mapping]] = ..., batch_id: _Optional[str] = ..., want_result: _Optional[bool] = ...) -> None: ...
 
 class InsertResponse(_message.Message):
     __slots__ = ("batch_id", "inserted", "evicted", "duplicate", "results")
