@@ -23,7 +23,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import grpc
 import msgpack
@@ -75,6 +75,14 @@ def _unpack(payload: bytes, where: str) -> Any:
 def _same_length(where: str, length: int, n: int) -> None:
     if length != n:
         raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {length} entries for {n} timestamps")
+
+
+def _slices(window: Window, checked: tuple) -> Iterator[int]:
+    """Insert a checked batch SLICE updates at a time; yield the evictions of each slice.
+    The batch is still committed whole: nothing commits until the caller's flush."""
+    timestamps, partials = checked
+    for start in range(0, len(partials), SLICE):
+        yield window.insert_checked((timestamps[start:start + SLICE], partials[start:start + SLICE]))
 
 
 def _param(value: pb.Param, where: str) -> Any:
@@ -427,16 +435,16 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 for key, window, checked in todo:
                     if window is None:
                         window = hosted.keys[key] = await asyncio.to_thread(self._new_key, request.window, hosted, key)
-                    timestamps, partials = checked
-                    for start in range(0, len(partials), SLICE):
-                        if start:
-                            await asyncio.sleep(0)  # let queries in (they read the last results)
-                        evicted += window.insert_checked((timestamps[start:start + SLICE],
-                                                          partials[start:start + SLICE]))
-                    inserted += len(partials)
-                    if batch_id:
-                        window.notes["batches"] = (*window.notes.get("batches", ()), batch_id)[-REMEMBERED_BATCHES:]
-                    window.flush(wait=False)
+                    # Slices let queries in (they read the last complete results). Cache misses
+                    # read the store and commits are packed: for a durable store, off the event loop.
+                    if window.durable:
+                        evicted += await asyncio.to_thread(self._insert, window, checked, batch_id)
+                    else:
+                        for count in _slices(window, checked):
+                            evicted += count
+                            await asyncio.sleep(0)
+                        self._commit(window, batch_id)
+                    inserted += len(checked[1])
                     touched.append(window)
             except kvs.StoreError as error:
                 raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
@@ -449,6 +457,24 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 keys = list(groups) if hosted.spec.keyed else [""]
                 response.results.extend(self._results(request.window, hosted, keys))
         return response, touched
+
+    @staticmethod
+    def _insert(window: Window, checked: tuple, batch_id: str) -> int:
+        """Insert a checked batch (in a worker thread), note its id in the same checkpoint,
+        send the commit."""
+        evicted = 0
+        for count in _slices(window, checked):
+            evicted += count
+            time.sleep(0)  # lets the event loop's thread take the GIL
+        AggregationServicer._commit(window, batch_id)
+        return evicted
+
+    @staticmethod
+    def _commit(window: Window, batch_id: str) -> None:
+        """Note the batch's id in the window's next checkpoint, and send it."""
+        if batch_id:
+            window.notes["batches"] = (*window.notes.get("batches", ()), batch_id)[-REMEMBERED_BATCHES:]
+        window.flush(wait=False)
 
     async def Ingest(self, request_iterator: AsyncIterator[pb.InsertRequest],
                      context: Any) -> AsyncIterator[pb.InsertResponse]:
