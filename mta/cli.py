@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -32,13 +33,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_seconds(text: str) -> float:
+def _positive_seconds(text: str, *, zero: bool = False) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    if not (value > 0 or (zero and value == 0)) or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds {'>=' if zero else '>'} 0, "
+                                         f"got {text!r}")
     return int(value) if value.is_integer() else value
 
 
@@ -87,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tls-client-ca", type=Path, help="mutual TLS: clients need a certificate signed by this CA")
     v.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics here")
     v.add_argument("--log-format", choices=("text", "json"), default="text", help="stderr log lines")
+    v.add_argument("--gc-interval", type=functools.partial(_positive_seconds, zero=True), default=60.0, metavar="SECONDS",
+                   help="run Python's full garbage collections on this timer, not mid-query (0: Python decides)")
     v.set_defaults(subparser=v)
 
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
@@ -125,7 +129,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     tls = Tls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     try:
         asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch,
-                        token=token, tls=tls, metrics_listen=args.metrics_listen))
+                        token=token, tls=tls, metrics_listen=args.metrics_listen,
+                        gc_interval=args.gc_interval))
     except (RegistryError, StoreError, OSError, ValueError) as error:
         parser.error(str(error))
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import functools
 import hashlib
 import inspect
@@ -41,7 +42,7 @@ log = logging.getLogger("mta.service")
 #: Batch ids remembered per window (a retry older than this many batches is applied again).
 REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
-INGEST_PIPELINE = 8
+INGEST_PIPELINE = 2
 #: Updates applied between two turns of the event loop: a large batch never holds
 #: queries up for longer than this many updates take.
 SLICE = 256
@@ -117,6 +118,9 @@ class Hosted:
 class AggregationServicer(pb_grpc.AggregationServicer):
     def __init__(self, backend: kvs.Backend, registry: Registry, *, max_batch: int = 100_000) -> None:
         self.backend = backend
+        # One thread applies the batches of durable windows: more would only fight
+        # the event loop for the GIL (they run Python, not I/O, most of the time).
+        self.applier = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mta-apply")
         self.registry = registry
         self.max_batch = max_batch
         self.windows: dict[str, Hosted] = {}
@@ -438,7 +442,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     # Slices let queries in (they read the last complete results). Cache misses
                     # read the store and commits are packed: for a durable store, off the event loop.
                     if window.durable:
-                        evicted += await asyncio.to_thread(self._insert, window, checked, batch_id)
+                        evicted += await asyncio.get_running_loop().run_in_executor(
+                            self.applier, self._insert, window, checked, batch_id)
                     else:
                         for count in _slices(window, checked):
                             evicted += count
