@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,8 @@ def run(store: str, n_windows: int, batches: int, size: int, form: str = "column
     try:
         channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 64 << 20)])
         stub = pb_grpc.AggregationStub(channel)
-        names = [f"n{n_windows}-w{i}" for i in range(n_windows)]
+        tag = uuid.uuid4().hex[:8]  # rounds share one Redis
+        names = [f"{tag}-w{i}" for i in range(n_windows)]
         for name in names:
             stub.CreateWindow(pb.CreateWindowRequest(spec=spec(name)))
         work = requests(names, batches, size, form)

@@ -122,6 +122,17 @@ def main(argv: list[str] | None = None) -> int:
     ])
     run_.data["results"] = rows
     run_.finish(list(rows[0]), [list(r.values()) for r in rows])
+    if not args.no_plot:
+        lines: dict[str, tuple[list[float], list[float]]] = {}
+        for r in rows:
+            xs, ys = lines.setdefault(f"server, {r['windows']} windows (KiB per window)", ([], []))
+            xs.append(r["n"])
+            ys.append(r["per_window_kib"])
+            xs, ys = lines.setdefault("in memory, per window (KiB, 34.7 B/element)", ([], []))
+            xs.append(r["n"])
+            ys.append(r["n"] * IN_MEMORY_BYTES_PER_ELEMENT / 1024)
+        common.plot_lines(run_.path(".png"), lines, title="mta serve on Redis: memory per window",
+                          xlabel="elements per window", ylabel="KiB per window")
     return 0
 
 

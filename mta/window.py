@@ -62,7 +62,8 @@ class _Timed(Monoid):
         count = sum(map(_COUNT, partials))
         if not count:
             return acc
-        newest = next(p[1] for p in reversed(partials) if p[0])
+        last = partials[-1]
+        newest = last[1] if last[0] else next(p[1] for p in reversed(partials) if p[0])
         return (acc[0] + count, newest, self.inner.fold(acc[2], list(map(_PARTIAL, partials))))
 
     def invert(self, total: tuple, front: tuple) -> tuple:

@@ -536,3 +536,20 @@ def test_bad_columns_are_rejected_whole(server) -> None:
     assert "send one of them" in error_of(stub.Insert, both).details()
     result = stub.Query(pb.QueryRequest(windows=["w"])).results[0]
     assert (result.length, result.values["value"]) == (1, 1)
+
+
+def test_deadlines_are_honoured_and_a_retry_after_one_counts_once(server) -> None:
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("d", policy=None)))
+    request = pb.InsertRequest(window="d", batch_id="late", columns=pb.Columns(ts=range(1000), values=[1] * 1000))
+    error = error_of(lambda r: stub.Insert(r, timeout=0.0005), request)
+    assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    stub.Insert(request, timeout=10)  # the retry: applied, or acknowledged as a duplicate
+    result = stub.Query(pb.QueryRequest(windows=["d"])).results[0]
+    assert (result.length, result.values["value"]) == (1000, 1000)
+    watch = stub.Watch(pb.WatchRequest(window="d"), timeout=0.5)
+    with pytest.raises(grpc.RpcError) as caught:
+        for _ in watch:
+            pass
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert stub.GetWindow(pb.GetWindowRequest(name="d")).length == 1000  # the server goes on

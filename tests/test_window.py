@@ -373,3 +373,40 @@ def test_partial_and_query(name) -> None:
         window.insert(ts, v)
     assert window.partial() == (8, 2) and window.query() == 4
     assert list(window) == [(2, 1), (6, 1)]
+
+
+@given(st.lists(st.tuples(st.integers(1, 200), st.integers(0, 40)), min_size=1, max_size=12),
+       st.sampled_from(["time", "count", "none"]), st.sampled_from(["amta", "log_mta"]))
+@hsettings(max_examples=60, deadline=None)
+def test_large_batches_cross_chunks_and_merges_like_single_insertions(batches, kind, name) -> None:
+    """insert_many's runs (folded at once up to the next chunk or tree merge) against
+    insert one by one, with evictions between batches, on a non-commutative monoid."""
+    policy = {"time": TimeRange(150), "count": MaxSize(300), "none": None}[kind]
+    one, many = Window(Collect(), policy, algorithm=name), Window(Collect(), policy, algorithm=name)
+    ts = 0
+    for size, evict in batches:
+        updates = [(ts + i // 2, ts + i) for i in range(size)]
+        ts += size
+        for t, v in updates:
+            one.insert(t, v)
+        many.insert_many(updates)
+        k = min(evict, len(one))
+        one.evict(k)
+        many.evict(k)
+        assert (list(many), many.query()) == (list(one), one.query())
+
+
+@given(st.lists(st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
+                          st.booleans(), st.fractions(), st.just("x")), max_size=8))
+@hsettings(max_examples=200)
+def test_lift_many_equals_lifting_one_by_one(values) -> None:
+    from mta.monoid import Count, Max, Mean, Min
+
+    for monoid in (Sum(), Count(), Min(), Max(), Mean()):
+        try:
+            expected = [monoid.lift(v) for v in values]
+        except (TypeError, ValueError) as error:
+            with pytest.raises(type(error)):
+                monoid.lift_many(values)
+            continue
+        assert monoid.lift_many(values) == expected
