@@ -296,3 +296,13 @@ def new_window_store(backend: kvs.Backend, **options: Any) -> tuple[str, LevelSt
     window_id = uuid.uuid4().hex
     backend.create(window_id, {})
     return window_id, backend.store(window_id, **{**TINY_STORE_OPTIONS, **options})
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every test (the JVM takes seconds to start)."""
+    from spark_integration.session import local_session
+
+    session = local_session("mta-tests", cores=2)
+    yield session
+    session.stop()

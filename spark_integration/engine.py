@@ -1,0 +1,222 @@
+"""One key's event-time window, fed in pieces: the part of the operator that does not
+depend on Spark. A batch run feeds everything at once; a streaming run feeds each
+micro-batch and advances to the watermark; both go through the same code, so they
+give the same rows.
+
+Times are integer microseconds since the epoch (Spark's ``unix_micros``).
+
+- **Time windows** (``size``, ``slide``; tumbling when equal): the rows of Spark's
+  ``window(ts, size, slide)``: one per window ``[start, start + size)`` that holds at
+  least one event, starts aligned to multiples of ``slide``. The window is one MTA
+  window: events go in once, each window end costs one bulk eviction (O(log n)) and
+  one query, so the cost does not grow with ``size / slide`` as Spark's Expand does.
+- **Policy windows** (a slide policy, plain Python callable, on microsecond times):
+  with ``slide``, one row per slide interval in which the key had events (the window
+  at the interval's end; ``start`` is its oldest event's time).
+- **Reactive** (``emit="event"``): one row per event, the aggregate right after it
+  (paper section 4.1.4), over ``TimeRange(size)``, the policy, or everything.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mta.monoid import Monoid
+from mta.policy import TimeRange
+from mta.window import Window
+
+#: Compact the kept event lists once this many evicted entries lead them.
+_COMPACT = 4096
+
+
+@dataclass(frozen=True)
+class Windowing:
+    """How a key's window slides and when it reports; times in microseconds."""
+
+    size: int | None = None
+    slide: int | None = None
+    policy: Callable[[Any, Any], bool] | None = None
+    emit: str = "window"
+
+    def __post_init__(self) -> None:
+        for name in ("size", "slide"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of microseconds, got {value!r}")
+        if self.emit not in ("window", "event"):
+            raise ValueError(f"emit must be 'window' (a row per window end) or 'event' (a row per event), "
+                             f"got {self.emit!r}")
+        if self.policy is not None and not callable(self.policy):
+            raise TypeError(f"policy must be callable (total, old) -> bool, got {self.policy!r}")
+        if self.emit == "window":
+            if self.policy is None and self.size is None:
+                raise ValueError("a window needs a size (and a slide; tumbling when omitted) or a policy")
+            if self.policy is not None and self.slide is None:
+                raise ValueError("a policy window reports once per slide: give slide (or emit='event')")
+            if self.policy is not None and self.size is not None:
+                raise ValueError("give either size (time windows) or a policy, not both")
+
+    @property
+    def step(self) -> int | None:
+        return self.slide or self.size
+
+
+def _align_up(x: int, step: int) -> int:
+    """The smallest multiple of ``step`` >= x."""
+    return -((-x) // step) * step
+
+
+class KeyWindow:
+    """The window of one key. ``add`` takes events in any order; ``advance(until)``
+    reports every row whose events all lie before ``until`` (the watermark)."""
+
+    def __init__(self, monoid: Monoid, windowing: Windowing, state: dict[str, Any] | None = None) -> None:
+        self.windowing = windowing
+        policy = windowing.policy
+        if windowing.emit == "event" and policy is None and windowing.size is not None:
+            policy = TimeRange(windowing.size)
+        self.window = Window(monoid, policy)
+        state = state or {}
+        #: Events in the window, oldest first (times and raw values, from ``head``).
+        self.times: list[int] = list(state.get("times", ()))
+        self.values: list[Any] = list(state.get("values", ()))
+        self.head = 0
+        if self.times:
+            self.window.insert_many(list(zip(self.times, self.values)))
+            self.head = len(self.times) - len(self.window)
+        #: Events not yet final (at or after the last ``until``), sorted by time.
+        self.pending_times: list[int] = list(state.get("pending_times", ()))
+        self.pending_values: list[Any] = list(state.get("pending_values", ()))
+        #: The next window start (time windows) or report time (policy windows); None: from the next event.
+        self.next: int | None = state.get("next")
+        #: Everything before this time is final: later events before it are late.
+        self.done: float = state.get("done", -math.inf)
+        self.late: int = state.get("late", 0)
+
+    def state(self) -> dict[str, Any]:
+        """What a streaming run keeps between micro-batches (msgpack-able)."""
+        return {"times": self.times[self.head:], "values": self.values[self.head:],
+                "pending_times": self.pending_times, "pending_values": self.pending_values,
+                "next": self.next, "done": self.done, "late": self.late}
+
+    def add(self, times: list[int], values: list[Any]) -> list[int]:
+        """Queue events; return the indices of the late ones (before what is final), which are dropped."""
+        late = [i for i, t in enumerate(times) if t < self.done] if times and min(times) < self.done else []
+        if late:
+            dropped = set(late)
+            times = [t for i, t in enumerate(times) if i not in dropped]
+            values = [v for i, v in enumerate(values) if i not in dropped]
+            self.late += len(late)
+        if times:
+            order = sorted(range(len(times)), key=times.__getitem__)  # stable: ties keep arrival order
+            if self.pending_times and times[order[0]] < self.pending_times[-1]:
+                merged = sorted(zip(self.pending_times + [times[i] for i in order],
+                                    self.pending_values + [values[i] for i in order]), key=lambda p: p[0])
+                self.pending_times = [t for t, _ in merged]
+                self.pending_values = [v for _, v in merged]
+            else:
+                self.pending_times += [times[i] for i in order]
+                self.pending_values += [values[i] for i in order]
+        return late
+
+    def advance(self, until: float) -> list[tuple[int, int, Any]]:
+        """Rows ``(start, end, result)`` (``emit="event"``: ``(time, time, result)``) of every
+        window end, or event, before ``until``; the events before it become final."""
+        windowing = self.windowing
+        if windowing.emit == "event":
+            rows = self._events(until)
+        elif windowing.policy is None:
+            rows = self._time_windows(until)
+        else:
+            rows = self._policy_windows(until)
+        self.done = max(self.done, until)
+        if self.head > _COMPACT and self.head * 2 > len(self.times):
+            del self.times[:self.head], self.values[:self.head]
+            self.head = 0
+        return rows
+
+    def next_report(self) -> int | None:
+        """The earliest ``until`` at which :meth:`advance` reports a row (None: not before more events)."""
+        windowing, pending = self.windowing, self.pending_times
+        if windowing.emit == "event":
+            return pending[0] + 1 if pending else None
+        if windowing.policy is not None:
+            return _align_up(pending[0] + 1, windowing.slide) if pending else None
+        start = self.next
+        if start is None:
+            if not pending:
+                return None
+            start = _align_up(pending[0] - windowing.size + 1, windowing.step)
+        return start + windowing.size
+
+    def _take(self, stop: int) -> None:
+        """Insert the pending events before time ``stop``."""
+        pending = self.pending_times
+        q = bisect.bisect_left(pending, stop)
+        if q:
+            times, values = pending[:q], self.pending_values[:q]
+            self.window.insert_many(list(zip(times, values)))
+            self.times += times
+            self.values += values
+            del self.pending_times[:q], self.pending_values[:q]
+            self.head = len(self.times) - len(self.window)  # what the policy evicted
+
+    def _time_windows(self, until: float) -> list[tuple[int, int, Any]]:
+        size, slide = self.windowing.size, self.windowing.step
+        window, rows = self.window, []
+        start = self.next
+        while True:
+            if start is None:
+                if not self.pending_times:
+                    break
+                start = _align_up(self.pending_times[0] - size + 1, slide)  # the first window holding it
+            end = start + size
+            if end > until:
+                break
+            self._take(end)
+            h = bisect.bisect_left(self.times, start, self.head)
+            if h > self.head:
+                window.evict(h - self.head)  # one bulk eviction, O(log n)
+                self.head = h
+            if len(window):
+                rows.append((start, end, window.query()))
+                start += slide
+            else:
+                start = None  # nothing until the next event's first window
+        self.next = start
+        return rows
+
+    def _policy_windows(self, until: float) -> list[tuple[int, int, Any]]:
+        slide = self.windowing.slide
+        window, rows = self.window, []
+        end = self.next
+        while True:
+            if end is None or not self.pending_times or self.pending_times[0] >= end:
+                if not self.pending_times:
+                    end = None
+                    break
+                end = _align_up(self.pending_times[0] + 1, slide)  # the interval of the next event
+            if end > until:
+                break
+            self._take(end)
+            if len(window):
+                rows.append((self.times[self.head], end, window.query()))
+            end += slide
+        self.next = end
+        return rows
+
+    def _events(self, until: float) -> list[tuple[int, int, Any]]:
+        pending = self.pending_times
+        q = bisect.bisect_left(pending, until)
+        window, rows = self.window, []
+        for t, v in zip(pending[:q], self.pending_values[:q]):
+            window.insert(t, v)
+            rows.append((t, t, window.query()))
+        self.times += pending[:q]
+        self.values += self.pending_values[:q]
+        self.head = len(self.times) - len(window)
+        del pending[:q], self.pending_values[:q]
+        return rows

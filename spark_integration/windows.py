@@ -1,0 +1,135 @@
+"""``window_aggregate``: keyed event-time windows backed by MTA, on batch and
+streaming DataFrames.
+
+    from spark_integration import window_aggregate
+    per_host = window_aggregate(df, keys=["host"], time="ts",
+                                aggregations={"avg": ("cpu", "avg"), "peak": ("cpu", "max")},
+                                size="5 minutes", slide="10 seconds")
+
+A batch DataFrame is grouped by key (``applyInPandas``); a streaming one runs
+``transformWithStateInPandas`` (Spark 4, RocksDB state store provider) with the
+watermark, event-time timers at window ends and the allowed lateness. Both feed
+:class:`spark_integration.engine.KeyWindow`, so a stream gives the rows the batch
+run gives (for the windows its watermark closed).
+
+Output columns: the keys, ``window_start`` and ``window_end`` (timestamps; with
+``emit="event"`` one ``event_time`` instead), the aggregations, and ``late``: how
+many of the key's events had come too late (and were dropped) by that row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+from spark_integration.aggregations import Aggregations, parse, row_values
+from spark_integration.engine import KeyWindow, Windowing
+
+TIME = "mta_time"  # no leading underscore: TWS builds its frames through itertuples
+START, END = "mta_start", "mta_end"
+_UNITS = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
+          "hour": 3_600_000_000, "day": 86_400_000_000}
+
+
+def micros(duration: str | int | float | dt.timedelta, name: str = "duration") -> int:
+    """A duration as microseconds: ``"10 seconds"``, ``"5 minutes"``, a timedelta, or seconds."""
+    if isinstance(duration, dt.timedelta):
+        value = duration // dt.timedelta(microseconds=1)
+    elif isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        value = round(duration * 1_000_000) if math.isfinite(duration) else -1
+    elif isinstance(duration, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*", duration.lower())
+        if not match or match.group(2) not in _UNITS:
+            raise ValueError(f"{name}: expected e.g. '10 seconds' or '5 minutes' (units: {', '.join(_UNITS)}), "
+                             f"got {duration!r}")
+        value = round(float(match.group(1)) * _UNITS[match.group(2)])
+    else:
+        raise TypeError(f"{name}: expected a string like '10 seconds', a timedelta or seconds, got {duration!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {duration!r}")
+    return value
+
+
+def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations: Mapping[str, tuple], *,
+                     size: Any = None, slide: Any = None, policy: Callable[[Any, Any], bool] | None = None,
+                     emit: str = "window", watermark: Any = "0 seconds", allowed_lateness: Any = "0 seconds") -> Any:
+    """Aggregate ``df`` per key over event-time windows; returns a DataFrame of results.
+
+    ``size``/``slide``: time windows as Spark's ``window(time, size, slide)`` (tumbling
+    when ``slide`` is omitted). ``policy``: a slide policy (a callable ``(total, old)
+    -> bool`` over :class:`mta.Agg` with microsecond times) instead, reporting once per
+    ``slide``. ``emit="event"``: one row per event (the aggregate right after it).
+
+    Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; an
+    event is final once the watermark minus ``allowed_lateness`` passes it, and one
+    older than that on arrival is late: counted in ``late`` and dropped.
+    """
+    from pyspark.sql import functions as F
+
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    windowing = Windowing(size=micros(size, "size") if size is not None else None,
+                          slide=micros(slide, "slide") if slide is not None else None, policy=policy, emit=emit)
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    for column in [*keys, time]:
+        if column not in types:
+            raise ValueError(f"no column {column!r} (columns: {', '.join(types)})")
+    if {TIME, START, END} & set(keys):
+        raise ValueError(f"key columns may not be named {TIME}, {START} or {END}")
+    if types[time] not in ("timestamp", "timestamp_ntz"):
+        raise ValueError(f"time column {time!r} must be a timestamp, not {types[time]}")
+    aggs = parse(aggregations, types)
+    columns = [*keys, TIME, *aggs.inputs]
+    if df.isStreaming:
+        df = df.withWatermark(time, f"{micros(watermark, 'watermark')} microseconds")
+    prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs)
+    schema = _schema(df, keys, aggs, emit)
+    if df.isStreaming:
+        from spark_integration.streaming import MTAProcessor
+
+        processor = MTAProcessor(aggs, windowing, keys, columns, micros(allowed_lateness, "allowed_lateness"))
+        out = prepared.groupBy(*keys).transformWithStateInPandas(
+            statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
+    else:
+        out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys), schema)
+    if emit == "event":
+        times = [F.timestamp_micros(F.col(START)).alias("event_time")]
+    else:
+        times = [F.timestamp_micros(F.col(START)).alias("window_start"),
+                 F.timestamp_micros(F.col(END)).alias("window_end")]
+    return out.select(*keys, *times, *aggs.columns, "late")
+
+
+def _schema(df: Any, keys: list[str], aggs: Aggregations, emit: str) -> Any:
+    from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
+
+    fields = [df.schema[k] for k in keys] + [StructField(START, LongType()), StructField(END, LongType())]
+    fields += [StructField(name, _parse_datatype_string(kind)) for name, (_, _, kind) in aggs.columns.items()]
+    return StructType(fields + [StructField("late", LongType())])
+
+
+def frame(key: tuple, keys: list[str], aggs: Aggregations, rows: list[tuple[int, int, Any]], late: int) -> Any:
+    """The output rows of one key as a pandas DataFrame."""
+    import pandas as pd
+
+    data: dict[str, Any] = {k: [v] * len(rows) for k, v in zip(keys, key)}
+    data[START] = [r[0] for r in rows]
+    data[END] = [r[1] for r in rows]
+    for name in aggs.columns:
+        data[name] = [r[2][name] for r in rows]
+    data["late"] = [late] * len(rows)
+    return pd.DataFrame(data, columns=[*keys, START, END, *aggs.columns, "late"])
+
+
+def _batch(aggs: Aggregations, windowing: Windowing, keys: list[str]) -> Callable[[Any], Any]:
+    monoid = aggs.monoid
+
+    def per_key(pdf: Any) -> Any:
+        window = KeyWindow(monoid, windowing)
+        pdf = pdf.sort_values(TIME, kind="stable")
+        window.add(pdf[TIME].tolist(), row_values(aggs, pdf))
+        key = tuple(pdf[k].iloc[0] for k in keys)
+        return frame(key, keys, aggs, window.advance(math.inf), 0)
+
+    return per_key

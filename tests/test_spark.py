@@ -1,0 +1,206 @@
+"""The operator on a real local Spark session: batch and streaming against Spark's own
+window(), a custom monoid and policy against the naive oracle, late events, restarts."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from mta.monoid import Collect, Monoid
+from spark_integration import window_aggregate
+
+AGGS = {"s": ("v", "sum"), "n": ("v", "count"), "lo": ("v", "min"), "hi": ("v", "max"), "a": ("v", "avg"),
+        "fs": ("x", "sum"), "fa": ("x", "avg")}
+
+
+def events(n: int, keys: int = 4, span: int = 900, seed: int = 1) -> list[tuple]:
+    rng = random.Random(seed)
+    return [(f"k{rng.randrange(keys)}", rng.randrange(span), rng.randrange(-50, 100), rng.uniform(-1, 1))
+            for _ in range(n)]
+
+
+def frame(spark, rows):
+    from pyspark.sql import functions as F
+
+    return spark.createDataFrame(rows, "k string, t long, v long, x double").withColumn(
+        "ts", F.timestamp_seconds("t")).drop("t")
+
+
+def native(df, size: str, slide: str):
+    from pyspark.sql import functions as F
+
+    return df.groupBy("k", F.window("ts", size, slide)).agg(
+        F.sum("v").alias("s"), F.count("v").alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"),
+        F.avg("v").alias("a"), F.sum("x").alias("fs"), F.avg("x").alias("fa")).select(
+        "k", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), *AGGS)
+
+
+def rows_of(df) -> list[tuple]:
+    return sorted(tuple(r) for r in df.select("k", "window_start", "window_end", *AGGS).collect())
+
+
+def assert_same(ours: list[tuple], theirs: list[tuple]) -> None:
+    """Row for row; doubles to 1e-9 (sums in a different order)."""
+    assert len(ours) == len(theirs) and ours
+    for a, b in zip(ours, theirs):
+        assert a[:7] == b[:7], (a, b)
+        assert all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) for x, y in zip(a[7:], b[7:])), (a, b)
+
+
+@pytest.mark.parametrize("size, slide", [("60 seconds", "60 seconds"), ("60 seconds", "10 seconds"),
+                                         ("45 seconds", "20 seconds")])
+def test_batch_windows_equal_spark_window(spark, size, slide) -> None:
+    df = frame(spark, events(3000))
+    ours = window_aggregate(df, "k", "ts", AGGS, size=size, slide=slide)
+    assert_same(rows_of(ours), rows_of(native(df, size, slide)))
+
+
+def write_file(spark, directory: Path, rows: list[tuple]) -> None:
+    """One JSON file, newer than every file already there: the file source reads in
+    modification order (one file per micro-batch with maxFilesPerTrigger=1)."""
+    before = set(directory.glob("*.json")) if directory.exists() else set()
+    frame(spark, rows).coalesce(1).write.mode("append").json(str(directory))
+    stamp = max((f.stat().st_mtime for f in before), default=time.time() - 10_000) + 1
+    for new in set(directory.glob("*.json")) - before:
+        os.utime(new, (stamp, stamp))
+
+
+def write_files(spark, directory: Path, rows: list[tuple], pieces: int) -> None:
+    """``pieces`` files in time order."""
+    ordered = sorted(rows, key=lambda r: r[1])
+    step = -(-len(ordered) // pieces)
+    for i in range(pieces):
+        write_file(spark, directory, ordered[i * step:(i + 1) * step])
+
+
+def stream(spark, directory: Path):
+    return spark.readStream.schema("k string, ts timestamp, v long, x double").option(
+        "maxFilesPerTrigger", 1).json(str(directory))
+
+
+def run(query_df, name: str, checkpoint: Path) -> None:
+    query = (query_df.writeStream.format("memory").queryName(name).outputMode("append")
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+
+
+@pytest.mark.parametrize("size, slide", [("60 seconds", "60 seconds"), ("60 seconds", "10 seconds")])
+def test_streaming_windows_equal_spark_streaming_windows(spark, tmp_path, size, slide) -> None:
+    write_files(spark, tmp_path / "in", events(2000), pieces=4)
+    name = f"ours_{size[:2]}_{slide[:2]}"
+    run(window_aggregate(stream(spark, tmp_path / "in"), "k", "ts", AGGS, size=size, slide=slide,
+                         watermark="30 seconds"), name, tmp_path / "ck1")
+    run(native(stream(spark, tmp_path / "in").withWatermark("ts", "30 seconds"), size, slide),
+        name + "_native", tmp_path / "ck2")
+    assert_same(rows_of(spark.table(name)), rows_of(spark.table(name + "_native")))
+
+
+class Concat(Monoid):
+    """A non-commutative user monoid: the values in time order, as a string."""
+
+    identity = ""
+
+    @staticmethod
+    def combine(a: str, b: str) -> str:
+        return a + b
+
+    def lift(self, value: int) -> str:
+        return f"{value}."
+
+
+def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None:
+    import sys
+
+    from pyspark import cloudpickle
+
+    from spark_integration.aggregations import parse
+    # Spark's workers import functions by module; a job's own module goes by value (or with --py-files)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    from spark_integration.engine import KeyWindow, Windowing
+
+    rows = events(800, keys=3, span=300)
+    df = frame(spark, rows)
+
+    def policy(total, old):  # paper Table 2: the last 60 s, less what can never again be the max
+        return total.last - old.last >= 60_000_000 or old.value.peak < total.value.peak
+
+    aggs = {"seq": ("v", Concat(), "string"), "items": ("v", Collect(), "array<bigint>")}
+    ours = window_aggregate(df, "k", "ts", aggs, size="30 seconds", slide="10 seconds").collect()
+    by_key = {}
+    for k, t, v, _ in sorted(rows, key=lambda r: r[1]):
+        by_key.setdefault(k, []).append((t * 1_000_000, v))
+    parsed = parse(aggs, {"v": "bigint"})
+    for k, evs in by_key.items():
+        oracle = KeyWindow(parsed.monoid, Windowing(size=30_000_000, slide=10_000_000))
+        oracle.add([t for t, _ in evs], [{"seq": v, "items": v} for _, v in evs])
+        expected = [(s, e, r["seq"], r["items"]) for s, e, r in oracle.advance(math.inf)]
+        got = sorted((int(r.window_start.timestamp() * 1e6), int(r.window_end.timestamp() * 1e6), r.seq,
+                      list(r["items"])) for r in ours if r.k == k)
+        assert got == expected and all(seq.count(".") == len(items) for _, _, seq, items in got)
+    max_aggs = {"peak": ("v", "max")}
+    reported = window_aggregate(df, "k", "ts", max_aggs, policy=policy, slide="20 seconds").collect()
+    parsed = parse(max_aggs, {"v": "bigint"})
+    for k, evs in by_key.items():
+        oracle = KeyWindow(parsed.monoid, Windowing(slide=20_000_000, policy=policy))
+        oracle.add([t for t, _ in evs], [{"peak": v} for _, v in evs])
+        expected = [(e, r["peak"]) for _, e, r in oracle.advance(math.inf)]
+        got = sorted((int(r.window_end.timestamp() * 1e6), r.peak) for r in reported if r.k == k)
+        assert got == expected
+        for end, peak in got:  # and each peak is the max of the 60 s before the newest event
+            newest = max(t for t, _ in evs if t < end)
+            assert peak == max(v for t, v in evs if newest - 60_000_000 < t <= newest)
+
+
+def test_late_events_are_counted_and_dropped_or_counted_in_within_the_lateness(spark, tmp_path) -> None:
+    on_time = [("a", t, 1, 0.0) for t in range(0, 200, 2)]
+    write_files(spark, tmp_path / "in", on_time, pieces=2)
+    # a third file: events 100 s behind the newest (late beyond the 30 s watermark) and
+    # 35 s behind (late for the watermark, within 10 s more of allowed lateness)
+    late = [("a", 99, 1000, 0.0), ("a", 101, 1000, 0.0), ("a", 166, 7, 0.0)]
+    write_file(spark, tmp_path / "in", late + [("a", 201, 1, 0.0)])
+    write_file(spark, tmp_path / "in", [("a", 260, 1, 0.0)])  # moves the watermark past 190 s
+    aggs = {"s": ("v", "sum"), "n": ("v", "count")}
+    run(window_aggregate(stream(spark, tmp_path / "in"), "k", "ts", aggs, size="20 seconds",
+                         watermark="30 seconds", allowed_lateness="10 seconds"), "late_q", tmp_path / "ck")
+    rows = spark.sql("select window_start, s, n, late from late_q order by window_start").collect()
+    by_start = {int(r.window_start.timestamp()): (r.s, r.n) for r in rows}
+    assert max(r.late for r in rows) == 2  # the two events 100 s behind
+    assert by_start[80] == (10, 10) and by_start[100] == (10, 10)  # they are not in
+    assert by_start[160] == (17, 11)  # the one within the lateness is
+
+
+def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_results(spark, tmp_path) -> None:
+    rows = events(1500, keys=3, span=600, seed=7)
+    ordered = sorted(rows, key=lambda r: r[1])
+    aggs = {"s": ("v", "sum"), "n": ("v", "count"), "hi": ("v", "max")}
+
+    def query(directory):
+        return window_aggregate(stream(spark, directory), "k", "ts", aggs, size="60 seconds", slide="20 seconds",
+                                watermark="15 seconds")
+
+    def to_parquet(directory, out, checkpoint):  # a sink that can restart (the memory sink cannot)
+        q = (query(directory).writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        q.awaitTermination()
+        assert q.exception() is None
+
+    def collect(out):
+        return sorted(tuple(r) for r in spark.read.parquet(str(out)).select(
+            "k", "window_start", "s", "n", "hi", "late").collect())
+
+    write_files(spark, tmp_path / "all", ordered, pieces=6)
+    to_parquet(tmp_path / "all", tmp_path / "out_whole", tmp_path / "ck_whole")
+    write_files(spark, tmp_path / "parts", ordered[:750], pieces=3)
+    to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts")
+    first = collect(tmp_path / "out_parts")
+    write_files(spark, tmp_path / "parts", ordered[750:], pieces=3)
+    to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts")  # the same checkpoint
+    whole = collect(tmp_path / "out_whole")
+    assert first and len(first) < len(whole)
+    assert collect(tmp_path / "out_parts") == whole
