@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run Python's full garbage collections on this timer, not mid-query (0: Python decides)")
     v.set_defaults(subparser=v)
 
+    pl = sub.add_parser("pipeline", help="the example Spark job: per-host telemetry windows (the main job)",
+                        description="Runs spark_integration.jobs.telemetry_pipeline; its options follow.",
+                        add_help=False)
+    pl.add_argument("pipeline_args", nargs=argparse.REMAINDER, help="options of the job (--help lists them)")
+    pl.set_defaults(subparser=pl)
+
     b = sub.add_parser("bench", help="run a benchmark script (from a source checkout)",
                        description="Runs `python -m benchmarks.NAME ARGS...` from the repository root "
                                    "(the benchmarks are not installed with the package).")
@@ -103,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["pipeline"]:  # the job parses its own options
+        from spark_integration.jobs.telemetry_pipeline import main as pipeline
+
+        return pipeline(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":

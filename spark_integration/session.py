@@ -24,6 +24,7 @@ def local_session(name: str = "mta", cores: int | str = "*", shuffle_partitions:
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
