@@ -355,7 +355,7 @@ class Window:
         # (the server keeps the batch's id in the same checkpoint, for exactly-once retries).
         algorithm.defer_commits = True
         try:
-            if not getattr(self.policy, "batchable", False):
+            if self.policy is not None and not getattr(self.policy, "batchable", False):
                 apply = self._apply
                 return sum(map(apply, timestamps, partials))
             self._newest = timestamps[-1]

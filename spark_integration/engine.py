@@ -80,12 +80,15 @@ class KeyWindow:
             policy = TimeRange(windowing.size)
         self.window = Window(monoid, policy)
         state = state or {}
-        #: Events in the window, oldest first (times and raw values, from ``head``).
+        # Values are lifted once, on arrival, and kept as partials: pending events are
+        # sorted and come after everything in the window, so they go in through
+        # Window.insert_checked without being checked again.
+        #: Events in the window, oldest first (times and partials, from ``head``).
         self.times: list[int] = list(state.get("times", ()))
         self.values: list[Any] = list(state.get("values", ()))
         self.head = 0
         if self.times:
-            self.window.insert_many(list(zip(self.times, self.values)))
+            self.window.insert_checked((self.times, self.values))
             self.head = len(self.times) - len(self.window)
         #: Events not yet final (at or after the last ``until``), sorted by time.
         self.pending_times: list[int] = list(state.get("pending_times", ()))
@@ -97,13 +100,19 @@ class KeyWindow:
         self.late: int = state.get("late", 0)
 
     def state(self) -> dict[str, Any]:
-        """What a streaming run keeps between micro-batches (msgpack-able)."""
+        """What a streaming run keeps between micro-batches (for ``kvs.codec.pack``)."""
         return {"times": self.times[self.head:], "values": self.values[self.head:],
                 "pending_times": self.pending_times, "pending_values": self.pending_values,
                 "next": self.next, "done": self.done, "late": self.late}
 
     def add(self, times: list[int], values: list[Any]) -> list[int]:
-        """Queue events; return the indices of the late ones (before what is final), which are dropped."""
+        """Queue events; return the indices of the late ones (before what is final), which are dropped.
+        A value the monoid cannot take raises (MonoidError) and queues nothing."""
+        partials = self.window.monoid.lift_many(values)
+        bad = next((t for t in times if type(t) is not int), None)
+        if bad is not None:
+            raise TypeError(f"event times must be int microseconds, got {bad!r}")
+        values = partials
         late = [i for i, t in enumerate(times) if t < self.done] if times and min(times) < self.done else []
         if late:
             dropped = set(late)
@@ -123,15 +132,18 @@ class KeyWindow:
         return late
 
     def advance(self, until: float) -> list[tuple[int, int, Any]]:
-        """Rows ``(start, end, result)`` (``emit="event"``: ``(time, time, result)``) of every
-        window end, or event, before ``until``; the events before it become final."""
+        """Rows ``(start, end, partial)`` (``emit="event"``: ``(time, time, partial)``) of every
+        window end, or event, before ``until``; the events before it become final. The
+        monoid's ``lower`` of the partial is the result."""
         windowing = self.windowing
+        self._cursor = 0  # pending events before it are in the window (dropped from the lists at the end)
         if windowing.emit == "event":
             rows = self._events(until)
         elif windowing.policy is None:
             rows = self._time_windows(until)
         else:
             rows = self._policy_windows(until)
+        del self.pending_times[:self._cursor], self.pending_values[:self._cursor]
         self.done = max(self.done, until)
         if self.head > _COMPACT and self.head * 2 > len(self.times):
             del self.times[:self.head], self.values[:self.head]
@@ -152,16 +164,20 @@ class KeyWindow:
             start = _align_up(pending[0] - windowing.size + 1, windowing.step)
         return start + windowing.size
 
+    def _peek(self) -> int | None:
+        """The time of the next pending event, if any."""
+        return self.pending_times[self._cursor] if self._cursor < len(self.pending_times) else None
+
     def _take(self, stop: int) -> None:
         """Insert the pending events before time ``stop``."""
-        pending = self.pending_times
-        q = bisect.bisect_left(pending, stop)
-        if q:
-            times, values = pending[:q], self.pending_values[:q]
-            self.window.insert_many(list(zip(times, values)))
+        c = self._cursor
+        q = bisect.bisect_left(self.pending_times, stop, c)
+        if q > c:
+            times, values = self.pending_times[c:q], self.pending_values[c:q]
+            self.window.insert_checked((times, values))
             self.times += times
             self.values += values
-            del self.pending_times[:q], self.pending_values[:q]
+            self._cursor = q
             self.head = len(self.times) - len(self.window)  # what the policy evicted
 
     def _time_windows(self, until: float) -> list[tuple[int, int, Any]]:
@@ -170,9 +186,10 @@ class KeyWindow:
         start = self.next
         while True:
             if start is None:
-                if not self.pending_times:
+                first = self._peek()
+                if first is None:
                     break
-                start = _align_up(self.pending_times[0] - size + 1, slide)  # the first window holding it
+                start = _align_up(first - size + 1, slide)  # the first window holding it
             end = start + size
             if end > until:
                 break
@@ -182,7 +199,7 @@ class KeyWindow:
                 window.evict(h - self.head)  # one bulk eviction, O(log n)
                 self.head = h
             if len(window):
-                rows.append((start, end, window.query()))
+                rows.append((start, end, window.partial()))
                 start += slide
             else:
                 start = None  # nothing until the next event's first window
@@ -194,16 +211,17 @@ class KeyWindow:
         window, rows = self.window, []
         end = self.next
         while True:
-            if end is None or not self.pending_times or self.pending_times[0] >= end:
-                if not self.pending_times:
+            first = self._peek()
+            if end is None or first is None or first >= end:
+                if first is None:
                     end = None
                     break
-                end = _align_up(self.pending_times[0] + 1, slide)  # the interval of the next event
+                end = _align_up(first + 1, slide)  # the interval of the next event
             if end > until:
                 break
             self._take(end)
             if len(window):
-                rows.append((self.times[self.head], end, window.query()))
+                rows.append((self.times[self.head], end, window.partial()))
             end += slide
         self.next = end
         return rows
@@ -213,10 +231,10 @@ class KeyWindow:
         q = bisect.bisect_left(pending, until)
         window, rows = self.window, []
         for t, v in zip(pending[:q], self.pending_values[:q]):
-            window.insert(t, v)
-            rows.append((t, t, window.query()))
+            window.insert_checked(([t], [v]))
+            rows.append((t, t, window.partial()))
         self.times += pending[:q]
         self.values += self.pending_values[:q]
         self.head = len(self.times) - len(window)
-        del pending[:q], self.pending_values[:q]
+        self._cursor = q
         return rows

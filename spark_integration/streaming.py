@@ -1,7 +1,7 @@
 """The streaming side: a ``StatefulProcessor`` for ``transformWithStateInPandas``.
 
 Each key keeps one value in Spark's state store (RocksDB): its
-:class:`~spark_integration.engine.KeyWindow` state as msgpack, read and written
+:class:`~spark_integration.engine.KeyWindow` state (``kvs.codec``: msgpack keeping tuples), read and written
 once per micro-batch (every state access is a round trip to the JVM). An
 event-time timer at the key's next window end (plus the allowed lateness) reports
 windows even when the key gets no more events.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-import msgpack
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from kvs import codec
 from spark_integration.aggregations import Aggregations, row_values
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.windows import TIME, frame
@@ -35,14 +35,14 @@ class MTAProcessor(StatefulProcessor):
 
     def _load(self) -> KeyWindow:
         stored = self.state.get() if self.state.exists() else None
-        return KeyWindow(self.monoid, self.windowing, msgpack.unpackb(stored[0]) if stored else None)
+        return KeyWindow(self.monoid, self.windowing, codec.unpack(stored[0]) if stored else None)
 
     def _advance(self, window: KeyWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
         until = watermark_ms * 1000 - self.lateness
         return window.advance(until) if until > window.done else []
 
     def _finish(self, key: tuple, window: KeyWindow, rows: list[tuple[int, int, Any]]) -> Iterator[Any]:
-        self.state.update((msgpack.packb(window.state()),))
+        self.state.update((codec.pack(window.state()),))
         wake = window.next_report()
         if wake is not None:  # the watermark (ms) at which this key has rows to report
             self.handle.registerTimer(-(-(wake + self.lateness) // 1000))

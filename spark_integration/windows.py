@@ -25,6 +25,7 @@ import re
 from typing import Any, Callable, Mapping, Sequence
 
 from spark_integration.aggregations import Aggregations, parse, row_values
+from mta.monoid import Monoid
 from spark_integration.engine import KeyWindow, Windowing
 
 TIME = "mta_time"  # no leading underscore: TWS builds its frames through itertuples
@@ -110,14 +111,15 @@ def _schema(df: Any, keys: list[str], aggs: Aggregations, emit: str) -> Any:
 
 
 def frame(key: tuple, keys: list[str], aggs: Aggregations, rows: list[tuple[int, int, Any]], late: int) -> Any:
-    """The output rows of one key as a pandas DataFrame."""
+    """The output rows of one key as a pandas DataFrame (each field lowered column by column)."""
     import pandas as pd
 
     data: dict[str, Any] = {k: [v] * len(rows) for k, v in zip(keys, key)}
     data[START] = [r[0] for r in rows]
     data[END] = [r[1] for r in rows]
-    for name in aggs.columns:
-        data[name] = [r[2][name] for r in rows]
+    for i, (name, (_, monoid, _)) in enumerate(aggs.columns.items()):  # the Record's fields, in order
+        partials = [r[2][i] for r in rows]
+        data[name] = partials if type(monoid).lower is Monoid.lower else [monoid.lower(p) for p in partials]
     data["late"] = [late] * len(rows)
     return pd.DataFrame(data, columns=[*keys, START, END, *aggs.columns, "late"])
 

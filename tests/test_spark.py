@@ -139,7 +139,8 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
     for k, evs in by_key.items():
         oracle = KeyWindow(parsed.monoid, Windowing(size=30_000_000, slide=10_000_000))
         oracle.add([t for t, _ in evs], [{"seq": v, "items": v} for _, v in evs])
-        expected = [(s, e, r["seq"], r["items"]) for s, e, r in oracle.advance(math.inf)]
+        expected = [(s, e, r["seq"], r["items"]) for s, e, r in
+                    ((s, e, parsed.monoid.lower(p)) for s, e, p in oracle.advance(math.inf))]
         got = sorted((int(r.window_start.timestamp() * 1e6), int(r.window_end.timestamp() * 1e6), r.seq,
                       list(r["items"])) for r in ours if r.k == k)
         assert got == expected and all(seq.count(".") == len(items) for _, _, seq, items in got)
@@ -149,7 +150,7 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
     for k, evs in by_key.items():
         oracle = KeyWindow(parsed.monoid, Windowing(slide=20_000_000, policy=policy))
         oracle.add([t for t, _ in evs], [{"peak": v} for _, v in evs])
-        expected = [(e, r["peak"]) for _, e, r in oracle.advance(math.inf)]
+        expected = [(e, parsed.monoid.lower(p)["peak"]) for _, e, p in oracle.advance(math.inf)]
         got = sorted((int(r.window_end.timestamp() * 1e6), r.peak) for r in reported if r.k == k)
         assert got == expected
         for end, peak in got:  # and each peak is the max of the 60 s before the newest event
@@ -204,3 +205,27 @@ def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_results(spark, tm
     whole = collect(tmp_path / "out_whole")
     assert first and len(first) < len(whole)
     assert collect(tmp_path / "out_parts") == whole
+
+
+def test_the_example_pipeline_writes_the_windows_spark_would(spark, tmp_path, capsys) -> None:
+    from pyspark.sql import functions as F
+
+    from spark_integration.jobs import telemetry_pipeline as job
+
+    assert job.main(["--hosts", "3", "--hours", "0.1", "--output", str(tmp_path)]) == 0
+    assert "events ->" in capsys.readouterr().out
+    windows = spark.read.parquet(str(tmp_path / "windows"))
+    readings = spark.createDataFrame(__import__("spark_integration.jobs.telemetry_data", fromlist=["generate"])
+                                     .generate(3, 0.1, 1, 0.01)).drop("arrival")
+    expected = readings.groupBy("host", "metric", F.window("ts", "5 minutes", "10 seconds")).agg(
+        F.avg("value").alias("mean"), F.max("value").alias("max"), F.stddev("value").alias("stddev"))
+    ours = {(r.host, r.metric, r.window_start): (r.max, r.mean, r.stddev) for r in windows.collect()}
+    theirs = {(r.host, r.metric, r.window.start): (r.max, r.mean, r.stddev) for r in expected.collect()}
+    assert ours.keys() == theirs.keys() and len(ours) > 100
+    for key, (peak, mean, spread) in ours.items():
+        their_peak, their_mean, their_spread = theirs[key]
+        assert peak == their_peak and math.isclose(mean, their_mean, rel_tol=1e-9), key
+        assert (spread is None) == (their_spread is None), key  # null below two readings
+        assert spread is None or math.isclose(spread, their_spread, rel_tol=1e-6, abs_tol=1e-9), key
+    peaks = spark.read.parquet(str(tmp_path / "peaks")).collect()
+    assert peaks and {r.metric for r in peaks} == {"memory"}
