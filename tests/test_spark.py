@@ -229,3 +229,18 @@ def test_the_example_pipeline_writes_the_windows_spark_would(spark, tmp_path, ca
         assert spread is None or math.isclose(spread, their_spread, rel_tol=1e-6, abs_tol=1e-9), key
     peaks = spark.read.parquet(str(tmp_path / "peaks")).collect()
     assert peaks and {r.metric for r in peaks} == {"memory"}
+
+
+def test_reactive_rows_give_the_window_right_after_each_event(spark) -> None:
+    rng = random.Random(3)
+    times = rng.sample(range(2000), 600)  # distinct times: the order within a key is the time order
+    rows = [(f"k{i % 3}", t, rng.randrange(100), 0.0) for i, t in enumerate(times)]
+    df = frame(spark, rows)
+    out = window_aggregate(df, "k", "ts", {"s": ("v", "sum"), "n": ("v", "count")}, size="30 seconds",
+                           emit="event").collect()
+    got = sorted((r.k, int(r.event_time.timestamp()), r.s, r.n) for r in out)
+    expected = []
+    for k, t, _, _ in rows:  # TimeRange(30 s): the events of (t - 30 s, t] of that key
+        inside = [v for k2, t2, v, _ in rows if k2 == k and t - 30 < t2 <= t]
+        expected.append((k, t, sum(inside), len(inside)))
+    assert got == sorted(expected)
