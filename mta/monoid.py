@@ -116,31 +116,30 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
 _PLAIN = frozenset((int, float))
 
 
-def plain_finite(values: Sequence[Any]) -> bool:
-    """Whether every value is a finite int or float, checked in C loops (False may
-    also mean "check them one by one": a finite sum can overflow)."""
+def _plain(values: Sequence[Any], floats_ok: Callable[[Sequence[Any]], bool]) -> bool:
+    """Whether every value is an int or a float, and ``floats_ok(values)`` when there
+    are floats; checked in C loops. False may also mean "check them one by one"
+    (``floats_ok`` may overflow on huge ints)."""
     kinds = set(map(type, values))
     if not kinds <= _PLAIN:
         return False
     if float not in kinds:
         return True
     try:
-        return math.isfinite(sum(values))
+        return floats_ok(values)
     except OverflowError:
         return False
+
+
+def plain_finite(values: Sequence[Any]) -> bool:
+    """Whether every value is a finite int or float (False: check them one by one;
+    a sum of finite values can overflow)."""
+    return _plain(values, lambda vs: math.isfinite(sum(vs)))
 
 
 def _plain_ordered(values: Sequence[Any]) -> bool:
-    """Whether every value is an int or a float other than NaN (C loops; False: check one by one)."""
-    kinds = set(map(type, values))
-    if not kinds <= _PLAIN:
-        return False
-    if float not in kinds:
-        return True
-    try:
-        return not any(map(math.isnan, values))
-    except OverflowError:
-        return False
+    """Whether every value is an int or a float other than NaN (False: check them one by one)."""
+    return _plain(values, lambda vs: not any(map(math.isnan, vs)))
 
 
 def _ordered(value: Any, who: str) -> Any:

@@ -215,9 +215,9 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         values = lowered if isinstance(window.monoid, Record) else {"value": lowered}
         result = pb.Result(window=name, key=key, length=len(window))
         other = False
-        for key, value in values.items():
+        for dimension, value in values.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                result.values[key] = value
+                result.values[dimension] = value
             elif value is not None and not (isinstance(value, float) and math.isinf(value)):
                 other = True
         if other:
@@ -306,9 +306,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         keys: list[str] = []
         if hosted is not None:
             async with hosted.lock:
-                await asyncio.to_thread(hosted.window.wait_durable)
-                for window in hosted.keys.values():
-                    await asyncio.to_thread(window.wait_durable)
+                await self._durable([hosted.window, *hosted.keys.values()])
                 keys = [w.id for w in hosted.keys.values()]
         # The spec first: keys whose delete a crash interrupts are dropped at the next start.
         deleted = await asyncio.to_thread(self.backend.delete, request.name)
@@ -329,7 +327,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             keys, timestamps, values = self._rows(hosted, request)
             where = "updates[{}].key"
         if not hosted.spec.keyed:
-            if keys and any(keys):
+            if any(keys):
                 i = next(i for i, key in enumerate(keys) if key)
                 raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
                                  f"{where.format(i)}: window {request.window!r} is not keyed")
@@ -497,12 +495,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             for task in pending:
                 task.cancel()
 
-    def _keys(self, name: str, hosted: Hosted, keys: Any, where: str = "keys") -> list[str] | None:
+    @staticmethod
+    def _keys(name: str, hosted: Hosted, keys: Any) -> list[str] | None:
         """The keys a request names (None: all), which only a keyed window has."""
         if not keys:
             return None
         if not hosted.spec.keyed:
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: window {name!r} is not keyed")
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"keys: window {name!r} is not keyed")
         return list(keys)
 
     async def Query(self, request: pb.QueryRequest, context: Any) -> pb.QueryResponse:
@@ -517,7 +516,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         hosted = self._hosted(request.window)
         if hosted.spec.keyed and not request.key:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"key: required for keyed window {request.window!r}")
-        self._keys(request.window, hosted, [request.key] if request.key else (), "key")
+        if request.key and not hosted.spec.keyed:
+            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"key: window {request.window!r} is not keyed")
         async with hosted.lock:
             window = hosted.parts().get(request.key)
             if window is None:
