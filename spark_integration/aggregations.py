@@ -46,9 +46,20 @@ class Aggregations:
     def inputs(self) -> list[str]:
         return sorted({column for column, _, _ in self.columns.values()})
 
-    def ddl(self) -> str:
-        """The result columns as a Spark DDL fragment."""
-        return ", ".join(f"`{name}` {kind}" for name, (_, _, kind) in self.columns.items())
+    def lift(self, frame: Any) -> list[tuple]:
+        """The rows of the pandas ``frame`` as partials of :attr:`monoid` (a Record's
+        partial is the tuple of its fields'), lifted column by column with each field's
+        ``lift_many``. ValueError on nulls, which the monoids cannot take."""
+        columns = []
+        for name, (column, monoid, _) in self.columns.items():
+            values = frame[column]
+            if values.isna().any():
+                raise ValueError(f"column {column!r} has nulls: filter or fill them before aggregating")
+            try:
+                columns.append(monoid.lift_many(values.tolist()))
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"aggregations[{name!r}] (column {column!r}): {error}") from None
+        return list(zip(*columns))
 
 
 def parse(spec: Mapping[str, tuple], input_types: Mapping[str, str]) -> Aggregations:
@@ -81,16 +92,3 @@ def parse(spec: Mapping[str, tuple], input_types: Mapping[str, str]) -> Aggregat
             raise ValueError(f"aggregations[{name!r}]: unknown aggregation {how!r}; "
                              f"choose one of {', '.join(BUILTINS)} or pass an mta Monoid")
     return Aggregations(out)
-
-
-def row_values(aggregations: Aggregations, frame: Any) -> list[Any]:
-    """One value per row of the pandas ``frame``: a dict of output name -> input value
-    (ValueError on nulls, which the monoids cannot take)."""
-    series = {}
-    for name, (column, _, _) in aggregations.columns.items():
-        values = frame[column]
-        if values.isna().any():
-            raise ValueError(f"column {column!r} has nulls: filter or fill them before aggregating")
-        series[name] = values.tolist()
-    names = list(series)
-    return [dict(zip(names, row)) for row in zip(*series.values())]

@@ -80,7 +80,7 @@ class KeyWindow:
             policy = TimeRange(windowing.size)
         self.window = Window(monoid, policy)
         state = state or {}
-        # Values are lifted once, on arrival, and kept as partials: pending events are
+        # Values arrive lifted (partials) and stay so: pending events are
         # sorted and come after everything in the window, so they go in through
         # Window.insert_checked without being checked again.
         #: Events in the window, oldest first (times and partials, from ``head``).
@@ -106,13 +106,11 @@ class KeyWindow:
                 "next": self.next, "done": self.done, "late": self.late}
 
     def add(self, times: list[int], values: list[Any]) -> list[int]:
-        """Queue events; return the indices of the late ones (before what is final), which are dropped.
-        A value the monoid cannot take raises (MonoidError) and queues nothing."""
-        partials = self.window.monoid.lift_many(values)
-        bad = next((t for t in times if type(t) is not int), None)
-        if bad is not None:
+        """Queue events (their times, and their values as partials: ``monoid.lift_many``);
+        return the indices of the late ones (before what is final), which are dropped."""
+        if not set(map(type, times)) <= {int}:
+            bad = next(t for t in times if type(t) is not int)
             raise TypeError(f"event times must be int microseconds, got {bad!r}")
-        values = partials
         late = [i for i, t in enumerate(times) if t < self.done] if times and min(times) < self.done else []
         if late:
             dropped = set(late)

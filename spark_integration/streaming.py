@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from kvs import codec
-from spark_integration.aggregations import Aggregations, row_values
+from spark_integration.aggregations import Aggregations
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.windows import TIME, frame
 
@@ -23,10 +23,8 @@ _STATE = StructType([StructField("window", BinaryType())])
 
 
 class MTAProcessor(StatefulProcessor):
-    def __init__(self, aggs: Aggregations, windowing: Windowing, keys: list[str], columns: list[str],
-                 lateness: int) -> None:
-        self.aggs, self.windowing, self.keys, self.columns = aggs, windowing, keys, columns
-        self.lateness = lateness
+    def __init__(self, aggs: Aggregations, windowing: Windowing, keys: list[str], lateness: int) -> None:
+        self.aggs, self.windowing, self.keys, self.lateness = aggs, windowing, keys, lateness
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -55,12 +53,9 @@ class MTAProcessor(StatefulProcessor):
         window = self._load()
         ready = self._advance(window, timerValues.getCurrentWatermarkInMs())
         for pdf in rows:
-            window.add(pdf[TIME].tolist(), row_values(self.aggs, pdf))
+            window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
         yield from self._finish(key, window, ready)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
         window = self._load()
         yield from self._finish(key, window, self._advance(window, timerValues.getCurrentWatermarkInMs()))
-
-    def close(self) -> None:
-        pass

@@ -24,7 +24,7 @@ import math
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from spark_integration.aggregations import Aggregations, parse, row_values
+from spark_integration.aggregations import Aggregations, parse
 from mta.monoid import Monoid
 from spark_integration.engine import KeyWindow, Windowing
 
@@ -81,7 +81,6 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
     if types[time] not in ("timestamp", "timestamp_ntz"):
         raise ValueError(f"time column {time!r} must be a timestamp, not {types[time]}")
     aggs = parse(aggregations, types)
-    columns = [*keys, TIME, *aggs.inputs]
     if df.isStreaming:
         df = df.withWatermark(time, f"{micros(watermark, 'watermark')} microseconds")
     prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs)
@@ -89,7 +88,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
     if df.isStreaming:
         from spark_integration.streaming import MTAProcessor
 
-        processor = MTAProcessor(aggs, windowing, keys, columns, micros(allowed_lateness, "allowed_lateness"))
+        processor = MTAProcessor(aggs, windowing, keys, micros(allowed_lateness, "allowed_lateness"))
         out = prepared.groupBy(*keys).transformWithStateInPandas(
             statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
     else:
@@ -130,7 +129,7 @@ def _batch(aggs: Aggregations, windowing: Windowing, keys: list[str]) -> Callabl
     def per_key(pdf: Any) -> Any:
         window = KeyWindow(monoid, windowing)
         pdf = pdf.sort_values(TIME, kind="stable")
-        window.add(pdf[TIME].tolist(), row_values(aggs, pdf))
+        window.add(pdf[TIME].tolist(), aggs.lift(pdf))
         key = tuple(pdf[k].iloc[0] for k in keys)
         return frame(key, keys, aggs, window.advance(math.inf), 0)
 

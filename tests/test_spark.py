@@ -138,7 +138,7 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
     parsed = parse(aggs, {"v": "bigint"})
     for k, evs in by_key.items():
         oracle = KeyWindow(parsed.monoid, Windowing(size=30_000_000, slide=10_000_000))
-        oracle.add([t for t, _ in evs], [{"seq": v, "items": v} for _, v in evs])
+        oracle.add([t for t, _ in evs], parsed.monoid.lift_many([{"seq": v, "items": v} for _, v in evs]))
         expected = [(s, e, r["seq"], r["items"]) for s, e, r in
                     ((s, e, parsed.monoid.lower(p)) for s, e, p in oracle.advance(math.inf))]
         got = sorted((int(r.window_start.timestamp() * 1e6), int(r.window_end.timestamp() * 1e6), r.seq,
@@ -149,7 +149,7 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
     parsed = parse(max_aggs, {"v": "bigint"})
     for k, evs in by_key.items():
         oracle = KeyWindow(parsed.monoid, Windowing(slide=20_000_000, policy=policy))
-        oracle.add([t for t, _ in evs], [{"peak": v} for _, v in evs])
+        oracle.add([t for t, _ in evs], parsed.monoid.lift_many([{"peak": v} for _, v in evs]))
         expected = [(e, parsed.monoid.lower(p)["peak"]) for _, e, p in oracle.advance(math.inf)]
         got = sorted((int(r.window_end.timestamp() * 1e6), r.peak) for r in reported if r.k == k)
         assert got == expected

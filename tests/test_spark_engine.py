@@ -34,7 +34,7 @@ events_strategy = st.lists(st.tuples(st.integers(-30, 120), st.integers(0, 10**6
 @hsettings(max_examples=200, deadline=None)
 def test_time_windows_equal_spark_semantics(events, size, slide) -> None:
     window = KeyWindow(Collect(), Windowing(size=size, slide=slide))
-    window.add([t for t, _ in events], [v for _, v in events])
+    window.add([t for t, _ in events], Collect().lift_many([v for _, v in events]))
     assert lowered(window.advance(math.inf)) == naive_time_windows(events, size, slide)
 
 
@@ -48,10 +48,10 @@ def test_a_stream_of_pieces_gives_the_batch_rows_and_drops_only_the_late(events,
     stream = KeyWindow(Collect(), Windowing(size=size, slide=slide))
     on_time, rows, dropped, done = [], [], 0, -math.inf
     for until in [*untils, math.inf]:
-        piece = [e for e in events if done <= e[0] < until] if until != math.inf else [e for e in events if e[0] >= done]
+        piece = [e for e in events if done <= e[0] < until]
         stale = [e for e in late if e[0] < done]
         stream = KeyWindow(Collect(), Windowing(size=size, slide=slide), stream.state())
-        indices = stream.add([t for t, _ in piece + stale], [v for _, v in piece + stale])
+        indices = stream.add([t for t, _ in piece + stale], Collect().lift_many([v for _, v in piece + stale]))
         assert sorted(indices) == list(range(len(piece), len(piece) + len(stale)))
         rows += stream.advance(until)
         on_time += piece
@@ -73,7 +73,7 @@ def test_policy_windows_and_reactive_rows_equal_a_naive_window(events, slide, em
     monoid = Record(total=Sum(), items=Collect())
     values = [{"total": v % 5, "items": v} for _, v in events]
     window = KeyWindow(monoid, Windowing(slide=slide if emit == "window" else None, policy=policy, emit=emit))
-    window.add([t for t, _ in events], values)
+    window.add([t for t, _ in events], monoid.lift_many(values))
     rows = lowered(window.advance(math.inf), monoid)
     oracle = Window(monoid, policy, algorithm="naive")
     ordered = sorted(zip([t for t, _ in events], values), key=lambda e: e[0])
