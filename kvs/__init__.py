@@ -9,13 +9,13 @@ in memory, in a sqlite3 file, in Redis or in Redis Cluster, chosen by URL
 with :func:`connect`.
 """
 
-from kvs.base import Level, LevelStore, StoreError
+from kvs.base import Level, LevelStore, MissingWindow, StoreError
 from kvs.blocks import Backend, BlockStore, RoundTrips
 from kvs.memory import MemoryBackend, MemoryLevel, MemoryStore
 from kvs.redis_backend import RedisBackend
 from kvs.file_backend import FileBackend
 from kvs.urls import connect, disconnect
 
-__all__ = ["Level", "LevelStore", "StoreError", "Backend", "BlockStore", "RoundTrips",
+__all__ = ["Level", "LevelStore", "MissingWindow", "StoreError", "Backend", "BlockStore", "RoundTrips",
            "MemoryBackend", "MemoryLevel", "MemoryStore", "RedisBackend", "FileBackend", "connect",
            "disconnect"]

@@ -10,6 +10,10 @@ class StoreError(RuntimeError):
     """A store could not serve a request (missing node, unreachable backend, bad layout)."""
 
 
+class MissingWindow(StoreError):
+    """The store holds no window of that id (it was never created, or was deleted)."""
+
+
 class Level(ABC):
     """One tree level: a queue of nodes with absolute indices ``head <= i < tail``.
 

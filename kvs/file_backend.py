@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kvs.base import StoreError
+from kvs.base import MissingWindow, StoreError
 from kvs.blocks import FORMAT, BlockBackend, check_window_id
 from kvs.codec import pack, unpack
 
@@ -76,7 +76,7 @@ class FileBackend(BlockBackend):
         rows = self._query("SELECT meta, state FROM windows WHERE id = ?", (window_id,))
         self.round_trips.reads += 1
         if not rows:
-            raise StoreError(f"no window {window_id!r} in {self.url}")
+            raise MissingWindow(f"no window {window_id!r} in {self.url}")
         return rows[0]
 
     def meta(self, window_id: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvs.base import Level, LevelStore, StoreError
+from kvs.base import Level, LevelStore, MissingWindow, StoreError
 from kvs.blocks import Backend, check_window_id
 
 SHIFT = 10
@@ -129,7 +129,7 @@ class MemoryBackend(Backend):
         try:
             return self._windows[window_id]
         except KeyError:
-            raise StoreError(f"no window {window_id!r} in {self.url}") from None
+            raise MissingWindow(f"no window {window_id!r} in {self.url}") from None
 
     def meta(self, window_id: str) -> dict[str, Any]:
         return dict(self._entry(window_id)[0])

@@ -21,7 +21,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
-from kvs.base import StoreError
+from kvs.base import MissingWindow, StoreError
 from kvs.blocks import FORMAT, BlockBackend, check_window_id
 from kvs.codec import pack, unpack
 
@@ -95,7 +95,7 @@ class RedisBackend(BlockBackend):
         found = self._call(f"read window {window_id!r}", lambda: self.client.hgetall(self._key(window_id, "meta")))
         self.round_trips.reads += 1
         if not found:
-            raise StoreError(f"no window {window_id!r} in {self.url}")
+            raise MissingWindow(f"no window {window_id!r} in {self.url}")
         if found.get(b"format") != FORMAT.encode() or b"meta" not in found:
             raise StoreError(f"key {self._key(window_id, 'meta')} in {self.url} is not an {FORMAT} window "
                              f"(format {found.get(b'format')!r})")

@@ -389,6 +389,35 @@ class Window:
                 return k
         return 0
 
+    def evict_before(self, timestamp: int | float) -> int:
+        """Evict every update older than ``timestamp`` in one bulk eviction (O(log n)
+        node reads, paper section 4.2.4); return how many. For a window whose policy
+        reads timestamps (a moving horizon the caller keeps, such as a watermark)."""
+        if not self._timed:
+            raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
+                            "does not read them (use e.g. TimeRange)")
+        if self._broken is not None:
+            self._recover()
+        try:
+            return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
+        except StoreError as error:
+            raise self._failed(error) from error
+
+    def oldest_timestamp(self) -> Any:
+        """The timestamp of the oldest update (None when empty); for a window that keeps
+        timestamps, like :meth:`evict_before`."""
+        if not self._timed:
+            raise TypeError(f"oldest_timestamp needs a window that keeps timestamps: policy "
+                            f"{_policy_name(self.policy)} does not read them")
+        if self._broken is not None:
+            self._recover()
+        if not len(self._algorithm):
+            return None
+        try:
+            return self._algorithm._oldest()[1]
+        except StoreError as error:
+            raise self._failed(error) from error
+
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest updates regardless of the policy."""
         if self._broken is not None:

@@ -69,27 +69,96 @@ def _align_up(x: int, step: int) -> int:
     return -((-x) // step) * step
 
 
+def window_policy(windowing: Windowing, stored: bool = False) -> Callable[[Any, Any], bool] | None:
+    """The slide policy of a key's :class:`mta.Window`. A window whose levels live in a
+    store keeps timestamps (``TimeRange``), so that a window end evicts in bulk by time
+    (:meth:`mta.Window.evict_before`) without a list of every event's time beside it."""
+    if windowing.policy is not None:
+        return windowing.policy
+    if windowing.size is not None and (stored or windowing.emit == "event"):
+        return TimeRange(windowing.size)  # never evicts inside [end - size, end): the newest is before end
+    return None
+
+
+class _Listed:
+    """A window's events kept in lists beside it: what a run that keeps its state in
+    Spark stores, and what time eviction bisects."""
+
+    def __init__(self, window: Window, times: list[int], values: list[Any]) -> None:
+        self.window = window
+        #: The events from ``head`` on are in the window, oldest first.
+        self.times, self.values, self.head = times, values, 0
+        if times:
+            window.insert_checked((times, values))
+            self.head = len(times) - len(window)
+
+    def insert(self, times: list[int], values: list[Any]) -> None:
+        self.window.insert_checked((times, values))
+        self.times += times
+        self.values += values
+        self.head = len(self.times) - len(self.window)  # what the policy evicted
+
+    def evict_before(self, time: int) -> None:
+        h = bisect.bisect_left(self.times, time, self.head)
+        if h > self.head:
+            self.window.evict(h - self.head)  # one bulk eviction, O(log n)
+            self.head = h
+
+    def oldest(self) -> int:
+        return self.times[self.head]
+
+    def compact(self) -> None:
+        if self.head > _COMPACT and self.head * 2 > len(self.times):
+            del self.times[:self.head], self.values[:self.head]
+            self.head = 0
+
+    def state(self) -> dict[str, Any]:
+        return {"times": self.times[self.head:], "values": self.values[self.head:]}
+
+
+class _Stored:
+    """A window whose levels live in a store: only it knows its events' times."""
+
+    def __init__(self, window: Window) -> None:
+        self.window = window
+
+    def insert(self, times: list[int], values: list[Any]) -> None:
+        self.window.insert_checked((times, values))
+
+    def evict_before(self, time: int) -> None:
+        self.window.evict_before(time)
+
+    def oldest(self) -> int:
+        return self.window.oldest_timestamp()
+
+    def compact(self) -> None:
+        pass
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+
 class KeyWindow:
     """The window of one key. ``add`` takes events in any order; ``advance(until)``
-    reports every row whose events all lie before ``until`` (the watermark)."""
+    reports every row whose events all lie before ``until`` (the watermark).
 
-    def __init__(self, monoid: Monoid, windowing: Windowing, state: dict[str, Any] | None = None) -> None:
+    ``stored``: a :class:`mta.Window` (on a store, built with :func:`window_policy`
+    ``(windowing, stored=True)``) to hold the events; :meth:`state` then leaves them out.
+    """
+
+    def __init__(self, monoid: Monoid, windowing: Windowing, state: dict[str, Any] | None = None,
+                 stored: Window | None = None) -> None:
         self.windowing = windowing
-        policy = windowing.policy
-        if windowing.emit == "event" and policy is None and windowing.size is not None:
-            policy = TimeRange(windowing.size)
-        self.window = Window(monoid, policy)
         state = state or {}
         # Values arrive lifted (partials) and stay so: pending events are
         # sorted and come after everything in the window, so they go in through
         # Window.insert_checked without being checked again.
-        #: Events in the window, oldest first (times and partials, from ``head``).
-        self.times: list[int] = list(state.get("times", ()))
-        self.values: list[Any] = list(state.get("values", ()))
-        self.head = 0
-        if self.times:
-            self.window.insert_checked((self.times, self.values))
-            self.head = len(self.times) - len(self.window)
+        if stored is not None:
+            self.window = stored
+            self.events: _Listed | _Stored = _Stored(stored)
+        else:
+            self.window = Window(monoid, window_policy(windowing))
+            self.events = _Listed(self.window, list(state.get("times", ())), list(state.get("values", ())))
         #: Events not yet final (at or after the last ``until``), sorted by time.
         self.pending_times: list[int] = list(state.get("pending_times", ()))
         self.pending_values: list[Any] = list(state.get("pending_values", ()))
@@ -101,8 +170,7 @@ class KeyWindow:
 
     def state(self) -> dict[str, Any]:
         """What a streaming run keeps between micro-batches (for ``kvs.codec.pack``)."""
-        return {"times": self.times[self.head:], "values": self.values[self.head:],
-                "pending_times": self.pending_times, "pending_values": self.pending_values,
+        return {**self.events.state(), "pending_times": self.pending_times, "pending_values": self.pending_values,
                 "next": self.next, "done": self.done, "late": self.late}
 
     def add(self, times: list[int], values: list[Any]) -> list[int]:
@@ -143,9 +211,7 @@ class KeyWindow:
             rows = self._policy_windows(until)
         del self.pending_times[:self._cursor], self.pending_values[:self._cursor]
         self.done = max(self.done, until)
-        if self.head > _COMPACT and self.head * 2 > len(self.times):
-            del self.times[:self.head], self.values[:self.head]
-            self.head = 0
+        self.events.compact()
         return rows
 
     def next_report(self) -> int | None:
@@ -171,12 +237,8 @@ class KeyWindow:
         c = self._cursor
         q = bisect.bisect_left(self.pending_times, stop, c)
         if q > c:
-            times, values = self.pending_times[c:q], self.pending_values[c:q]
-            self.window.insert_checked((times, values))
-            self.times += times
-            self.values += values
+            self.events.insert(self.pending_times[c:q], self.pending_values[c:q])
             self._cursor = q
-            self.head = len(self.times) - len(self.window)  # what the policy evicted
 
     def _time_windows(self, until: float) -> list[tuple[int, int, Any]]:
         size, slide = self.windowing.size, self.windowing.step
@@ -192,10 +254,7 @@ class KeyWindow:
             if end > until:
                 break
             self._take(end)
-            h = bisect.bisect_left(self.times, start, self.head)
-            if h > self.head:
-                window.evict(h - self.head)  # one bulk eviction, O(log n)
-                self.head = h
+            self.events.evict_before(start)
             if len(window):
                 rows.append((start, end, window.partial()))
                 start += slide
@@ -219,7 +278,7 @@ class KeyWindow:
                 break
             self._take(end)
             if len(window):
-                rows.append((self.times[self.head], end, window.partial()))
+                rows.append((self.events.oldest(), end, window.partial()))
             end += slide
         self.next = end
         return rows
@@ -227,12 +286,9 @@ class KeyWindow:
     def _events(self, until: float) -> list[tuple[int, int, Any]]:
         pending = self.pending_times
         q = bisect.bisect_left(pending, until)
-        window, rows = self.window, []
+        insert, partial, rows = self.events.insert, self.window.partial, []
         for t, v in zip(pending[:q], self.pending_values[:q]):
-            window.insert_checked(([t], [v]))
-            rows.append((t, t, window.partial()))
-        self.times += pending[:q]
-        self.values += self.pending_values[:q]
-        self.head = len(self.times) - len(window)
+            insert([t], [v])
+            rows.append((t, t, partial()))
         self._cursor = q
         return rows

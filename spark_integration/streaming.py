@@ -1,10 +1,12 @@
 """The streaming side: a ``StatefulProcessor`` for ``transformWithStateInPandas``.
 
-Each key keeps one value in Spark's state store (RocksDB): its
-:class:`~spark_integration.engine.KeyWindow` state (``kvs.codec``: msgpack keeping tuples), read and written
-once per micro-batch (every state access is a round trip to the JVM). An
-event-time timer at the key's next window end (plus the allowed lateness) reports
-windows even when the key gets no more events.
+Each key keeps one value in Spark's state store (RocksDB), read and written once
+per call (every state access is a round trip to the JVM): its whole
+:class:`~spark_integration.engine.KeyWindow` state (``kvs.codec``: msgpack keeping
+tuples), or, when the window lives in a store, only the step that makes a replayed
+micro-batch idempotent (:mod:`spark_integration.stored`). An event-time timer at
+the key's next window end (plus the allowed lateness) reports windows even when the
+key gets no more events.
 """
 
 from __future__ import annotations
@@ -12,50 +14,72 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, StructField, StructType
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from kvs import codec
 from spark_integration.aggregations import Aggregations
 from spark_integration.engine import KeyWindow, Windowing
-from spark_integration.windows import TIME, frame
-
-_STATE = StructType([StructField("window", BinaryType())])
+from spark_integration.stored import Output, StoredKeys
+from spark_integration.windows import TIME, frame, late_rows
 
 
 class MTAProcessor(StatefulProcessor):
-    def __init__(self, aggs: Aggregations, windowing: Windowing, keys: list[str], lateness: int) -> None:
+    def __init__(self, aggs: Aggregations, windowing: Windowing, keys: list[str], lateness: int,
+                 side: list[str] | None = None, stored: StoredKeys | None = None) -> None:
         self.aggs, self.windowing, self.keys, self.lateness = aggs, windowing, keys, lateness
+        self.side, self.stored = side, stored
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.state = handle.getValueState("window", _STATE)
+        if self.stored is None:
+            self.state = handle.getValueState("window", StructType([StructField("window", BinaryType())]))
+        else:
+            self.state = handle.getValueState("step", StructType([StructField("step", LongType())]))
         self.monoid = self.aggs.monoid
 
-    def _load(self) -> KeyWindow:
-        stored = self.state.get() if self.state.exists() else None
-        return KeyWindow(self.monoid, self.windowing, codec.unpack(stored[0]) if stored else None)
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        # What the watermark closed goes out first: then an event before it is late (as for
+        # Spark's own operators: late means older than the watermark the batch started with).
+        def step(window: KeyWindow) -> Output:
+            out = Output(self._advance(window, timerValues.getCurrentWatermarkInMs()), 0, [])
+            for pdf in rows:
+                late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
+                if late and self.side is not None:
+                    out.late_events += late_rows(pdf, late, self.side)
+            out.late = window.late
+            return out
+
+        yield from self._call(key, step)
+        for _ in rows:  # a replayed call does not read its input
+            pass
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
+        def step(window: KeyWindow) -> Output:
+            return Output(self._advance(window, timerValues.getCurrentWatermarkInMs()), window.late, [])
+
+        yield from self._call(key, step)
 
     def _advance(self, window: KeyWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
         until = watermark_ms * 1000 - self.lateness
         return window.advance(until) if until > window.done else []
 
-    def _finish(self, key: tuple, window: KeyWindow, rows: list[tuple[int, int, Any]]) -> Iterator[Any]:
-        self.state.update((codec.pack(window.state()),))
+    def _call(self, key: tuple, step: Any) -> Iterator[Any]:
+        """Load the key's window, run ``step`` on it (or take the output a replayed call
+        already made), store the window, and emit."""
+        stored = self.state.get()[0] if self.state.exists() else None
+        if self.stored is None:
+            window = KeyWindow(self.monoid, self.windowing, codec.unpack(stored) if stored else None)
+            out = step(window)
+            self.state.update((codec.pack(window.state()),))
+        else:
+            steps = stored or 0
+            window, out = self.stored.open(key, steps)
+            if out is None:
+                out = step(window)
+                self.stored.commit(window, steps + 1, out)
+            self.state.update((steps + 1,))
         wake = window.next_report()
         if wake is not None:  # the watermark (ms) at which this key has rows to report
             self.handle.registerTimer(-(-(wake + self.lateness) // 1000))
-        if rows:
-            yield frame(key, self.keys, self.aggs, rows, window.late)
-
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        # What the watermark closed goes out first: then an event before it is late (as for
-        # Spark's own operators: late means older than the watermark the batch started with).
-        window = self._load()
-        ready = self._advance(window, timerValues.getCurrentWatermarkInMs())
-        for pdf in rows:
-            window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
-        yield from self._finish(key, window, ready)
-
-    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
-        window = self._load()
-        yield from self._finish(key, window, self._advance(window, timerValues.getCurrentWatermarkInMs()))
+        if out.rows or (out.late_events and self.side is not None):
+            yield frame(key, self.keys, self.aggs, out, self.side)

@@ -24,12 +24,13 @@ import math
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from spark_integration.aggregations import Aggregations, parse
 from mta.monoid import Monoid
+from spark_integration.aggregations import Aggregations, parse
 from spark_integration.engine import KeyWindow, Windowing
+from spark_integration.stored import Output, StoredKeys
 
 TIME = "mta_time"  # no leading underscore: TWS builds its frames through itertuples
-START, END = "mta_start", "mta_end"
+START, END, LATE_TIME = "mta_start", "mta_end", "mta_late_time"
 _UNITS = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
           "hour": 3_600_000_000, "day": 86_400_000_000}
 
@@ -55,7 +56,8 @@ def micros(duration: str | int | float | dt.timedelta, name: str = "duration") -
 
 def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations: Mapping[str, tuple], *,
                      size: Any = None, slide: Any = None, policy: Callable[[Any, Any], bool] | None = None,
-                     emit: str = "window", watermark: Any = "0 seconds", allowed_lateness: Any = "0 seconds") -> Any:
+                     emit: str = "window", watermark: Any = "0 seconds", allowed_lateness: Any = "0 seconds",
+                     late_events: bool = False, store: str | None = None, name: str | None = None) -> Any:
     """Aggregate ``df`` per key over event-time windows; returns a DataFrame of results.
 
     ``size``/``slide``: time windows as Spark's ``window(time, size, slide)`` (tumbling
@@ -65,7 +67,15 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
 
     Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; an
     event is final once the watermark minus ``allowed_lateness`` passes it, and one
-    older than that on arrival is late: counted in ``late`` and dropped.
+    older than that on arrival is late: counted in ``late`` and dropped. With
+    ``late_events`` each late event also comes out as a row of its own (the side
+    output): a ``late_event`` struct of its time and input columns, null otherwise,
+    with null windows and aggregations.
+
+    ``store`` (a ``redis://`` URL) and ``name`` (unique per query): keep each key's
+    window levels in Redis, as ``<name>:<hash of the key>``, instead of in Spark's
+    state, for windows larger than an executor's memory. A micro-batch that Spark
+    replays after a failure is never counted twice (see :mod:`spark_integration.stored`).
     """
     from pyspark.sql import functions as F
 
@@ -76,61 +86,101 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
     for column in [*keys, time]:
         if column not in types:
             raise ValueError(f"no column {column!r} (columns: {', '.join(types)})")
-    if {TIME, START, END} & set(keys):
-        raise ValueError(f"key columns may not be named {TIME}, {START} or {END}")
+    if {TIME, START, END, LATE_TIME} & set(keys):
+        raise ValueError(f"key columns may not be named {TIME}, {START}, {END} or {LATE_TIME}")
     if types[time] not in ("timestamp", "timestamp_ntz"):
         raise ValueError(f"time column {time!r} must be a timestamp, not {types[time]}")
+    if (store is None) != (name is None):
+        raise ValueError("store and name go together: name the query's windows in the store, "
+                         "e.g. store='redis://host:6379/0', name='cpu_5min'")
     aggs = parse(aggregations, types)
+    stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
     if df.isStreaming:
         df = df.withWatermark(time, f"{micros(watermark, 'watermark')} microseconds")
     prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs)
-    schema = _schema(df, keys, aggs, emit)
+    side = aggs.inputs if late_events else None
+    schema = _schema(df, keys, aggs, side)
     if df.isStreaming:
         from spark_integration.streaming import MTAProcessor
 
-        processor = MTAProcessor(aggs, windowing, keys, micros(allowed_lateness, "allowed_lateness"))
+        processor = MTAProcessor(aggs, windowing, keys, micros(allowed_lateness, "allowed_lateness"), side, stored)
         out = prepared.groupBy(*keys).transformWithStateInPandas(
             statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
     else:
-        out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys), schema)
+        out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
     if emit == "event":
         times = [F.timestamp_micros(F.col(START)).alias("event_time")]
     else:
         times = [F.timestamp_micros(F.col(START)).alias("window_start"),
                  F.timestamp_micros(F.col(END)).alias("window_end")]
-    return out.select(*keys, *times, *aggs.columns, "late")
+    extra = []
+    if side is not None:
+        event = F.struct(F.timestamp_micros(F.col(LATE_TIME)).alias(time),
+                         *(F.col(_late(c)).alias(c) for c in side))
+        extra = [F.when(F.col(LATE_TIME).isNotNull(), event).alias("late_event")]
+    return out.select(*keys, *times, *aggs.columns, "late", *extra)
 
 
-def _schema(df: Any, keys: list[str], aggs: Aggregations, emit: str) -> Any:
+def _late(column: str) -> str:
+    return f"mta_late_{column}"
+
+
+def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None) -> Any:
     from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
 
     fields = [df.schema[k] for k in keys] + [StructField(START, LongType()), StructField(END, LongType())]
     fields += [StructField(name, _parse_datatype_string(kind)) for name, (_, _, kind) in aggs.columns.items()]
-    return StructType(fields + [StructField("late", LongType())])
+    fields.append(StructField("late", LongType()))
+    if side is not None:
+        fields.append(StructField(LATE_TIME, LongType()))
+        fields += [StructField(_late(c), df.schema[c].dataType) for c in side]
+    return StructType(fields)
 
 
-def frame(key: tuple, keys: list[str], aggs: Aggregations, rows: list[tuple[int, int, Any]], late: int) -> Any:
-    """The output rows of one key as a pandas DataFrame (each field lowered column by column)."""
+def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: list[str] | None) -> Any:
+    """The output rows of one key as a pandas DataFrame (each field lowered column by
+    column); with ``side`` (the input columns), the late events after them."""
     import pandas as pd
 
-    data: dict[str, Any] = {k: [v] * len(rows) for k, v in zip(keys, key)}
+    rows, extra = out.rows, len(out.late_events or ()) if side is not None else 0
+    n = len(rows) + extra
+    data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
     data[START] = [r[0] for r in rows]
     data[END] = [r[1] for r in rows]
     for i, (name, (_, monoid, _)) in enumerate(aggs.columns.items()):  # the Record's fields, in order
         partials = [r[2][i] for r in rows]
         data[name] = partials if type(monoid).lower is Monoid.lower else [monoid.lower(p) for p in partials]
-    data["late"] = [late] * len(rows)
-    return pd.DataFrame(data, columns=[*keys, START, END, *aggs.columns, "late"])
+    data["late"] = [out.late] * n
+    columns = [*keys, START, END, *aggs.columns, "late"]
+    if side is not None:
+        columns += [LATE_TIME, *map(_late, side)]
+        events = list(zip(*out.late_events)) if extra else [()] * (1 + len(side))
+        for column, values in zip([LATE_TIME, *map(_late, side)], events):
+            data[column] = [None] * len(rows) + list(values)
+        if extra:  # object columns: ints and nulls stay ints and nulls
+            for column in (START, END, *aggs.columns):
+                data[column] = pd.Series(data[column] + [None] * extra, dtype=object)
+    return pd.DataFrame(data, columns=columns)
 
 
-def _batch(aggs: Aggregations, windowing: Windowing, keys: list[str]) -> Callable[[Any], Any]:
+def late_rows(frame: Any, indices: list[int], side: list[str]) -> list[tuple]:
+    """The late events ``indices`` of a pandas ``frame``: (time, *side columns) as plain values."""
+    picked = frame.iloc[indices]
+    return list(zip(*(picked[c].tolist() for c in [TIME, *side])))
+
+
+def _batch(aggs: Aggregations, windowing: Windowing, keys: list[str], side: list[str] | None,
+           stored: StoredKeys | None) -> Callable[[Any], Any]:
     monoid = aggs.monoid
 
     def per_key(pdf: Any) -> Any:
-        window = KeyWindow(monoid, windowing)
+        key = tuple(pdf[k].iloc[0] for k in keys)
+        window = stored.scratch(key) if stored is not None else KeyWindow(monoid, windowing)
         pdf = pdf.sort_values(TIME, kind="stable")
         window.add(pdf[TIME].tolist(), aggs.lift(pdf))
-        key = tuple(pdf[k].iloc[0] for k in keys)
-        return frame(key, keys, aggs, window.advance(math.inf), 0)
+        out = Output(window.advance(math.inf), 0, [])
+        if stored is not None:
+            stored.drop(window)
+        return frame(key, keys, aggs, out, side)
 
     return per_key

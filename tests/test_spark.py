@@ -7,10 +7,12 @@ import math
 import os
 import random
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+import kvs
 from mta.monoid import Collect, Monoid
 from spark_integration import window_aggregate
 
@@ -58,6 +60,16 @@ def test_batch_windows_equal_spark_window(spark, size, slide) -> None:
     df = frame(spark, events(3000))
     ours = window_aggregate(df, "k", "ts", AGGS, size=size, slide=slide)
     assert_same(rows_of(ours), rows_of(native(df, size, slide)))
+
+
+def test_batch_windows_with_their_levels_in_redis_equal_spark_window(spark, redis_url) -> None:
+    df = frame(spark, events(2000))
+    name = f"batch_{uuid.uuid4().hex[:8]}"
+    ours = window_aggregate(df, "k", "ts", AGGS, size="60 seconds", slide="10 seconds", store=redis_url, name=name)
+    assert_same(rows_of(ours), rows_of(native(df, "60 seconds", "10 seconds")))
+    assert not [w for w in kvs.connect(redis_url).windows() if w.startswith(name)]  # scratch windows dropped
+    with pytest.raises(ValueError, match="store and name go together"):
+        window_aggregate(df, "k", "ts", AGGS, size="60 seconds", store=redis_url)
 
 
 def write_file(spark, directory: Path, rows: list[tuple]) -> None:
@@ -163,48 +175,95 @@ def test_late_events_are_counted_and_dropped_or_counted_in_within_the_lateness(s
     write_files(spark, tmp_path / "in", on_time, pieces=2)
     # a third file: events 100 s behind the newest (late beyond the 30 s watermark) and
     # 35 s behind (late for the watermark, within 10 s more of allowed lateness)
-    late = [("a", 99, 1000, 0.0), ("a", 101, 1000, 0.0), ("a", 166, 7, 0.0)]
+    late = [("a", 99, 1000, 0.5), ("a", 101, 1000, 0.25), ("a", 166, 7, 0.0)]
     write_file(spark, tmp_path / "in", late + [("a", 201, 1, 0.0)])
     write_file(spark, tmp_path / "in", [("a", 260, 1, 0.0)])  # moves the watermark past 190 s
-    aggs = {"s": ("v", "sum"), "n": ("v", "count")}
+    aggs = {"s": ("v", "sum"), "n": ("v", "count"), "fs": ("x", "sum")}
     run(window_aggregate(stream(spark, tmp_path / "in"), "k", "ts", aggs, size="20 seconds",
-                         watermark="30 seconds", allowed_lateness="10 seconds"), "late_q", tmp_path / "ck")
-    rows = spark.sql("select window_start, s, n, late from late_q order by window_start").collect()
+                         watermark="30 seconds", allowed_lateness="10 seconds", late_events=True),
+        "late_q", tmp_path / "ck")
+    rows = spark.sql("select window_start, s, n, late from late_q where late_event is null "
+                     "order by window_start").collect()
     by_start = {int(r.window_start.timestamp()): (r.s, r.n) for r in rows}
     assert max(r.late for r in rows) == 2  # the two events 100 s behind
     assert by_start[80] == (10, 10) and by_start[100] == (10, 10)  # they are not in
     assert by_start[160] == (17, 11)  # the one within the lateness is
+    side = spark.sql("select * from late_q where late_event is not null").collect()
+    assert sorted((int(r.late_event.ts.timestamp()), r.late_event.v, r.late_event.x) for r in side) == [
+        (99, 1000, 0.5), (101, 1000, 0.25)]  # the side output: the dropped events whole
+    assert all(r.window_start is None and r.s is None and r.late == 2 for r in side)
 
 
-def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_results(spark, tmp_path) -> None:
+class Tripwire(Monoid):
+    """A sum whose ``lower`` fails once while ``path`` exists (and removes it): a task that
+    dies after its window work is done, before Spark commits the micro-batch."""
+
+    identity = 0
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @staticmethod
+    def combine(a: int, b: int) -> int:
+        return a + b
+
+    def lower(self, partial: int) -> int:
+        if os.path.exists(self.path):
+            os.remove(self.path)
+            raise RuntimeError("tripwire: the task dies here")
+        return partial
+
+
+@pytest.mark.parametrize("where", ["spark", "redis"])
+def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_results(spark, tmp_path, where, request) -> None:
+    """Runs on one checkpoint, one of them dying in the middle of a micro-batch, give the
+    rows of one uninterrupted run. With the window levels in Redis, the keys that the
+    dead batch had already stored are not counted twice when Spark replays it."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     rows = events(1500, keys=3, span=600, seed=7)
     ordered = sorted(rows, key=lambda r: r[1])
-    aggs = {"s": ("v", "sum"), "n": ("v", "count"), "hi": ("v", "max")}
-
-    def query(directory):
-        return window_aggregate(stream(spark, directory), "k", "ts", aggs, size="60 seconds", slide="20 seconds",
-                                watermark="15 seconds")
+    tripwire = tmp_path / "tripwire"
+    aggs = {"s": ("v", "sum"), "n": ("v", "count"), "hi": ("v", "max"), "t": ("v", Tripwire(str(tripwire)), "bigint")}
+    url = request.getfixturevalue("redis_url") if where == "redis" else None
+    prefix = uuid.uuid4().hex[:8]
 
     def to_parquet(directory, out, checkpoint):  # a sink that can restart (the memory sink cannot)
-        q = (query(directory).writeStream.format("parquet").option("path", str(out))
+        store = {"store": url, "name": f"{prefix}_{checkpoint.name}"} if url else {}
+        q = (window_aggregate(stream(spark, directory), "k", "ts", aggs, size="60 seconds", slide="20 seconds",
+                              watermark="15 seconds", **store)
+             .writeStream.format("parquet").option("path", str(out))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-        q.awaitTermination()
-        assert q.exception() is None
+        try:
+            q.awaitTermination()
+        except Exception as error:
+            return error
+        return q.exception()
 
     def collect(out):
         return sorted(tuple(r) for r in spark.read.parquet(str(out)).select(
-            "k", "window_start", "s", "n", "hi", "late").collect())
+            "k", "window_start", "s", "n", "hi", "t", "late").collect())
 
     write_files(spark, tmp_path / "all", ordered, pieces=6)
-    to_parquet(tmp_path / "all", tmp_path / "out_whole", tmp_path / "ck_whole")
-    write_files(spark, tmp_path / "parts", ordered[:750], pieces=3)
-    to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts")
-    first = collect(tmp_path / "out_parts")
-    write_files(spark, tmp_path / "parts", ordered[750:], pieces=3)
-    to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts")  # the same checkpoint
+    assert to_parquet(tmp_path / "all", tmp_path / "out_whole", tmp_path / "ck_whole") is None
     whole = collect(tmp_path / "out_whole")
+    write_files(spark, tmp_path / "parts", ordered[:500], pieces=2)
+    assert to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts") is None
+    first = collect(tmp_path / "out_parts")
     assert first and len(first) < len(whole)
+    write_files(spark, tmp_path / "parts", ordered[500:1000], pieces=2)
+    tripwire.touch()
+    assert "tripwire" in str(to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts"))
+    assert to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts") is None  # replays it
+    write_files(spark, tmp_path / "parts", ordered[1000:], pieces=2)
+    assert to_parquet(tmp_path / "parts", tmp_path / "out_parts", tmp_path / "ck_parts") is None
     assert collect(tmp_path / "out_parts") == whole
+    if url:  # the levels were in Redis: one window per key and query
+        stored = [w for w in kvs.connect(url).windows() if w.startswith(f"{prefix}_ck_parts:")]
+        assert len(stored) == 3
 
 
 def test_the_example_pipeline_writes_the_windows_spark_would(spark, tmp_path, capsys) -> None:

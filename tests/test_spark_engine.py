@@ -120,3 +120,38 @@ def test_durations(text, expected) -> None:
 def test_bad_durations_are_refused(bad) -> None:
     with pytest.raises((ValueError, TypeError), match="duration"):
         micros(bad)
+
+
+@given(events_strategy, st.integers(1, 30), st.integers(1, 30), st.lists(st.integers(-40, 130), max_size=6),
+       st.sampled_from(["time", "policy", "event"]))
+@hsettings(max_examples=120, deadline=None)
+def test_a_window_whose_levels_live_in_a_store_gives_the_rows_of_one_in_lists(events, size, slide, untils,
+                                                                              kind) -> None:
+    """Reopened from the store at every piece, with tiny buffers and caches (every
+    eviction and oldest-time read goes to the store): the rows of the listed window."""
+    import kvs
+    from spark_integration.engine import window_policy
+
+    def policy(total, old):
+        return len(total.value) - len(old.value) >= 3 or total.last - old.last > size
+
+    windowing = {"time": Windowing(size=size, slide=slide), "policy": Windowing(slide=slide, policy=policy),
+                 "event": Windowing(size=size, emit="event")}[kind]
+    backend = kvs.connect("memory://")
+    stored_policy = window_policy(windowing, stored=True)
+    listed = KeyWindow(Collect(), windowing)
+    expected, got, state = [], [], None
+    for number, until in enumerate([*sorted(untils), math.inf]):
+        piece = [e for e in events if listed.done <= e[0] < until]
+        times, values = [t for t, _ in piece], Collect().lift_many([v for _, v in piece])
+        listed.add(times, values)
+        expected += listed.advance(until)
+        window = (Window(Collect(), stored_policy, store=backend, window_id="w", buffer_size=1, cache_size=1,
+                         block_size=2) if number == 0 else Window.open(backend, "w", Collect(), stored_policy))
+        stream = KeyWindow(Collect(), windowing, state, stored=window)
+        stream.add(times, values)
+        got += stream.advance(until)
+        state = stream.state()
+        assert "times" not in state and len(window) <= len(listed.window)
+        window.flush()
+    assert lowered(got) == lowered(expected)

@@ -125,6 +125,9 @@ class TreeAggregator(Aggregator):
         self._cstart[number] = index
         return cache[0]
 
+    def _oldest(self) -> Any:
+        return self._node(0, self._head)
+
     def _gather(self, nodes: list[tuple[int, int]]) -> None:
         """Bring ``nodes`` into the caches in one store round trip (the first node of a level
         starts its run).

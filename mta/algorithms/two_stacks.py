@@ -41,6 +41,9 @@ class TwoStacks(Aggregator):
         self._bvals.append(partial)
         self._bagg = self._combine(self._bagg, partial)
 
+    def _oldest(self) -> Any:
+        return self._fvals[-1] if self._fvals else self._bvals[0]
+
     def _flip(self) -> None:
         """Move the back list onto the (empty) front stack, computing suffix aggregates."""
         vals = self._bvals
