@@ -164,6 +164,9 @@ class Count(Monoid):
     def lift_many(self, values: Sequence[Any]) -> list[int]:
         return [1] * len(values)
 
+    def fold(self, acc: int, partials: Sequence[int]) -> int:
+        return acc + sum(partials)  # ints: exact in any order
+
     def invert(self, total: int, front: int) -> int:
         return total - front
 
@@ -208,6 +211,10 @@ class Min(Monoid):
     def lift(self, value: Any) -> Any:
         return _ordered(value, "Min")
 
+    def fold(self, acc: Any, partials: Sequence[Any]) -> Any:
+        # the builtin keeps the first of equal values, as the left fold does
+        return _min(acc, min(partials)) if partials else acc
+
     def lift_many(self, values: Sequence[Any]) -> list[Any]:
         return list(values) if _plain_ordered(values) else list(map(self.lift, values))
 
@@ -222,6 +229,10 @@ class Max(Monoid):
 
     def lift(self, value: Any) -> Any:
         return _ordered(value, "Max")
+
+    def fold(self, acc: Any, partials: Sequence[Any]) -> Any:
+        # the builtin keeps the first of equal values, as the left fold does
+        return _max(acc, max(partials)) if partials else acc
 
     def lift_many(self, values: Sequence[Any]) -> list[Any]:
         return list(values) if _plain_ordered(values) else list(map(self.lift, values))
@@ -251,6 +262,12 @@ class Mean(Monoid):
     def lower(self, partial: tuple) -> Any:
         s, c = partial
         return s / c if c else None
+
+    def fold(self, acc: tuple, partials: Sequence[tuple]) -> tuple:
+        if not partials:
+            return acc
+        sums, counts = zip(*partials)
+        return (reduce(operator.add, sums, acc[0]), reduce(operator.add, counts, acc[1]))  # the left fold's order
 
     def invert(self, total: tuple, front: tuple) -> tuple:
         return (total[0] - front[0], total[1] - front[1])
@@ -647,6 +664,12 @@ class Record(Monoid):
             else:
                 return list(zip(*columns)) if values else []
         return list(map(self.lift, values))
+
+    def fold(self, acc: tuple, partials: Sequence[tuple]) -> tuple:
+        """Field by field (each field's own ``fold``) for long runs."""
+        if len(partials) < 4:
+            return reduce(self.combine, partials, acc)
+        return tuple([m.fold(a, column) for m, a, column in zip(self._monoids, acc, zip(*partials))])
 
     @staticmethod
     def _lift_field(name: str, m: Monoid, value: Any) -> Any:

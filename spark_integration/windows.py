@@ -13,8 +13,9 @@ watermark, event-time timers at window ends and the allowed lateness. Both feed
 run gives (for the windows its watermark closed).
 
 Output columns: the keys, ``window_start`` and ``window_end`` (timestamps; with
-``emit="event"`` one ``event_time`` instead), the aggregations, and ``late``: how
-many of the key's events had come too late (and were dropped) by that row.
+``emit="event"`` one ``event_time`` instead), the aggregations, ``late``: how
+many of the key's events had come too late (and were dropped) by that row, and
+with ``late_events=True`` the side output ``late_event`` (null on window rows).
 """
 
 from __future__ import annotations

@@ -569,3 +569,21 @@ def test_nested_record_and_pickle():
     r2 = pickle.loads(pickle.dumps(r))
     assert repr(r2) == repr(r) == "Record(stats=Record(s=Sum(), hi=Max()), n=Count())"
     assert r2.combine(p, r2.lift({"stats": 1, "n": 0})) == ((5, 10), 3)
+
+
+FOLD_CASES = CASES + [(Record(n=Count(), s=Sum(), lo=Min(), hi=Max(), a=Mean()),
+                       st.lists(st.one_of(ints, floats), max_size=30), True)]
+
+
+@pytest.mark.parametrize("m,values", [case[:2] for case in FOLD_CASES],
+                         ids=[f"{m!r}-{i}" for i, (m, _, _) in enumerate(FOLD_CASES)])
+def test_fold_is_the_left_fold_of_combine(m, values):
+    """Monoids with their own ``fold`` (by field, builtin min/max/sum) give exactly the
+    left fold's partial: same values, same types, same float rounding."""
+    @given(values, values)
+    def check(before, xs):
+        acc = fold(m, before)
+        partials = [m.lift(x) for x in xs]
+        got, expected = m.fold(acc, partials), reduce(m.combine, partials, acc)
+        assert got == expected and repr(got) == repr(expected)
+    check()

@@ -410,3 +410,34 @@ def test_lift_many_equals_lifting_one_by_one(values) -> None:
                 monoid.lift_many(values)
             continue
         assert monoid.lift_many(values) == expected
+
+
+# --------------------------------------------------------------------------- eviction by time
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+@given(times=st.lists(st.integers(0, 50), max_size=40).map(sorted), cuts=st.lists(st.integers(-5, 60), max_size=5))
+@hsettings(max_examples=40)
+def test_evict_before_removes_exactly_the_older_updates(name, times, cuts) -> None:
+    """Non-commutative (Collect), duplicate timestamps, cuts before, inside and past the window."""
+    options = {"buffer_size": 1, "cache_size": 1} if name in TREE_ALGORITHMS else {}
+    window = Window(Collect(), TimeRange(1000), algorithm=name, **options)
+    window.insert_many([(t, i) for i, t in enumerate(times)])
+    kept = list(enumerate(times))
+    for cut in cuts:
+        evicted = window.evict_before(cut)
+        before = len(kept)
+        kept = [(i, t) for i, t in kept if t >= cut]
+        assert evicted == before - len(kept)
+        assert window.query() == [i for i, _ in kept]
+        assert window.oldest_timestamp() == (kept[0][1] if kept else None)
+
+
+def test_evict_before_needs_a_window_that_keeps_timestamps() -> None:
+    for policy in (None, MaxSize(3)):
+        window = filled(policy=policy)
+        before = state(window)
+        with pytest.raises(TypeError, match="keeps timestamps"):
+            window.evict_before(3)
+        with pytest.raises(TypeError, match="keeps timestamps"):
+            window.oldest_timestamp()
+        assert state(window) == before
