@@ -1,7 +1,7 @@
 """The streaming side: a ``StatefulProcessor`` for ``transformWithStateInPandas``.
 
 Each key keeps one value in Spark's state store (RocksDB), read and written once
-per call (every state access is a round trip to the JVM): its whole
+per call (every state access is a round trip to the JVM): its timer and its whole
 :class:`~spark_integration.engine.KeyWindow` state (``kvs.codec``: msgpack keeping
 tuples), or, when the window lives in a store, only the step that makes a replayed
 micro-batch idempotent (:mod:`spark_integration.stored`). An event-time timer at
@@ -31,10 +31,9 @@ class MTAProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        if self.stored is None:
-            self.state = handle.getValueState("window", StructType([StructField("window", BinaryType())]))
-        else:
-            self.state = handle.getValueState("step", StructType([StructField("step", LongType())]))
+        # The key's window (or its step in the store) and the event-time timer it has registered.
+        first = StructField("window", BinaryType()) if self.stored is None else StructField("step", LongType())
+        self.state = handle.getValueState("window", StructType([first, StructField("timer", LongType())]))
         self.monoid = self.aggs.monoid
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
@@ -57,29 +56,37 @@ class MTAProcessor(StatefulProcessor):
         def step(window: KeyWindow) -> Output:
             return Output(self._advance(window, timerValues.getCurrentWatermarkInMs()), window.late, [])
 
-        yield from self._call(key, step)
+        yield from self._call(key, step, fired=True)
 
     def _advance(self, window: KeyWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
         until = watermark_ms * 1000 - self.lateness
         return window.advance(until) if until > window.done else []
 
-    def _call(self, key: tuple, step: Any) -> Iterator[Any]:
+    def _call(self, key: tuple, step: Any, fired: bool = False) -> Iterator[Any]:
         """Load the key's window, run ``step`` on it (or take the output a replayed call
-        already made), store the window, and emit."""
-        stored = self.state.get()[0] if self.state.exists() else None
+        already made), store the window, and emit. Every state access is a round trip
+        to the JVM: one read, one write, and timer changes only when the wake moves."""
+        saved, timer = self.state.get() or (None, None)
+        if fired:
+            timer = None  # Spark deletes a timer once it fires
         if self.stored is None:
-            window = KeyWindow(self.monoid, self.windowing, codec.unpack(stored) if stored else None)
+            window = KeyWindow(self.monoid, self.windowing, codec.unpack(saved) if saved else None)
             out = step(window)
-            self.state.update((codec.pack(window.state()),))
+            saved = codec.pack(window.state())
         else:
-            steps = stored or 0
+            steps = saved or 0
             window, out = self.stored.open(key, steps)
             if out is None:
                 out = step(window)
                 self.stored.commit(window, steps + 1, out)
-            self.state.update((steps + 1,))
-        wake = window.next_report()
-        if wake is not None:  # the watermark (ms) at which this key has rows to report
-            self.handle.registerTimer(-(-(wake + self.lateness) // 1000))
+            saved = steps + 1
+        wake = window.next_report()  # the watermark (ms) at which this key has rows to report
+        wake = -(-(wake + self.lateness) // 1000) if wake is not None else None
+        if wake != timer:  # one timer per key: a stale one would only wake the key for nothing
+            if timer is not None:
+                self.handle.deleteTimer(timer)
+            if wake is not None:
+                self.handle.registerTimer(wake)
+        self.state.update((saved, wake))
         if out.rows or (out.late_events and self.side is not None):
             yield frame(key, self.keys, self.aggs, out, self.side)
