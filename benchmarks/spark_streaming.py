@@ -45,14 +45,15 @@ def write_pieces(spark: Any, events: int, keys: int, rate: float, pieces: int, d
     df.unpersist()
 
 
-def run_query(result: Any, out: Path, checkpoint: Path) -> float:
+def run_query(result: Any, out: Path, checkpoint: Path) -> tuple[float, list[float]]:
+    """Seconds from start to end, and each micro-batch's seconds."""
     started = time.perf_counter()
     query = (result.writeStream.format("parquet").option("path", str(out))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     query.awaitTermination()
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, [b.durationMs["triggerExecution"] / 1000 for b in query.recentProgress]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = local_session("mta-bench-streaming", shuffle_partitions=4)
     url, stop_redis = start_redis()
-    rows, results = [], {}
+    rows, results, batches = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         write_pieces(spark, events, keys, rate, pieces, tmp_path / "in")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 store=url, name=f"bench_{uuid.uuid4().hex[:8]}").drop("late"),
         }
         for i, (name, build) in enumerate(setups.items()):
-            seconds = run_query(build(), tmp_path / f"out-{i}", tmp_path / f"ck-{i}")
+            seconds, batches[name] = run_query(build(), tmp_path / f"out-{i}", tmp_path / f"ck-{i}")
             results[name] = (seconds, spark.read.parquet(str(tmp_path / f"out-{i}")))
             run_.log(f"{name}: {seconds:.1f} s")
         spark_s, theirs = results["Spark window()"]
@@ -105,7 +106,12 @@ def main(argv: list[str] | None = None) -> int:
                [[r["query"], r["seconds"], r["events_per_s"], r["speedup"], r["rows"],
                  "yes" if r["identical"] else "NO"] for r in rows])
     run_.data["results"] = rows
+    run_.data["batch_seconds"] = batches
     run_.finish(list(rows[0]), [list(r.values()) for r in rows])
+    if not args.no_plot:
+        common.plot_lines(run_.path(".png"), {name: (list(range(len(b))), b) for name, b in batches.items()},
+                          title=f"{events:,} events, 60 s windows sliding by 1 s", xlabel="micro-batch",
+                          ylabel="seconds", logx=None, logy=False)
     return 0 if all(r["identical"] for r in rows) else 1
 
 
