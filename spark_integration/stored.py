@@ -42,6 +42,16 @@ def plain_key(key: tuple) -> list[Any]:
     return [k.item() if hasattr(k, "item") else k for k in key]
 
 
+def delete_windows(url: str, name: str) -> int:
+    """Delete every stored window of query ``name`` (to start the query afresh, with a
+    new checkpoint); return how many there were."""
+    backend = kvs.connect(url)
+    doomed = [w for w in backend.windows() if w.startswith(f"{name}:")]
+    for window_id in doomed:
+        backend.delete(window_id)
+    return len(doomed)
+
+
 class StoredKeys:
     """The stored windows of one query (``name``) at ``url``."""
 
@@ -76,7 +86,7 @@ class StoredKeys:
             raise kvs.StoreError(
                 f"{self.url}: the window of key {plain_key(key)!r} ({window_id}) is at step {stored} but Spark's "
                 f"checkpoint at step {step}: the store holds another run of query {self.name!r} (delete its "
-                f"windows or choose another name) or lost writes")
+                f"windows with spark_integration.stored.delete_windows, or choose another name) or lost writes")
         key_window = KeyWindow(self.monoid, self.windowing, notes.get("state"), stored=window)
         if stored == step + 1:
             rows, late, late_events = notes["output"]

@@ -290,6 +290,34 @@ def test_the_example_pipeline_writes_the_windows_spark_would(spark, tmp_path, ca
     assert peaks and {r.metric for r in peaks} == {"memory"}
 
 
+def test_the_streaming_pipeline_with_levels_in_redis_gives_the_batch_rows(spark, tmp_path, redis_url,
+                                                                          capsys) -> None:
+    """``mta pipeline --stream --store``: every window the watermark closed, as the batch
+    run computes it (no late events, so none is dropped), run twice (a fresh stream
+    clears the stored windows of the one before)."""
+    from spark_integration.jobs import telemetry_pipeline as job
+
+    common = ["--hosts", "2", "--hours", "0.1", "--late-fraction", "0"]
+    assert job.main([*common, "--output", str(tmp_path / "batch")]) == 0
+    for _ in range(2):
+        assert job.main([*common, "--stream", "--files", "3", "--store", redis_url,
+                         "--output", str(tmp_path / "stream")]) == 0
+    assert "events ->" in capsys.readouterr().out
+
+    def rows(run, name):
+        return {(r.host, r.metric, r.window_end): tuple(r) for r in spark.read.parquet(str(tmp_path / run / name))
+                .drop("late").collect()}
+
+    for name in ("windows", "peaks"):
+        batch, stream = rows("batch", name), rows("stream", name)
+        assert stream and len(stream) < len(batch)  # the last windows wait for a later watermark
+        for key, row in stream.items():
+            assert row[:4] == batch[key][:4] and all(
+                (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+                for a, b in zip(row[4:], batch[key][4:])), key
+    assert [w for w in kvs.connect(redis_url).windows() if w.startswith(job.STORED["windows"] + ":")]
+
+
 def test_reactive_rows_give_the_window_right_after_each_event(spark) -> None:
     rng = random.Random(3)
     times = rng.sample(range(2000), 600)  # distinct times: the order within a key is the time order

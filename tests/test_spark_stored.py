@@ -11,7 +11,7 @@ import pytest
 import kvs
 from mta.monoid import Collect
 from spark_integration.engine import Windowing
-from spark_integration.stored import Output, StoredKeys
+from spark_integration.stored import Output, StoredKeys, delete_windows
 
 
 def keys(redis_url: str) -> StoredKeys:
@@ -60,3 +60,13 @@ def test_windows_are_named_per_query_and_key(redis_url) -> None:
     assert kvs.connect(redis_url).meta(window_id)["labels"] == {"query": stored.name, "key": "['a', 1]"}
     with pytest.raises(ValueError, match="window id"):
         StoredKeys(redis_url, "no spaces", Collect(), Windowing(size=10))
+
+
+def test_delete_windows_removes_one_querys_windows_only(redis_url) -> None:
+    mine, other = keys(redis_url), keys(redis_url)
+    for key in ("a", "b"):
+        call(mine, (key,), 0, [1], 6)
+    call(other, ("a",), 0, [1], 6)
+    assert delete_windows(redis_url, mine.name) == 2
+    assert call(mine, ("a",), 0, [2], 6).rows  # a fresh start at step 0
+    assert other.open(("a",), 1)[1] is None  # untouched

@@ -3,6 +3,7 @@
     mta pipeline                          # generated data, local[*], Parquet in ./mta-pipeline-output
     mta pipeline --stream                 # the same windows as a streaming query over arrival-ordered files
     mta pipeline --input readings.parquet # your data: columns host, metric, ts (timestamp), value
+    mta pipeline --stream --store redis://localhost:6379/0   # window levels in Redis
     spark-submit --master spark://head:7077 \\
         "$(python -c 'import spark_integration.jobs.telemetry_pipeline as j; print(j.__file__)')" --output /shared/out
 
@@ -26,11 +27,14 @@ from typing import Any
 
 from tqdm import tqdm
 
+from spark_integration.stored import delete_windows
 from spark_integration.windows import window_aggregate
 
 WINDOW, SLIDE = "5 minutes", "10 seconds"
 PEAK_HORIZON = 300_000_000  # microseconds
 STATS = {"mean": ("value", "avg"), "max": ("value", "max"), "stddev": ("value", "stddev")}
+#: The names of the two queries' windows in the store (--store).
+STORED = {"windows": "mta_pipeline_windows", "peaks": "mta_pipeline_peaks"}
 
 
 def peak_policy(total: Any, old: Any) -> bool:
@@ -104,12 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stream", action="store_true", help="run as a streaming query over arrival-ordered files")
     p.add_argument("--files", type=int, default=12, help="--stream: input files (one per micro-batch)")
     p.add_argument("--watermark", default="1 minute", help="--stream: watermark delay")
+    p.add_argument("--store", help="keep the window levels in Redis at this URL (redis://host:port/db)")
     p.add_argument("--master", help="Spark master (default local[*]; spark-submit's when launched by it)")
     args = p.parse_args(argv)
     out = Path(args.output)
-    if args.stream:  # a fresh stream: no checkpoint of an earlier run to resume from
+    if args.stream:  # a fresh stream: no checkpoint (or stored windows) of an earlier run to resume from
         for old in ("stream-input", "checkpoints", "windows", "peaks"):
             shutil.rmtree(out / old, ignore_errors=True)
+        if args.store:
+            for name in STORED.values():
+                delete_windows(args.store, name)
     started = time.time()
     with tqdm(total=4, desc="mta pipeline", unit="stage", file=sys.stdout) as progress:
         progress.set_postfix_str("starting Spark")
@@ -120,13 +128,15 @@ def main(argv: list[str] | None = None) -> int:
         progress.update()
         progress.set_postfix_str(f"{WINDOW} windows every {SLIDE}")
         stream = {"watermark": args.watermark} if args.stream else {}
-        windows = window_aggregate(df, ["host", "metric"], "ts", STATS, size=WINDOW, slide=SLIDE, **stream)
+        stored = {name: {"store": args.store, "name": STORED[name]} if args.store else {} for name in STORED}
+        windows = window_aggregate(df, ["host", "metric"], "ts", STATS, size=WINDOW, slide=SLIDE, **stream,
+                                   **stored["windows"])
         write(windows, out / "windows", out / "checkpoints" / "windows")
         progress.update()
         progress.set_postfix_str("Table 2 peak policy")
         memory = df.where(df.metric == "memory")
         peaks = window_aggregate(memory, ["host", "metric"], "ts", {"peak": ("value", "max")},
-                                 policy=peak_policy, slide="1 minute", **stream)
+                                 policy=peak_policy, slide="1 minute", **stream, **stored["peaks"])
         write(peaks, out / "peaks", out / "checkpoints" / "peaks")
         progress.update()
     summary(spark, out, events, time.time() - started)
