@@ -13,6 +13,7 @@ plus 1000 times the per-window memory at 2^20.
 
     python -m benchmarks.server_memory            # ~3 min
     python -m benchmarks.server_memory --quick    # smoke run
+    python -m benchmarks.server_memory --windows 1000 --exponents 13 15 17   # one series (~25 min)
 """
 
 from __future__ import annotations
@@ -97,9 +98,16 @@ def series(redis_url: str, windows: int, sizes: list[int], run_: common.Run) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common.parser(__doc__).parse_args(argv)
+    p = common.parser(__doc__)
+    p.add_argument("--windows", type=int, help="one series of this many windows instead (with --exponents)")
+    p.add_argument("--exponents", type=int, nargs="+", help="its sizes, as powers of two (e.g. 13 15 17)")
+    args = p.parse_args(argv)
+    if (args.windows is None) != (args.exponents is None):
+        p.error("--windows and --exponents go together")
     plan = [(20, [2**6, 2**8]), (2, [2**10, 2**12])] if args.quick else \
         [(1000, [2**8, 2**10, 2**12]), (10, [2**14, 2**16, 2**18, 2**20])]
+    if args.windows is not None:
+        plan = [(args.windows, [2**e for e in sorted(args.exponents)])]
     run_ = common.Run("server_memory", args, {"plan": plan, "batch": BATCH})
     rows = []
     with RedisProcess() as redis_server:
