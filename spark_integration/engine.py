@@ -8,8 +8,9 @@ Times are integer microseconds since the epoch (Spark's ``unix_micros``).
 - **Time windows** (``size``, ``slide``; tumbling when equal): the rows of Spark's
   ``window(ts, size, slide)``: one per window ``[start, start + size)`` that holds at
   least one event, starts aligned to multiples of ``slide``. The window is one MTA
-  window: events go in once, each window end costs one bulk eviction (O(log n)) and
-  one query, so the cost does not grow with ``size / slide`` as Spark's Expand does.
+  window: events go in once, folded by pane (gcd(size, slide)), each window end
+  costs one bulk eviction (O(log n)) and one query, so the cost does not grow with
+  ``size / slide`` as Spark's Expand does.
 - **Policy windows** (a slide policy, plain Python callable, on microsecond times):
   with ``slide``, one row per slide interval in which the key had events (the window
   at the interval's end; ``start`` is its oldest event's time).
