@@ -361,6 +361,29 @@ def test_tree_bulk_evictions_of_every_size(name, options) -> None:
     assert list(agg) == items
 
 
+@pytest.mark.parametrize("name", TREE_ALGORITHMS)
+def test_small_windows_at_every_alignment(name) -> None:
+    """Windows of 1 .. 33 leaves, their head at every offset of two chunks, reached by
+    a bulk eviction, then emptied one leaf at a time with one insertion half way
+    (AMTA builds such windows straight from the buffered leaves)."""
+    monoid = Collect()
+    for start in range(40, 104):
+        for length in range(1, 34):
+            agg = make_aggregator(name, monoid)
+            for value in range(start + length):
+                agg.insert(monoid.lift(value))
+            agg.evict(start)
+            items = list(range(start, start + length))
+            assert agg.query() == tuple(items), (start, length)
+            for step in range(length + 1):
+                if step == length // 2:
+                    agg.insert(monoid.lift(-1))
+                    items.append(-1)
+                agg.evict(1)
+                del items[0]
+                assert agg.query() == tuple(items), (start, length, step)
+
+
 @pytest.mark.parametrize("name", ALGORITHM_NAMES)
 def test_clear_restarts_the_window(name) -> None:
     monoid = Collect()

@@ -200,6 +200,25 @@ class AmortizedMTA(TreeAggregator):
         leaf = self._push_suffixes(h)
         self._r0 = combine(leaf, stack[-1]) if stack else leaf
 
+    def _small_window(self, start: int, stop: int) -> None:
+        """Stack, R0 and R1 straight from the buffered leaves ``[start, stop)`` of a window
+        of at most one chunk: then the left tree's stack is all leaf suffixes (its levels
+        from CHUNK_BITS up have the head's bit set), and no stored node is read."""
+        h = self._head
+        level = (h ^ self._tail).bit_length() - 1
+        self._set_root_level(level)
+        middle = start + (((h >> level) + 1) << level) - h  # B, where R1 starts
+        combine = self._combine
+        leaves = self._leaves
+        stack: list[Any] = []
+        top = EMPTY
+        for i in range(middle - 1, start, -1):
+            top = leaves[i] if top is EMPTY else combine(leaves[i], top)
+            stack.append(top)
+        self._stack = stack
+        self._r0 = leaves[start] if top is EMPTY else combine(leaves[start], top)
+        self._r1 = self._fold(self.monoid.identity, leaves[middle:stop]) if middle < stop else self.monoid.identity
+
     def _right_result(self) -> Any:
         """R1 = the roots after the left tree, left to right (Algorithm 5), O(log n)."""
         t = self._tail
@@ -214,6 +233,12 @@ class AmortizedMTA(TreeAggregator):
         """Bulk eviction: jump ``head`` to ``h`` in O(log n) whatever the distance."""
         t = self._tail
         old = self._head
+        split = self._bstart[0]
+        if h >= split and 0 < t - h <= self._chunk_mask + 1:
+            self._head = h
+            self._small_window(h - split, t - split)
+            self._release(old)
+            return
         boundary = ((old >> self._root_level) + 1) << self._root_level  # where R1 starts
         self._head = h
         if h == t:
