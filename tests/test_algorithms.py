@@ -134,6 +134,10 @@ policy_spec = st.tuples(st.sampled_from(["single", "single", "any", "all"]),
 evict_spec = st.tuples(st.just("evict"),
                        st.sampled_from(["all", "all_but_one", "half", "one", "zero", "random"]),
                        st.integers(0, 10**6))
+#: a bulk eviction down to a few elements, then single insertions (True) and evictions (False,
+#: skipped on an empty window), checked after each: tiny windows sliding, where tree merges
+#: and stack states follow each other fast.
+walk = st.tuples(st.just("walk"), st.integers(0, 4), st.lists(st.booleans(), max_size=80))
 small_burst = st.integers(1, 64)
 big_burst = st.sampled_from([300, 1000, 3000])
 
@@ -153,6 +157,7 @@ def operations(values: st.SearchStrategy, max_burst: int) -> st.SearchStrategy:
         st.tuples(st.just("iter")),
         st.tuples(st.just("too_many"), st.integers(1, 3)),
         st.tuples(st.just("clear")),
+        walk,
     )
     return st.tuples(burst, st.lists(op, min_size=3, max_size=40)).map(lambda t: [t[0], *t[1]])
 
@@ -202,6 +207,19 @@ def run_operations(agg, case: MonoidCase, ops: list, items: list | None = None) 
         elif kind == "clear":
             agg.clear()
             items.clear()
+        elif kind == "walk":
+            k = max(len(items) - op[1], 0)
+            agg.evict(k)
+            del items[:k]
+            for step, grow in enumerate(op[2]):
+                if grow:
+                    partial = monoid.lift(case.random_values(1, step)[0])
+                    agg.insert(partial)
+                    items.append(partial)
+                elif items:
+                    agg.evict(1)
+                    del items[0]
+                assert agg.query() == fold(monoid, items)
         assert len(agg) == len(items)
     check_same(agg, monoid, items)
     return items
@@ -382,6 +400,33 @@ def test_small_windows_at_every_alignment(name) -> None:
                 agg.evict(1)
                 del items[0]
                 assert agg.query() == tuple(items), (start, length, step)
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+@given(walks=st.lists(walk, min_size=1, max_size=8))
+@hsettings(max_examples=300)
+def test_tiny_windows_sliding_match_list_oracle(name, walks) -> None:
+    run_operations(make_aggregator(name, Collect()), CASES["collect"], walks)
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_every_short_sequence_of_single_insertions_and_evictions(name) -> None:
+    """All 2^13 sequences of 13 single insertions and evictions (an eviction on an
+    empty window skipped), the aggregate checked after each: every way a window
+    of up to 13 leaves can slide from an empty start."""
+    monoid = Collect()
+    length = 13
+    for pattern in range(1 << length):
+        agg = make_aggregator(name, monoid)
+        items: list[int] = []
+        for step in range(length):
+            if pattern >> step & 1:
+                agg.insert(monoid.lift(step))
+                items.append(step)
+            elif items:
+                agg.evict(1)
+                del items[0]
+            assert agg.query() == tuple(items), (bin(pattern), step)
 
 
 @pytest.mark.parametrize("name", ALGORITHM_NAMES)

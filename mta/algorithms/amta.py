@@ -32,7 +32,7 @@ from functools import reduce
 from typing import Any, Sequence
 
 from mta.algorithms.base import Policy
-from mta.algorithms.tree import EMPTY, TreeAggregator
+from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
 
 
 class AmortizedMTA(TreeAggregator):
@@ -71,10 +71,22 @@ class AmortizedMTA(TreeAggregator):
             self._stack = []
         else:  # the new leaf completes a tree that merges with the left one: all of it joins R0
             combine = self._combine
-            self._r0 = combine(self._r0, combine(self._r1, partial))
+            right = combine(self._r1, partial)  # agg[B, t1), the old left tree's right sibling
+            self._r0 = combine(self._r0, right)
             self._r1 = self.monoid.identity
             self._set_root_level((self._head ^ t1).bit_length() - 1)
-            self._stack = None
+            # The new stack is the old one's entries extended by `right`, then the suffixes
+            # of `right`'s leaves (levels below CHUNK_BITS keep leaf suffixes). It is left
+            # stale (None, section 5.2) but in two cases that cost nothing and that tiny
+            # windows meet all the time. A stack that is empty, not stale, has the head as
+            # its tree's last leaf, so R1 holds the rest of the window.
+            head = self._head
+            if head == t - 1:  # a window of one leaf: `right` is leaf t
+                self._stack = [right]
+            elif head == t - 2 and self._stack == []:  # R1 is leaf t - 1
+                self._stack = [partial, right]
+            else:
+                self._stack = None
         if len(self._leaves) > self.buffer_size:  # only after a chunk completes
             self.flush(wait=False)
 
@@ -135,26 +147,28 @@ class AmortizedMTA(TreeAggregator):
 
     def _set_root_level(self, level: int) -> None:
         self._root_level = level
-        self._merge_mask = (2 << level) - 1
-        self._quiet_mask = self._merge_mask & self._chunk_mask  # both masks are 2^k - 1
+        self._merge_mask = mask = (2 << level) - 1
+        self._quiet_mask = mask & self._chunk_mask  # both masks are 2^k - 1
 
     # -- eviction (Algorithms 6 and 7, bulk in section 4.2.4) -------------------
 
     def evict(self, k: int = 1) -> None:
-        stack = self._stack
-        if k == 1 and stack and type(k) is int:
-            # Algorithm 6: the stack top is the left tree without its head leaf.
-            self._r0 = stack.pop()
-            self._head = h1 = self._head + 1
-            if not h1 & self._chunk_mask:
-                self._enter_chunk(h1)
-            return
-        if not (k == 1 and type(k) is int and self._tail > self._head):
-            self._check_evict(k)
-        if k == 1 or k >= self._bulk_threshold():
-            # A stale or empty stack: rebuild it once for the new head, not for the old one.
-            if k:
-                self._move_head(self._head + k)
+        if k == 1 and type(k) is int:
+            stack = self._stack
+            if stack:
+                # Algorithm 6: the stack top is the left tree without its head leaf.
+                self._r0 = stack.pop()
+                self._head = h1 = self._head + 1
+                if not h1 & self._chunk_mask:
+                    self._enter_chunk(h1)
+                return
+            if self._tail > self._head:
+                # A stale or empty stack: rebuild it once for the new head, not for the old one.
+                self._move_head(self._head + 1)
+                return
+        self._check_evict(k)
+        if k >= self._bulk_threshold():
+            self._move_head(self._head + k)
             return
         for _ in range(k):
             self.evict(1)
@@ -200,27 +214,6 @@ class AmortizedMTA(TreeAggregator):
         leaf = self._push_suffixes(h)
         self._r0 = combine(leaf, stack[-1]) if stack else leaf
 
-    def _small_window(self, start: int, stop: int) -> None:
-        """Stack, R0 and R1 straight from the buffered leaves ``[start, stop)`` of a window
-        of at most one chunk: then the left tree's stack is all leaf suffixes (its levels
-        from CHUNK_BITS up have the head's bit set), and no stored node is read.
-        Tiny windows come here on every step, hence a loop of its own: through
-        :meth:`_push_suffixes` a window of one leaf costs 35% more instructions."""
-        h = self._head
-        level = (h ^ self._tail).bit_length() - 1
-        self._set_root_level(level)
-        middle = start + (((h >> level) + 1) << level) - h  # B, where R1 starts
-        combine = self._combine
-        leaves = self._leaves
-        stack: list[Any] = []
-        top = EMPTY
-        for i in range(middle - 1, start, -1):
-            top = leaves[i] if top is EMPTY else combine(leaves[i], top)
-            stack.append(top)
-        self._stack = stack
-        self._r0 = leaves[start] if top is EMPTY else combine(leaves[start], top)
-        self._r1 = self._fold(self.monoid.identity, leaves[middle:stop]) if middle < stop else self.monoid.identity
-
     def _right_result(self) -> Any:
         """R1 = the roots after the left tree, left to right (Algorithm 5), O(log n)."""
         t = self._tail
@@ -235,24 +228,43 @@ class AmortizedMTA(TreeAggregator):
         """Bulk eviction: jump ``head`` to ``h`` in O(log n) whatever the distance."""
         t = self._tail
         old = self._head
-        split = self._bstart[0]
-        if h >= split and 0 < t - h <= self._chunk_mask + 1:
-            self._head = h
-            self._small_window(h - split, t - split)
-            self._release(old)
-            return
-        boundary = ((old >> self._root_level) + 1) << self._root_level  # where R1 starts
         self._head = h
-        if h == t:
+        start = h - self._bstart[0]
+        if start >= 0 and 0 < t - h <= self._chunk_mask + 1:
+            # A window of at most one chunk, all in the leaf buffer: the left tree's
+            # stack is all leaf suffixes (its levels from CHUNK_BITS up have the head's
+            # bit set), so stack, R0 and R1 come straight from the leaves. Tiny windows
+            # come here often, hence a loop of its own: through _push_suffixes a window
+            # of one leaf cost 35% more instructions.
+            level = (h ^ t).bit_length() - 1
+            self._set_root_level(level)
+            middle = start + (((h >> level) + 1) << level) - h  # B, where R1 starts
+            leaves = self._leaves
+            stack: list[Any] = []
+            self._stack = stack
+            if middle - start == 1:  # the left tree is the head leaf: the stack stays empty
+                self._r0 = leaves[start]
+            else:
+                combine = self._combine
+                top = leaves[middle - 1]
+                stack.append(top)
+                for i in range(middle - 2, start, -1):
+                    top = combine(leaves[i], top)
+                    stack.append(top)
+                self._r0 = combine(leaves[start], top)
+            stop = start + t - h
+            self._r1 = self._fold(leaves[middle], leaves[middle + 1:stop]) if middle < stop else self.monoid.identity
+        elif h == t:
             identity = self.monoid.identity
             self._r0 = self._r1 = identity
             self._stack = []
             self._root_level = self._merge_mask = self._quiet_mask = 0
         else:
-            root_level = (h ^ t).bit_length() - 1
-            same_tree = root_level == self._root_level and h >> root_level == old >> root_level
-            self._set_root_level(root_level)
-            if h == boundary and ((h >> root_level) + 1) << root_level == t:
+            boundary = ((old >> self._root_level) + 1) << self._root_level  # where R1 starts
+            level = (h ^ t).bit_length() - 1
+            same_tree = level == self._root_level and h >> level == old >> level
+            self._set_root_level(level)
+            if h == boundary and ((h >> level) + 1) << level == t:
                 # The head moved onto the last tree, which R1 holds whole: the stack can wait.
                 self._r0, self._r1 = self._r1, self.monoid.identity
                 self._stack = None
@@ -260,7 +272,8 @@ class AmortizedMTA(TreeAggregator):
                 self._rebuild()
                 if not same_tree:
                     self._r1 = self._right_result()
-        self._release(old)
+        if (h ^ old) > DROP_MASK:  # as _release checks, without a call on most steps
+            self._release(old)
 
     def _bulk_threshold(self) -> int:
         """Evictions beyond about log2 n are done in bulk (section 4.2.4)."""
