@@ -28,7 +28,7 @@ Secondary table: the paper's own setup, Listing 2 monoid (count + maxSize, here
 ``total.count - old.count >= total.maxSize`` through each algorithm's own
 ``enforce`` (generic WSP search), for AMTA, TwoStacks and DABA.
 
-    python -m benchmarks.exp1_constant_window            # full (~10-15 min)
+    python -m benchmarks.exp1_constant_window            # full (~26 min)
     python -m benchmarks.exp1_constant_window --quick    # smoke run
 """
 
@@ -172,16 +172,18 @@ def main(argv: list[str] | None = None) -> int:
 
     # Passes over all sizes, algorithms alternating within each round (see measure): the
     # VM's slow spells last minutes, so a size's runs are spread over the whole benchmark.
+    def rounds(n: int) -> int:
+        # The VM also flips between its states within a second: runs of small sizes
+        # (16k steps, tens of ms) are many, so each algorithm meets the fast state.
+        return max(args.runs, min(16, 2 ** 18 // max(n, min_run)))
+
     runs_ns: dict[str, dict[int, list[float]]] = {name: {} for name in algorithms}
     per_run = {a: {n: run_length(a, n, min_run, cap) for n in sizes} for a in algorithms}
     for number in range(1, args.passes + 1):
         for n in sizes:
             names = [a for a in algorithms if not (a == "naive" and n > 2 ** naive_max_exp)]
-            # The VM also flips between its states within a second: runs of small sizes
-            # (16k steps, tens of ms) are many, so each algorithm meets the fast state.
-            rounds = max(args.runs, min(16, 2 ** 18 // max(n, min_run)))
             measured = measure({a: (lambda cls=ALGORITHMS[a]: cls(Sum())) for a in names}, n,
-                               {a: per_run[a][n] for a in names}, rounds)
+                               {a: per_run[a][n] for a in names}, rounds(n))
             for name, ns in measured.items():
                 runs_ns[name].setdefault(n, []).extend(ns)
                 run.log(f"pass {number} {name:>18} n={pow2(n):>5}: {min(ns):>12,.0f} ns/step  "
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         n = 2 ** e
         steps = {a: run_length(a, n, min_run, cap) for a in listing_algs}
         measured = measure({a: (lambda cls=ALGORITHMS[a]: cls(monoid)) for a in listing_algs}, n,
-                           steps, max(args.runs, 3), wsp=listing3_wsp, partial=lambda i, n=n: (1, n))
+                           steps, max(rounds(n), 3), wsp=listing3_wsp, partial=lambda i, n=n: (1, n))
         for a, ns in measured.items():
             listing[a][n] = r = summarize(n, steps[a], ns)
             run.log(f"{a:>18} listing n={pow2(n):>5}: {r['ns_per_step']:>12,.0f} ns/step")
