@@ -343,8 +343,13 @@ class Window:
             raise
         return timestamps, partials
 
-    def insert_checked(self, checked: tuple[Sequence[Any], list[Any]]) -> int:
-        """Insert a batch returned by :meth:`check`; return the total evicted."""
+    def insert_checked(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool = True) -> int:
+        """Insert a batch returned by :meth:`check`; return the total evicted.
+
+        ``enforce=False`` leaves a ``batchable`` policy to the next call that enforces
+        (until then the window may hold updates the policy would evict): a batch
+        inserted in slices then pays one O(log n) policy search, not one per slice.
+        Other policies are enforced after every update regardless."""
         if self._broken is not None:
             self._recover()
         timestamps, partials = checked
@@ -363,7 +368,7 @@ class Window:
                 algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
             else:
                 algorithm.insert_many(partials)
-            return self._enforce()
+            return self._enforce() if enforce else 0
         except StoreError as error:
             raise self._failed(error) from error
         finally:

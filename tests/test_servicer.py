@@ -89,3 +89,30 @@ def test_a_call_cancelled_mid_batch_leaves_the_batch_whole(tmp_path) -> None:
         assert (result.length, result.values["value"]) == (n, n)
 
     asyncio.run(main())
+
+
+def test_a_batch_in_slices_is_enforced_once_and_evicts_as_one_by_one() -> None:
+    from mta.service import servicer as module
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=("time_range", {"width": 100.0}))),
+                                    context)
+        window = servicer.windows["w"].window
+        algorithm = window._algorithm
+        searches = []
+        enforce = algorithm.enforce
+        algorithm.enforce = lambda wsp: searches.append(1) or enforce(wsp)
+        n = module.SLICE * 4 + 7
+        for first in (0, n):
+            request = pb.InsertRequest(window="w", columns=pb.Columns(ts=range(first, first + n), values=[1.0] * n))
+            reply = await servicer.Insert(request, context)
+            assert reply.inserted == n
+            assert reply.evicted == (n - 100 if first == 0 else n)  # the window is (last - 100, last]
+        assert len(searches) == 2  # one policy search per batch, not one per slice
+        result = (await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0]
+        assert (result.length, result.values["value"]) == (100, 100.0)
+        assert window.oldest_timestamp() == 2 * n - 100
+
+    asyncio.run(main())

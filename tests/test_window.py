@@ -193,7 +193,8 @@ def test_insert_many_equals_inserting_one_by_one(name) -> None:
        st.sampled_from(["count", "time", "any", "all", "user"]))
 @hsettings(max_examples=60)
 def test_batches_leave_the_window_of_one_by_one_insertion(steps, cuts, kind) -> None:
-    """Batchable policies are enforced once per batch; the window and the evictions are the same."""
+    """Batchable policies are enforced once per batch, or once after several with
+    ``enforce=False``; the window and the evictions are the same."""
     policy = {"count": MaxSize(7), "time": TimeRange(5), "any": any_of(MaxSize(7), TimeRange(5)),
               "all": all_of(MaxSize(4), TimeRange(3)),
               "user": lambda total, old: total.count - old.count >= 6}[kind]  # not batchable: per update
@@ -201,14 +202,19 @@ def test_batches_leave_the_window_of_one_by_one_insertion(steps, cuts, kind) -> 
     for gap, value in steps:
         ts += gap
         updates.append((ts, value))
-    one, many = Window(Collect(), policy), Window(Collect(), policy)
+    one, many, deferred = Window(Collect(), policy), Window(Collect(), policy), Window(Collect(), policy)
     evicted_one = sum(one.insert(t, v) for t, v in updates)
-    evicted_many, start, sizes = 0, 0, itertools.cycle(cuts)
+    evicted_many = evicted_deferred = start = 0
+    sizes = itertools.cycle(cuts)
     while start < len(updates):  # batches of the drawn sizes, in turn, until every update is in
         cut = next(sizes)
-        evicted_many += many.insert_many(updates[start:start + cut])
+        batch = updates[start:start + cut]
+        evicted_many += many.insert_many(batch)
+        # as the server's slices: a batchable policy only enforced with the last one
+        evicted_deferred += deferred.insert_checked(deferred.check(*zip(*batch)), enforce=start + cut >= len(updates))
         start += cut
     assert (list(many), many.query(), evicted_many) == (list(one), one.query(), evicted_one)
+    assert (list(deferred), deferred.query(), evicted_deferred) == (list(one), one.query(), evicted_one)
 
 
 def test_a_batch_is_committed_whole(tmp_path) -> None:

@@ -80,10 +80,14 @@ def _same_length(where: str, length: int, n: int) -> None:
 
 def _slices(window: Window, checked: tuple) -> Iterator[int]:
     """Insert a checked batch SLICE updates at a time; yield the evictions of each slice.
-    The batch is still committed whole: nothing commits until the caller's flush."""
+    A batchable policy is enforced once, after the last slice (queries read the results
+    of complete batches). The batch is still committed whole: nothing commits until the
+    caller's flush."""
     timestamps, partials = checked
-    for start in range(0, len(partials), SLICE):
-        yield window.insert_checked((timestamps[start:start + SLICE], partials[start:start + SLICE]))
+    n = len(partials)
+    for start in range(0, n, SLICE):
+        stop = start + SLICE
+        yield window.insert_checked((timestamps[start:stop], partials[start:stop]), enforce=stop >= n)
 
 
 def _param(value: pb.Param, where: str) -> Any:
