@@ -12,16 +12,16 @@ sizes 2^0 .. 2^22, in three passes over all sizes (a slow spell of a shared VM
 can last minutes: it should not decide a size alone). In each pass a size starts
 from a fresh window filled with n updates (fill not timed), then rounds are
 timed in which every algorithm runs ``max(n, min_run)`` steps in turn; the VM
-also flips state within a second, so small sizes get up to 16 rounds per pass. Like the paper, a
-run is a whole cycle of n steps (every window state), so amortized costs
-(TwoStacks' flip, AMTA's merges and rebuilds) are counted once per cycle; the
-reported latency is the best run's mean (as ``timeit``: on a shared machine the
-slower runs are the ones other processes disturbed); the mean over all runs is
-in the JSON. The algorithms whose per-step cost does
-not depend on where in the cycle they are (LogMTA, FlatFAT, DABA: O(log n) or
+also flips state within a second, so small sizes get up to 16 rounds per pass.
+Like the paper, a run is a whole cycle of n steps (every window state), so
+amortized costs (TwoStacks' flip, AMTA's merges and rebuilds) are counted once
+per cycle; the reported latency is the best run's mean (as ``timeit``: on a
+shared machine the slower runs are the ones other processes disturbed); the
+mean over all runs is in the JSON. The algorithms whose per-step cost does not
+depend on where in the cycle they are (LogMTA, FlatFAT, DABA: O(log n) or
 worst-case O(1) per step, Naive) run at most ``--run-cap`` (2^17) steps per run
-to keep the run short. Naive (O(n) query) only up to 2^12. Sizes are the outer
-loop: all algorithms are measured at one size before the next size.
+to keep the run short. Naive (O(n) query) only up to 2^12. Within a pass sizes
+are the outer loop: all algorithms are measured at one size before the next.
 
 Secondary table: the paper's own setup, Listing 2 monoid (count + maxSize, here
 ``Record(count=Sum(), max_size=Last())``) and Listing 3 slide policy
@@ -129,8 +129,8 @@ def measure(makers: dict[str, Callable[[], Any]], n: int, per_run: dict[str, int
 
 
 def summarize(n: int, steps_per_run: int, ns: list[float]) -> dict[str, Any]:
-    """One algorithm at one size: its best run (as ``timeit``: on a shared machine the
-    slower runs are the ones other processes disturbed) and the mean of all runs."""
+    """One algorithm at one size: its best run (reported, see the module docstring) and
+    the mean of all runs."""
     best = min(ns)
     return {"n": n, "steps": steps_per_run * len(ns), "runs_ns_per_step": [round(x, 1) for x in ns],
             "ns_per_step": round(best, 1), "steps_per_s": round(1e9 / best),
