@@ -119,6 +119,9 @@ class Backend(ABC):
     def _store(self, window_id: str, lease: Lease, **options: Any) -> LevelStore:
         """The level store of ``window_id`` writing under ``lease``."""
 
+    def finish(self) -> None:
+        """Wait until the commits sent in the background are done (nothing to do here)."""
+
     def close(self) -> None:
         """Release the leases of open windows and the connections (the backend cannot
         be used afterwards)."""
@@ -214,9 +217,8 @@ class BlockBackend(Backend):
         renew ``lease``; WindowFenced (nothing applied) unless ``lease`` is still the
         window's, checked in the same atomic operation."""
 
-    def close(self) -> None:
+    def finish(self) -> None:
         self.writer.finish()
-        super().close()
 
 
 class BlockLevel(Level):

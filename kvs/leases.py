@@ -149,6 +149,8 @@ class Keeper:
         backend = self._backend()
         if backend is None:
             return
+        if held:
+            backend.finish()  # what is queued goes first: a released window may be opened at once
         for lease in held:
             try:
                 backend.release(lease)

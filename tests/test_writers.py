@@ -183,6 +183,15 @@ def test_a_closed_window_reopens_at_once_in_another_process(url, writers) -> Non
     assert stored_values(url, wid) == list(range(8))
 
 
+def test_a_writer_that_exits_without_closing_releases_its_lease(url, writers) -> None:
+    wid = uuid.uuid4().hex
+    first = writers(url, wid, "create")
+    assert first.write(range(5)) == "ok"
+    first.proc.stdin.close()  # the program ends without close(): its leases go at exit
+    assert first.proc.wait() == 0
+    assert stored_values(url, wid) == list(range(5))  # no WindowBusy
+
+
 def test_deleting_an_open_window_fences_its_writer_without_bringing_it_back(url, writers) -> None:
     wid = uuid.uuid4().hex
     writer = writers(url, wid, "create")
@@ -316,3 +325,30 @@ def test_spellings_of_one_file_share_one_backend(tmp_path, monkeypatch) -> None:
         kvs.disconnect("w.db")
     finally:
         kvs.disconnect(tmp_path / "w.db")
+
+
+def test_a_file_store_from_before_leases_gets_them(tmp_path) -> None:
+    """A file written by a version without leases (no lease columns) is opened and used."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE mta_store (format TEXT NOT NULL);
+        CREATE TABLE windows (id TEXT PRIMARY KEY, meta BLOB NOT NULL, state BLOB) WITHOUT ROWID;
+        CREATE TABLE blocks (window TEXT NOT NULL, key BLOB NOT NULL, data BLOB NOT NULL,
+                             PRIMARY KEY (window, key)) WITHOUT ROWID;
+    """)
+    db.execute("INSERT INTO mta_store VALUES (?)", (kvs.blocks.FORMAT,))
+    db.commit()
+    db.close()
+    try:
+        with Window(Sum(), MaxSize(10), store=path, window_id="w") as w:
+            w.insert(1, 5)
+        again = Window.open(path, "w", Sum(), MaxSize(10))
+        with pytest.raises(kvs.WindowBusy):
+            Window.open(path, "w", Sum(), MaxSize(10))
+        assert again.query() == 5
+        again.close()
+    finally:
+        kvs.disconnect(path)
