@@ -111,7 +111,11 @@ class Backend(ABC):
             lease = self.acquire(window_id, take_over=take_over)
         elif lease.window_id != window_id:
             raise ValueError(f"lease of window {lease.window_id!r} given for window {window_id!r}")
-        store = self._store(window_id, lease, **options)
+        try:
+            store = self._store(window_id, lease, **options)
+        except Exception:
+            self.release(lease)  # a bad option or layout: the window is free again at once
+            raise
         self.keeper.hold(lease, store)
         return store
 

@@ -151,11 +151,15 @@ class Keeper:
             return
         if held:
             backend.finish()  # what is queued goes first: a released window may be opened at once
+        failed: list[StoreError] = []
         for lease in held:
             try:
                 backend.release(lease)
             except StoreError as error:  # the lease will expire instead
-                log.warning("lease of window %r not released: %s", lease.window_id, error)
+                failed.append(error)
+        if failed:
+            log.warning("%d window leases not released (they expire within %s s): %s", len(failed),
+                        backend.lease_ttl, failed[0])
 
     def _run(self) -> None:
         while not self._closed:
