@@ -18,7 +18,7 @@ from kvs.servers import RedisProcess
 from mta import TimeRange, Window
 from mta.monoid import Sum
 from mta.v1 import aggregation_pb2 as pb
-from test_server import Server, batch, error_of, spec
+from test_server import Server, batch, by_key, error_of, keyed_batch, spec
 
 
 @pytest.fixture
@@ -37,6 +37,8 @@ def test_a_second_server_on_the_same_store_leaves_the_first_ones_windows_alone(r
     try:
         first.stub.CreateWindow(pb.CreateWindowRequest(spec=spec("w")))
         first.stub.Insert(batch("w", [(1, 5)]))
+        first.stub.CreateWindow(pb.CreateWindowRequest(spec=spec("k", keyed=True)))
+        first.stub.Insert(keyed_batch("k", [(1, 2, "a"), (1, 3, "b")]))
         second = Server(redis_store, "--lease-ttl", "3", owner=None)  # waits out one lease, then leaves "w" to its writer
         try:
             assert not second.stub.ListWindows(pb.ListWindowsRequest()).windows
@@ -47,6 +49,8 @@ def test_a_second_server_on_the_same_store_leaves_the_first_ones_windows_alone(r
             second.stop()
         first.stub.Insert(batch("w", [(3, 7)]))
         assert value(first.stub, "w") == 12
+        first.stub.Insert(keyed_batch("k", [(2, 10, "a")]))  # its keys were left alone too
+        assert by_key(first.stub.Query(pb.QueryRequest(windows=["k"])).results) == {"a": (2, 12), "b": (1, 3)}
     finally:
         first.stop()
 

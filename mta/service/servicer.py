@@ -178,7 +178,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
     async def load(self) -> None:
         """Reopen every window of the store (at start); drop the keys of deleted keyed windows."""
         started = time.monotonic()
-        parts = []
+        parts, failed = [], set()
         for name in sorted(await asyncio.to_thread(self.backend.windows)):
             try:
                 labels = (await asyncio.to_thread(self.backend.meta, name))["labels"]
@@ -190,10 +190,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 window = await self._reopen(name, monoid, policy, started)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
                 self._load_failed(name, error)
+                failed.add(name)
                 continue
             self.windows[name] = Hosted(spec, window)
         for name, parent, key in parts:
             hosted = self.windows.get(parent)
+            if parent in failed:
+                continue  # not served here (e.g. another server writes it): nor are its keys
             try:
                 if hosted is None or not hosted.spec.keyed:  # its window was deleted before a crash
                     await asyncio.to_thread(self.backend.delete, name)
