@@ -77,6 +77,10 @@ class WindowBusy(StoreError):
             f"{expires_in:.1f} s unless that writer renews it (it does while the window is open): "
             "close it there, or open with take_over=True (its commits then fail)")
         self.window_id, self.owner, self.expires_in, self.ttl = window_id, owner, expires_in, ttl
+        self._made = (window_id, url, owner, expires_in, ttl)
+
+    def __reduce__(self) -> tuple:  # picklable (multiprocessing, Spark) with its fields
+        return type(self), self._made
 
 
 _TAKEN = "another writer took it over (or opened it after this writer's lease expired)"
@@ -93,6 +97,10 @@ class WindowFenced(StoreError):
             "this writer's commits are refused and nothing it sends lands: reopen the window "
             "(Window.open) to continue from what the store holds")
         self.window_id = window_id
+        self._made: tuple = (window_id, url, why)
+
+    def __reduce__(self) -> tuple:
+        return type(self), self._made
 
 
 class WindowDeleted(WindowFenced, MissingWindow):
@@ -101,6 +109,7 @@ class WindowDeleted(WindowFenced, MissingWindow):
 
     def __init__(self, window_id: str, url: str) -> None:
         super().__init__(window_id, url, "it was deleted while this writer had it open")
+        self._made = (window_id, url)
 
 
 class Keeper:

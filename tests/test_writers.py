@@ -277,6 +277,17 @@ def test_leases_follow_the_model(any_backend, ops) -> None:
     backend.delete(wid)
 
 
+def test_lease_errors_survive_pickling() -> None:
+    """They cross process boundaries (multiprocessing, Spark workers) with their fields."""
+    import pickle
+
+    for error in (kvs.WindowBusy("w", "redis://h:1/0", "me", 1.5, 10.0), kvs.WindowFenced("w", "x"),
+                  kvs.WindowDeleted("w", "x")):
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error) and str(again) == str(error) and again.window_id == "w"
+    assert pickle.loads(pickle.dumps(kvs.WindowBusy("w", "u", "me", 1.5, 10.0))).expires_in == 1.5
+
+
 def test_a_commit_is_one_round_trip_with_its_fencing_check(redis_url, monkeypatch) -> None:
     """Redis sees one command per commit (EVALSHA of the cached script), as a MULTI/EXEC was."""
     backend = kvs.connect(redis_url)
