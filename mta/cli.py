@@ -149,9 +149,9 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--tls-cert and --tls-key go together (and --tls-client-ca needs them)")
     tls = Tls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     try:
-        if args.owner or args.lease_ttl:  # the server's kvs.connect(store) then gets this backend
-            kvs.connect(args.store or DEFAULT_STORE, **({"owner": args.owner} if args.owner else {}),
-                        **({"lease_ttl": args.lease_ttl} if args.lease_ttl else {}))
+        leases = {k: v for k, v in (("owner", args.owner), ("lease_ttl", args.lease_ttl)) if v is not None}
+        if leases:  # the server's kvs.connect(store) then returns this backend
+            kvs.connect(args.store or DEFAULT_STORE, **leases)
         asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch,
                         token=token, tls=tls, metrics_listen=args.metrics_listen,
                         gc_interval=args.gc_interval))
