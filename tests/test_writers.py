@@ -290,7 +290,7 @@ def test_lease_errors_survive_pickling() -> None:
 
 def test_a_commit_is_one_round_trip_with_its_fencing_check(redis_url, monkeypatch) -> None:
     """Redis sees one command per commit (EVALSHA of the cached script), as a MULTI/EXEC was."""
-    backend = kvs.connect(redis_url)
+    backend = kvs.RedisBackend(redis_url, lease_ttl=3600)  # its own: no renewal of other windows' leases
     w = Window(Sum(), MaxSize(100), store=backend, buffer_size=8, block_size=4)
     w.insert(0, 1)
     w.flush()  # the script is loaded by now
@@ -305,6 +305,7 @@ def test_a_commit_is_one_round_trip_with_its_fencing_check(redis_url, monkeypatc
     assert len(sent) == backend.round_trips.writes - before == 20
     monkeypatch.undo()
     w.close()
+    backend.close()
 
 
 # --------------------------------------------------------------------------- one backend per store
