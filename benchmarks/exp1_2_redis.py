@@ -170,9 +170,9 @@ class Redis:
         """A fresh window's level store (instrumented); the window is deleted afterwards."""
         self.count += 1
         window_id = f"{self.prefix}-{self.count}-{tag}"
-        self.backend.create(window_id, {"benchmark": NAME, "tag": tag})
+        lease = self.backend.create(window_id, {"benchmark": NAME, "tag": tag})
         try:
-            yield self.timer.instrument(self.backend.store(window_id))
+            yield self.timer.instrument(self.backend.store(window_id, lease))
         finally:
             self.backend.delete(window_id)
 

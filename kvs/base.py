@@ -80,3 +80,7 @@ class LevelStore(ABC):
     def load(self) -> Any:
         """Restore the levels of the last :meth:`commit` and return its ``state`` (None if none)."""
         return None
+
+    def release(self) -> None:
+        """Give up the window's lease (a store's window has one writer): another writer
+        may open it at once. Nothing to do for a store of one process's own."""

@@ -30,6 +30,7 @@ from typing import Any
 
 from kvs.base import Level, LevelStore, StoreError
 from kvs.codec import pack, unpack, unpack_chunks
+from kvs.leases import LEASE_TTL, Keeper, Lease, WindowFenced, new_lease
 
 FORMAT = "mta-window/1"
 
@@ -47,16 +48,47 @@ class Backend(ABC):
 
     Backends are shared: every window opened through the same URL uses one
     backend and its connection pool.
+
+    A window has one writer at a time (:mod:`kvs.leases`): :meth:`create` and
+    :meth:`acquire` hand out its lease, and the level store of :meth:`store`
+    commits only while it holds it. ``owner`` names this backend's writers (None:
+    each lease gets a unique owner id); ``lease_ttl`` is how long a lease lasts
+    without renewal.
     """
 
     url: str
 
-    def __init__(self) -> None:
+    def __init__(self, *, owner: str | None = None, lease_ttl: float = LEASE_TTL) -> None:
+        if not (isinstance(lease_ttl, (int, float)) and 0 < lease_ttl < 1e6):
+            raise ValueError(f"lease_ttl must be a positive number of seconds, got {lease_ttl!r}")
+        if owner is not None and (not isinstance(owner, str) or not owner or len(owner) > 200):
+            raise ValueError(f"owner must be a non-empty string of at most 200 characters, got {owner!r}")
         self.round_trips = RoundTrips()
+        self.owner = owner
+        self.lease_ttl = float(lease_ttl)
+        self.keeper = Keeper(self)
+
+    def new_lease(self, window_id: str) -> Lease:
+        return new_lease(window_id, self.owner, self.lease_ttl)
 
     @abstractmethod
-    def create(self, window_id: str, meta: dict[str, Any]) -> None:
-        """Register a new window (StoreError if ``window_id`` exists)."""
+    def create(self, window_id: str, meta: dict[str, Any], *, replace: bool = False) -> Lease:
+        """Register a new window, held by the returned lease (StoreError if ``window_id``
+        exists, unless ``replace``: then the old window is dropped and its writer fenced)."""
+
+    @abstractmethod
+    def acquire(self, window_id: str, *, take_over: bool = False) -> Lease:
+        """The lease of an existing window (MissingWindow); WindowBusy if another owner's
+        lease is live, unless ``take_over`` (that writer's commits then fail)."""
+
+    @abstractmethod
+    def renew(self, leases: list[Lease]) -> list[StoreError | None]:
+        """Extend each lease still held (None); for one that is lost, WindowFenced or
+        WindowDeleted. One round trip."""
+
+    @abstractmethod
+    def release(self, lease: Lease) -> None:
+        """End ``lease`` if it is still the window's (others may open it at once)."""
 
     @abstractmethod
     def meta(self, window_id: str) -> dict[str, Any]:
@@ -68,14 +100,36 @@ class Backend(ABC):
 
     @abstractmethod
     def delete(self, window_id: str) -> bool:
-        """Remove the window and every key it owns; False if there was none."""
+        """Remove the window and every key it owns; False if there was none. A writer that
+        has it open is fenced: its next commit raises WindowDeleted."""
+
+    def store(self, window_id: str, lease: Lease | None = None, *, take_over: bool = False,
+              **options: Any) -> LevelStore:
+        """The level store of an existing window, writing under ``lease`` (by default
+        one acquired now: WindowBusy if another writer holds the window)."""
+        if lease is None:
+            lease = self.acquire(window_id, take_over=take_over)
+        elif lease.window_id != window_id:
+            raise ValueError(f"lease of window {lease.window_id!r} given for window {window_id!r}")
+        try:
+            store = self._store(window_id, lease, **options)
+        except Exception:
+            self.release(lease)  # a bad option or layout: the window is free again at once
+            raise
+        self.keeper.hold(lease, store)
+        return store
 
     @abstractmethod
-    def store(self, window_id: str, **options: Any) -> LevelStore:
-        """The level store of an existing window."""
+    def _store(self, window_id: str, lease: Lease, **options: Any) -> LevelStore:
+        """The level store of ``window_id`` writing under ``lease``."""
+
+    def finish(self) -> None:
+        """Wait until the commits sent in the background are done (nothing to do here)."""
 
     def close(self) -> None:
-        """Release connections (the backend cannot be used afterwards)."""
+        """Release the leases of open windows and the connections (the backend cannot
+        be used afterwards)."""
+        self.keeper.close()
 
 
 @dataclass
@@ -143,17 +197,18 @@ class Writer:
 class BlockBackend(Backend):
     """A backend that stores blocks under byte keys and one checkpoint per window."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, **lease_options: Any) -> None:
+        super().__init__(**lease_options)
         self.writer = Writer()
 
-    def store(self, window_id: str, **options: Any) -> BlockStore:
+    def _store(self, window_id: str, lease: Lease, **options: Any) -> BlockStore:
         self.meta(window_id)  # exists and is ours
-        return BlockStore(self, window_id, **options)
+        return BlockStore(self, window_id, lease, **options)
 
     @abstractmethod
-    def load(self, window_id: str) -> bytes | None:
-        """The window's last committed checkpoint (None before the first commit)."""
+    def load(self, window_id: str, lease: Lease | None = None) -> bytes | None:
+        """The window's last committed checkpoint (None before the first commit); with
+        ``lease``, WindowFenced if it is no longer the window's (in the same read)."""
 
     @abstractmethod
     def fetch(self, window_id: str, keys: list[bytes]) -> list[bytes | None]:
@@ -161,8 +216,13 @@ class BlockBackend(Backend):
 
     @abstractmethod
     def commit(self, window_id: str, writes: dict[bytes, bytes], deletes: list[bytes],
-               checkpoint: bytes) -> None:
-        """Apply the writes and deletes and replace the checkpoint, all or nothing."""
+               checkpoint: bytes, lease: Lease) -> None:
+        """Apply the writes and deletes and replace the checkpoint, all or nothing, and
+        renew ``lease``; WindowFenced (nothing applied) unless ``lease`` is still the
+        window's, checked in the same atomic operation."""
+
+    def finish(self) -> None:
+        self.writer.finish()
 
 
 class BlockLevel(Level):
@@ -282,7 +342,7 @@ class BlockStore(LevelStore):
     #: The tree algorithms commit a checkpoint after every buffer flush.
     durable = True
 
-    def __init__(self, backend: BlockBackend, window_id: str, *,
+    def __init__(self, backend: BlockBackend, window_id: str, lease: Lease, *,
                  block_size: int = 512, delete_batch: int = 1024, background: bool = True) -> None:
         if block_size < 1 or block_size & (block_size - 1):
             raise ValueError(f"block_size must be a power of two, got {block_size}")
@@ -290,6 +350,7 @@ class BlockStore(LevelStore):
             raise ValueError(f"delete_batch must be >= 1, got {delete_batch}")
         self.backend = backend
         self.window_id = window_id
+        self.lease = lease
         self.block_size = block_size
         self.shift = block_size.bit_length() - 1
         self.mask = block_size - 1
@@ -304,6 +365,8 @@ class BlockStore(LevelStore):
         self._inflight: dict[bytes, bytes] = {}  # blocks sent but not yet confirmed
         #: Why the last commit failed (None after a successful one); it stays queued.
         self.error: Exception | None = None
+        #: Set once this store lost the window's lease: nothing it sends can land any more.
+        self.fenced: WindowFenced | None = None
 
     # -- LevelStore ----------------------------------------------------------------
 
@@ -346,6 +409,8 @@ class BlockStore(LevelStore):
         return self._generations[number]
 
     def fetch(self, keys: list[bytes]) -> list[list[Any]]:
+        if self.fenced is not None:
+            raise self.fenced
         inflight = self._inflight
         blobs = [inflight.get(k) for k in keys]
         absent = [k for k, blob in zip(keys, blobs) if blob is None]
@@ -354,6 +419,7 @@ class BlockStore(LevelStore):
             blobs = [next(found) if blob is None else blob for blob in blobs]
         missing = [k.decode() for k, blob in zip(keys, blobs) if blob is None]
         if missing:
+            self._check_lease()  # blocks go missing under a writer that lost the window
             raise StoreError(f"window {self.window_id!r}: blocks {', '.join(missing)} (level:generation:block) "
                              f"are missing from {self.backend.url}; the store was changed outside mta "
                              "or is corrupted")
@@ -400,20 +466,49 @@ class BlockStore(LevelStore):
         if outbox.checkpoint is None:
             return
         try:
-            self.backend.commit(self.window_id, outbox.writes, outbox.deletes, outbox.checkpoint)
+            if self.fenced is not None:
+                raise self.fenced
+            self.backend.commit(self.window_id, outbox.writes, outbox.deletes, outbox.checkpoint, self.lease)
         except Exception as error:  # kept for the caller; the commit stays queued
             with self._lock:
                 outbox.absorb(self._outbox)
                 self._outbox = outbox
+            if isinstance(error, WindowFenced):
+                self.fence(error)
             self.error = error if isinstance(error, StoreError) else StoreError(
                 f"commit of window {self.window_id!r} failed: {type(error).__name__}: {error}")
             return
+        self.backend.keeper.renewed(self.lease)
         with self._lock:
             inflight = self._inflight
             for key, blob in outbox.writes.items():
                 if inflight.get(key) is blob:
                     del inflight[key]
         self.error = None
+
+    # -- the lease ------------------------------------------------------------------
+
+    def fence(self, error: WindowFenced) -> None:
+        """This store lost the window (told by a commit, a read or the lease keeper):
+        every later commit, load and read raises ``error``."""
+        self.fenced = error
+        self.backend.keeper.drop(self.lease)
+
+    def _check_lease(self) -> None:
+        """Raise WindowFenced if the window's lease is no longer this store's."""
+        error = self.backend.renew([self.lease])[0]
+        if error is not None:
+            self.fence(error)
+            raise error
+
+    def release(self) -> None:
+        """Send what is queued, then give up the lease (another writer may open the
+        window at once). A commit made afterwards takes the lease again if no other
+        writer has opened the window meanwhile, and is refused otherwise."""
+        self.drain()
+        self.backend.keeper.drop(self.lease)
+        if self.fenced is None:
+            self.backend.release(self.lease)
 
     def _prepare(self, state: Any) -> _Outbox:
         """Encode what changed since the last commit; the levels start afresh."""
@@ -445,7 +540,11 @@ class BlockStore(LevelStore):
 
         Commits still queued are sent first (StoreError if they cannot be)."""
         self.drain()
-        blob = self.backend.load(self.window_id)
+        try:
+            blob = self.backend.load(self.window_id, self.lease)
+        except WindowFenced as error:
+            self.fence(error)
+            raise
         if blob is None:
             return None
         data = unpack(blob)

@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--log-format", choices=("text", "json"), default="text", help="stderr log lines")
     v.add_argument("--gc-interval", type=functools.partial(_positive_seconds, zero=True), default=60.0, metavar="SECONDS",
                    help="run Python's full garbage collections on this timer, not mid-query (0: Python decides)")
+    v.add_argument("--owner", metavar="NAME",
+                   help="this server's name as the writer of its windows (each stored window has one writer); "
+                        "a restart with the same name takes them back at once. Give each server its own "
+                        "(e.g. the pod name). Without it, a restart after a crash waits for the old leases "
+                        "to expire (--lease-ttl)")
+    v.add_argument("--lease-ttl", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="how long a window stays reserved for this server after it stops renewing "
+                        "(crashed) (default: 10)")
     v.set_defaults(subparser=v)
 
     pl = sub.add_parser("pipeline", help="the example Spark job: per-host telemetry windows (the main job)",
@@ -127,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import asyncio
 
+    import kvs
     from kvs import StoreError
     from mta.service import logs
     from mta.service.registry import RegistryError
@@ -140,6 +149,9 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--tls-cert and --tls-key go together (and --tls-client-ca needs them)")
     tls = Tls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     try:
+        leases = {k: v for k, v in (("owner", args.owner), ("lease_ttl", args.lease_ttl)) if v is not None}
+        if leases:  # the server's kvs.connect(store) then returns this backend
+            kvs.connect(args.store or DEFAULT_STORE, **leases)
         asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch,
                         token=token, tls=tls, metrics_listen=args.metrics_listen,
                         gc_interval=args.gc_interval))

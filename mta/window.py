@@ -127,12 +127,15 @@ class Window:
     ``redis://``, ``redis+cluster://``; the window is then created there as
     ``window_id``, a new uuid by default, and can be reopened with :meth:`open`;
     ``block_size``, ``delete_batch`` and ``background`` go to its level store), or a
-    :class:`kvs.LevelStore` instance.
+    :class:`kvs.LevelStore` instance. A stored window has one writer: this one, until
+    :meth:`close`; ``take_over=True`` replaces a window of the same id that exists
+    (its writer, if any, is fenced: its commits fail with :class:`kvs.WindowFenced`).
     """
 
     def __init__(self, monoid: Monoid, policy: Callable[[Any, Any], bool] | None = None, *,
                  algorithm: str = "amta", store: LevelStore | Backend | str | Path | None = None,
-                 window_id: str | None = None, labels: dict[str, Any] | None = None, **options: Any) -> None:
+                 window_id: str | None = None, labels: dict[str, Any] | None = None, take_over: bool = False,
+                 **options: Any) -> None:
         cls = self._check(monoid, policy, algorithm, store)
         backend = _backend(store)
         level_store = store if isinstance(store, LevelStore) else None
@@ -142,10 +145,11 @@ class Window:
             meta = {"algorithm": algorithm, "monoid": _describe(monoid),
                     "timed": _is_timed(policy), "policy": _policy_name(policy),
                     "options": options, "store_options": store_options, "labels": labels or {}}
-            backend.create(window_id, meta)
-            level_store = backend.store(window_id, **store_options)
-        elif window_id is not None:
-            raise ValueError("window_id needs a store URL or backend to name the window in")
+            lease = backend.create(window_id, meta, replace=take_over)
+            level_store = backend.store(window_id, lease, **store_options)
+        elif window_id is not None or take_over:
+            raise ValueError(f"{'window_id' if window_id is not None else 'take_over'} needs a store URL or "
+                             "backend to name the window in")
         try:
             self._build(monoid, policy, cls, level_store, None, options)
             if backend is not None:
@@ -160,7 +164,8 @@ class Window:
 
     @classmethod
     def open(cls, store: Backend | str | Path, window_id: str, monoid: Monoid,
-             policy: Callable[[Any, Any], bool] | None = None, **options: Any) -> "Window":
+             policy: Callable[[Any, Any], bool] | None = None, *, take_over: bool = False,
+             **options: Any) -> "Window":
         """Reopen window ``window_id`` of ``store`` (after a restart, in another process).
 
         ``monoid`` and ``policy`` are Python objects and are not stored (no code is
@@ -168,6 +173,10 @@ class Window:
         monoid and whether the policy needs timestamps are checked against the
         stored record. The window continues from its last flush; the policy is
         enforced once on reopening.
+
+        The window must not have a live writer (:class:`kvs.WindowBusy` names it and
+        when its lease expires) unless ``take_over``: then the other writer's commits
+        fail from now on (:class:`kvs.WindowFenced`) and none of them lands.
         """
         backend = _backend(store)
         if backend is None:
@@ -180,10 +189,13 @@ class Window:
                              f"{'needs' if meta['timed'] else 'does not need'} timestamps; "
                              f"{_policy_name(policy)} does not match")
         window_cls = cls._check(monoid, policy, meta["algorithm"], backend)
-        level_store = backend.store(window_id, **meta["store_options"])
-        state = level_store.load()
+        level_store = backend.store(window_id, take_over=take_over, **meta["store_options"])
         self = cls.__new__(cls)
-        self._build(monoid, policy, window_cls, level_store, state, {**meta["options"], **options})
+        try:
+            self._build(monoid, policy, window_cls, level_store, level_store.load(), {**meta["options"], **options})
+        except BaseException:
+            level_store.release()  # the next writer need not wait for the lease to expire
+            raise
         self.id = window_id
         self.backend = backend
         self.labels = meta.get("labels", {})
@@ -475,8 +487,11 @@ class Window:
             self._store.drain()
 
     def close(self) -> None:
-        """Flush; the window can then be reopened with :meth:`open`."""
+        """Flush and give up the window's lease: it can then be reopened with :meth:`open`,
+        in any process, at once."""
         self.flush()
+        if self._store is not None:
+            self._store.release()
 
     def __enter__(self) -> "Window":
         return self

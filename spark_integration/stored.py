@@ -12,6 +12,11 @@ A call at Spark step ``s`` finds the store at ``s`` (go on: apply, commit the st
 store commit landed before its Spark commit did, so its output is emitted again
 and nothing is applied twice. Anything else means the two disagree (a wiped Redis,
 or Redis data of another run of the query) and stops the query with that message.
+
+A key's window has one writer: the task attempt that opened it last. A retried or
+speculative attempt takes the window over (``take_over=True``) from an attempt that
+died or is slower; that attempt's next commit raises :class:`kvs.WindowFenced` and
+it fails without writing anything, so the call at a step lands once, from one attempt.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ class StoredKeys:
         store is one call ahead (then the window must not be changed)."""
         window_id = self.window_id(key)
         try:
-            window = Window.open(self.backend, window_id, self.monoid, self.policy)
+            window = Window.open(self.backend, window_id, self.monoid, self.policy, take_over=True)
         except kvs.MissingWindow:
             if step:
                 raise kvs.StoreError(f"{self.url}: the window of key {plain_key(key)!r} ({window_id}) is gone, "
@@ -102,10 +107,8 @@ class StoredKeys:
 
     def scratch(self, key: tuple) -> KeyWindow:
         """A new empty window for a batch run (replacing what an earlier attempt left)."""
-        window_id = self.window_id(key)
-        self.backend.delete(window_id)
-        window = Window(self.monoid, self.policy, store=self.backend, window_id=window_id,
-                        labels={"query": self.name, "key": repr(plain_key(key))})
+        window = Window(self.monoid, self.policy, store=self.backend, window_id=self.window_id(key),
+                        labels={"query": self.name, "key": repr(plain_key(key))}, take_over=True)
         return KeyWindow(self.monoid, self.windowing, stored=window)
 
     def drop(self, window: KeyWindow) -> None:

@@ -294,8 +294,8 @@ def backend(request) -> kvs.Backend:
 def new_window_store(backend: kvs.Backend, **options: Any) -> tuple[str, LevelStore]:
     """A fresh, empty window in ``backend`` and its level store."""
     window_id = uuid.uuid4().hex
-    backend.create(window_id, {})
-    return window_id, backend.store(window_id, **{**TINY_STORE_OPTIONS, **options})
+    lease = backend.create(window_id, {})
+    return window_id, backend.store(window_id, lease, **{**TINY_STORE_OPTIONS, **options})
 
 
 @pytest.fixture(scope="session")

@@ -286,7 +286,7 @@ def test_sigkill_loses_nothing_flushed(request, kind) -> None:
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert flushed == 2500
-    w = Window.open(url, wid, Collect(), TimeRange(300))
+    w = Window.open(url, wid, Collect(), TimeRange(300), take_over=True)  # its writer is dead
     newest = w._newest
     assert newest >= 2499
     expected = [ts * 7 % 1000 for ts in range(newest + 1) if ts > newest - 300]
@@ -321,7 +321,7 @@ def test_redis_restart_mid_stream_loses_nothing_flushed() -> None:
         after = w.query()
         # A failed read sends the window back to its last flush; without one, nothing was lost.
         assert after == (flushed if errors else values)[-keep:]
-        again = Window.open(backend, w.id, monoid, MaxSize(keep))
+        again = Window.open(backend, w.id, monoid, MaxSize(keep), take_over=True)
         assert again.query() == after
         for ts in range(1600, 2000):
             again.insert(ts, ts)
@@ -429,7 +429,7 @@ def test_labels_and_notes_survive_a_reopen(backend) -> None:
     w.flush(wait=False)
     w.wait_durable()
     w.notes["batches"] = ("b3",)  # not flushed: the reopened window has the flushed notes
-    again = Window.open(backend, wid, Sum(), MaxSize(10))
+    again = Window.open(backend, wid, Sum(), MaxSize(10), take_over=True)
     assert again.labels == {"spec": b"\x01\x02", "owner": "x"}
     assert again.notes == {"batches": ("b1", "b2")}
     assert again.query() == 10

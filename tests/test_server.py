@@ -27,15 +27,18 @@ class Server:
     """A `mta serve` child process and a channel to it."""
 
     def __init__(self, store: Path, *args: str, listen: str = "127.0.0.1:0", env: dict | None = None,
-                 credentials: grpc.ChannelCredentials | None = None) -> None:
+                 credentials: grpc.ChannelCredentials | None = None, owner: str | None = "") -> None:
         self.store, self.args, self.listen = store, args, listen
+        # A name of its own that survives restarts: a restart after SIGKILL takes its windows back at once.
+        self.owner = f"test-server-{id(self)}" if owner == "" else owner
         self.env, self.credentials = env or {}, credentials
         self.start()
 
     def start(self) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **self.env)
         self.proc = subprocess.Popen([sys.executable, "-m", "mta.cli", "serve", "--listen", self.listen,
-                                      "--store", str(self.store), *self.args],
+                                      "--store", str(self.store), *self.args,
+                                      *(["--owner", self.owner] if self.owner else [])],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         line = self.proc.stdout.readline()
         while line.startswith("mta serve: metrics"):

@@ -52,6 +52,7 @@ def test_a_keyed_batch_cut_short_by_the_store_is_applied_once_per_key_when_retri
         assert {r.key: (r.length, r.values["value"]) for r in results} == {"a": (2, 4), "b": (1, 2)}
         # and the same after a restart: every key's checkpoint holds the batch id
         await servicer.flush_all()
+        kvs.disconnect(url)  # the first server stops: its windows' leases are released
         reloaded = AggregationServicer(kvs.connect(url), builtin_registry())
         await reloaded.load()
         assert (await reloaded.Insert(request, context)).duplicate

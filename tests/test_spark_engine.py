@@ -153,5 +153,5 @@ def test_a_window_whose_levels_live_in_a_store_gives_the_rows_of_one_in_lists(ev
         got += stream.advance(until)
         state = stream.state()
         assert "times" not in state and len(window) <= len(listed.window)
-        window.flush()
+        window.close()
     assert lowered(got) == lowered(expected)

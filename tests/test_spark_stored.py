@@ -70,3 +70,19 @@ def test_delete_windows_removes_one_querys_windows_only(redis_url) -> None:
     assert delete_windows(redis_url, mine.name) == 2
     assert call(mine, ("a",), 0, [2], 6).rows  # a fresh start at step 0
     assert other.open(("a",), 1)[1] is None  # untouched
+
+
+def test_a_second_attempt_takes_a_key_over_and_the_first_fails_without_writing(redis_url) -> None:
+    """A speculative or retried task attempt opens a key that an attempt still alive (or
+    dead, its lease not yet expired) holds: it takes the key over at once, and the first
+    attempt's commit raises WindowFenced and lands nothing."""
+    stored = keys(redis_url)
+    call(stored, ("a",), 0, [1, 2], 6)
+    slow, _ = stored.open(("a",), 1)  # attempt 1 of the task at step 1, still running
+    slow.add([7], Collect().lift_many([7]))
+    slow_out = Output(slow.advance(16), slow.late, [])
+    fast = call(stored, ("a",), 1, [7, 8], 16)  # attempt 2: takes the key over, commits step 2
+    with pytest.raises(kvs.WindowFenced, match="another writer took it over"):
+        stored.commit(slow, 2, slow_out)
+    assert call(stored, ("a",), 1, [7, 8], 16).rows == fast.rows  # what Spark commits is attempt 2's
+    assert Collect().lower(fast.rows[-1][2]) == [7, 8]

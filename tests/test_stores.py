@@ -47,6 +47,7 @@ def test_reopened_window_carries_on_like_the_original(backend, name, case_name, 
     agg = ALGORITHMS[name](case.monoid, store=store, **TINY)
     items = run_operations(agg, case, draw_ops(data, case_name, "before"))
     agg.flush()
+    store.release()
     again = backend.store(window_id, block_size=store.block_size, delete_batch=store.delete_batch)
     reopened = ALGORITHMS[name](case.monoid, store=again, state=again.load(), **TINY)
     check_same(reopened, case.monoid, items)
@@ -76,5 +77,6 @@ def test_failed_commits_change_nothing_stored_and_a_flush_retries_them(backend, 
     monkeypatch.undo()
     agg.flush()
     assert agg.commit_error is None
+    store.release()
     again = backend.store(window_id, block_size=store.block_size, delete_batch=store.delete_batch)
     check_same(ALGORITHMS[name](case.monoid, store=again, state=again.load(), **TINY), case.monoid, items)

@@ -227,7 +227,7 @@ def test_a_batch_is_committed_whole(tmp_path) -> None:
     assert backend.round_trips.writes == commits
     w.flush()
     assert backend.round_trips.writes == commits + 1
-    assert Window.open(backend, "b", Sum(), TimeRange(1000)).query() == 500
+    assert Window.open(backend, "b", Sum(), TimeRange(1000), take_over=True).query() == 500
 
 
 # --------------------------------------------------------------------------- policies in the window

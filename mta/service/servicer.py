@@ -58,6 +58,14 @@ def key_window_id(name: str, key: str) -> str:
     return f"{name}{KEY_MARK}{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}"
 
 
+def store_failure(error: kvs.StoreError) -> "BadRequest":
+    """UNAVAILABLE (retry later), or FAILED_PRECONDITION when another writer (another server
+    on the same store) has taken the window over: retrying here cannot succeed."""
+    fenced = any(isinstance(e, (kvs.WindowFenced, kvs.WindowBusy)) for e in (error, error.__cause__))
+    return BadRequest(grpc.StatusCode.FAILED_PRECONDITION if fenced else grpc.StatusCode.UNAVAILABLE,
+                      f"store: {error}")
+
+
 class BadRequest(Exception):
     """Maps to a gRPC status with a message naming the field."""
 
@@ -169,7 +177,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     async def load(self) -> None:
         """Reopen every window of the store (at start); drop the keys of deleted keyed windows."""
-        parts = []
+        started = time.monotonic()
+        parts, failed = [], set()
         for name in sorted(await asyncio.to_thread(self.backend.windows)):
             try:
                 labels = (await asyncio.to_thread(self.backend.meta, name))["labels"]
@@ -178,24 +187,42 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     continue
                 spec = pb.WindowSpec.FromString(labels["spec"])
                 monoid, policy, _ = self._build(spec)  # the stored record has the options
-                window = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+                window = await self._reopen(name, monoid, policy, started)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
                 self._load_failed(name, error)
+                failed.add(name)
                 continue
             self.windows[name] = Hosted(spec, window)
         for name, parent, key in parts:
             hosted = self.windows.get(parent)
+            if parent in failed:
+                continue  # not served here (e.g. another server writes it): nor are its keys
             try:
                 if hosted is None or not hosted.spec.keyed:  # its window was deleted before a crash
                     await asyncio.to_thread(self.backend.delete, name)
                     continue
                 monoid, policy, _ = self._build(hosted.spec)
-                hosted.keys[key] = await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+                hosted.keys[key] = await self._reopen(name, monoid, policy, started)
             except Exception as error:  # noqa: BLE001
                 self._load_failed(name, error)
         for name, hosted in self.windows.items():
             self._publish(name, hosted, list(hosted.parts()))
         log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
+
+    async def _reopen(self, name: str, monoid: Any, policy: Any, started: float) -> Window:
+        """Window.open; a window with another writer is waited for until the lease of a
+        writer that was gone when loading ``started`` (this server before a crash) has
+        expired, then opened once more: WindowBusy again means a live writer (another
+        server on the same store) and the window is not served here."""
+        try:
+            return await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+        except kvs.WindowBusy as busy:
+            wait = started + busy.ttl + 0.1 - time.monotonic()
+            log.warning("window %r has another writer (%s): waiting %.1f s for its lease to expire (a crashed "
+                        "earlier run; `mta serve --owner NAME` takes its windows back at once)", name, busy.owner,
+                        max(0.0, wait), extra={"event": "lease_wait", "window": name})
+            await asyncio.sleep(max(0.0, wait))
+            return await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
 
     @staticmethod
     def _load_failed(name: str, error: Exception) -> None:
@@ -254,7 +281,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         try:
             await asyncio.to_thread(lambda: [w.wait_durable() for w in windows])
         except kvs.StoreError as error:
-            raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
+            raise store_failure(error) from None
 
     # -- RPCs ------------------------------------------------------------------------
 
@@ -454,7 +481,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     inserted += len(checked[1])
                     touched.append(window)
             except kvs.StoreError as error:
-                raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
+                raise store_failure(error) from None
             finally:
                 if todo:
                     self._publish(request.window, hosted, [key for key, _, _ in todo])
@@ -530,7 +557,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             try:
                 window.evict(count)
             except kvs.StoreError as error:
-                raise BadRequest(grpc.StatusCode.UNAVAILABLE, f"store: {error}") from None
+                raise store_failure(error) from None
             window.flush(wait=False)
             self._publish(request.window, hosted, [request.key])
         await self._durable([window])
