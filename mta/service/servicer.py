@@ -305,8 +305,10 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     @staticmethod
     def _info(name: str, hosted: Hosted) -> pb.WindowInfo:
-        return pb.WindowInfo(spec=hosted.spec, length=sum(map(len, hosted.parts().values())),
-                             keys=len(hosted.keys))
+        # from the last complete results, as queries: never half of a batch being applied
+        results = hosted.results.values()
+        return pb.WindowInfo(spec=hosted.spec, length=sum(r.length for r in results),
+                             keys=len(results) if hosted.spec.keyed else 0)
 
     async def GetWindow(self, request: pb.GetWindowRequest, context: Any) -> pb.WindowInfo:
         return self._info(request.name, self._hosted(request.name))
