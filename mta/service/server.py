@@ -54,7 +54,9 @@ async def stop_serving(server: grpc.aio.Server, servicer: AggregationServicer, g
     cancelled rather than waited for."""
     servicer.end_streams()
     stopping = asyncio.ensure_future(server.stop(grace))  # new calls are refused from here on
-    await asyncio.wait([stopping, asyncio.ensure_future(servicer.idle())], return_when=asyncio.FIRST_COMPLETED)
+    idle = asyncio.ensure_future(servicer.idle())
+    await asyncio.wait([stopping, idle], return_when=asyncio.FIRST_COMPLETED)  # or the grace is over
+    idle.cancel()
     await server.stop(None)
     await stopping
 
