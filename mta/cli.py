@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tls-client-ca", type=Path, help="mutual TLS: clients need a certificate signed by this CA")
     v.add_argument("--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics here")
     v.add_argument("--log-format", choices=("text", "json"), default="text", help="stderr log lines")
+    v.add_argument("--grace", type=functools.partial(_positive_seconds, zero=True), default=10.0, metavar="SECONDS",
+                   help="on SIGTERM, how long in-flight calls may take to finish (open streams end at once)")
     v.add_argument("--gc-interval", type=functools.partial(_positive_seconds, zero=True), default=60.0, metavar="SECONDS",
                    help="run Python's full garbage collections on this timer, not mid-query (0: Python decides)")
     v.add_argument("--owner", metavar="NAME",
@@ -154,7 +156,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             kvs.connect(args.store or DEFAULT_STORE, **leases)
         asyncio.run(run(args.listen, args.store or DEFAULT_STORE, tuple(args.plugin), max_batch=args.max_batch,
                         token=token, tls=tls, metrics_listen=args.metrics_listen,
-                        gc_interval=args.gc_interval))
+                        gc_interval=args.gc_interval, grace=args.grace))
     except (RegistryError, StoreError, OSError, ValueError) as error:
         parser.error(str(error))
     return 0

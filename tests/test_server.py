@@ -51,7 +51,7 @@ class Server:
         self.address = line.split("listening on ")[1].split(",")[0]
         self.channel = (grpc.secure_channel(self.address, self.credentials) if self.credentials
                         else grpc.insecure_channel(self.address))
-        grpc.channel_ready_future(self.channel).result(timeout=10)
+        grpc.channel_ready_future(self.channel).result(timeout=60)
         self.stub = pb_grpc.AggregationStub(self.channel)
 
     def stop(self, sig: int = signal.SIGTERM) -> str:
@@ -189,14 +189,62 @@ def test_watch_and_ingest_streams(server) -> None:
     stub = server.stub
     stub.CreateWindow(pb.CreateWindowRequest(spec=spec("s", policy=None)))
     watch = stub.Watch(pb.WatchRequest(window="s"))
+    assert next(watch).length == 0  # the watcher is in place before the first batch
     seen = []
-    reader = threading.Thread(target=lambda: seen.extend(r.values["value"] for _, r in zip(range(4), watch)))
+    reader = threading.Thread(target=lambda: seen.extend(r.values["value"] for _, r in zip(range(3), watch)))
     reader.start()
     replies = list(stub.Ingest(iter([batch("s", [(i, 1)], want_result=True) for i in range(3)])))
-    reader.join(timeout=10)
+    reader.join(timeout=60)
     watch.cancel()
     assert [r.results[0].values["value"] for r in replies] == [1, 2, 3]
-    assert seen[-3:] == [1, 2, 3]
+    assert seen == [1, 2, 3]
+
+
+#: How long a producer waits for an ack: long enough for a slow machine, short enough that
+#: a stream that withholds its ack fails the test instead of hanging it.
+ACK_DEADLINE = 20.0
+
+
+def ingest_waiting_for_each_ack(stub, requests: list[pb.InsertRequest]) -> list[pb.InsertResponse]:
+    """Send ``requests`` on one Ingest stream, each only once the one before is acknowledged,
+    as a producer does that must know a batch is durable before it moves on. The stream
+    stays open after the last batch until its ack has come."""
+    acked = threading.Semaphore(0)
+
+    def produce():
+        for request in requests:
+            yield request
+            if not acked.acquire(timeout=2 * ACK_DEADLINE):  # the call has failed by then
+                return
+
+    replies = []
+    for reply in stub.Ingest(produce(), timeout=ACK_DEADLINE):
+        replies.append(reply)
+        acked.release()
+        if len(replies) == len(requests):
+            break  # every ack came while the stream was open: done (the call is cancelled)
+    return replies
+
+
+@pytest.mark.parametrize("store", ["file", "memory", "redis"])
+def test_ingest_acks_each_batch_while_the_producer_waits_for_it(tmp_path, request, store) -> None:
+    url = {"file": str(tmp_path / "w.db"), "memory": "memory://",
+           "redis": request.getfixturevalue("redis_url") if store == "redis" else ""}[store]
+    name = f"acks-{tmp_path.name}"[:100]  # the session's Redis is shared
+    server = Server(url)
+    try:
+        server.stub.CreateWindow(pb.CreateWindowRequest(spec=spec(name, policy=None)))
+        requests = [batch(name, [(b * 10 + i, b) for i in range(10)], batch_id=f"b{b}", want_result=True)
+                    for b in range(6)]
+        replies = ingest_waiting_for_each_ack(server.stub, requests)
+        assert [(r.batch_id, r.inserted) for r in replies] == [(f"b{b}", 10) for b in range(6)]
+        assert [r.results[0].values["value"] for r in replies] == [10 * sum(range(b + 1)) for b in range(6)]
+        if store != "memory":  # acknowledged means durable: every batch survives a SIGKILL
+            server.restart(signal.SIGKILL)
+            result = server.stub.Query(pb.QueryRequest(windows=[name])).results[0]
+            assert (result.length, result.values["value"]) == (60, 10 * sum(range(6)))
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
@@ -303,7 +351,8 @@ def test_mutual_tls(tmp_path) -> None:
         for channel in [grpc.secure_channel(server.address, grpc.ssl_channel_credentials(read("ca.pem"))),
                         grpc.insecure_channel(server.address)]:  # no client certificate / no TLS at all
             with channel:
-                error = error_of(lambda r: pb_grpc.AggregationStub(channel).GetWindow(r, timeout=5),
+                # refused at the handshake: UNAVAILABLE at once (the deadline is only a bound)
+                error = error_of(lambda r: pb_grpc.AggregationStub(channel).GetWindow(r, timeout=60),
                                  pb.GetWindowRequest(name="m"))
                 assert error.code() == grpc.StatusCode.UNAVAILABLE
     finally:
@@ -322,7 +371,7 @@ def test_prometheus_metrics(tmp_path) -> None:
         stub.CreateWindow(pb.CreateWindowRequest(spec=spec("p", policy=("max_size", {"n": 3}))))
         stub.Insert(batch("p", [(i, 1) for i in range(5)]))
         error_of(stub.GetWindow, pb.GetWindowRequest(name="missing"))
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
         assert 'mta_requests_total{code="OK",method="Insert"} 1.0' in text
         assert 'mta_requests_total{code="NOT_FOUND",method="GetWindow"} 1.0' in text
         assert "mta_updates_total 5.0" in text and "mta_evictions_total 2.0" in text
@@ -358,7 +407,7 @@ def test_sigkill_mid_stream_on_redis_loses_no_acknowledged_batch_and_counts_retr
 
             sender = threading.Thread(target=send)
             sender.start()
-            while len(acked) < 40:
+            while len(acked) < 40 and sender.is_alive():  # kill the server mid-stream
                 time.sleep(0.005)
             server.stop(signal.SIGKILL)
             server.start()
@@ -541,18 +590,112 @@ def test_bad_columns_are_rejected_whole(server) -> None:
     assert (result.length, result.values["value"]) == (1, 1)
 
 
-def test_deadlines_are_honoured_and_a_retry_after_one_counts_once(server) -> None:
+class Gate:
+    """The file gate of ``plugins.gate_plugin``: a batch on a window with policy
+    ``gate`` waits inside the server until the test opens the gate."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def policy(self) -> tuple[str, dict]:
+        return "gate", {"path": str(self.path)}
+
+    def wait_entered(self, timeout: float = 60.0) -> None:
+        """Until a batch is inside the gate."""
+        entered = Path(f"{self.path}.entered")
+        deadline = time.monotonic() + timeout
+        while not entered.exists():
+            assert time.monotonic() < deadline, "no batch reached the gate"
+            time.sleep(0.01)
+
+    def open(self) -> None:
+        self.path.touch()
+
+
+@pytest.fixture
+def gated(tmp_path):
+    """A server with the gate plugin (a file store: batches are applied in a worker thread)."""
+    gate = Gate(tmp_path / "gate")
+    s = Server(tmp_path / "windows.db", "--plugin", "plugins.gate_plugin", "--grace", "30")
+    yield s, gate
+    gate.open()  # whatever the test did, nothing stays blocked
+    if s.proc.poll() is None:
+        s.stop()
+
+
+def test_deadlines_are_honoured_and_a_retry_after_one_counts_once(gated) -> None:
+    """The server holds the batch (gate) until the client's deadline has passed: the client
+    gets DEADLINE_EXCEEDED whatever the machine's speed, the batch is applied all the same,
+    and its retry is acknowledged as a duplicate."""
+    server, gate = gated
     stub = server.stub
-    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("d", policy=None)))
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("d", policy=gate.policy())))
     request = pb.InsertRequest(window="d", batch_id="late", columns=pb.Columns(ts=range(1000), values=[1] * 1000))
-    error = error_of(lambda r: stub.Insert(r, timeout=0.0005), request)
-    assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    stub.Insert(request, timeout=10)  # the retry: applied, or acknowledged as a duplicate
+    late = stub.Insert.future(request, timeout=2)
+    gate.wait_entered()
+    assert late.exception().code() == grpc.StatusCode.DEADLINE_EXCEEDED  # the gate is still shut
+    assert stub.GetWindow(pb.GetWindowRequest(name="d")).length == 0  # the server goes on meanwhile
+    gate.open()
+    retry = stub.Insert(request, timeout=30)
+    assert retry.duplicate and retry.inserted == 0
     result = stub.Query(pb.QueryRequest(windows=["d"])).results[0]
     assert (result.length, result.values["value"]) == (1000, 1000)
-    watch = stub.Watch(pb.WatchRequest(window="d"), timeout=0.5)
+    watch = stub.Watch(pb.WatchRequest(window="d"), timeout=0.5)  # a stream that never ends by itself
     with pytest.raises(grpc.RpcError) as caught:
         for _ in watch:
             pass
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert stub.GetWindow(pb.GetWindowRequest(name="d")).length == 1000  # the server goes on
+
+
+def test_sigterm_ends_open_streams_at_once_finishes_calls_in_flight_and_flushes(gated, tmp_path) -> None:
+    """With a Watch, an idle Ingest and a health Watch stream open and an Insert held inside
+    the server, SIGTERM ends the Watch and the Ingest at once (UNAVAILABLE, "server shutting
+    down") while the Insert is still in flight; the Insert then completes, the health Watch
+    (NOT_SERVING, then UNAVAILABLE) ends, every window is flushed, and the process exits
+    with 0 long before its grace period (30 s) would have run out."""
+    import kvs
+
+    server, gate = gated
+    stub = server.stub
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=None)))
+    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("g", policy=gate.policy())))
+    watch = stub.Watch(pb.WatchRequest(window="w"))
+    assert next(watch).length == 0  # the stream is open
+    health = health_pb2_grpc.HealthStub(server.channel).Watch(health_pb2.HealthCheckRequest())
+    assert next(health).status == health_pb2.HealthCheckResponse.SERVING  # as a client-side health check
+    idle = threading.Event()
+
+    def produce():
+        yield batch("w", [(1, 5)], batch_id="i1")
+        idle.wait(60)  # a producer with nothing more to send, for now
+
+    ingest = stub.Ingest(produce())
+    assert next(ingest).batch_id == "i1"
+    assert next(watch).values["value"] == 5
+    held = stub.Insert.future(batch("g", [(1, 7)], batch_id="held"), timeout=60)
+    gate.wait_entered()
+    signalled = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    for stream in (watch, ingest):
+        with pytest.raises(grpc.RpcError) as ended:
+            next(stream)
+        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "server shutting down" in ended.value.details()
+    assert not held.done()  # the streams did not wait for the call in flight
+    assert next(health).status == health_pb2.HealthCheckResponse.NOT_SERVING
+    gate.open()
+    assert held.result().inserted == 1  # and the call was not cut short
+    with pytest.raises(grpc.RpcError) as ended:  # streams of other services end once calls are done
+        next(health)
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+    out, _ = server.proc.communicate(timeout=60)
+    idle.set()
+    assert server.proc.returncode == 0 and "every window flushed" in out
+    assert time.monotonic() - signalled < 15  # the grace period is 30 s: nothing waited for it
+    backend = kvs.connect(str(server.store))
+    try:
+        assert Window.open(backend, "w", Sum()).query() == 5
+        assert Window.open(backend, "g", Sum(), lambda total, old: False).query() == 7
+    finally:
+        kvs.disconnect(str(server.store))

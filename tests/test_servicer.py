@@ -11,7 +11,7 @@ import kvs
 from mta.service.registry import builtin_registry
 from mta.service.servicer import AggregationServicer
 from mta.v1 import aggregation_pb2 as pb
-from test_server import keyed_batch, spec
+from test_server import batch, keyed_batch, spec
 
 
 class Aborted(Exception):
@@ -115,5 +115,106 @@ def test_a_batch_in_slices_is_enforced_once_and_evicts_as_one_by_one() -> None:
         result = (await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0]
         assert (result.length, result.values["value"]) == (100, 100.0)
         assert window.oldest_timestamp() == 2 * n - 100
+
+    asyncio.run(main())
+
+
+async def _until(condition) -> None:
+    """Let the event loop run until ``condition()`` holds (no clock: a bounded number of turns)."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
+
+
+class Producer:
+    """An Ingest request stream the test feeds; records what the server has read of it."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.read: list[str] = []
+
+    def send(self, request: pb.InsertRequest | None) -> None:  # None: half-close
+        self.queue.put_nowait(request)
+
+    async def __aiter__(self):
+        while (request := await self.queue.get()) is not None:
+            self.read.append(request.batch_id)
+            yield request
+
+
+def test_ingest_pipelines_batches_and_acks_each_once_durable_without_waiting_for_the_next() -> None:
+    from mta.service import servicer as module
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=None)), context)
+        durable = asyncio.Event()  # the store's acknowledgement, released by the test
+
+        async def wait_durable(windows) -> None:
+            await durable.wait()
+
+        servicer._durable = wait_durable
+        producer = Producer()
+        replies = servicer.Ingest(producer, context)
+        first = asyncio.ensure_future(replies.__anext__())
+        for b in range(3):
+            producer.send(batch("w", [(b, 1)], batch_id=f"b{b}"))
+        window = servicer.windows["w"].window
+        await _until(lambda: len(window) == module.INGEST_PIPELINE)
+        # two batches applied ahead of their acks, the third not read before the first ack
+        assert producer.read == ["b0", "b1"] and not first.done()
+        durable.set()
+        assert (await asyncio.wait_for(first, 10)).batch_id == "b0"
+        # the last batch's ack comes while the stream stays open and the producer sends nothing
+        for b in (1, 2):
+            assert (await asyncio.wait_for(replies.__anext__(), 10)).batch_id == f"b{b}"
+        assert producer.read == ["b0", "b1", "b2"] and len(window) == 3
+        producer.send(batch("w", [(3, 1)], batch_id="b3"))
+        assert (await asyncio.wait_for(replies.__anext__(), 10)).batch_id == "b3"
+        producer.send(None)
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(replies.__anext__(), 10)
+
+    asyncio.run(main())
+
+
+def test_shutdown_ends_open_streams_after_what_they_owe() -> None:
+    """end_streams: a Watch sends the results queued before, an Ingest acks the batches it
+    read; both then end with UNAVAILABLE, and new streams are refused the same way."""
+    from mta.service.servicer import SHUTTING_DOWN
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=None)), context)
+        watch = servicer.Watch(pb.WatchRequest(window="w"), context)
+        assert (await watch.__anext__()).length == 0
+        producer = Producer()
+        ingest = servicer.Ingest(producer, context)
+        producer.send(batch("w", [(0, 1)], batch_id="b0"))
+        assert (await asyncio.wait_for(ingest.__anext__(), 10)).batch_id == "b0"
+        producer.send(batch("w", [(1, 1)], batch_id="b1"))
+        hosted = servicer.windows["w"]
+        await _until(lambda: hosted.results[""].length == 2)  # b1 applied, its ack not yet taken
+        assert not servicer._idle.is_set()
+        servicer.end_streams()
+        assert (await asyncio.wait_for(ingest.__anext__(), 10)).batch_id == "b1"  # read, so acked
+        with pytest.raises(Aborted) as ended:
+            await asyncio.wait_for(ingest.__anext__(), 10)
+        assert ended.value.args == (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+        assert [(await watch.__anext__()).length for _ in range(2)] == [1, 2]  # queued before
+        with pytest.raises(Aborted) as ended:
+            await asyncio.wait_for(watch.__anext__(), 10)
+        assert ended.value.args == (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+        await asyncio.wait_for(servicer.idle(), 10)
+        for stream in (servicer.Watch(pb.WatchRequest(window="w"), context), servicer.Ingest(Producer(), context)):
+            with pytest.raises(Aborted) as refused:
+                await stream.__anext__()
+            assert refused.value.args == (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+        result = (await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0]
+        assert (result.length, result.values["value"]) == (2, 2)
 
     asyncio.run(main())

@@ -1,5 +1,6 @@
 """``mta serve``: the aggregation sidecar (grpc.aio) with health checking, reflection
-and a graceful shutdown on SIGTERM (finish in-flight batches, flush, NOT_SERVING)."""
+and a graceful shutdown on SIGTERM (NOT_SERVING, end open streams, finish in-flight
+calls, flush every window)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,24 @@ async def collect_garbage(interval: float) -> None:
         found = gc.collect()
         log.debug("full garbage collection: %d objects freed in %.1f ms", found,
                   (time.perf_counter() - started) * 1e3, extra={"event": "gc"})
+
+
+async def stop_serving(server: grpc.aio.Server, servicer: AggregationServicer, grace: float) -> None:
+    """Refuse new calls, end open streams at once (UNAVAILABLE, "server shutting down"),
+    let in-flight calls finish (for at most ``grace`` seconds), then stop.
+
+    ``server.stop(grace)`` alone waits for every call, and a stream never ends on its
+    own: one open Watch would hold the server for the whole grace period. So the
+    servicer ends its own streams first; once its calls are done, what is left (a
+    health Watch, a reflection stream of a client that is still connected) is
+    cancelled rather than waited for."""
+    servicer.end_streams()
+    stopping = asyncio.ensure_future(server.stop(grace))  # new calls are refused from here on
+    idle = asyncio.ensure_future(servicer.idle())
+    await asyncio.wait([stopping, idle], return_when=asyncio.FIRST_COMPLETED)  # or the grace is over
+    idle.cancel()
+    await server.stop(None)
+    await stopping
 
 
 async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...] = (), *,
@@ -88,7 +107,7 @@ async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...
         collector.cancel()
     log.info("shutting down", extra={"event": "shutdown"})
     await health_servicer.enter_graceful_shutdown()
-    await server.stop(grace)  # in-flight batches finish, new calls are refused
+    await stop_serving(server, servicer, grace)
     await servicer.flush_all()
     backend.close()
     print("mta serve: stopped, every window flushed", flush=True)

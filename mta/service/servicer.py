@@ -15,7 +15,6 @@ reached some keys before a crash is applied exactly once to each.
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import functools
 import hashlib
@@ -24,7 +23,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import grpc
 import msgpack
@@ -43,6 +42,8 @@ log = logging.getLogger("mta.service")
 REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
 INGEST_PIPELINE = 2
+#: The message that ends open streams at shutdown (code UNAVAILABLE: retry elsewhere or later).
+SHUTTING_DOWN = "server shutting down: open a new stream (to this server once restarted, or another)"
 #: Updates applied between two turns of the event loop: a large batch never holds
 #: queries up for longer than this many updates take.
 SLICE = 256
@@ -137,6 +138,14 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         self.max_batch = max_batch
         self.windows: dict[str, Hosted] = {}
         self.metrics = Metrics(backend)
+        #: Set at shutdown: open streams have been ended and new ones are refused.
+        self.closing = False
+        #: How to end each open Watch and Ingest stream at shutdown.
+        self._streams: set[Callable[[], Any]] = set()
+        #: Calls in progress, and an event set whenever there are none.
+        self._calls = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     # -- building windows ------------------------------------------------------------
 
@@ -323,8 +332,10 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     @staticmethod
     def _info(name: str, hosted: Hosted) -> pb.WindowInfo:
-        return pb.WindowInfo(spec=hosted.spec, length=sum(map(len, hosted.parts().values())),
-                             keys=len(hosted.keys))
+        # from the last complete results, as queries: never half of a batch being applied
+        results = hosted.results.values()
+        return pb.WindowInfo(spec=hosted.spec, length=sum(r.length for r in results),
+                             keys=len(results) if hosted.spec.keyed else 0)
 
     async def GetWindow(self, request: pb.GetWindowRequest, context: Any) -> pb.WindowInfo:
         return self._info(request.name, self._hosted(request.name))
@@ -512,19 +523,41 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     async def Ingest(self, request_iterator: AsyncIterator[pb.InsertRequest],
                      context: Any) -> AsyncIterator[pb.InsertResponse]:
-        """Batches are applied in order as they arrive, while earlier ones become durable
-        (pipelined); each reply still waits for its batch to be durable, and comes in order."""
-        pending: collections.deque[asyncio.Task] = collections.deque()
-        try:
+        """Batches are applied in order as they arrive, up to INGEST_PIPELINE ahead of
+        their replies (pipelined: one is applied while the one before becomes durable).
+        Each reply is sent, in order, as soon as its batch is durable, whatever the client
+        does next: requests are read by a task of their own, so a producer that waits for
+        every ack never waits for the server to read its next batch first.
+        At shutdown the stream stops reading, acks the batches it read, then ends."""
+        self._refuse_when_closing()
+        replies: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()  # None: no more
+        slots = asyncio.Semaphore(INGEST_PIPELINE)  # batches read and not yet acknowledged
+
+        async def read() -> None:
+            await slots.acquire()
             async for request in request_iterator:
-                pending.append(asyncio.ensure_future(self.Insert(request, context)))
-                while pending and (pending[0].done() or len(pending) >= INGEST_PIPELINE):
-                    yield await pending.popleft()
-            while pending:
-                yield await pending.popleft()
+                replies.put_nowait(asyncio.ensure_future(self.Insert(request, context)))
+                await slots.acquire()
+
+        reader = asyncio.ensure_future(read())
+        # a done callback runs however the reader ends, even cancelled before it started
+        reader.add_done_callback(lambda _: replies.put_nowait(None))
+        stop = reader.cancel
+        self._streams.add(stop)
+        try:
+            while (reply := await replies.get()) is not None:
+                yield await reply
+                slots.release()
+            if reader.cancelled():  # only end_streams cancels it while the stream is open
+                raise BadRequest(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+            reader.result()  # the reader's error, if any
         finally:
-            for task in pending:
-                task.cancel()
+            self._streams.discard(stop)
+            reader.cancel()
+            while not replies.empty():
+                pending = replies.get_nowait()
+                if pending is not None:
+                    pending.cancel()  # its batch completes all the same (Insert shields it)
 
     @staticmethod
     def _keys(name: str, hosted: Hosted, keys: Any) -> list[str] | None:
@@ -578,17 +611,52 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         await self._durable(windows)
 
     async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Result]:
+        """The current results, then every change, until the client leaves or the server
+        shuts down (UNAVAILABLE, SHUTTING_DOWN, after the changes queued before)."""
         hosted = self._hosted(request.window)
         keys = self._keys(request.window, hosted, request.keys)
-        queue: asyncio.Queue = asyncio.Queue()
+        self._refuse_when_closing()
+        queue: asyncio.Queue = asyncio.Queue()  # results; None: the server is shutting down
         hosted.watchers[queue] = frozenset(keys) if keys is not None else None
+        stop = functools.partial(queue.put_nowait, None)
+        self._streams.add(stop)
         try:
             for result in self._results(request.window, hosted, keys):
                 yield result
-            while True:
-                yield await queue.get()
+            while (result := await queue.get()) is not None:
+                yield result
+            raise BadRequest(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
         finally:
             hosted.watchers.pop(queue, None)
+            self._streams.discard(stop)
+
+    # -- shutdown --------------------------------------------------------------------
+
+    def _refuse_when_closing(self) -> None:
+        if self.closing:
+            raise BadRequest(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+
+    def end_streams(self) -> None:
+        """Shutdown, first step: end every open Watch and Ingest stream now, and refuse
+        new ones, with UNAVAILABLE and SHUTTING_DOWN. A stream never ends on its own:
+        left open, it would hold the server for its whole grace period. A Watch first
+        sends the results queued for it; an Ingest stops reading and acks what it read."""
+        self.closing = True
+        for stop in list(self._streams):
+            stop()
+
+    async def idle(self) -> None:
+        """Return once no call is in progress (shutdown: in-flight calls finish first)."""
+        await self._idle.wait()
+
+    def _call_started(self) -> None:
+        self._calls += 1
+        self._idle.clear()
+
+    def _call_ended(self) -> None:
+        self._calls -= 1
+        if not self._calls:
+            self._idle.set()
 
     async def flush_all(self) -> None:
         """Make every window durable (graceful shutdown)."""
@@ -608,6 +676,7 @@ def _status(method: Any) -> Any:
     if inspect.isasyncgenfunction(method):
         async def stream(self: Any, request: Any, context: Any) -> Any:
             started, code = time.perf_counter(), grpc.StatusCode.OK
+            self._call_started()
             try:
                 async for item in method(self, request, context):
                     yield item
@@ -615,17 +684,20 @@ def _status(method: Any) -> Any:
                 code = error.code
                 await context.abort(error.code, str(error))
             finally:
+                self._call_ended()
                 done(self, started, code)
         return functools.wraps(method)(stream)
 
     async def unary(self: Any, request: Any, context: Any) -> Any:
         started, code = time.perf_counter(), grpc.StatusCode.OK
+        self._call_started()
         try:
             return await method(self, request, context)
         except BadRequest as error:
             code = error.code
             await context.abort(error.code, str(error))
         finally:
+            self._call_ended()
             done(self, started, code)
     return functools.wraps(method)(unary)
 
