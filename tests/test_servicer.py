@@ -9,6 +9,7 @@ import pytest
 
 import kvs
 from mta.service.registry import builtin_registry
+from mta.monoid import Record
 from mta.service.servicer import AggregationServicer
 from mta.v1 import aggregation_pb2 as pb
 from test_server import keyed_batch, spec
@@ -206,8 +207,8 @@ BAD_REQUESTS = [
     (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": pb.Doubles(values=[1])}), "INVALID_ARGUMENT",
      'columns.dimensions["peak"].values'),
     (_cols("w", ts=range(10, 1011), values=[1] * 1001), "RESOURCE_EXHAUSTED", "columns"),
-    (("Insert", pb.InsertRequest(window="w", updates=[pb.Update(ts=9, value=1)], columns=pb.Columns(ts=[9], values=[1]))),
-     "INVALID_ARGUMENT", "updates, columns"),
+    (("Insert", pb.InsertRequest(window="w", updates=[pb.Update(ts=9, value=1)],
+                                 columns=pb.Columns(ts=[9], values=[1]))), "INVALID_ARGUMENT", "updates, columns"),
     (_rows("nope", pb.Update(ts=9, value=1)), "NOT_FOUND", "window"),
     # the other calls
     (("Query", pb.QueryRequest(windows=["w", "nope"])), "NOT_FOUND", "windows[1]"),
@@ -272,9 +273,9 @@ def test_emptied_windows_and_keys_without_updates_have_the_results_the_readme_sa
                 window = f"{name}-keyed" if keyed else name
                 await servicer.CreateWindow(
                     pb.CreateWindowRequest(spec=spec(window, monoid=name, policy=None, keyed=keyed)), context)
-                await servicer.Insert(keyed_batch(window, [(1, 2.0, "a" if keyed else ""), (2, 3.0, "a" if keyed else "")]),
-                                      context)
-                await servicer.Evict(pb.EvictRequest(window=window, count=2, key="a" if keyed else ""), context)
+                key = "a" if keyed else ""
+                await servicer.Insert(keyed_batch(window, [(1, 2.0, key), (2, 3.0, key)]), context)
+                await servicer.Evict(pb.EvictRequest(window=window, count=2, key=key), context)
         expected = {name: {} if empty[name] == "absent" else {"value": float(empty[name])} for name in empty}
         for name in empty:
             emptied = (await servicer.Query(pb.QueryRequest(windows=[name]), context)).results[0]
@@ -300,3 +301,27 @@ def test_the_readme_lists_every_status_code_the_server_sends() -> None:
     listed = {code.strip(" `") for row in readme_table("code") for code in row["code"].split(",")}
     assert sent and sent <= listed, sent - listed
     assert listed <= {code.name for code in grpc.StatusCode}
+
+
+def test_a_window_stored_with_both_monoid_and_dimensions_by_an_older_server_still_loads(tmp_path) -> None:
+    from mta.monoid import Max
+    from mta.window import Window
+
+    url = str(tmp_path / "w.db")
+    both = pb.WindowSpec(name="old", monoid=pb.Component(name="sum"),
+                         dimensions=[pb.Dimension(name="peak", monoid=pb.Component(name="max"))])
+    try:
+        old = Window(Record(peak=Max()), store=kvs.connect(url), window_id="old",
+                     labels={"spec": both.SerializeToString()})
+        old.insert(1, {"peak": 4.0})
+        old.close()
+
+        async def main() -> None:
+            servicer = AggregationServicer(kvs.connect(url), builtin_registry())
+            await servicer.load()
+            result = (await servicer.Query(pb.QueryRequest(windows=["old"]), Context())).results[0]
+            assert (result.length, dict(result.values)) == (1, {"peak": 4.0})  # the dimensions, as before
+
+        asyncio.run(main())
+    finally:
+        kvs.disconnect(url)

@@ -203,10 +203,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     def _build(self, spec: pb.WindowSpec) -> tuple[Any, Any, dict[str, Any]]:
         """Monoid, policy and options of ``spec`` (BadRequest naming the field)."""
-        if spec.dimensions:
-            if spec.HasField("monoid"):
-                raise _invalid("spec.monoid, spec.dimensions",
-                               "a window has one monoid or named dimensions, not both")
+        if spec.dimensions:  # CreateWindow refuses a monoid beside them; older servers stored some
             monoid = self._dimensions(spec.dimensions)
         elif spec.HasField("monoid"):
             monoid = self._component("monoid", spec.monoid, "spec.monoid")
@@ -355,6 +352,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
                                  f"spec.name: at most {200 - len(key_window_id('', ''))} characters "
                                  "for a keyed window") from None
+        if spec.dimensions and spec.HasField("monoid"):
+            raise _invalid("spec.monoid, spec.dimensions", "a window has one monoid or named dimensions, not both")
         if spec.name in self.windows:
             if request.if_not_exists and self.windows[spec.name].spec == spec:
                 return self._info(spec.name, self.windows[spec.name])
