@@ -180,6 +180,8 @@ BAD_REQUESTS = [
     (_rows("w", pb.Update(ts=6, value=1), pb.Update(ts=7, value=NAN)), "INVALID_ARGUMENT", "updates[1].value"),
     (_rows("w", pb.Update(value=1)), "INVALID_ARGUMENT", "updates[0].ts"),
     (_rows("w", pb.Update(ts=6, dimensions={"a": 1})), "INVALID_ARGUMENT", "updates[0].dimensions"),
+    (_rows("w", pb.Update(ts=6, value=2), pb.Update(ts=7, value=0, dimensions={"a": 1})), "INVALID_ARGUMENT",
+     "updates[1].dimensions"),
     (_rows("w", pb.Update(ts=6, payload=b"\xc1")), "INVALID_ARGUMENT", "updates[0].payload"),
     (_rows("w", pb.Update(ts=6, payload=b"\xa3abc")), "INVALID_ARGUMENT", "updates[0].payload"),  # "abc"
     (_rows("d", pb.Update(ts=6, dimensions={"avg": 1, "peak": 1}), pb.Update(ts=7, dimensions={"avg": 1, "peak": NAN})),
@@ -199,6 +201,7 @@ BAD_REQUESTS = [
     (_cols("w", ts=[6], ts_float=[7], values=[1]), "INVALID_ARGUMENT", "columns.ts, columns.ts_float"),
     (_cols("w", ts=[6, 7], payloads=[b"\x01", b"\xc1"]), "INVALID_ARGUMENT", "columns.payloads[1]"),
     (_cols("w", ts=[6], values=[1], keys=["a"]), "INVALID_ARGUMENT", "columns.keys[0]"),
+    (_cols("w", ts=[6, 7], dimensions={"avg": AVG}), "INVALID_ARGUMENT", "columns.dimensions"),
     (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": PEAK}), "INVALID_ARGUMENT",
      'columns.dimensions["peak"].values[1]'),
     (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": AVG, "zz": AVG}), "INVALID_ARGUMENT",

@@ -137,6 +137,16 @@ def _update_fault(request: pb.InsertRequest, monoid: Any, error: Exception) -> B
     return _invalid(f"updates[{position}].value", reason)
 
 
+def _no_dimensions(request: pb.InsertRequest, values: list) -> None:
+    """Refuse updates of a one-monoid window that carry ``dimensions``. Only those with a
+    zero (unset) value can: reading a map field costs more than the rest of the rows
+    loop, so only they are looked at."""
+    for i, value in enumerate(values):
+        if not value and request.updates[i].dimensions:
+            raise _invalid(f"updates[{i}].dimensions",
+                           f"window {request.window!r} has one monoid and no dimensions: send value")
+
+
 def _component_info(entry: Entry) -> pb.ComponentInfo:
     """A registry entry as Describe sends it."""
     info = pb.ComponentInfo(name=entry.name, description=entry.doc, uses_timestamps=entry.timestamps)
@@ -446,13 +456,12 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 values.append(_unpack(update.payload, f"updates[{i}].payload"))
             elif record:
                 values.append(dict(update.dimensions))
-            elif update.dimensions:
-                raise _invalid(f"updates[{i}].dimensions",
-                               f"window {request.window!r} has one monoid and no dimensions: send value")
             else:
                 values.append(update.value)
             timestamps.append(getattr(update, kind))
             keys.append(update.key)
+        if not record and not all(values):
+            _no_dimensions(request, values)
         return keys, timestamps, values
 
     @staticmethod
@@ -465,7 +474,11 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         used = [name for name in ("values", "dimensions", "payloads") if len(getattr(columns, name))]
         if len(used) > 1:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"columns.{used[0]}, columns.{used[1]}: send one")
-        if used == ["dimensions"] or (not used and isinstance(hosted.window.monoid, Record)):
+        record = isinstance(hosted.window.monoid, Record)
+        if used == ["dimensions"] and not record:
+            raise _invalid("columns.dimensions", f"window {hosted.spec.name!r} has one monoid and no dimensions: "
+                                                 "send values")
+        if used == ["dimensions"] or (not used and record):
             names = list(columns.dimensions)
             series = [columns.dimensions[name].values for name in names]
             for name, column in zip(names, series):
