@@ -6,12 +6,15 @@ import asyncio
 
 import grpc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kvs
 from mta.service.registry import builtin_registry
 from mta.monoid import Record
 from mta.service.servicer import AggregationServicer
 from mta.v1 import aggregation_pb2 as pb
+from conftest import hsettings
 from test_server import keyed_batch, spec
 
 
@@ -328,3 +331,42 @@ def test_a_window_stored_with_both_monoid_and_dimensions_by_an_older_server_stil
         asyncio.run(main())
     finally:
         kvs.disconnect(url)
+
+
+@hsettings(max_examples=60)
+@given(n=st.integers(1, 40), data=st.data(), as_columns=st.booleans(),
+       fault=st.sampled_from(["older", "nan_time", "nan_value", "inf_value"]))
+def test_the_path_names_the_first_bad_update_of_any_batch(n, data, as_columns, fault) -> None:
+    """Any batch with bad updates is refused naming the first one's field, and the
+    window is as before (a policy window with updates in it already)."""
+    bad = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=3)))
+    times = [100.0 + i for i in range(n)]
+    values = [float(i % 7) for i in range(n)]
+    for i in bad:
+        if fault == "older":
+            times[i] = 1.0  # older than the window's newest (50) and than its predecessor
+        elif fault == "nan_time":
+            times[i] = float("nan")
+        else:
+            values[i] = float("nan") if fault == "nan_value" else float("inf")
+    part = "ts_float" if fault in ("older", "nan_time") else "value"
+    if as_columns:
+        request = pb.InsertRequest(window="w", columns=pb.Columns(ts_float=times, values=values))
+        expected = f"columns.{part if part == 'ts_float' else 'values'}[{bad[0]}]"
+    else:
+        request = pb.InsertRequest(window="w", updates=[pb.Update(ts_float=t, value=v) for t, v in zip(times, values)])
+        expected = f"updates[{bad[0]}].{part}"
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=("max_size", {"n": 5}))), context)
+        await servicer.Insert(pb.InsertRequest(window="w", columns=pb.Columns(ts_float=range(51), values=[1] * 51)),
+                              context)
+        before = await _state(servicer)
+        with pytest.raises(Aborted) as refused:
+            await servicer.Insert(request, context)
+        assert refused.value.args[1].partition(": ")[0] == expected, refused.value.args[1]
+        assert await _state(servicer) == before
+
+    asyncio.run(main())
