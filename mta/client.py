@@ -44,6 +44,7 @@ def component(name: str, params: Mapping[str, Any] | None = None) -> pb.Componen
 
 
 def _param_value(param: pb.Param) -> Any:
+    """The value a Param carries (None when it carries none)."""
     kind = param.WhichOneof("kind")
     return getattr(param, kind) if kind else None
 
@@ -151,14 +152,13 @@ class Client:
         None for a required parameter)."""
         reply = self._call(self.stub.Describe, pb.DescribeRequest())
 
-        def component(info: pb.ComponentInfo) -> dict[str, Any]:
-            params = {p.name: {"type": p.type, "required": p.required,
-                               "default": _param_value(p.default_value) if p.HasField("default_value") else None}
+        def entry(info: pb.ComponentInfo) -> dict[str, Any]:
+            params = {p.name: {"type": p.type, "required": p.required, "default": _param_value(p.default_value)}
                       for p in info.params}
             return {"description": info.description, "params": params, "uses_timestamps": info.uses_timestamps}
 
-        return {"monoids": {m.name: component(m) for m in reply.monoids},
-                "policies": {p.name: component(p) for p in reply.policies},
+        return {"monoids": {m.name: entry(m) for m in reply.monoids},
+                "policies": {p.name: entry(p) for p in reply.policies},
                 "algorithms": {a.name: {"description": a.description, "is_default": a.is_default}
                                for a in reply.algorithms}}
 
