@@ -10,6 +10,7 @@
         client.create("mem", monoid="max", keyed=True)   # one window per key
         client.insert("mem", [(ts, value, host) for ts, value, host in readings])
         client.results("mem")                 # {host: {"value": ...}}
+        client.describe()["policies"]         # {"max_size": {"params": {"n": ...}, ...}, ...}
 
 Every batch carries an id, so a batch retried after a lost reply or a server
 restart is applied once.
@@ -40,6 +41,12 @@ def component(name: str, params: Mapping[str, Any] | None = None) -> pb.Componen
         except KeyError:
             raise TypeError(f"parameter {key!r} must be int, float, str or bool, got {type(value).__name__}") from None
     return out
+
+
+def _param_value(param: pb.Param) -> Any:
+    """The value a Param carries (None when it carries none)."""
+    kind = param.WhichOneof("kind")
+    return getattr(param, kind) if kind else None
 
 
 def update(ts: int | float, value: Any, key: str = "") -> pb.Update:
@@ -137,6 +144,23 @@ class Client:
         """Every key's numeric results (``""`` for an unkeyed window)."""
         reply = self._call(self.stub.Query, pb.QueryRequest(windows=[window]))
         return {r.key: dict(r.values) for r in reply.results}
+
+    def describe(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """What the server offers: ``{"monoids"|"policies": {name: {"description", "params",
+        "uses_timestamps"}}, "algorithms": {name: {"description", "is_default"}}}``; ``params``
+        maps each parameter's name to ``{"type", "required", "default"}`` (``default`` is
+        None for a required parameter)."""
+        reply = self._call(self.stub.Describe, pb.DescribeRequest())
+
+        def entry(info: pb.ComponentInfo) -> dict[str, Any]:
+            params = {p.name: {"type": p.type, "required": p.required, "default": _param_value(p.default_value)}
+                      for p in info.params}
+            return {"description": info.description, "params": params, "uses_timestamps": info.uses_timestamps}
+
+        return {"monoids": {m.name: entry(m) for m in reply.monoids},
+                "policies": {p.name: entry(p) for p in reply.policies},
+                "algorithms": {a.name: {"description": a.description, "is_default": a.is_default}
+                               for a in reply.algorithms}}
 
     def batcher(self, window: str, size: int = 1000) -> Batcher:
         return Batcher(self, window, size)

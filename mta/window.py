@@ -83,6 +83,15 @@ def _where(index: int, positions: Sequence[int] | None) -> int:
     return positions[index] if positions is not None else index
 
 
+def _bad_update(error: Exception, position: int, part: str) -> Exception:
+    """``error`` of the update at ``position`` of a batch, of the same type, its message
+    naming the update; ``position``, ``part`` ("timestamp" or "value") and ``reason``
+    (the message alone) let a caller name the field in its own terms (the gRPC server)."""
+    bad = type(error)(f"update {position}: {error}")
+    bad.position, bad.part, bad.reason = position, part, str(error)  # type: ignore[attr-defined]
+    return bad
+
+
 #: Options of the level store rather than of the algorithm.
 _STORE_OPTIONS = ("block_size", "delete_batch", "background")
 
@@ -341,7 +350,7 @@ class Window:
                 try:
                     self._check_timestamp(timestamp, newest)
                 except (TypeError, ValueError) as error:
-                    raise type(error)(f"update {_where(index, positions)}: {error}") from None
+                    raise _bad_update(error, _where(index, positions), "timestamp") from None
                 newest = timestamp
         try:
             partials = self.monoid.lift_many(values)
@@ -351,7 +360,7 @@ class Window:
                 try:
                     lift(value)
                 except (TypeError, ValueError) as error:
-                    raise type(error)(f"update {_where(index, positions)}: {error}") from None
+                    raise _bad_update(error, _where(index, positions), "value") from None
             raise
         return timestamps, partials
 

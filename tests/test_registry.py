@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mta import Window
@@ -74,3 +76,84 @@ def test_bad_plugins_and_registrations_are_refused(registry) -> None:
     registry.add_monoid("not_a_monoid", lambda: 42)
     with pytest.raises(RegistryError, match="returned int, not a Monoid"):
         registry.monoid("not_a_monoid")
+
+
+def test_registry_errors_say_which_field_of_the_component(registry) -> None:
+    cases = [("monoid", "median", {}, "name"), ("policy", "max_size", {}, 'params["n"]'),
+             ("policy", "max_size", {"n": "5"}, 'params["n"]'), ("policy", "max_size", {"n": -1}, "params"),
+             ("policy", "time_range", {"width": 5, 'min"utes': 1}, 'params["min\\"utes"]'),
+             ("monoid", "variance", {"ddof": 2}, "params")]
+    for kind, name, params, field in cases:
+        with pytest.raises(RegistryError) as error:
+            getattr(registry, kind)(name, params)
+        assert error.value.field == field, (name, params)
+
+
+# -- the README's tables of built-ins are what Describe answers ----------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_table(first: str) -> list[dict[str, str]]:
+    """The README table whose header starts with the cell ``first`` (indented or not):
+    one dict per row, by header cell."""
+    lines = [line.strip() for line in (ROOT / "README.md").read_text().splitlines()]
+
+    def cells(line: str) -> list[str]:
+        return [cell.strip() for cell in line.strip("|").split("|")]
+
+    for at, line in enumerate(lines):
+        if line.startswith("|") and cells(line)[0] == first:
+            rows = []
+            for row in lines[at + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append(dict(zip(cells(line), cells(row))))
+            return rows
+    raise AssertionError(f"README.md has no table whose header starts with {first!r}")
+
+
+def _params(info) -> str:
+    """ComponentInfo params as the README writes them: `name: type[ = default]`, comma-separated."""
+    out = []
+    for p in info.params:
+        default = "" if p.required else f" = {getattr(p.default_value, p.default_value.WhichOneof('kind'))!r}"
+        out.append(f"`{p.name}: {p.type}{default}`")
+    return ", ".join(out)
+
+
+def _describe(registry):
+    import asyncio
+
+    import kvs
+    from mta.service.servicer import AggregationServicer
+    from mta.v1 import aggregation_pb2 as pb
+
+    return asyncio.run(AggregationServicer(kvs.connect("memory://"), registry).Describe(pb.DescribeRequest(), None))
+
+
+def test_the_readme_lists_the_builtins_as_describe_does(registry) -> None:
+    described = _describe(registry)
+    monoids = {row["monoid"]: (row["parameters"], row["description"]) for row in readme_table("monoid")}
+    assert monoids == {f"`{m.name}`": (_params(m), m.description) for m in described.monoids}
+    policies = {row["policy"]: (row["parameters"], row["uses timestamps"], row["description"])
+                for row in readme_table("policy")}
+    assert policies == {f"`{p.name}`": (_params(p), "yes" if p.uses_timestamps else "no", p.description)
+                        for p in described.policies}
+    algorithms = {row["algorithm"]: row["description"] for row in readme_table("algorithm")}
+    assert algorithms == {f"`{a.name}`" + (" (default)" if a.is_default else ""): a.description
+                          for a in described.algorithms}
+    assert [a.name for a in described.algorithms if a.is_default] == ["amta"]
+
+
+def test_describe_lists_plugin_entries_with_their_parameters(registry) -> None:
+    registry.load_plugin("plugins.sample_plugin")
+    described = _describe(registry)
+    product = next(m for m in described.monoids if m.name == "product")
+    assert product.description == "Product of the values (associative, commutative)." and not product.params
+    newest = next(p for p in described.policies if p.name == "newest")
+    assert [(p.name, p.type, p.required, p.default_value.int_value) for p in newest.params] == [("n", "int", False, 3)]
+    assert newest.uses_timestamps  # a callable may read total.last: a plugin says False itself
+    time_range = next(p for p in described.policies if p.name == "time_range")
+    assert [(p.name, p.type, p.required, p.HasField("default_value")) for p in time_range.params] == \
+        [("width", "float", True, False)]

@@ -6,11 +6,15 @@ import asyncio
 
 import grpc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kvs
 from mta.service.registry import builtin_registry
+from mta.monoid import Record
 from mta.service.servicer import AggregationServicer
 from mta.v1 import aggregation_pb2 as pb
+from conftest import hsettings
 from test_server import batch, keyed_batch, spec
 
 
@@ -216,5 +220,252 @@ def test_shutdown_ends_open_streams_after_what_they_owe() -> None:
             assert refused.value.args == (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
         result = (await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0]
         assert (result.length, result.values["value"]) == (2, 2)
+
+# -- every refusal names the field by its path in the request, and changes nothing -----------
+
+def _params(**params) -> dict[str, pb.Param]:
+    field = {int: "int_value", float: "float_value", str: "string_value", bool: "bool_value"}
+    return {k: pb.Param(**{field[type(v)]: v}) if v is not None else pb.Param() for k, v in params.items()}
+
+
+def _dims(*pairs, **monoid_params) -> pb.WindowSpec:
+    return pb.WindowSpec(name="x", dimensions=[pb.Dimension(name=n, monoid=pb.Component(name=m, params=monoid_params))
+                                               for n, m in pairs])
+
+
+def _create(spec_: pb.WindowSpec, **kw) -> tuple[str, pb.CreateWindowRequest]:
+    return "CreateWindow", pb.CreateWindowRequest(spec=spec_, **kw)
+
+
+def _rows(window: str, *updates: pb.Update) -> tuple[str, pb.InsertRequest]:
+    return "Insert", pb.InsertRequest(window=window, updates=updates)
+
+
+def _cols(window: str, **columns) -> tuple[str, pb.InsertRequest]:
+    return "Insert", pb.InsertRequest(window=window, columns=pb.Columns(**columns))
+
+
+NAN, INF = float("nan"), float("inf")
+AVG, PEAK = pb.Doubles(values=[1, 2]), pb.Doubles(values=[1, NAN])
+BAD_REQUESTS = [
+    # window specs: the component, the parameter (a JSON string in brackets), the dimension
+    (_create(spec("x", monoid="median")), "INVALID_ARGUMENT", "spec.monoid.name"),
+    (_create(spec("x", policy=("nope", {}))), "INVALID_ARGUMENT", "spec.policy.name"),
+    (_create(spec("x", policy=("max_size", {"n": "3"}))), "INVALID_ARGUMENT", 'spec.policy.params["n"]'),
+    (_create(spec("x", policy=("max_size", {}))), "INVALID_ARGUMENT", 'spec.policy.params["n"]'),
+    (_create(spec("x", policy=("max_size", {"n": -1}))), "INVALID_ARGUMENT", "spec.policy.params"),
+    (_create(spec("x", policy=("time_range", {"width": NAN}))), "INVALID_ARGUMENT", 'spec.policy.params["width"]'),
+    (_create(spec("x", policy=("time_range", {"width": 1.0, 'we"ird': 1}))), "INVALID_ARGUMENT",
+     'spec.policy.params["we\\"ird"]'),
+    (_create(pb.WindowSpec(name="x", monoid=pb.Component(name="sum"),
+                           policy=pb.Component(name="time_range", params=_params(width=None)))),
+     "INVALID_ARGUMENT", 'spec.policy.params["width"]'),
+    (_create(_dims(("a", "sum"), ("b", "median"))), "INVALID_ARGUMENT", "spec.dimensions[1].monoid.name"),
+    (_create(_dims(("a", "sum"), ("b", "variance"), ddof=pb.Param(int_value=1))), "INVALID_ARGUMENT",
+     'spec.dimensions[0].monoid.params["ddof"]'),  # sum has no ddof: the first dimension is at fault
+    (_create(_dims(("a", "variance"), ("b", "stddev"), ddof=pb.Param(int_value=2))), "INVALID_ARGUMENT",
+     "spec.dimensions[0].monoid.params"),  # Variance(ddof=2) refuses: which parameter is its to say
+    (_create(_dims(("a", "variance"), ("b", "stddev"), ddof=pb.Param(string_value="1"))), "INVALID_ARGUMENT",
+     'spec.dimensions[0].monoid.params["ddof"]'),
+    (_create(_dims(("a", "sum"), ("a", "max"))), "INVALID_ARGUMENT", "spec.dimensions[1].name"),
+    (_create(_dims(("a", "sum"), ("_b", "max"))), "INVALID_ARGUMENT", "spec.dimensions[1].name"),
+    (_create(pb.WindowSpec(name="x", monoid=pb.Component(name="sum"), dimensions=_dims(("a", "max")).dimensions)),
+     "INVALID_ARGUMENT", "spec.monoid, spec.dimensions"),
+    (_create(pb.WindowSpec(name="x")), "INVALID_ARGUMENT", "spec.monoid"),
+    (_create(spec("x", algorithm="two_stacks")), "INVALID_ARGUMENT", "spec.algorithm"),
+    (_create(spec("a b")), "INVALID_ARGUMENT", "spec.name"),
+    (_create(spec("w")), "ALREADY_EXISTS", "spec.name"),
+    (_create(spec("w", policy=None), if_not_exists=True), "ALREADY_EXISTS", "spec.name"),
+    # updates as messages: the timestamp, the value, the dimension, the payload
+    (_rows("w", pb.Update(ts=6, value=1), pb.Update(ts=4, value=1)), "INVALID_ARGUMENT", "updates[1].ts"),
+    (_rows("w", pb.Update(ts_float=NAN, value=1)), "INVALID_ARGUMENT", "updates[0].ts_float"),
+    (_rows("w", pb.Update(ts=6, value=1), pb.Update(ts=7, value=NAN)), "INVALID_ARGUMENT", "updates[1].value"),
+    (_rows("w", pb.Update(value=1)), "INVALID_ARGUMENT", "updates[0].ts"),
+    (_rows("w", pb.Update(ts=6, dimensions={"a": 1})), "INVALID_ARGUMENT", "updates[0].dimensions"),
+    (_rows("w", pb.Update(ts=6, value=2), pb.Update(ts=7, value=0, dimensions={"a": 1})), "INVALID_ARGUMENT",
+     "updates[1].dimensions"),
+    (_rows("w", pb.Update(ts=6, payload=b"\xc1")), "INVALID_ARGUMENT", "updates[0].payload"),
+    (_rows("w", pb.Update(ts=6, payload=b"\xa3abc")), "INVALID_ARGUMENT", "updates[0].payload"),  # "abc"
+    (_rows("d", pb.Update(ts=6, dimensions={"avg": 1, "peak": 1}), pb.Update(ts=7, dimensions={"avg": 1, "peak": NAN})),
+     "INVALID_ARGUMENT", 'updates[1].dimensions["peak"]'),
+    (_rows("d", pb.Update(ts=6, dimensions={"avg": 1})), "INVALID_ARGUMENT", "updates[0].dimensions"),
+    (_rows("d", pb.Update(ts=6, dimensions={"avg": 1, "peak": 1, "zz": 1})), "INVALID_ARGUMENT",
+     'updates[0].dimensions["zz"]'),
+    (_rows("k", pb.Update(ts=9, value=1, key="b"), pb.Update(ts=9, value=1)), "INVALID_ARGUMENT", "updates[1].key"),
+    (_rows("k", pb.Update(ts=9, value=1, key="b"), pb.Update(ts=6, value=1, key="a"),
+           pb.Update(ts=4, value=1, key="a")), "INVALID_ARGUMENT", "updates[2].ts"),
+    (_rows("w", pb.Update(ts=6, value=1, key="a")), "INVALID_ARGUMENT", "updates[0].key"),
+    # updates in columns
+    (_cols("w", ts=[6, 7, 3], values=[1, 1, 1]), "INVALID_ARGUMENT", "columns.ts[2]"),
+    (_cols("w", ts_float=[6, INF], values=[1, 1]), "INVALID_ARGUMENT", "columns.ts_float[1]"),
+    (_cols("w", ts=[6, 7], values=[1, INF]), "INVALID_ARGUMENT", "columns.values[1]"),
+    (_cols("w", ts=[6, 7], values=[1]), "INVALID_ARGUMENT", "columns.values"),
+    (_cols("w", ts=[6], ts_float=[7], values=[1]), "INVALID_ARGUMENT", "columns.ts, columns.ts_float"),
+    (_cols("w", ts=[6, 7], payloads=[b"\x01", b"\xc1"]), "INVALID_ARGUMENT", "columns.payloads[1]"),
+    (_cols("w", ts=[6], values=[1], keys=["a"]), "INVALID_ARGUMENT", "columns.keys[0]"),
+    (_cols("w", ts=[6, 7], dimensions={"avg": AVG}), "INVALID_ARGUMENT", "columns.dimensions"),
+    (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": PEAK}), "INVALID_ARGUMENT",
+     'columns.dimensions["peak"].values[1]'),
+    (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": AVG, "zz": AVG}), "INVALID_ARGUMENT",
+     'columns.dimensions["zz"]'),
+    (_cols("d", ts=[6, 7], dimensions={"avg": AVG}), "INVALID_ARGUMENT", "columns.dimensions"),
+    (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": pb.Doubles(values=[1])}), "INVALID_ARGUMENT",
+     'columns.dimensions["peak"].values'),
+    (_cols("w", ts=range(10, 1011), values=[1] * 1001), "RESOURCE_EXHAUSTED", "columns"),
+    (("Insert", pb.InsertRequest(window="w", updates=[pb.Update(ts=9, value=1)],
+                                 columns=pb.Columns(ts=[9], values=[1]))), "INVALID_ARGUMENT", "updates, columns"),
+    (_rows("nope", pb.Update(ts=9, value=1)), "NOT_FOUND", "window"),
+    # the other calls
+    (("Query", pb.QueryRequest(windows=["w", "nope"])), "NOT_FOUND", "windows[1]"),
+    (("Query", pb.QueryRequest(windows=["w"], keys=["a"])), "INVALID_ARGUMENT", "keys"),
+    (("Flush", pb.FlushRequest(windows=["nope"])), "NOT_FOUND", "windows[0]"),
+    (("GetWindow", pb.GetWindowRequest(name="nope")), "NOT_FOUND", "name"),
+    (("Evict", pb.EvictRequest(window="k", count=1)), "INVALID_ARGUMENT", "key"),
+    (("Evict", pb.EvictRequest(window="w", key="a", count=1)), "INVALID_ARGUMENT", "key"),
+    (("Evict", pb.EvictRequest(window="nope", count=1)), "NOT_FOUND", "window"),
+]
+
+
+async def _state(servicer: AggregationServicer) -> tuple:
+    """Everything a request could change: the windows, their contents and results, the store."""
+    context = Context()
+    listed = await servicer.ListWindows(pb.ListWindowsRequest(), context)
+    results = await servicer.Query(pb.QueryRequest(), context)
+    # the lifted updates, and the newest timestamp that later updates are checked against
+    contents = {name: {key: (list(w), w._newest) for key, w in hosted.parts().items()}
+                for name, hosted in servicer.windows.items()}
+    return listed, results, contents, sorted(servicer.backend.windows())
+
+
+def test_every_refusal_names_the_field_by_its_path_and_changes_nothing() -> None:
+    async def main() -> None:
+        from mta.service.registry import builtin_registry as registry
+
+        servicer = AggregationServicer(kvs.connect("memory://"), registry(), max_batch=1000)
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w")), context)
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("k", keyed=True, policy=None)), context)
+        dims = _dims(("avg", "mean"), ("peak", "max"))
+        dims.name = "d"
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=dims), context)
+        await servicer.Insert(pb.InsertRequest(window="w", columns=pb.Columns(ts=[5], values=[1])), context)
+        await servicer.Insert(keyed_batch("k", [(5, 1, "a")]), context)
+        await servicer.Insert(pb.InsertRequest(window="d", updates=[pb.Update(ts=5, dimensions={"avg": 1, "peak": 1})]),
+                              context)
+        before = await _state(servicer)
+        for (method, request), code, path in BAD_REQUESTS:
+            with pytest.raises(Aborted) as refused:
+                await getattr(servicer, method)(request, context)
+            got_code, message = refused.value.args
+            assert (got_code.name, message.partition(": ")[0]) == (code, path), message
+            assert await _state(servicer) == before, message
+
+    asyncio.run(main())
+
+
+# -- the documentation of results and status codes is what the server does ---------------------
+
+def test_emptied_windows_and_keys_without_updates_have_the_results_the_readme_says() -> None:
+    from test_registry import readme_table
+
+    empty = {row["monoid"].strip("`"): row["`values` when empty"] for row in readme_table("monoid")}
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        for name in builtin_registry().names("monoid"):
+            for keyed in (False, True):
+                window = f"{name}-keyed" if keyed else name
+                await servicer.CreateWindow(
+                    pb.CreateWindowRequest(spec=spec(window, monoid=name, policy=None, keyed=keyed)), context)
+                key = "a" if keyed else ""
+                await servicer.Insert(keyed_batch(window, [(1, 2.0, key), (2, 3.0, key)]), context)
+                await servicer.Evict(pb.EvictRequest(window=window, count=2, key=key), context)
+        expected = {name: {} if empty[name] == "absent" else {"value": float(empty[name])} for name in empty}
+        for name in empty:
+            emptied = (await servicer.Query(pb.QueryRequest(windows=[name]), context)).results[0]
+            keys = (await servicer.Query(pb.QueryRequest(windows=[f"{name}-keyed"], keys=["a", "nobody"]),
+                                         context)).results
+            for result in (emptied, *keys):
+                assert (result.length, dict(result.values), result.payload) == (0, expected[name], b""), name
+        # and no windows named: every window
+        every = (await servicer.Query(pb.QueryRequest(), context)).results
+        assert {r.window for r in every} == set(servicer.windows)
+
+    asyncio.run(main())
+
+
+def test_the_readme_lists_every_status_code_the_server_sends() -> None:
+    import re
+    from pathlib import Path
+
+    from test_registry import readme_table
+
+    source = "".join(p.read_text() for p in (Path(__file__).parent.parent / "mta" / "service").glob("*.py"))
+    sent = set(re.findall(r"grpc\.StatusCode\.([A-Z_]+)", source)) - {"OK"}
+    listed = {code.strip(" `") for row in readme_table("code") for code in row["code"].split(",")}
+    assert sent and sent <= listed, sent - listed
+    assert listed <= {code.name for code in grpc.StatusCode}
+
+
+def test_a_window_stored_with_both_monoid_and_dimensions_by_an_older_server_still_loads(tmp_path) -> None:
+    from mta.monoid import Max
+    from mta.window import Window
+
+    url = str(tmp_path / "w.db")
+    both = pb.WindowSpec(name="old", monoid=pb.Component(name="sum"),
+                         dimensions=[pb.Dimension(name="peak", monoid=pb.Component(name="max"))])
+    try:
+        old = Window(Record(peak=Max()), store=kvs.connect(url), window_id="old",
+                     labels={"spec": both.SerializeToString()})
+        old.insert(1, {"peak": 4.0})
+        old.close()
+
+        async def main() -> None:
+            servicer = AggregationServicer(kvs.connect(url), builtin_registry())
+            await servicer.load()
+            result = (await servicer.Query(pb.QueryRequest(windows=["old"]), Context())).results[0]
+            assert (result.length, dict(result.values)) == (1, {"peak": 4.0})  # the dimensions, as before
+
+        asyncio.run(main())
+    finally:
+        kvs.disconnect(url)
+
+
+@hsettings(max_examples=60)
+@given(n=st.integers(1, 40), data=st.data(), as_columns=st.booleans(),
+       fault=st.sampled_from(["older", "nan_time", "nan_value", "inf_value"]))
+def test_the_path_names_the_first_bad_update_of_any_batch(n, data, as_columns, fault) -> None:
+    """Any batch with bad updates is refused naming the first one's field, and the
+    window is as before (a policy window with updates in it already)."""
+    bad = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=3)))
+    times = [100.0 + i for i in range(n)]
+    values = [float(i % 7) for i in range(n)]
+    for i in bad:
+        if fault == "older":
+            times[i] = 1.0  # older than the window's newest (50) and than its predecessor
+        elif fault == "nan_time":
+            times[i] = float("nan")
+        else:
+            values[i] = float("nan") if fault == "nan_value" else float("inf")
+    part = "ts_float" if fault in ("older", "nan_time") else "value"
+    if as_columns:
+        request = pb.InsertRequest(window="w", columns=pb.Columns(ts_float=times, values=values))
+        expected = f"columns.{part if part == 'ts_float' else 'values'}[{bad[0]}]"
+    else:
+        request = pb.InsertRequest(window="w", updates=[pb.Update(ts_float=t, value=v) for t, v in zip(times, values)])
+        expected = f"updates[{bad[0]}].{part}"
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=("max_size", {"n": 5}))), context)
+        await servicer.Insert(pb.InsertRequest(window="w", columns=pb.Columns(ts_float=range(51), values=[1] * 51)),
+                              context)
+        before = await _state(servicer)
+        with pytest.raises(Aborted) as refused:
+            await servicer.Insert(request, context)
+        assert refused.value.args[1].partition(": ")[0] == expected, refused.value.args[1]
+        assert await _state(servicer) == before
 
     asyncio.run(main())

@@ -5,16 +5,18 @@ their own entries (``mta serve --plugin pkg.module`` imports the module and call
 its ``register(registry)``). Parameters are checked against their declared types
 before anything is built, and every error names the component and the parameter.
 Nothing from the wire is ever evaluated: a name selects a Python callable that
-the server's operator installed.
+the server's operator installed. :meth:`Registry.entries` lists what a server offers
+(the ``Describe`` RPC sends it to clients).
 
     def register(registry):
         registry.add_policy("sum_at_most", lambda limit: lambda total, old: old.value <= limit,
-                            limit=float)
+                            doc="keep the newest updates whose sum is at most `limit`", limit=float)
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -25,10 +27,27 @@ from mta.policy import MaxSize, TimeRange
 #: The parameter types a client can send (proto ``Param``).
 TYPES = (int, float, str, bool)
 REQUIRED: Any = object()
+#: The algorithms that keep their levels in the server's store (the first is the default).
+ALGORITHMS = {
+    "amta": "Amortized MTA (paper section 4.2): O(1) amortized insert and evict, O(log n) bulk evict",
+    "log_mta": "Log MTA (paper section 4.1): O(log n) insert and evict, O(log n) bulk evict",
+}
+
+
+def map_key(key: str) -> str:
+    """How an error names the entry ``key`` of a map field: ``["key"]`` (a JSON string),
+    which stays unambiguous whatever characters the key holds."""
+    return f"[{json.dumps(key, ensure_ascii=False)}]"
 
 
 class RegistryError(ValueError):
-    """A name or a parameter the registry cannot serve; the message says which."""
+    """A name or a parameter the registry cannot serve; the message says which, and
+    ``field`` is its path inside the request's ``Component``: ``name``, ``params``
+    (the parameters together) or ``params["p"]``."""
+
+    def __init__(self, message: str, field: str = "name") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -37,47 +56,56 @@ class ParamSpec:
     type: type
     default: Any = REQUIRED
 
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered monoid or policy factory."""
+    """One registered monoid or policy factory. ``timestamps`` (policies): whether what
+    the policy keeps depends on the updates' timestamps, not only on their count and
+    values; a window with such a policy keeps every update's timestamp."""
 
     kind: str
     name: str
     factory: Callable[..., Any]
     params: tuple[ParamSpec, ...]
     doc: str
+    timestamps: bool = False
 
     def build(self, params: Mapping[str, Any]) -> Any:
         known = {p.name for p in self.params}
         unknown = sorted(set(params) - known)
         if unknown:
             raise RegistryError(f"{self.kind} {self.name!r} has no parameter {unknown[0]!r} "
-                                f"(parameters: {', '.join(sorted(known)) or 'none'})")
+                                f"(parameters: {', '.join(sorted(known)) or 'none'})", f"params{map_key(unknown[0])}")
         args = {}
         for spec in self.params:
             if spec.name in params:
                 args[spec.name] = _check(self, spec, params[spec.name])
-            elif spec.default is REQUIRED:
+            elif spec.required:
                 raise RegistryError(f"{self.kind} {self.name!r}: parameter {spec.name!r} "
-                                    f"({spec.type.__name__}) is required")
+                                    f"({spec.type.__name__}) is required", f"params{map_key(spec.name)}")
             else:
                 args[spec.name] = spec.default
         try:
             return self.factory(**args)
-        except (TypeError, ValueError) as error:
-            raise RegistryError(f"{self.kind} {self.name!r}: {error}") from None
+        except (TypeError, ValueError) as error:  # the factory cannot say which parameter
+            raise RegistryError(f"{self.kind} {self.name!r}: {error}", "params") from None
 
 
 def _check(entry: Entry, spec: ParamSpec, value: Any) -> Any:
     kind = spec.type
     if kind is float and type(value) is int:
         value = float(value)
+    field = f"params{map_key(spec.name)}"
     if type(value) is not kind:
         raise RegistryError(f"{entry.kind} {entry.name!r}: parameter {spec.name!r} must be "
-                            f"{kind.__name__}, got {type(value).__name__} {value!r}")
+                            f"{kind.__name__}, got {type(value).__name__} {value!r}", field)
     if kind is float and not math.isfinite(value):
-        raise RegistryError(f"{entry.kind} {entry.name!r}: parameter {spec.name!r} must be finite, got {value!r}")
+        raise RegistryError(f"{entry.kind} {entry.name!r}: parameter {spec.name!r} must be finite, got {value!r}",
+                            field)
     return value
 
 
@@ -102,22 +130,27 @@ class Registry:
     def add_monoid(self, name: str, factory: Callable[..., monoids.Monoid], doc: str = "",
                    **params: type | tuple[type, Any]) -> None:
         """Register ``factory(**params) -> Monoid`` as ``name``; ``params`` map a parameter
-        name to its type, or to ``(type, default)``."""
+        name to its type, or to ``(type, default)``. ``doc``: one line for clients (``Describe``),
+        by default the first line of the factory's docstring."""
         self._add("monoid", name, factory, doc, params)
 
     def add_policy(self, name: str, factory: Callable[..., Callable[[Any, Any], bool]], doc: str = "",
-                   **params: type | tuple[type, Any]) -> None:
-        """Register ``factory(**params) -> wsp(total, old)`` as ``name`` (see :meth:`add_monoid`)."""
-        self._add("policy", name, factory, doc, params)
+                   timestamps: bool = True, **params: type | tuple[type, Any]) -> None:
+        """Register ``factory(**params) -> wsp(total, old)`` as ``name`` (see :meth:`add_monoid`).
+        ``timestamps=False`` tells clients that the policy looks only at counts and values
+        (a callable may read ``total.last``, so the default is True)."""
+        self._add("policy", name, factory, doc, params, timestamps)
 
-    def _add(self, kind: str, name: str, factory: Callable[..., Any], doc: str, params: Mapping[str, Any]) -> None:
+    def _add(self, kind: str, name: str, factory: Callable[..., Any], doc: str, params: Mapping[str, Any],
+             timestamps: bool = False) -> None:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"{kind} name must be an identifier, got {name!r}")
         if name in self._entries[kind]:
             raise ValueError(f"{kind} {name!r} is registered already")
         if not callable(factory):
             raise TypeError(f"{kind} {name!r}: factory must be callable, got {factory!r}")
-        self._entries[kind][name] = Entry(kind, name, factory, _params(params), doc)
+        doc = doc or (factory.__doc__ or "").strip().partition("\n")[0]  # a lambda has none
+        self._entries[kind][name] = Entry(kind, name, factory, _params(params), doc, timestamps)
 
     def entry(self, kind: str, name: str) -> Entry:
         try:
@@ -141,6 +174,10 @@ class Registry:
     def names(self, kind: str) -> list[str]:
         return sorted(self._entries[kind])
 
+    def entries(self, kind: str) -> list[Entry]:
+        """Every ``kind`` ("monoid" or "policy") entry, by name."""
+        return [self._entries[kind][name] for name in self.names(kind)]
+
     def load_plugin(self, module: str) -> None:
         """Import ``module`` and call its ``register(registry)``."""
         try:
@@ -156,12 +193,23 @@ class Registry:
 def builtin_registry() -> Registry:
     """The monoids of :mod:`mta.monoid` over numbers and the built-in policies."""
     registry = Registry()
-    for name, cls in [("count", monoids.Count), ("sum", monoids.Sum), ("min", monoids.Min), ("max", monoids.Max),
-                      ("mean", monoids.Mean), ("variance", monoids.Variance), ("stddev", monoids.StdDev),
-                      ("geometric_mean", monoids.GeometricMean), ("min_count", monoids.MinCount),
-                      ("max_count", monoids.MaxCount), ("first", monoids.First), ("last", monoids.Last)]:
-        registry.add_monoid(name, cls, doc=(cls.__doc__ or "").strip().splitlines()[0])
-    registry.add_policy("max_size", MaxSize, doc="keep the newest n updates (paper Listing 3)", n=int)
+    ddof = {"ddof": (int, 0)}  # 0: population, 1: sample
+    for name, cls, params, doc in [
+            ("count", monoids.Count, {}, "number of updates (their values are ignored)"),
+            ("sum", monoids.Sum, {}, "sum of the values"),
+            ("min", monoids.Min, {}, "smallest value (NaN refused)"),
+            ("max", monoids.Max, {}, "largest value (NaN refused)"),
+            ("mean", monoids.Mean, {}, "arithmetic mean"),
+            ("variance", monoids.Variance, ddof, "variance: population (ddof 0) or sample (ddof 1)"),
+            ("stddev", monoids.StdDev, ddof, "standard deviation: population (ddof 0) or sample (ddof 1)"),
+            ("geometric_mean", monoids.GeometricMean, {}, "geometric mean of positive values"),
+            ("min_count", monoids.MinCount, {}, "smallest value and how often it occurs (payload: [value, count])"),
+            ("max_count", monoids.MaxCount, {}, "largest value and how often it occurs (payload: [value, count])"),
+            ("first", monoids.First, {}, "oldest value in the window"),
+            ("last", monoids.Last, {}, "newest value in the window")]:
+        registry.add_monoid(name, cls, doc=doc, **params)
+    registry.add_policy("max_size", MaxSize, doc="keep the newest `n` updates (paper Listing 3)", timestamps=False,
+                        n=int)
     registry.add_policy("time_range", TimeRange,
                         doc="keep the updates newer than `width` time units (paper Listing 1)", width=float)
     return registry

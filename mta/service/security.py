@@ -1,5 +1,12 @@
 """Who may call the server: a bearer token (metadata ``authorization: Bearer <token>``)
-and TLS, optionally mutual. The health service stays open so that probes need no secret."""
+and TLS, optionally mutual.
+
+With a token, two discovery services stay open: health (probes need no secret) and
+reflection, v1alpha and v1 (it serves only the public schema, the same on every mta
+server, so that tools such as grpcurl or a client generating its stubs can find the
+service before they have a token). Everything about this server's windows and
+configuration needs the token, ``Describe`` included: the monoids and policies of its
+plugins are the operator's, and a client that cannot create windows has no use for them."""
 
 from __future__ import annotations
 
@@ -11,7 +18,10 @@ from typing import Any, Awaitable, Callable
 import grpc
 from grpc_health.v1 import health
 
-OPEN_SERVICES = (f"/{health.SERVICE_NAME}/",)
+from mta.service import reflection
+
+#: Method prefixes callable without the token.
+OPEN_SERVICES = tuple(f"/{name}/" for name in (health.SERVICE_NAME, reflection.ALPHA, reflection.V1))
 
 
 class TokenCheck(grpc.aio.ServerInterceptor):

@@ -12,9 +12,9 @@ import time
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 import kvs
+from mta.service.reflection import enable_reflection
 from mta.service.registry import builtin_registry
 from mta.service.security import TokenCheck, Tls
 from mta.service.servicer import AggregationServicer
@@ -84,7 +84,7 @@ async def serve(listen: str, store: str = DEFAULT_STORE, plugins: tuple[str, ...
     pb_grpc.add_AggregationServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    enable_reflection(server, (SERVICE, health.SERVICE_NAME))
     port = server.add_secure_port(listen, tls.credentials()) if tls else server.add_insecure_port(listen)
     if not port:
         raise OSError(f"cannot listen on {listen}")

@@ -23,15 +23,15 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping
 
 import grpc
 import msgpack
 
 import kvs
-from mta.monoid import MonoidError, Record
+from mta.monoid import Record
 from mta.service.metrics import Metrics
-from mta.service.registry import Registry, RegistryError
+from mta.service.registry import ALGORITHMS, Entry, Registry, RegistryError, map_key
 from mta.v1 import aggregation_pb2 as pb
 from mta.v1 import aggregation_pb2_grpc as pb_grpc
 from mta.window import Window
@@ -47,7 +47,7 @@ SHUTTING_DOWN = "server shutting down: open a new stream (to this server once re
 #: Updates applied between two turns of the event loop: a large batch never holds
 #: queries up for longer than this many updates take.
 SLICE = 256
-STORE_ALGORITHMS = ("amta", "log_mta")
+STORE_ALGORITHMS = tuple(ALGORITHMS)
 #: Longest key of a keyed window, in characters.
 MAX_KEY = 1024
 #: Marks the stored windows that hold one key of a keyed window.
@@ -68,7 +68,8 @@ def store_failure(error: kvs.StoreError) -> "BadRequest":
 
 
 class BadRequest(Exception):
-    """Maps to a gRPC status with a message naming the field."""
+    """Maps to a gRPC status; the message starts with the path of the field at fault in
+    the request (proto field names, ``[i]`` for repeated fields, ``["key"]`` for maps)."""
 
     def __init__(self, code: grpc.StatusCode, message: str) -> None:
         super().__init__(message)
@@ -80,6 +81,10 @@ def _unpack(payload: bytes, where: str) -> Any:
         return msgpack.unpackb(payload, use_list=False)
     except Exception:  # noqa: BLE001 - any malformed payload is the client's error
         raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: not valid msgpack") from None
+
+
+def _invalid(where: str, reason: str) -> BadRequest:
+    return BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {reason}")
 
 
 def _same_length(where: str, length: int, n: int) -> None:
@@ -102,8 +107,82 @@ def _slices(window: Window, checked: tuple) -> Iterator[int]:
 def _param(value: pb.Param, where: str) -> Any:
     kind = value.WhichOneof("kind")
     if kind is None:
-        raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: no value set")
+        raise _invalid(where, "no value set (int_value, float_value, string_value or bool_value)")
     return getattr(value, kind)
+
+
+_PARAM_TYPES = {int: ("int", "int_value"), float: ("float", "float_value"), str: ("string", "string_value"),
+                bool: ("bool", "bool_value")}
+
+
+def _update_fault(request: pb.InsertRequest, monoid: Any, error: Exception) -> BadRequest:
+    """The INVALID_ARGUMENT for an update that ``Window.check`` refused, naming its
+    field: the timestamp or the value (down to the dimension) of ``error.position``."""
+    position = getattr(error, "position", None)
+    columns = request.HasField("columns")
+    if position is None:  # not about one update (Window.check names them all)
+        return _invalid("columns" if columns else "updates", str(error))
+    reason = error.reason
+    if columns:
+        batch = request.columns
+        if error.part == "timestamp":
+            return _invalid(f"columns.{'ts' if len(batch.ts) else 'ts_float'}[{position}]", reason)
+        if len(batch.payloads):
+            return _invalid(f"columns.payloads[{position}]", reason)
+        if not len(batch.values) and isinstance(monoid, Record):
+            row = {name: column.values[position] for name, column in batch.dimensions.items()}
+            name, reason, number = _dimension_fault(monoid, row)
+            where = "columns.dimensions" if name is None else f"columns.dimensions{map_key(name)}"
+            return _invalid(f"{where}.values[{position}]" if number else where, reason)
+        return _invalid(f"columns.values[{position}]", reason)
+    update = request.updates[position]
+    if error.part == "timestamp":
+        return _invalid(f"updates[{position}].{update.WhichOneof('time')}", reason)
+    if update.payload:
+        return _invalid(f"updates[{position}].payload", reason)
+    if isinstance(monoid, Record):
+        name, reason, _ = _dimension_fault(monoid, dict(update.dimensions))
+        return _invalid(f"updates[{position}].dimensions{'' if name is None else map_key(name)}", reason)
+    return _invalid(f"updates[{position}].value", reason)
+
+
+def _no_dimensions(request: pb.InsertRequest, values: list) -> None:
+    """Refuse updates of a one-monoid window that carry ``dimensions``. Only those with a
+    zero (unset) value can: reading a map field costs more than the rest of the rows
+    loop, so only they are looked at."""
+    for i, value in enumerate(values):
+        if not value and request.updates[i].dimensions:
+            raise _invalid(f"updates[{i}].dimensions",
+                           f"window {request.window!r} has one monoid and no dimensions: send value")
+
+
+def _component_info(entry: Entry) -> pb.ComponentInfo:
+    """A registry entry as Describe sends it."""
+    info = pb.ComponentInfo(name=entry.name, description=entry.doc, uses_timestamps=entry.timestamps)
+    for spec in entry.params:
+        kind, field_name = _PARAM_TYPES[spec.type]
+        param = info.params.add(name=spec.name, type=kind, required=spec.required)
+        if not spec.required:
+            setattr(param.default_value, field_name, spec.default)
+    return info
+
+
+def _dimension_fault(monoid: Record, value: Mapping[str, Any]) -> tuple[str | None, str, bool]:
+    """Why ``monoid`` cannot lift ``value`` (a mapping it failed on): (the dimension at
+    fault, None when one is missing; the reason; whether its number is the fault rather
+    than its name)."""
+    fields = monoid.fields
+    for name in value:
+        if name not in fields:
+            return name, f"the window has no dimension {name!r} (dimensions: {', '.join(fields)})", False
+    for name, dimension in fields.items():
+        if name not in value:
+            return None, f"dimension {name!r} is missing (dimensions: {', '.join(fields)})", False
+        try:
+            dimension.lift(value[name])
+        except (TypeError, ValueError) as error:
+            return name, str(error), True
+    raise AssertionError(f"{monoid!r} lifts {value!r}")  # the caller saw it fail
 
 
 @dataclass
@@ -151,38 +230,46 @@ class AggregationServicer(pb_grpc.AggregationServicer):
 
     def _build(self, spec: pb.WindowSpec) -> tuple[Any, Any, dict[str, Any]]:
         """Monoid, policy and options of ``spec`` (BadRequest naming the field)."""
-        try:
-            if spec.dimensions:
-                names = [d.name for d in spec.dimensions]
-                if len(set(names)) != len(names):
-                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "spec.dimensions: names must be unique")
-                monoid = Record({d.name: self._monoid(d.monoid, f"spec.dimensions[{i}].monoid")
-                                 for i, d in enumerate(spec.dimensions)})
-            elif spec.HasField("monoid"):
-                monoid = self._monoid(spec.monoid, "spec.monoid")
-            else:
-                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "spec.monoid or spec.dimensions is required")
-            policy = None
-            if spec.HasField("policy"):
-                params = {k: _param(v, f"spec.policy.params[{k!r}]") for k, v in spec.policy.params.items()}
-                policy = self.registry.policy(spec.policy.name, params)
-        except (RegistryError, ValueError) as error:
-            if isinstance(error, BadRequest):
-                raise
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"spec: {error}") from None
-        algorithm = spec.algorithm or "amta"
+        if spec.dimensions:  # CreateWindow refuses a monoid beside them; older servers stored some
+            monoid = self._dimensions(spec.dimensions)
+        elif spec.HasField("monoid"):
+            monoid = self._component("monoid", spec.monoid, "spec.monoid")
+        else:
+            raise _invalid("spec.monoid", "required (or spec.dimensions)")
+        policy = self._component("policy", spec.policy, "spec.policy") if spec.HasField("policy") else None
+        algorithm = spec.algorithm or STORE_ALGORITHMS[0]
         if algorithm not in STORE_ALGORITHMS:
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
-                             f"spec.algorithm: {algorithm!r} is not one of {', '.join(STORE_ALGORITHMS)}")
+            raise _invalid("spec.algorithm", f"{algorithm!r} is not one of {', '.join(STORE_ALGORITHMS)}")
         options: dict[str, Any] = {"algorithm": algorithm}
         for name in ("buffer_size", "cache_size", "block_size"):
             if getattr(spec.store, name):
                 options[name] = getattr(spec.store, name)
         return monoid, policy, options
 
-    def _monoid(self, component: pb.Component, where: str) -> Any:
-        params = {k: _param(v, f"{where}.params[{k!r}]") for k, v in component.params.items()}
-        return self.registry.monoid(component.name, params)
+    def _dimensions(self, dimensions: Any) -> Record:
+        """The Record of ``spec.dimensions``: names unique and valid field names."""
+        fields: dict[str, Any] = {}
+        first: dict[str, int] = {}
+        for i, dimension in enumerate(dimensions):
+            where = f"spec.dimensions[{i}]"
+            if dimension.name in first:
+                raise _invalid(f"{where}.name", f"{dimension.name!r} is also spec.dimensions[{first[dimension.name]}]"
+                                                ".name: names must be unique")
+            first[dimension.name] = i
+            fields[dimension.name] = self._component("monoid", dimension.monoid, f"{where}.monoid")
+            try:
+                Record({dimension.name: fields[dimension.name]})  # Record's own rule for field names
+            except ValueError as error:
+                raise _invalid(f"{where}.name", str(error)) from None
+        return Record(fields)
+
+    def _component(self, kind: str, component: pb.Component, where: str) -> Any:
+        """The monoid or policy ``component`` names (``where``: its path in the request)."""
+        params = {k: _param(v, f"{where}.params{map_key(k)}") for k, v in component.params.items()}
+        try:
+            return getattr(self.registry, kind)(component.name, params)
+        except RegistryError as error:
+            raise _invalid(f"{where}.{error.field}", str(error)) from None
 
     async def load(self) -> None:
         """Reopen every window of the store (at start); drop the keys of deleted keyed windows."""
@@ -238,11 +325,12 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         log.error("window %r not loaded: %s: %s", name, type(error).__name__, error,
                   extra={"event": "load_failed", "window": name})
 
-    def _hosted(self, name: str) -> Hosted:
+    def _hosted(self, name: str, where: str = "window") -> Hosted:
+        """The window ``name`` (``where``: the request field that names it)."""
         try:
             return self.windows[name]
         except KeyError:
-            raise BadRequest(grpc.StatusCode.NOT_FOUND, f"no window {name!r}") from None
+            raise BadRequest(grpc.StatusCode.NOT_FOUND, f"{where}: no window {name!r}") from None
 
     # -- results ---------------------------------------------------------------------
 
@@ -264,13 +352,14 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             result.payload = msgpack.packb(values, default=str)
         return result
 
-    @staticmethod
-    def _results(name: str, hosted: Hosted, keys: Any = None) -> list[pb.Result]:
-        """The last results of every key of ``hosted``, or of ``keys`` (in that order)."""
+    @classmethod
+    def _results(cls, name: str, hosted: Hosted, keys: Any = None) -> list[pb.Result]:
+        """The last results of every key of ``hosted``, or of ``keys`` (in that order).
+        A key without updates has the result of an empty window (``hosted.window``)."""
         results = hosted.results
         if keys is None:
             return [results[k] for k in sorted(results)]
-        return [results.get(k) or pb.Result(window=name, key=k) for k in keys]
+        return [results.get(k) or cls._result(name, hosted.window, k) for k in keys]
 
     def _publish(self, name: str, hosted: Hosted, keys: list[str]) -> None:
         """Record the results of the changed ``keys`` and send them to the streams watching them."""
@@ -309,10 +398,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
                                  f"spec.name: at most {200 - len(key_window_id('', ''))} characters "
                                  "for a keyed window") from None
+        if spec.dimensions and spec.HasField("monoid"):
+            raise _invalid("spec.monoid, spec.dimensions", "a window has one monoid or named dimensions, not both")
         if spec.name in self.windows:
             if request.if_not_exists and self.windows[spec.name].spec == spec:
                 return self._info(spec.name, self.windows[spec.name])
-            raise BadRequest(grpc.StatusCode.ALREADY_EXISTS, f"window {spec.name!r} exists")
+            raise BadRequest(grpc.StatusCode.ALREADY_EXISTS, f"spec.name: window {spec.name!r} exists"
+                             f"{' with another spec' if request.if_not_exists else ''}")
         monoid, policy, options = self._build(spec)
         try:
             window = await asyncio.to_thread(Window, monoid, policy, store=self.backend, window_id=spec.name,
@@ -338,7 +430,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                              keys=len(results) if hosted.spec.keyed else 0)
 
     async def GetWindow(self, request: pb.GetWindowRequest, context: Any) -> pb.WindowInfo:
-        return self._info(request.name, self._hosted(request.name))
+        return self._info(request.name, self._hosted(request.name, "name"))
 
     async def ListWindows(self, request: pb.ListWindowsRequest, context: Any) -> pb.ListWindowsResponse:
         return pb.ListWindowsResponse(windows=[self._info(n, h) for n, h in sorted(self.windows.items())])
@@ -397,7 +489,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         for i, update in enumerate(request.updates):
             kind = update.WhichOneof("time")
             if kind is None:
-                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"updates[{i}].time: ts or ts_float is required")
+                raise _invalid(f"updates[{i}].ts", "required (ts or ts_float)")
             if update.payload:
                 values.append(_unpack(update.payload, f"updates[{i}].payload"))
             elif record:
@@ -406,6 +498,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 values.append(update.value)
             timestamps.append(getattr(update, kind))
             keys.append(update.key)
+        if not record and not all(values):
+            _no_dimensions(request, values)
         return keys, timestamps, values
 
     @staticmethod
@@ -418,11 +512,15 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         used = [name for name in ("values", "dimensions", "payloads") if len(getattr(columns, name))]
         if len(used) > 1:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"columns.{used[0]}, columns.{used[1]}: send one")
-        if used == ["dimensions"] or (not used and isinstance(hosted.window.monoid, Record)):
+        record = isinstance(hosted.window.monoid, Record)
+        if used == ["dimensions"] and not record:
+            raise _invalid("columns.dimensions", f"window {hosted.spec.name!r} has one monoid and no dimensions: "
+                                                 "send values")
+        if used == ["dimensions"] or (not used and record):
             names = list(columns.dimensions)
             series = [columns.dimensions[name].values for name in names]
             for name, column in zip(names, series):
-                _same_length(f"columns.dimensions[{name!r}]", len(column), n)
+                _same_length(f"columns.dimensions{map_key(name)}.values", len(column), n)
             values = [dict(zip(names, row)) for row in zip(*series)] if names else [{}] * n
         elif used == ["payloads"]:
             _same_length("columns.payloads", len(columns.payloads), n)
@@ -470,9 +568,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     continue  # a retry: this key has the batch already
                 try:
                     todo.append((key, window, (window or hosted.window).check(timestamps, values, positions)))
-                except (TypeError, ValueError, MonoidError) as error:
-                    where = f"updates (key {key!r})" if key else "updates"
-                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {error}") from None
+                except (TypeError, ValueError) as error:  # a MonoidError is a ValueError
+                    raise _update_fault(request, hosted.window.monoid, error) from None
             inserted = evicted = 0
             touched = []
             try:
@@ -568,9 +665,14 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"keys: window {name!r} is not keyed")
         return list(keys)
 
+    def _named(self, windows: Any) -> list[tuple[str, Hosted]]:
+        """The windows a request's ``windows`` field names, all of them when it is empty."""
+        if not windows:
+            return sorted(self.windows.items())
+        return [(name, self._hosted(name, f"windows[{i}]")) for i, name in enumerate(windows)]
+
     async def Query(self, request: pb.QueryRequest, context: Any) -> pb.QueryResponse:
-        names = list(request.windows) or sorted(self.windows)
-        hosted = [(n, self._hosted(n)) for n in names]
+        hosted = self._named(request.windows)
         response = pb.QueryResponse()
         for name, h in hosted:
             response.results.extend(self._results(name, h, self._keys(name, h, request.keys)))
@@ -598,8 +700,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         return pb.EvictResponse(evicted=count)
 
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushResponse:
-        names = list(request.windows) or sorted(self.windows)
-        for hosted in [self._hosted(n) for n in names]:
+        for _, hosted in self._named(request.windows):
             await self._flush(hosted)
         return pb.FlushResponse()
 
@@ -657,6 +758,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         self._calls -= 1
         if not self._calls:
             self._idle.set()
+
+    async def Describe(self, request: pb.DescribeRequest, context: Any) -> pb.DescribeResponse:
+        return pb.DescribeResponse(
+            monoids=[_component_info(e) for e in self.registry.entries("monoid")],
+            policies=[_component_info(e) for e in self.registry.entries("policy")],
+            algorithms=[pb.AlgorithmInfo(name=name, description=doc, is_default=name == STORE_ALGORITHMS[0])
+                        for name, doc in ALGORITHMS.items()])
 
     async def flush_all(self) -> None:
         """Make every window durable (graceful shutdown)."""

@@ -263,3 +263,51 @@ class WatchRequest(_message.Message):
     window: str
     keys: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, window: _Optional[str] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ParamInfo(_message.Message):
+    __slots__ = ("name", "type", "required", "default_value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    required: bool
+    default_value: Param
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., required: _Optional[bool] = ..., default_value: _Optional[_Union[Param, _Mapping]] = ...) -> None: ...
+
+class ComponentInfo(_message.Message):
+    __slots__ = ("name", "description", "params", "uses_timestamps")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    USES_TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    params: _containers.RepeatedCompositeFieldContainer[ParamInfo]
+    uses_timestamps: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., params: _Optional[_Iterable[_Union[ParamInfo, _Mapping]]] = ..., uses_timestamps: _Optional[bool] = ...) -> None: ...
+
+class AlgorithmInfo(_message.Message):
+    __slots__ = ("name", "description", "is_default")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    is_default: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., is_default: _Optional[bool] = ...) -> None: ...
+
+class DescribeResponse(_message.Message):
+    __slots__ = ("monoids", "policies", "algorithms")
+    MONOIDS_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHMS_FIELD_NUMBER: _ClassVar[int]
+    monoids: _containers.RepeatedCompositeFieldContainer[ComponentInfo]
+    policies: _containers.RepeatedCompositeFieldContainer[ComponentInfo]
+    algorithms: _containers.RepeatedCompositeFieldContainer[AlgorithmInfo]
+    def __init__(self, monoids: _Optional[_Iterable[_Union[ComponentInfo, _Mapping]]] = ..., policies: _Optional[_Iterable[_Union[ComponentInfo, _Mapping]]] = ..., algorithms: _Optional[_Iterable[_Union[AlgorithmInfo, _Mapping]]] = ...) -> None: ...

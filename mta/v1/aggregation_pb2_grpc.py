@@ -84,6 +84,11 @@ class AggregationStub:
                 request_serializer=mta_dot_v1_dot_aggregation__pb2.WatchRequest.SerializeToString,
                 response_deserializer=mta_dot_v1_dot_aggregation__pb2.Result.FromString,
                 _registered_method=True)
+        self.Describe = channel.unary_unary(
+                '/mta.v1.Aggregation/Describe',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.DescribeRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.DescribeResponse.FromString,
+                _registered_method=True)
 
 
 class AggregationServicer:
@@ -152,6 +157,13 @@ class AggregationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Describe(self, request, context):
+        """The monoids, policies and algorithms this server offers, with their parameters.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AggregationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -204,6 +216,11 @@ def add_AggregationServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=mta_dot_v1_dot_aggregation__pb2.WatchRequest.FromString,
                     response_serializer=mta_dot_v1_dot_aggregation__pb2.Result.SerializeToString,
+            ),
+            'Describe': grpc.unary_unary_rpc_method_handler(
+                    servicer.Describe,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.DescribeRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.DescribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -476,6 +493,33 @@ class Aggregation:
             '/mta.v1.Aggregation/Watch',
             mta_dot_v1_dot_aggregation__pb2.WatchRequest.SerializeToString,
             mta_dot_v1_dot_aggregation__pb2.Result.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Describe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/Describe',
+            mta_dot_v1_dot_aggregation__pb2.DescribeRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.DescribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

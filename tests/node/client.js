@@ -1,0 +1,50 @@
+// A Node.js client of `mta serve` (@grpc/grpc-js, @grpc/proto-loader), as a user in
+// another language would write it: it loads aggregation.proto, calls Describe and a
+// few bad requests, and prints what it saw as one JSON line for tests/test_node_client.py.
+// Usage: node client.js ADDRESS PROTO_DIR TOKEN
+"use strict";
+const grpc = require("@grpc/grpc-js");
+const loader = require("@grpc/proto-loader");
+
+const [address, protoDir, token] = process.argv.slice(2);
+const definition = loader.loadSync("mta/v1/aggregation.proto",
+  { includeDirs: [protoDir], keepCase: true, longs: Number, defaults: false, oneofs: true });
+const mta = grpc.loadPackageDefinition(definition).mta.v1;
+const client = new mta.Aggregation(address, grpc.credentials.createInsecure());
+const metadata = new grpc.Metadata();
+metadata.set("authorization", `Bearer ${token}`);
+
+function call(method, request) {
+  return new Promise((resolve, reject) =>
+    client[method](request, metadata, (error, reply) => (error ? reject(error) : resolve(reply))));
+}
+
+async function refusal(method, request) {
+  try {
+    await call(method, request);
+    return null;
+  } catch (error) {
+    return { code: grpc.status[error.code], details: error.details };
+  }
+}
+
+async function main() {
+  const seen = {};
+  const described = await call("Describe", {});
+  seen.monoids = described.monoids.map((m) => m.name);
+  seen.time_range = described.policies.find((p) => p.name === "time_range");
+  seen.both = await refusal("CreateWindow", { spec: {
+    name: "node", monoid: { name: "sum" }, dimensions: [{ name: "a", monoid: { name: "max" } }] } });
+  seen.width = await refusal("CreateWindow", { spec: {
+    name: "node", monoid: { name: "sum" }, policy: { name: "time_range", params: { width: { string_value: "1h" } } } } });
+  await call("CreateWindow", { spec: {
+    name: "node", dimensions: [{ name: "avg", monoid: { name: "mean" } }, { name: "peak", monoid: { name: "max" } }] } });
+  seen.late = await refusal("Insert", { window: "node", columns: {
+    ts: [1, 2, 0], dimensions: { avg: { values: [1, 2, 3] }, peak: { values: [1, 2, 3] } } } });
+  seen.nan = await refusal("Insert", { window: "node", updates: [
+    { ts: 1, dimensions: { avg: 1, peak: 1 } }, { ts: 2, dimensions: { avg: 2, peak: NaN } }] });
+  seen.query = (await call("Query", { windows: [] })).results;
+  console.log(JSON.stringify(seen));
+}
+
+main().then(() => client.close(), (error) => { console.error(error); process.exit(1); });

@@ -1,0 +1,52 @@
+"""`mta serve` seen from Node.js (@grpc/grpc-js, @grpc/proto-loader): a client in another
+language describes the server, is refused with the field's path, and reads the results.
+
+Needs `node` and `npm` (and the npm registry, or npm's cache): the packages pinned in
+tests/node/package-lock.json are installed into a temporary directory by `npm ci`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_server import Server
+
+NODE = Path(__file__).resolve().parent / "node"
+ROOT = NODE.parent.parent
+
+
+@pytest.fixture(scope="module")
+def node_client(tmp_path_factory) -> Path:
+    """A directory with client.js and its packages installed."""
+    where = tmp_path_factory.mktemp("node")
+    for name in ("package.json", "package-lock.json", "client.js"):
+        shutil.copy(NODE / name, where / name)
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts"], cwd=where,
+                   check=True, capture_output=True, timeout=300)
+    return where
+
+
+def test_a_node_client_describes_the_server_and_gets_field_paths(node_client, tmp_path) -> None:
+    server = Server(tmp_path / "w.db", env={"MTA_TOKEN": "s3cret"})
+    try:
+        run = subprocess.run(["node", "client.js", server.address, str(ROOT / "proto"), "s3cret"], cwd=node_client,
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        server.stop()
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert {"count", "sum", "variance"} <= set(seen["monoids"])
+    assert seen["time_range"]["uses_timestamps"] is True
+    assert [(p["name"], p["type"], p["required"]) for p in seen["time_range"]["params"]] == [("width", "float", True)]
+    refusals = {name: (seen[name]["code"], seen[name]["details"].partition(": ")[0])
+                for name in ("both", "width", "late", "nan")}
+    assert refusals == {"both": ("INVALID_ARGUMENT", "spec.monoid, spec.dimensions"),
+                        "width": ("INVALID_ARGUMENT", 'spec.policy.params["width"]'),
+                        "late": ("INVALID_ARGUMENT", "columns.ts[2]"),
+                        "nan": ("INVALID_ARGUMENT", 'updates[1].dimensions["peak"]')}
+    # nothing was inserted: the window is empty, and mean and max have no result of nothing
+    assert [(r["window"], r.get("length", 0), r.get("values", {})) for r in seen["query"]] == [("node", 0, {})]
