@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# The project's test command: installs what the tests need (Python packages, a local
-# redis-server and Node.js for the gRPC client test in another language), then runs them all.
+# The project's test command: installs what the tests need (Debian packages for a local
+# redis-server and for Node.js, which runs the gRPC client test in another language; the
+# project with its test extras), then runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-    echo "installing redis-server (Debian package) for the integration tests" >&2
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get install -y -qq redis-server >/dev/null 2>&1 \
-        || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq redis-server >/dev/null; }
-fi
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "installing nodejs and npm (Debian packages) for the Node.js client test" >&2
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get install -y -qq nodejs npm >/dev/null 2>&1 \
-        || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq nodejs npm >/dev/null; }
-fi
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+need() {  # need COMMAND... -- PACKAGE...: install the Debian packages unless every command exists
+    local commands=() missing=""
+    while [ "$1" != "--" ]; do commands+=("$1"); shift; done; shift
+    for c in "${commands[@]}"; do command -v "$c" >/dev/null || missing=1; done
+    [ -z "$missing" ] && return 0
+    echo "installing $* (Debian packages) for the tests" >&2
+    $SUDO apt-get install -y -qq "$@" >/dev/null 2>&1 \
+        || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq "$@" >/dev/null; }
+}
+need redis-server redis-cli -- redis-server
+need node npm -- nodejs npm
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 exec python3 -m pytest -q -p no:cacheprovider "$@"
