@@ -1,5 +1,6 @@
 """`mta serve` seen from Node.js (@grpc/grpc-js, @grpc/proto-loader): a client in another
-language describes the server, is refused with the field's path, and reads the results.
+language describes the server, is refused with the field's path, streams batches waiting
+for each ack (none may be withheld), and reads the results.
 
 Needs `node` and `npm` (and the npm registry, or npm's cache): the packages pinned in
 tests/node/package-lock.json are installed into a temporary directory by `npm ci`."""
@@ -48,5 +49,8 @@ def test_a_node_client_describes_the_server_and_gets_field_paths(node_client, tm
                         "width": ("INVALID_ARGUMENT", 'spec.policy.params["width"]'),
                         "late": ("INVALID_ARGUMENT", "columns.ts[2]"),
                         "nan": ("INVALID_ARGUMENT", 'updates[1].dimensions["peak"]')}
-    # nothing was inserted: the window is empty, and mean and max have no result of nothing
-    assert [(r["window"], r.get("length", 0), r.get("values", {})) for r in seen["query"]] == [("node", 0, {})]
+    # every ack came while the producer waited for it (the stream stayed open after the last)
+    assert seen["acks"] == [f"n{i}" for i in range(5)]
+    # nothing was inserted in "node": empty, and mean and max have no result of nothing; "acks" has 1+2+3+4+5
+    results = {r["window"]: (r.get("length", 0), r.get("values", {})) for r in seen["query"]}
+    assert results == {"node": (0, {}), "acks": (5, {"value": 15})}

@@ -1,6 +1,7 @@
 // A Node.js client of `mta serve` (@grpc/grpc-js, @grpc/proto-loader), as a user in
 // another language would write it: it loads aggregation.proto, calls Describe and a
-// few bad requests, and prints what it saw as one JSON line for tests/test_node_client.py.
+// few bad requests, streams batches through Ingest waiting for each ack before sending
+// the next, and prints what it saw as one JSON line for tests/test_node_client.py.
 // Usage: node client.js ADDRESS PROTO_DIR TOKEN
 "use strict";
 const grpc = require("@grpc/grpc-js");
@@ -28,6 +29,28 @@ async function refusal(method, request) {
   }
 }
 
+// A producer that sends its next batch only after the ack of the one before, and
+// keeps the stream open after the last: every ack must come all the same.
+function ingestWaitingForEachAck(window, batches) {
+  return new Promise((resolve, reject) => {
+    const deadline = new Date(Date.now() + 20000);
+    const stream = client.Ingest(metadata, { deadline });
+    const acks = [];
+    const send = (i) => stream.write({ window, batch_id: `n${i}`, columns: { ts: [i], values: [i + 1] } });
+    stream.on("data", (reply) => {
+      acks.push(reply.batch_id);
+      if (acks.length < batches) {
+        send(acks.length);
+      } else {
+        stream.end();
+      }
+    });
+    stream.on("error", reject);
+    stream.on("end", () => resolve(acks));
+    send(0);
+  });
+}
+
 async function main() {
   const seen = {};
   const described = await call("Describe", {});
@@ -43,6 +66,8 @@ async function main() {
     ts: [1, 2, 0], dimensions: { avg: { values: [1, 2, 3] }, peak: { values: [1, 2, 3] } } } });
   seen.nan = await refusal("Insert", { window: "node", updates: [
     { ts: 1, dimensions: { avg: 1, peak: 1 } }, { ts: 2, dimensions: { avg: 2, peak: NaN } }] });
+  await call("CreateWindow", { spec: { name: "acks", monoid: { name: "sum" } } });
+  seen.acks = await ingestWaitingForEachAck("acks", 5);
   seen.query = (await call("Query", { windows: [] })).results;
   console.log(JSON.stringify(seen));
 }
