@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, Aggregator
 from mta.monoid import Monoid, Record, plain_finite
-from mta.policy import Agg, Policy
+from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
 
 __all__ = ["Window"]
 
@@ -105,6 +105,17 @@ def _policy_name(policy: Any) -> str:
     if isinstance(policy, Policy):
         return repr(policy)
     return getattr(policy, "__qualname__", type(policy).__qualname__)
+
+
+def _trusted(policy: Any) -> bool:
+    """Whether ``policy`` is none or built from this module's own policies, which never raise."""
+    if policy is None or type(policy) in (MaxSize, TimeRange):
+        return True
+    return type(policy) in (AnyOf, AllOf) and all(map(_trusted, policy.policies))
+
+
+def _unchanged(error: StoreError) -> StoreError:
+    return StoreError(f"{error}; the window is unchanged (retry once the store is back)")
 
 
 def _describe(monoid: Monoid) -> Any:
@@ -220,7 +231,12 @@ class Window:
         self._make = functools.partial(cls, inner, **options)
         self._wsp = self._policy_on_tuples(policy) if self._timed else None
         self._store = store
-        self._broken: StoreError | None = None
+        # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
+        # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
+        self._safe = _trusted(policy) and not (store is not None and store.durable)
+        self._insert_one = self._apply if self._safe else self._apply_first_search
+        self._pending = False     # a batch ended with a commit due: sent before the next change
+        self._continuing = False  # the last insert_checked said more of its batch follows
         self._restart(state)
         self.id = None
         self.backend = None
@@ -235,17 +251,6 @@ class Window:
         self.notes: dict[str, Any] = dict(annotations.get("notes", {}))
         if self._store is not None:
             self._algorithm.annotate = lambda: {"newest": self._newest, "notes": self.notes}
-
-    def _recover(self) -> None:
-        """After a store failure in the middle of an operation, go back to the last
-        durable checkpoint (StoreError again while the store stays unreachable)."""
-        self._restart(self._store.load())
-        self._broken = None
-        self._enforce()
-
-    def _failed(self, error: StoreError) -> StoreError:
-        self._broken = error
-        return StoreError(f"{error}; the window goes back to its last flushed state on its next use")
 
     def _policy_on_tuples(self, policy: Callable[[Any, Any], bool]) -> Callable[[tuple, tuple], bool]:
         if getattr(policy, "on_tuples", False):
@@ -277,8 +282,8 @@ class Window:
     def insert(self, timestamp: int | float, value: Any) -> int:
         """Add one update, then enforce the policy; return the number of updates evicted.
 
-        A rejected update (bad timestamp, a value the monoid cannot lift) raises
-        and leaves the window unchanged.
+        A rejected update (bad timestamp, a value the monoid cannot lift), a policy
+        that raises and a StoreError all leave the window unchanged.
         """
         newest = self._newest
         kind = type(timestamp)
@@ -287,12 +292,12 @@ class Window:
                 and (newest is None or timestamp >= newest)):
             self._check_timestamp(timestamp, newest)
         partial = self.monoid.lift(value)
-        if self._broken is not None:
-            self._recover()
+        if self._pending:
+            self._send_pending()
         try:
-            return self._apply(timestamp, partial)
+            return self._insert_one(timestamp, partial)
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
@@ -300,8 +305,12 @@ class Window:
         The whole batch is validated first: one bad update rejects the batch and
         nothing is inserted. With a policy that is ``batchable`` (counts, times and
         their combinations) it is enforced once, after the batch, which leaves the
-        same window as enforcing after every update. The batch is committed to a
-        durable store whole, by the next flush (explicit or of a later write buffer).
+        same window as enforcing after every update.
+
+        A batch is all or nothing: if the policy or the store raises, the window is
+        as it was before the call. A durable store is never sent half a batch: a
+        commit that comes due during the batch (a write buffer filled up) is sent
+        right after it, so a crash loses at most what :meth:`insert` would.
         """
         updates = updates if isinstance(updates, list) else list(updates)
         try:
@@ -313,7 +322,10 @@ class Window:
                 if not isinstance(update, (tuple, list)) or len(update) != 2:
                     raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
             raise
-        return self.insert_checked(self.check(timestamps, values))
+        evicted = self.insert_checked(self.check(timestamps, values))
+        if self._pending:
+            self._send_pending()
+        return evicted
 
     def check(self, timestamps: Sequence[Any], values: Sequence[Any],
               positions: Sequence[int] | None = None) -> tuple[Sequence[Any], list[Any]]:
@@ -346,33 +358,56 @@ class Window:
     def insert_checked(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool = True) -> int:
         """Insert a batch returned by :meth:`check`; return the total evicted.
 
-        ``enforce=False`` leaves a ``batchable`` policy to the next call that enforces
-        (until then the window may hold updates the policy would evict): a batch
-        inserted in slices then pays one O(log n) policy search, not one per slice.
-        Other policies are enforced after every update regardless."""
-        if self._broken is not None:
-            self._recover()
+        All or nothing, as :meth:`insert_many`. A commit that comes due during the
+        batch is left to the caller's next :meth:`flush` or, at the latest, sent when
+        the next change starts: the caller can first note the batch in :attr:`notes`
+        (as the server does with batch ids) and the checkpoint has the batch and its
+        note, or neither.
+
+        ``enforce=False`` says more of the batch follows (no commit before it) and
+        leaves a ``batchable`` policy to the next call that enforces (until then the
+        window may hold updates the policy would evict): a batch inserted in slices
+        then pays one O(log n) policy search, not one per slice. Other policies are
+        enforced after every update regardless."""
+        if self._pending and not self._continuing:
+            self._send_pending()
         timestamps, partials = checked
         if not partials:
             return 0
         algorithm = self._algorithm
-        # No commit in the middle of a batch: a checkpoint holds all of it or none of it
-        # (the server keeps the batch's id in the same checkpoint, for exactly-once retries).
-        algorithm.defer_commits = True
+        # Undo needs a snapshot only if something can fail: a user's policy, or the store.
+        snapshot = None if self._safe else algorithm.snapshot()
+        newest = self._newest
+        algorithm.begin_hold()  # nothing reaches the store until the batch is whole
         try:
-            if self.policy is not None and not getattr(self.policy, "batchable", False):
-                apply = self._apply
-                return sum(map(apply, timestamps, partials))
-            self._newest = timestamps[-1]
-            if self._timed:
-                algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
-            else:
-                algorithm.insert_many(partials)
-            return self._enforce() if enforce else 0
-        except StoreError as error:
-            raise self._failed(error) from error
-        finally:
-            algorithm.defer_commits = False
+            evicted = self._insert_batch(timestamps, partials, enforce)
+        except BaseException as error:
+            if snapshot is not None:
+                algorithm.restore(snapshot)
+            self._newest = newest
+            algorithm.hold = False
+            if isinstance(error, StoreError):
+                raise _unchanged(error) from error
+            raise
+        if algorithm.end_hold() and self.durable:
+            self._pending = True
+        self._continuing = not enforce
+        return evicted
+
+    def _insert_batch(self, timestamps: Sequence[Any], partials: list[Any], enforce: bool) -> int:
+        if self.policy is not None and not getattr(self.policy, "batchable", False):
+            return sum(map(self._apply, timestamps, partials))
+        self._newest = timestamps[-1]
+        if self._timed:
+            self._algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
+        else:
+            self._algorithm.insert_many(partials)
+        return self._enforce() if enforce else 0
+
+    def _send_pending(self) -> None:
+        """Send the commit that came due during the last batch (without waiting)."""
+        self._pending = False
+        self._algorithm.flush(wait=False)
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
@@ -382,6 +417,33 @@ class Window:
         else:
             self._algorithm.insert(partial)
         return self._enforce()
+
+    def _apply_first_search(self, timestamp: Any, partial: Any) -> int:
+        """As :meth:`_apply`, but the window changes only once nothing can fail any more:
+        the policy is searched on the window as it will be after the insertion (its
+        total includes the update), then evictions (atomic) come before the insertion
+        (which reads nothing from the store)."""
+        algorithm = self._algorithm
+        n = len(algorithm)
+        if self._timed:
+            new = (1, timestamp, partial)
+            total = algorithm.monoid.combine(algorithm.query(), new)
+            wsp = self._wsp
+            k = algorithm.condemned(wsp, total)
+            if k == n and wsp(total, total):  # the new update goes too
+                k = n + 1
+        elif self._max_size is not None:
+            new = partial
+            k = max(n + 1 - self._max_size, 0)
+        else:
+            new = partial
+            k = 0
+        if k and n:
+            algorithm.evict(min(k, n))
+        self._newest = timestamp
+        if k <= n:
+            algorithm.insert(new)
+        return k
 
     def _enforce(self) -> int:
         algorithm = self._algorithm
@@ -401,12 +463,12 @@ class Window:
         if not self._timed:
             raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
                             "does not read them (use e.g. TimeRange)")
-        if self._broken is not None:
-            self._recover()
+        if self._pending:
+            self._send_pending()
         try:
             return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def oldest_timestamp(self) -> Any:
         """The timestamp of the oldest update (None when empty); for a window that keeps
@@ -414,23 +476,21 @@ class Window:
         if not self._timed:
             raise TypeError(f"oldest_timestamp needs a window that keeps timestamps: policy "
                             f"{_policy_name(self.policy)} does not read them")
-        if self._broken is not None:
-            self._recover()
         if not len(self._algorithm):
             return None
         try:
             return self._algorithm._oldest()[1]
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest updates regardless of the policy."""
-        if self._broken is not None:
-            self._recover()
+        if self._pending:
+            self._send_pending()
         try:
             self._algorithm.evict(k)
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def clear(self) -> None:
         """Remove every update (the timestamp order restarts too)."""
@@ -445,19 +505,23 @@ class Window:
 
         Between flushes the algorithms commit on their own after every write
         buffer (``buffer_size`` updates), so a crash loses at most the updates
-        since the last commit. While the store is unreachable, insertions go on
-        in memory (their commits fail and are retried by the next ones) and
-        ``flush`` raises StoreError, changing nothing: retry it later.
+        since the last commit (batches: see :meth:`insert_many`). While the store
+        is unreachable, insertions go on in memory (their commits fail and are
+        retried by the next ones) and ``flush`` raises StoreError, changing
+        nothing: retry it later.
 
-        A StoreError from an operation that had to *read* the store (a cache
-        miss) may have left it half done: the window then goes back to its last
-        flushed state on its next use, so nothing flushed is ever lost.
+        Every call is all or nothing: one that fails, whether the store failed (a
+        cache miss while it is down), the policy raised or the input was bad,
+        leaves the window exactly as it was before the call, and every read
+        (``len``, :meth:`query`, :meth:`partial`, iteration, :meth:`oldest_timestamp`,
+        :attr:`notes`) describes that state, before and after the store comes back.
+        Nothing is thrown away: the updates not yet flushed stay in memory, and the
+        call can be retried.
         """
         store = self._store
         if store is None:
             return
-        if self._broken is not None:
-            self._recover()
+        self._pending = False
         self._algorithm.flush(wait=wait)
         if not store.durable:
             store.commit(self._algorithm.checkpoint())
