@@ -103,6 +103,16 @@ class LogMTA(TreeAggregator):
         if len(self._leaves) > self.buffer_size:
             self.flush(wait=False)
 
+    def _movable(self, number: int, buf: list[Any]) -> int:
+        """Keep the nodes the next insertion reads: the newest of each level (it may be
+        rewritten) and, for a right child, its left sibling, so that an insertion never
+        reads the store (and cannot fail half done)."""
+        j = self._tail >> number  # the node the next leaf updates or appends on this level
+        first = j - (j & 1)
+        if number:
+            first = min(first, self._bstart[number] + len(buf) - 1)
+        return first - self._bstart[number]
+
     def _put(self, number: int, index: int, value: Any) -> None:
         if number == len(self._levels):
             self._add_level()

@@ -231,14 +231,17 @@ class TreeAggregator(Aggregator):
             level = self._levels[number]
             if level.tail != self._bstart[number]:
                 level.reset(self._bstart[number])
-            if number:
-                n = len(buf) - 1
-            else:
-                n = (self._tail & ~self._chunk_mask) - self._bstart[0]
+            n = self._movable(number, buf)
             if n > 0:
                 level.extend(buf[:n])
                 del buf[:n]
                 self._bstart[number] += n
+
+    def _movable(self, number: int, buf: list[Any]) -> int:
+        """How many of level ``number``'s buffered nodes a flush moves to the store."""
+        if number:
+            return len(buf) - 1
+        return (self._tail & ~self._chunk_mask) - self._bstart[0]
 
     def _release(self, old_head: int) -> None:
         """Drop the stored nodes wholly before ``head`` (pointer moves only), in batches:
