@@ -235,8 +235,6 @@ class Window:
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
         self._insert_one = self._apply if self._safe else self._apply_first_search
-        self._pending = False     # a batch ended with a commit due: sent before the next change
-        self._continuing = False  # the last insert_checked said more of its batch follows
         self._restart(state)
         self.id = None
         self.backend = None
@@ -292,8 +290,6 @@ class Window:
                 and (newest is None or timestamp >= newest)):
             self._check_timestamp(timestamp, newest)
         partial = self.monoid.lift(value)
-        if self._pending:
-            self._send_pending()
         try:
             return self._insert_one(timestamp, partial)
         except StoreError as error:
@@ -322,9 +318,9 @@ class Window:
                 if not isinstance(update, (tuple, list)) or len(update) != 2:
                     raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
             raise
-        evicted = self.insert_checked(self.check(timestamps, values))
-        if self._pending:
-            self._send_pending()
+        evicted, due = self._insert_batch(self.check(timestamps, values), True)
+        if due:
+            self._algorithm.flush(wait=False)
         return evicted
 
     def check(self, timestamps: Sequence[Any], values: Sequence[Any],
@@ -358,29 +354,40 @@ class Window:
     def insert_checked(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool = True) -> int:
         """Insert a batch returned by :meth:`check`; return the total evicted.
 
-        All or nothing, as :meth:`insert_many`. A commit that comes due during the
-        batch is left to the caller's next :meth:`flush` or, at the latest, sent when
-        the next change starts: the caller can first note the batch in :attr:`notes`
-        (as the server does with batch ids) and the checkpoint has the batch and its
-        note, or neither.
+        All or nothing, as :meth:`insert_many`, but a step of the caller's unit of
+        work, which the caller ends with :meth:`flush` (``wait=False`` is enough): it
+        never commits, so that the caller can first note the unit in :attr:`notes`
+        (the server notes batch ids, the Spark operator its step) and a checkpoint
+        has the unit and its note, or neither. Until that flush the window holds the
+        unit's updates in memory.
 
-        ``enforce=False`` says more of the batch follows (no commit before it) and
-        leaves a ``batchable`` policy to the next call that enforces (until then the
-        window may hold updates the policy would evict): a batch inserted in slices
-        then pays one O(log n) policy search, not one per slice. Other policies are
-        enforced after every update regardless."""
-        if self._pending and not self._continuing:
-            self._send_pending()
+        ``enforce=False`` leaves a ``batchable`` policy to the next call that enforces
+        (until then the window may hold updates the policy would evict): a batch
+        inserted in slices then pays one O(log n) policy search, not one per slice.
+        Other policies are enforced after every update regardless."""
+        return self._insert_batch(checked, enforce)[0]
+
+    def _insert_batch(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool) -> tuple[int, bool]:
+        """Insert a checked batch, or nothing of it if anything raises; return the number
+        evicted and whether a commit came due (a write buffer filled up) meanwhile."""
         timestamps, partials = checked
         if not partials:
-            return 0
+            return 0, False
         algorithm = self._algorithm
         # Undo needs a snapshot only if something can fail: a user's policy, or the store.
         snapshot = None if self._safe else algorithm.snapshot()
         newest = self._newest
         algorithm.begin_hold()  # nothing reaches the store until the batch is whole
         try:
-            evicted = self._insert_batch(timestamps, partials, enforce)
+            if self.policy is not None and not getattr(self.policy, "batchable", False):
+                evicted = sum(map(self._apply, timestamps, partials))
+            else:
+                self._newest = timestamps[-1]
+                if self._timed:
+                    algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
+                else:
+                    algorithm.insert_many(partials)
+                evicted = self._enforce() if enforce else 0
         except BaseException as error:
             if snapshot is not None:
                 algorithm.restore(snapshot)
@@ -389,25 +396,7 @@ class Window:
             if isinstance(error, StoreError):
                 raise _unchanged(error) from error
             raise
-        if algorithm.end_hold() and self.durable:
-            self._pending = True
-        self._continuing = not enforce
-        return evicted
-
-    def _insert_batch(self, timestamps: Sequence[Any], partials: list[Any], enforce: bool) -> int:
-        if self.policy is not None and not getattr(self.policy, "batchable", False):
-            return sum(map(self._apply, timestamps, partials))
-        self._newest = timestamps[-1]
-        if self._timed:
-            self._algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
-        else:
-            self._algorithm.insert_many(partials)
-        return self._enforce() if enforce else 0
-
-    def _send_pending(self) -> None:
-        """Send the commit that came due during the last batch (without waiting)."""
-        self._pending = False
-        self._algorithm.flush(wait=False)
+        return evicted, algorithm.end_hold() and self.durable
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
@@ -463,8 +452,6 @@ class Window:
         if not self._timed:
             raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
                             "does not read them (use e.g. TimeRange)")
-        if self._pending:
-            self._send_pending()
         try:
             return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
         except StoreError as error:
@@ -485,8 +472,6 @@ class Window:
 
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest updates regardless of the policy."""
-        if self._pending:
-            self._send_pending()
         try:
             self._algorithm.evict(k)
         except StoreError as error:
@@ -521,7 +506,6 @@ class Window:
         store = self._store
         if store is None:
             return
-        self._pending = False
         self._algorithm.flush(wait=wait)
         if not store.durable:
             store.commit(self._algorithm.checkpoint())

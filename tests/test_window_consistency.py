@@ -139,22 +139,24 @@ def test_insert_many_commits_whole_batches_right_after_them(tmp_path, algorithm,
 
 @pytest.mark.parametrize("algorithm", TREE_ALGORITHMS)
 @pytest.mark.parametrize("policy", [MaxSize(250), count_batches], ids=["count", "user"])
-def test_a_checkpoint_has_a_batch_and_its_note_or_neither(tmp_path, algorithm, policy) -> None:
-    """As the server does: a batch in slices (``enforce=False`` but for the last), then its id
-    in ``notes``. A commit that came due waits for the caller's flush or the next batch."""
+def test_a_checkpoint_has_a_unit_of_work_and_its_note_or_neither(tmp_path, algorithm, policy) -> None:
+    """As the server and the Spark operator do: a unit of work in several insert_checked
+    calls (slices with ``enforce=False`` but the last; evictions between them), then its
+    id in ``notes``, then a flush. Nothing commits before that flush."""
     backend = Recording(tmp_path / "w.db")
     w = Window(Collect(), policy, algorithm=algorithm, store=backend, buffer_size=8, block_size=4,
                background=False)
+    created = len(backend.states)
     for number, start in enumerate(range(0, 2000, BATCH)):
         timestamps = list(range(start, start + BATCH))
         for cut in range(0, BATCH, 30):
             part = timestamps[cut:cut + 30]
             w.insert_checked(w.check(part, part), enforce=cut + 30 >= BATCH)
+            w.evict(1)
         w.notes["batches"] = (*w.notes.get("batches", ()), number)
-        if number % 3 == 0:
-            w.flush(wait=False)
-    assert len(backend.states) > 10
-    for checkpoint in backend.states[1:]:
+        w.flush(wait=False)
+    assert len(backend.states) == created + 20
+    for checkpoint in backend.states[created:]:
         assert checkpoint["tail"] == BATCH * len(checkpoint["annotations"]["notes"]["batches"])
 
 
