@@ -234,7 +234,6 @@ class Window:
         # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
-        self._insert_one = self._apply if self._safe else self._apply_first_search
         self._restart(state)
         self.id = None
         self.backend = None
@@ -291,7 +290,9 @@ class Window:
             self._check_timestamp(timestamp, newest)
         partial = self.monoid.lift(value)
         try:
-            return self._insert_one(timestamp, partial)
+            if self._safe:
+                return self._apply(timestamp, partial)
+            return self._apply_first_search(timestamp, partial)
         except StoreError as error:
             raise _unchanged(error) from error
 

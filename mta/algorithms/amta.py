@@ -318,6 +318,13 @@ class AmortizedMTA(TreeAggregator):
 
     # -- policy enforcement -------------------------------------------------------
 
+    def enforce(self, wsp: Policy) -> int:
+        # As the base's, without a call for the total: this is Window.insert's hot path.
+        k = self.condemned(wsp, self._combine(self._r0, self._r1))
+        if k:
+            self.evict(k)
+        return k
+
     def condemned(self, wsp: Policy, total: Any) -> int:
         h, t = self._head, self._tail
         if h == t:

@@ -144,19 +144,24 @@ class LogMTA(TreeAggregator):
         top = (h ^ (t - 1)).bit_length()
         siblings = [(n, (h >> n) + 1) for n in range(top) if not (h >> n) & 1 and ((h >> n) + 1) << n < t]
         self._gather([(0, h), *siblings])
-        # The right siblings read here are never the left-spine nodes written below.
+        # Every read first (the right siblings are never the left-spine nodes set below).
         value = node(0, h)
-        spine = []
+        right = iter([node(n, i) for n, i in siblings]).__next__
         for number in range(1, top + 1):
             child = h >> (number - 1)
             if not child & 1 and (child + 1) << (number - 1) < t:
-                value = combine(value, node(number - 1, child + 1))
-            spine.append(value)
-        for number, value in enumerate(spine, 1):
+                value = combine(value, right())
             self._set_node(number, h >> number, value)
         self._head = h
         self._root = value
         self._release(old)
+
+    def enforce(self, wsp: Policy) -> int:
+        # As the base's, without a call for the total: this is Window.insert's hot path.
+        k = self.condemned(wsp, self._root)
+        if k:
+            self._move_head(self._head + k)
+        return k
 
     def condemned(self, wsp: Policy, total: Any) -> int:
         """Algorithm 2: a root-to-leaf search for the end of the prefix to evict."""
