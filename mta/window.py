@@ -139,6 +139,10 @@ class Window:
     ``window_id``, a new uuid by default, and can be reopened with :meth:`open`;
     ``block_size``, ``delete_batch`` and ``background`` go to its level store), or a
     :class:`kvs.LevelStore` instance.
+
+    Every call is all or nothing: a call that raises (bad input, a policy that
+    raises, a store that fails) leaves the window as it was before it, and every
+    read shows that state (see :meth:`flush`).
     """
 
     def __init__(self, monoid: Monoid, policy: Callable[[Any, Any], bool] | None = None, *,

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from kvs import StoreError
-from mta.algorithms.base import Policy
+from mta.algorithms.base import Aggregator, Policy
 from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
 
 
@@ -123,6 +123,19 @@ class AmortizedMTA(TreeAggregator):
         else:  # as _move_head leaves an emptied window: the next leaf starts afresh
             self._root_level = self._merge_mask = self._quiet_mask = 0
             self._stack = []
+
+    def snapshot(self) -> Any:
+        # Insertions only append to the write buffers (and nothing else changes them while
+        # held): their lengths are enough, where Log MTA copies them.
+        state = Aggregator.snapshot(self)
+        state["_bufs"] = [(buf, len(buf)) for buf in self._bufs]  # _leaves is _bufs[0]
+        return state
+
+    def restore(self, snapshot: Any) -> None:
+        bufs = snapshot["_bufs"]
+        for buf, n in bufs:
+            del buf[n:]
+        super().restore({**snapshot, "_bufs": [buf for buf, _ in bufs]})
 
     def _complete_chunk(self, t1: int) -> None:
         """Store the node of the chunk that ends at ``t1`` and every ancestor it completes.

@@ -23,6 +23,8 @@ from mta.monoid import Monoid
 
 Policy = Callable[[Any, Any], bool]
 
+_CONTAINERS = frozenset({list, dict, deque})
+
 
 class Aggregator(ABC):
     """A FIFO window of partials with an incrementally maintained aggregate."""
@@ -81,10 +83,17 @@ class Aggregator(ABC):
             n += 1
         return n
 
+    #: Attributes :meth:`snapshot` does not copy (a subclass saves them its own way).
+    _SAVED_APART: ClassVar[frozenset[str]] = frozenset()
+
     def snapshot(self) -> Any:
         """The algorithm's state, for :meth:`restore` (copies its containers: O(n) here)."""
-        return {name: value.copy() if isinstance(value, (list, dict, deque)) else value
-                for name, value in self.__dict__.items()}
+        state = self.__dict__.copy()
+        apart = self._SAVED_APART
+        for name, value in state.items():
+            if type(value) in _CONTAINERS and name not in apart:
+                state[name] = value.copy()
+        return state
 
     def restore(self, snapshot: Any) -> None:
         """Go back to a :meth:`snapshot` (taken with nothing held outside the algorithm since)."""

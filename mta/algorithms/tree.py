@@ -37,6 +37,7 @@ class TreeAggregator(Aggregator):
     """Level buffers, caches and leaf bookkeeping common to both MTAs."""
 
     uses_store = True
+    _SAVED_APART = frozenset({"_bufs", "_leaves"})
     #: Levels 1 .. CHUNK_BITS-1 are not stored: their nodes are folded from leaves on demand.
     CHUNK_BITS = 0
 
