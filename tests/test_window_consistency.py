@@ -204,6 +204,7 @@ operations = st.lists(st.one_of(
     st.tuples(st.just("evict"), st.integers(0, 40)),
     st.tuples(st.just("evict_before"), st.integers(0, 30)),
     st.tuples(st.just("flush")),
+    st.tuples(st.just("reopen")),  # caches start cold: the next reads miss
     st.tuples(st.just("down")),
     st.tuples(st.just("up")),
 ), max_size=50)
@@ -257,7 +258,7 @@ def apply(window: Window, oracle: WindowOracle, op: tuple, newest: int) -> int:
 
 @given(st.sampled_from(TREE_ALGORITHMS), st.sampled_from(sorted(POLICIES)),
        st.sampled_from([(1, 1, 1), (2, 1, 2), (4, 2, 1), (3, 2, 4)]), operations)
-@hsettings(max_examples=120)
+@hsettings(max_examples=200)
 def test_every_read_shows_the_window_before_a_failed_call(flaky, algorithm, policy_name, sizes, ops) -> None:
     """Random operations while the store goes down and comes back: each call succeeds or
     changes nothing, the reads always agree with the naive oracle, and the window that
@@ -275,6 +276,12 @@ def test_every_read_shows_the_window_before_a_failed_call(flaky, algorithm, poli
         if op[0] in ("down", "up"):
             flaky.down = op[0] == "down"
             continue
+        if op[0] == "reopen":
+            if not flaky.down:
+                w.flush()
+                w = Window.open(flaky, w.id, Collect(), policy)
+                reads_agree(w, oracle, True)
+            continue
         before = list(oracle.items)
         try:
             newest = apply(w, oracle, op, newest)
@@ -287,6 +294,39 @@ def test_every_read_shows_the_window_before_a_failed_call(flaky, algorithm, poli
     w.flush()
     again = Window.open(flaky, w.id, Collect(), policy)
     assert list(again) == oracle.partials()
+
+
+def last_400(total: Any, old: Any) -> bool:
+    return total.last - old.last >= 400
+
+
+COLD_CASES = [(policy, op) for policy in (MaxSize(400), TimeRange(400), last_400)
+              for op in (("insert", (300, 7)), ("batch", [(1, 7)] * 20), ("evict", 150), ("evict_before", 100))
+              if not (op[0] == "evict_before" and isinstance(policy, MaxSize))]  # needs timestamps
+
+
+@pytest.mark.parametrize("algorithm", TREE_ALGORITHMS)
+@pytest.mark.parametrize("policy,op", COLD_CASES,
+                         ids=lambda x: x[0] if isinstance(x, tuple) else getattr(x, "__name__", repr(x)))
+def test_each_call_on_a_cold_window_fails_whole_and_succeeds_once_the_store_is_back(
+        flaky, algorithm, policy, op) -> None:
+    """A window just reopened (empty caches) reads the store for evictions and policy
+    searches: with the store down the call fails and changes nothing; retried, it works."""
+    flaky.down = False
+    w = Window(Collect(), policy, algorithm=algorithm, store=flaky, buffer_size=4, cache_size=2, block_size=2,
+               background=False)
+    oracle = WindowOracle(Collect(), policy)
+    newest = apply(w, oracle, ("batch", [(1, 1)] * 1000), 0)
+    w.flush()
+    w = Window.open(flaky, w.id, Collect(), policy)
+    flaky.down = True
+    with pytest.raises(kvs.StoreError, match="unchanged"):
+        apply(w, oracle, op, newest)
+    reads_agree(w, oracle, False)
+    flaky.down = False
+    reads_agree(w, oracle, True)
+    apply(w, oracle, op, newest)
+    reads_agree(w, oracle, True)
 
 
 # --------------------------------------------------------------------------- the policy raises
@@ -320,7 +360,7 @@ def stores(name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name,where", [(n, s) for n in ALGORITHM_NAMES for s in stores(n)])
-@given(st.sets(st.integers(1, 120), max_size=12), st.booleans(),
+@given(st.sets(st.integers(1, 30), max_size=8), st.booleans(),
        st.lists(st.one_of(st.tuples(st.just("insert"), updates),
                           st.tuples(st.just("batch"), st.lists(updates, max_size=10)),
                           st.tuples(st.just("evict"), st.integers(0, 4))), max_size=30))
