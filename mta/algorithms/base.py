@@ -96,7 +96,8 @@ class Aggregator(ABC):
         return state
 
     def restore(self, snapshot: Any) -> None:
-        """Go back to a :meth:`snapshot` (taken with nothing held outside the algorithm since)."""
+        """Go back to a :meth:`snapshot`, taken while nothing outside the algorithm changed
+        (see :attr:`hold`); a snapshot is restored at most once (it becomes the state)."""
         self.__dict__.clear()
         self.__dict__.update(snapshot)
 
