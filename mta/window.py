@@ -238,6 +238,8 @@ class Window:
         # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
+        # Our policies read the count and the newest timestamp of ``total``, never its value.
+        self._counts_and_times = _trusted(policy)
         self._restart(state)
         self.id = None
         self.backend = None
@@ -418,25 +420,35 @@ class Window:
         total includes the update), then evictions (atomic) come before the insertion
         (which reads nothing from the store)."""
         algorithm = self._algorithm
-        n = len(algorithm)
         if self._timed:
             new = (1, timestamp, partial)
-            total = algorithm.monoid.combine(algorithm.query(), new)
+            total = algorithm.query()
+            if self._counts_and_times:  # not the value: skip the monoid's combine
+                total = (total[0] + 1, timestamp, None)
+            else:
+                total = algorithm.monoid.combine(total, new)
             wsp = self._wsp
             k = algorithm.condemned(wsp, total)
-            if k == n and wsp(total, total):  # the new update goes too
-                k = n + 1
-        elif self._max_size is not None:
-            new = partial
-            k = max(n + 1 - self._max_size, 0)
+            if k == len(algorithm) and wsp(total, total):  # the new update goes too
+                if k:
+                    algorithm.evict(k)
+                self._newest = timestamp
+                return k + 1
         else:
             new = partial
-            k = 0
-        if k and n:
-            algorithm.evict(min(k, n))
+            max_size = self._max_size
+            k = 0 if max_size is None else len(algorithm) + 1 - max_size
+            if k <= 0:
+                k = 0
+            elif not max_size:  # MaxSize(0): the new update goes too
+                if k > 1:
+                    algorithm.evict(k - 1)
+                self._newest = timestamp
+                return k
+        if k:
+            algorithm.evict(k)
         self._newest = timestamp
-        if k <= n:
-            algorithm.insert(new)
+        algorithm.insert(new)
         return k
 
     def _enforce(self) -> int:
