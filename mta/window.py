@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, Aggregator
 from mta.monoid import Monoid, Record, plain_finite
-from mta.policy import Agg, Policy
+from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
 
 __all__ = ["Window"]
 
@@ -116,6 +116,17 @@ def _policy_name(policy: Any) -> str:
     return getattr(policy, "__qualname__", type(policy).__qualname__)
 
 
+def _trusted(policy: Any) -> bool:
+    """Whether ``policy`` is none or built from this module's own policies, which never raise."""
+    if policy is None or type(policy) in (MaxSize, TimeRange):
+        return True
+    return type(policy) in (AnyOf, AllOf) and all(map(_trusted, policy.policies))
+
+
+def _unchanged(error: StoreError) -> StoreError:
+    return StoreError(f"{error}; the window is unchanged (retry once the store is back)")
+
+
 def _describe(monoid: Monoid) -> Any:
     """What a stored window records of its monoid, to refuse reopening it with another."""
     name = f"{type(monoid).__module__}.{type(monoid).__qualname__}"
@@ -139,6 +150,10 @@ class Window:
     :class:`kvs.LevelStore` instance. A stored window has one writer: this one, until
     :meth:`close`; ``take_over=True`` replaces a window of the same id that exists
     (its writer, if any, is fenced: its commits fail with :class:`kvs.WindowFenced`).
+
+    Every call is all or nothing: a call that raises (bad input, a policy that
+    raises, a store that fails) leaves the window as it was before it, and every
+    read shows that state (see :meth:`flush`).
     """
 
     def __init__(self, monoid: Monoid, policy: Callable[[Any, Any], bool] | None = None, *,
@@ -241,7 +256,11 @@ class Window:
         self._make = functools.partial(cls, inner, **options)
         self._wsp = self._policy_on_tuples(policy) if self._timed else None
         self._store = store
-        self._broken: StoreError | None = None
+        # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
+        # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
+        self._safe = _trusted(policy) and not (store is not None and store.durable)
+        # Our policies read the count and the newest timestamp of ``total``, never its value.
+        self._counts_and_times = _trusted(policy)
         self._restart(state)
         self.id = None
         self.backend = None
@@ -256,17 +275,6 @@ class Window:
         self.notes: dict[str, Any] = dict(annotations.get("notes", {}))
         if self._store is not None:
             self._algorithm.annotate = lambda: {"newest": self._newest, "notes": self.notes}
-
-    def _recover(self) -> None:
-        """After a store failure in the middle of an operation, go back to the last
-        durable checkpoint (StoreError again while the store stays unreachable)."""
-        self._restart(self._store.load())
-        self._broken = None
-        self._enforce()
-
-    def _failed(self, error: StoreError) -> StoreError:
-        self._broken = error
-        return StoreError(f"{error}; the window goes back to its last flushed state on its next use")
 
     def _policy_on_tuples(self, policy: Callable[[Any, Any], bool]) -> Callable[[tuple, tuple], bool]:
         if getattr(policy, "on_tuples", False):
@@ -298,8 +306,8 @@ class Window:
     def insert(self, timestamp: int | float, value: Any) -> int:
         """Add one update, then enforce the policy; return the number of updates evicted.
 
-        A rejected update (bad timestamp, a value the monoid cannot lift) raises
-        and leaves the window unchanged.
+        A rejected update (bad timestamp, a value the monoid cannot lift), a policy
+        that raises and a StoreError all leave the window unchanged.
         """
         newest = self._newest
         kind = type(timestamp)
@@ -308,12 +316,12 @@ class Window:
                 and (newest is None or timestamp >= newest)):
             self._check_timestamp(timestamp, newest)
         partial = self.monoid.lift(value)
-        if self._broken is not None:
-            self._recover()
         try:
-            return self._apply(timestamp, partial)
+            if self._safe:
+                return self._apply(timestamp, partial)
+            return self._apply_first_search(timestamp, partial)
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
@@ -321,8 +329,12 @@ class Window:
         The whole batch is validated first: one bad update rejects the batch and
         nothing is inserted. With a policy that is ``batchable`` (counts, times and
         their combinations) it is enforced once, after the batch, which leaves the
-        same window as enforcing after every update. The batch is committed to a
-        durable store whole, by the next flush (explicit or of a later write buffer).
+        same window as enforcing after every update.
+
+        A batch is all or nothing: if the policy or the store raises, the window is
+        as it was before the call. A durable store is never sent half a batch: a
+        commit that comes due during the batch (a write buffer filled up) is sent
+        right after it, so a crash loses at most what :meth:`insert` would.
         """
         updates = updates if isinstance(updates, list) else list(updates)
         try:
@@ -334,7 +346,10 @@ class Window:
                 if not isinstance(update, (tuple, list)) or len(update) != 2:
                     raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
             raise
-        return self.insert_checked(self.check(timestamps, values))
+        evicted, due = self._insert_batch(self.check(timestamps, values), True)
+        if due:
+            self._algorithm.flush(wait=False)
+        return evicted
 
     def check(self, timestamps: Sequence[Any], values: Sequence[Any],
               positions: Sequence[int] | None = None) -> tuple[Sequence[Any], list[Any]]:
@@ -367,33 +382,49 @@ class Window:
     def insert_checked(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool = True) -> int:
         """Insert a batch returned by :meth:`check`; return the total evicted.
 
+        All or nothing, as :meth:`insert_many`, but a step of the caller's unit of
+        work, which the caller ends with :meth:`flush` (``wait=False`` is enough): it
+        never commits, so that the caller can first note the unit in :attr:`notes`
+        (the server notes batch ids, the Spark operator its step) and a checkpoint
+        has the unit and its note, or neither. Until that flush the window holds the
+        unit's updates in memory.
+
         ``enforce=False`` leaves a ``batchable`` policy to the next call that enforces
         (until then the window may hold updates the policy would evict): a batch
         inserted in slices then pays one O(log n) policy search, not one per slice.
         Other policies are enforced after every update regardless."""
-        if self._broken is not None:
-            self._recover()
+        return self._insert_batch(checked, enforce)[0]
+
+    def _insert_batch(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool) -> tuple[int, bool]:
+        """Insert a checked batch, or nothing of it if anything raises; return the number
+        evicted and whether a commit came due (a write buffer filled up) meanwhile."""
         timestamps, partials = checked
         if not partials:
-            return 0
+            return 0, False
         algorithm = self._algorithm
-        # No commit in the middle of a batch: a checkpoint holds all of it or none of it
-        # (the server keeps the batch's id in the same checkpoint, for exactly-once retries).
-        algorithm.defer_commits = True
+        # Undo needs a snapshot only if something can fail: a user's policy, or the store.
+        snapshot = None if self._safe else algorithm.snapshot()
+        newest = self._newest
+        algorithm.begin_hold()  # nothing reaches the store until the batch is whole
         try:
             if self.policy is not None and not getattr(self.policy, "batchable", False):
-                apply = self._apply
-                return sum(map(apply, timestamps, partials))
-            self._newest = timestamps[-1]
-            if self._timed:
-                algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
+                evicted = sum(map(self._apply, timestamps, partials))
             else:
-                algorithm.insert_many(partials)
-            return self._enforce() if enforce else 0
-        except StoreError as error:
-            raise self._failed(error) from error
-        finally:
-            algorithm.defer_commits = False
+                self._newest = timestamps[-1]
+                if self._timed:
+                    algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
+                else:
+                    algorithm.insert_many(partials)
+                evicted = self._enforce() if enforce else 0
+        except BaseException as error:
+            if snapshot is not None:
+                algorithm.restore(snapshot)
+            self._newest = newest
+            algorithm.hold = False
+            if isinstance(error, StoreError):
+                raise _unchanged(error) from error
+            raise
+        return evicted, algorithm.end_hold() and self.durable
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
@@ -403,6 +434,43 @@ class Window:
         else:
             self._algorithm.insert(partial)
         return self._enforce()
+
+    def _apply_first_search(self, timestamp: Any, partial: Any) -> int:
+        """As :meth:`_apply`, but the window changes only once nothing can fail any more:
+        the policy is searched on the window as it will be after the insertion (its
+        total includes the update), then evictions (atomic) come before the insertion
+        (which reads nothing from the store)."""
+        algorithm = self._algorithm
+        if self._timed:
+            new = (1, timestamp, partial)
+            total = algorithm.query()
+            if self._counts_and_times:  # not the value: skip the monoid's combine
+                total = (total[0] + 1, timestamp, None)
+            else:
+                total = algorithm.monoid.combine(total, new)
+            wsp = self._wsp
+            k = algorithm.condemned(wsp, total)
+            if k == len(algorithm) and wsp(total, total):  # the new update goes too
+                if k:
+                    algorithm.evict(k)
+                self._newest = timestamp
+                return k + 1
+        else:
+            new = partial
+            max_size = self._max_size
+            k = 0 if max_size is None else len(algorithm) + 1 - max_size
+            if k <= 0:
+                k = 0
+            elif not max_size:  # MaxSize(0): the new update goes too
+                if k > 1:
+                    algorithm.evict(k - 1)
+                self._newest = timestamp
+                return k
+        if k:
+            algorithm.evict(k)
+        self._newest = timestamp
+        algorithm.insert(new)
+        return k
 
     def _enforce(self) -> int:
         algorithm = self._algorithm
@@ -422,12 +490,10 @@ class Window:
         if not self._timed:
             raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
                             "does not read them (use e.g. TimeRange)")
-        if self._broken is not None:
-            self._recover()
         try:
             return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def oldest_timestamp(self) -> Any:
         """The timestamp of the oldest update (None when empty); for a window that keeps
@@ -435,23 +501,19 @@ class Window:
         if not self._timed:
             raise TypeError(f"oldest_timestamp needs a window that keeps timestamps: policy "
                             f"{_policy_name(self.policy)} does not read them")
-        if self._broken is not None:
-            self._recover()
         if not len(self._algorithm):
             return None
         try:
             return self._algorithm._oldest()[1]
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest updates regardless of the policy."""
-        if self._broken is not None:
-            self._recover()
         try:
             self._algorithm.evict(k)
         except StoreError as error:
-            raise self._failed(error) from error
+            raise _unchanged(error) from error
 
     def clear(self) -> None:
         """Remove every update (the timestamp order restarts too)."""
@@ -466,19 +528,22 @@ class Window:
 
         Between flushes the algorithms commit on their own after every write
         buffer (``buffer_size`` updates), so a crash loses at most the updates
-        since the last commit. While the store is unreachable, insertions go on
-        in memory (their commits fail and are retried by the next ones) and
-        ``flush`` raises StoreError, changing nothing: retry it later.
+        since the last commit (batches: see :meth:`insert_many`). While the store
+        is unreachable, insertions go on in memory (their commits fail and are
+        retried by the next ones) and ``flush`` raises StoreError, changing
+        nothing: retry it later.
 
-        A StoreError from an operation that had to *read* the store (a cache
-        miss) may have left it half done: the window then goes back to its last
-        flushed state on its next use, so nothing flushed is ever lost.
+        Every call is all or nothing: one that fails, whether the store failed (a
+        cache miss while it is down), the policy raised or the input was bad,
+        leaves the window exactly as it was before the call, and every read
+        (``len``, :meth:`query`, :meth:`partial`, iteration, :meth:`oldest_timestamp`,
+        :attr:`notes`) describes that state, before and after the store comes back.
+        Nothing is thrown away: the updates not yet flushed stay in memory, and the
+        call can be retried.
         """
         store = self._store
         if store is None:
             return
-        if self._broken is not None:
-            self._recover()
         self._algorithm.flush(wait=wait)
         if not store.durable:
             store.commit(self._algorithm.checkpoint())

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from mta.algorithms.base import Policy
+from kvs import StoreError
+from mta.algorithms.base import Aggregator, Policy
 from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
 
 
@@ -123,6 +124,19 @@ class AmortizedMTA(TreeAggregator):
             self._root_level = self._merge_mask = self._quiet_mask = 0
             self._stack = []
 
+    def snapshot(self) -> Any:
+        # Insertions only append to the write buffers (and nothing else changes them while
+        # held): their lengths are enough, where Log MTA copies them.
+        state = Aggregator.snapshot(self)
+        state["_bufs"] = [(buf, len(buf)) for buf in self._bufs]  # _leaves is _bufs[0]
+        return state
+
+    def restore(self, snapshot: Any) -> None:
+        bufs = snapshot["_bufs"]
+        for buf, n in bufs:
+            del buf[n:]
+        super().restore({**snapshot, "_bufs": [buf for buf, _ in bufs]})
+
     def _complete_chunk(self, t1: int) -> None:
         """Store the node of the chunk that ends at ``t1`` and every ancestor it completes.
 
@@ -155,22 +169,47 @@ class AmortizedMTA(TreeAggregator):
         if k == 1 and type(k) is int:
             stack = self._stack
             if stack:
-                # Algorithm 6: the stack top is the left tree without its head leaf.
-                self._r0 = stack.pop()
-                self._head = h1 = self._head + 1
-                if not h1 & self._chunk_mask:
-                    self._enter_chunk(h1)
+                h1 = self._head + 1
+                if h1 & self._chunk_mask:
+                    # Algorithm 6: the stack top is the left tree without its head leaf.
+                    self._r0 = stack.pop()
+                    self._head = h1
+                else:
+                    self._step_into_chunk(h1)
                 return
             if self._tail > self._head:
                 # A stale or empty stack: rebuild it once for the new head, not for the old one.
                 self._move_head(self._head + 1)
                 return
         self._check_evict(k)
-        if k >= self._bulk_threshold():
+        if k >= self._bulk_threshold() or (self.store.durable and not self._local_steps(k)):
             self._move_head(self._head + k)
             return
         for _ in range(k):
             self.evict(1)
+
+    def _local_steps(self, k: int) -> bool:
+        """Whether ``k`` single evictions would read nothing from the store (they do when the
+        head enters a chunk or the stack runs out): a failed read in the middle of them
+        would leave some done, so a durable store then takes the one bulk eviction."""
+        h = self._head
+        return (h + k) >> self.CHUNK_BITS == h >> self.CHUNK_BITS and len(self._stack or ()) >= k
+
+    def _step_into_chunk(self, h1: int) -> None:
+        """Algorithm 6 for a head that enters a new chunk; a StoreError changes nothing."""
+        stack = self._stack
+        r0 = self._r0
+        self._r0 = top = stack.pop()
+        self._head = h1
+        size = len(stack)
+        try:
+            self._enter_chunk(h1)
+        except StoreError:
+            del stack[size:]
+            stack.append(top)
+            self._r0 = r0
+            self._head = h1 - 1
+            raise
 
     def _enter_chunk(self, h1: int) -> None:
         """Algorithm 7 once the head enters a new chunk: push the right siblings of the
@@ -262,17 +301,29 @@ class AmortizedMTA(TreeAggregator):
             boundary = ((old >> self._root_level) + 1) << self._root_level  # where R1 starts
             level = (h ^ t).bit_length() - 1
             same_tree = level == self._root_level and h >> level == old >> level
-            self._set_root_level(level)
             if h == boundary and ((h >> level) + 1) << level == t:
                 # The head moved onto the last tree, which R1 holds whole: the stack can wait.
+                self._set_root_level(level)
                 self._r0, self._r1 = self._r1, self.monoid.identity
                 self._stack = None
             else:
-                self._rebuild()
-                if not same_tree:
-                    self._r1 = self._right_result()
+                self._move_into(old, level, same_tree)
         if (h ^ old) > DROP_MASK:  # _release's own test, without its call: -2.7% per step at n = 1
             self._release(old)
+
+    def _move_into(self, old: int, level: int, same_tree: bool) -> None:
+        """The part of ``_move_head`` that reads the store: a StoreError puts back the
+        head at ``old`` and everything else it changed."""
+        saved = (self._r0, self._r1, self._stack, self._root_level, self._merge_mask, self._quiet_mask)
+        self._set_root_level(level)
+        try:
+            self._rebuild()
+            if not same_tree:
+                self._r1 = self._right_result()
+        except StoreError:
+            self._r0, self._r1, self._stack, self._root_level, self._merge_mask, self._quiet_mask = saved
+            self._head = old
+            raise
 
     def _bulk_threshold(self) -> int:
         """Evictions beyond about log2 n are done in bulk (section 4.2.4)."""
@@ -281,14 +332,19 @@ class AmortizedMTA(TreeAggregator):
     # -- policy enforcement -------------------------------------------------------
 
     def enforce(self, wsp: Policy) -> int:
+        # As the base's, without a call for the total: this is Window.insert's hot path.
+        k = self.condemned(wsp, self._combine(self._r0, self._r1))
+        if k:
+            self.evict(k)
+        return k
+
+    def condemned(self, wsp: Policy, total: Any) -> int:
         h, t = self._head, self._tail
         if h == t:
             return 0
-        total = self.query()
         combine = self._combine
         node = self._node
-        # Check the oldest leaves one by one first; nothing changes until the
-        # decision is made, so a policy that raises leaves the window intact.
+        # Check the oldest leaves one by one first, then search the tree.
         limit = min(t, h + self._bulk_threshold())
         acc = EMPTY
         pos = h
@@ -302,8 +358,6 @@ class AmortizedMTA(TreeAggregator):
         else:
             if pos < t:
                 pos = self._search(wsp, total, pos, acc)
-        if pos > h:
-            self.evict(pos - h)
         return pos - h
 
     def _search(self, wsp: Policy, total: Any, pos: int, acc: Any) -> int:

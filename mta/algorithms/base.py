@@ -8,16 +8,22 @@ prefix (oldest elements). ``enforce`` evicts the longest prefix for which the
 policy holds; the contract (prefix-monotone: true for a prefix implies true
 for every shorter prefix) makes that prefix well defined, so every algorithm
 evicts exactly the same elements.
+
+The search (:meth:`Aggregator.condemned`) changes nothing and is the only place
+that calls the policy, so a policy that raises leaves the window as it was.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import deque
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from mta.monoid import Monoid
 
 Policy = Callable[[Any, Any], bool]
+
+_CONTAINERS = frozenset({list, dict, deque})
 
 
 class Aggregator(ABC):
@@ -27,8 +33,9 @@ class Aggregator(ABC):
     name: ClassVar[str]
     #: True when the algorithm keeps its tree levels in a ``kvs.LevelStore``
     uses_store: ClassVar[bool] = False
-    #: While True, write-buffer flushes do not commit to a durable store (a batch in progress).
-    defer_commits: bool = False
+    #: While True (a batch that :meth:`restore` may undo), the algorithm changes nothing
+    #: outside its own attributes: the tree algorithms neither flush nor release stored nodes.
+    hold: bool = False
 
     def __init__(self, monoid: Monoid) -> None:
         self.monoid = monoid
@@ -52,30 +59,59 @@ class Aggregator(ABC):
         """Remove the ``k`` oldest elements (ValueError, and no change, if k > len)."""
 
     def enforce(self, wsp: Policy) -> int:
-        """Evict the longest prefix P with ``wsp(query(), aggregate(P))``; return |P|.
+        """Evict the longest prefix P with ``wsp(query(), aggregate(P))``; return |P|."""
+        k = self.condemned(wsp, self.query())
+        if k:
+            self.evict(k)
+        return k
 
-        This default checks the oldest element one at a time, as the paper's
-        evaluation does for algorithms without bulk eviction (section 5.1).
+    def condemned(self, wsp: Policy, total: Any) -> int:
+        """The length of the longest prefix P with ``wsp(total, aggregate(P))``, changing nothing.
+
+        ``total`` is usually :meth:`query`; ``mta.Window`` passes the total the window
+        will have after an insertion, to decide before it changes anything. This
+        default checks the oldest elements one at a time, as the paper's evaluation
+        does for algorithms without bulk eviction (section 5.1).
         """
-        total = self.query()
         combine = self.monoid.combine
         acc = self.monoid.identity
         n = 0
-        while len(self):
-            old = combine(acc, self._oldest())
-            if not wsp(total, old):
+        for partial in self:
+            acc = combine(acc, partial)
+            if not wsp(total, acc):
                 break
-            self._evict_one()
-            acc = old
             n += 1
         return n
 
-    def _oldest(self) -> Any:
-        """The oldest partial (window not empty); used by the default ``enforce``."""
-        raise NotImplementedError
+    #: Attributes :meth:`snapshot` does not copy (a subclass saves them its own way).
+    _SAVED_APART: ClassVar[frozenset[str]] = frozenset()
 
-    def _evict_one(self) -> None:
-        """Remove the oldest element (window not empty); used by the default ``enforce``."""
+    def snapshot(self) -> Any:
+        """The algorithm's state, for :meth:`restore` (copies its containers: O(n) here)."""
+        state = self.__dict__.copy()
+        apart = self._SAVED_APART
+        for name, value in state.items():
+            if type(value) in _CONTAINERS and name not in apart:
+                state[name] = value.copy()
+        return state
+
+    def restore(self, snapshot: Any) -> None:
+        """Go back to a :meth:`snapshot`, taken while nothing outside the algorithm changed
+        (see :attr:`hold`); a snapshot is restored at most once (it becomes the state)."""
+        self.__dict__.clear()
+        self.__dict__.update(snapshot)
+
+    def begin_hold(self) -> None:
+        """Enter :attr:`hold`, for a batch that :meth:`restore` may undo."""
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        """Leave :attr:`hold`; return whether a flush came due meanwhile (the tree algorithms)."""
+        self.hold = False
+        return False
+
+    def _oldest(self) -> Any:
+        """The oldest partial (window not empty)."""
         raise NotImplementedError
 
     @abstractmethod

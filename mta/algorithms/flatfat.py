@@ -114,9 +114,11 @@ class FlatFAT(Aggregator):
         return self._size
 
     def __iter__(self) -> Iterator[Any]:
+        # Lazily: the default policy search reads only the oldest few.
         tree, cap = self._tree, self._cap
         start = cap + self._head
         end = start + self._size
-        if end <= 2 * cap:
-            return iter(tree[start:end])
-        return iter(tree[start:] + tree[cap:end - cap])
+        for i in range(start, min(end, 2 * cap)):
+            yield tree[i]
+        for i in range(cap, end - cap):
+            yield tree[i]

@@ -53,10 +53,10 @@ class LogMTA(TreeAggregator):
             self._bufs[number][index - self._bstart[number]] = value
 
     def _restart_level(self, number: int, index: int, value: Any) -> None:
-        """Make ``value`` the only node of a level whose nodes are all dead."""
+        """Make ``value`` the only node of a level whose nodes are all dead (the store's
+        level is reset by the next flush, see ``_move_buffers``)."""
         while len(self._levels) <= number:
             self._add_level()
-        self._levels[number].reset(index)
         self._bufs[number][:] = [value]
         self._bstart[number] = index
         self._caches[number] = []
@@ -103,6 +103,16 @@ class LogMTA(TreeAggregator):
         if len(self._leaves) > self.buffer_size:
             self.flush(wait=False)
 
+    def _movable(self, number: int, buf: list[Any]) -> int:
+        """Keep the nodes the next insertion reads: the newest of each level (it may be
+        rewritten) and, for a right child, its left sibling, so that an insertion never
+        reads the store (and cannot fail half done)."""
+        j = self._tail >> number  # the node the next leaf updates or appends on this level
+        first = j - (j & 1)
+        if number:
+            first = min(first, self._bstart[number] + len(buf) - 1)
+        return first - self._bstart[number]
+
     def _put(self, number: int, index: int, value: Any) -> None:
         if number == len(self._levels):
             self._add_level()
@@ -120,34 +130,45 @@ class LogMTA(TreeAggregator):
             self._move_head(self._head + k)
 
     def _move_head(self, h: int) -> None:
-        """Drop every leaf before ``h`` and recompute the left spine (Algorithm 2, lines 21-27)."""
-        old, self._head = self._head, h
-        self._release(old)
-        t = self._tail
+        """Drop every leaf before ``h`` and recompute the left spine (Algorithm 2, lines 21-27).
+
+        Every store read comes before the first change, so a StoreError changes nothing."""
+        old, t = self._head, self._tail
         if h == t:
+            self._head = h
             self._root = self.monoid.identity
+            self._release(old)
             return
         combine = self._combine
         node = self._node
         top = (h ^ (t - 1)).bit_length()
         siblings = [(n, (h >> n) + 1) for n in range(top) if not (h >> n) & 1 and ((h >> n) + 1) << n < t]
         self._gather([(0, h), *siblings])
+        # Every read first (the right siblings are never the left-spine nodes set below).
         value = node(0, h)
+        right = iter([node(n, i) for n, i in siblings]).__next__
         for number in range(1, top + 1):
             child = h >> (number - 1)
             if not child & 1 and (child + 1) << (number - 1) < t:
-                value = combine(value, node(number - 1, child + 1))
+                value = combine(value, right())
             self._set_node(number, h >> number, value)
+        self._head = h
         self._root = value
+        self._release(old)
 
     def enforce(self, wsp: Policy) -> int:
+        # As the base's, without a call for the total: this is Window.insert's hot path.
+        k = self.condemned(wsp, self._root)
+        if k:
+            self._move_head(self._head + k)
+        return k
+
+    def condemned(self, wsp: Policy, total: Any) -> int:
         """Algorithm 2: a root-to-leaf search for the end of the prefix to evict."""
         h, t = self._head, self._tail
         if h == t:
             return 0
-        total = self._root
-        if wsp(total, total):
-            self._move_head(t)
+        if wsp(total, self._root):
             return t - h
         combine = self._combine
         node = self._node
@@ -171,10 +192,7 @@ class LogMTA(TreeAggregator):
             if index << number >= t:  # only reachable if the policy is not prefix-monotone
                 break
         end = index if index << number < t else t
-        evicted = max(end, h) - h
-        if evicted:
-            self._move_head(h + evicted)
-        return evicted
+        return max(end, h) - h
 
     def query(self) -> Any:
         return self._root

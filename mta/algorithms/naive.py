@@ -42,10 +42,6 @@ class Naive(Aggregator):
     def _oldest(self) -> Any:
         return self._items[0]
 
-    def _evict_one(self) -> None:
-        self._items.popleft()
-        self._cache = _STALE
-
     def query(self) -> Any:
         if self._cache is _STALE:
             self._cache = reduce(self.monoid.combine, self._items, self.monoid.identity)

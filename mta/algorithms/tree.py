@@ -37,6 +37,7 @@ class TreeAggregator(Aggregator):
     """Level buffers, caches and leaf bookkeeping common to both MTAs."""
 
     uses_store = True
+    _SAVED_APART = frozenset({"_bufs", "_leaves"})
     #: Levels 1 .. CHUNK_BITS-1 are not stored: their nodes are folded from leaves on demand.
     CHUNK_BITS = 0
 
@@ -54,6 +55,7 @@ class TreeAggregator(Aggregator):
         self._chunk_mask = (1 << self.CHUNK_BITS) - 1
         #: Extra entries for every checkpoint (``mta.Window`` adds the newest timestamp).
         self.annotate: Callable[[], dict[str, Any]] | None = None
+        self._flush_due = False  # a flush came due during hold
         if state is None:
             self._reset()
         else:
@@ -182,10 +184,37 @@ class TreeAggregator(Aggregator):
 
         Insertions flush a full write buffer without waiting: the commit is sent in
         the background, so they go on (correctly, in memory) even while the store
-        is unreachable, and a failed commit is retried by the next one."""
+        is unreachable, and a failed commit is retried by the next one. While
+        :attr:`hold` is set such a flush only comes due (:meth:`end_hold` says so)."""
+        if self.hold and not wait:
+            self._flush_due = True
+            return
         self._move_buffers()
-        if self.store.durable and (wait or not self.defer_commits):
+        if self.store.durable:
             self.store.commit(self.checkpoint(), wait=wait)
+
+    def begin_hold(self) -> None:
+        super().begin_hold()
+        self._held_head = self._head
+
+    def end_hold(self) -> bool:
+        """Leave :attr:`hold`: release the stored nodes evicted meanwhile and move the
+        write buffers if a flush came due (the commit is the caller's: a batch is never
+        split by one). Return whether it did."""
+        self.hold = False
+        self._release(self._held_head)
+        due, self._flush_due = self._flush_due, False
+        if due:
+            self._move_buffers()
+        return due
+
+    def snapshot(self) -> Any:
+        """The local state (O(log n) nodes plus the write buffers), for :meth:`restore`:
+        valid while :attr:`hold` keeps the store untouched."""
+        state = super().snapshot()
+        state["_bufs"] = [list(buf) for buf in self._bufs]
+        state["_leaves"] = state["_bufs"][0]
+        return state
 
     @property
     def commit_error(self) -> Exception | None:
@@ -194,22 +223,33 @@ class TreeAggregator(Aggregator):
 
     def _move_buffers(self) -> None:
         """Move buffered nodes to the store, but the last node of each level and the
-        leaves of an incomplete chunk: insertion still reads (Log MTA: rewrites) those."""
+        leaves of an incomplete chunk: insertion still reads (Log MTA: rewrites) those.
+
+        A level restarted since (Log MTA, ``_restart_level``) is reset in the store
+        first: restarts touch only local state until here, so that a batch in
+        :attr:`hold` can be undone."""
         for number, buf in enumerate(self._bufs):
-            if number:
-                n = len(buf) - 1
-            else:
-                n = (self._tail & ~self._chunk_mask) - self._bstart[0]
+            level = self._levels[number]
+            if level.tail != self._bstart[number]:
+                level.reset(self._bstart[number])
+            n = self._movable(number, buf)
             if n > 0:
-                self._levels[number].extend(buf[:n])
+                level.extend(buf[:n])
                 del buf[:n]
                 self._bstart[number] += n
 
+    def _movable(self, number: int, buf: list[Any]) -> int:
+        """How many of level ``number``'s buffered nodes a flush moves to the store."""
+        if number:
+            return len(buf) - 1
+        return (self._tail & ~self._chunk_mask) - self._bstart[0]
+
     def _release(self, old_head: int) -> None:
         """Drop the stored nodes wholly before ``head`` (pointer moves only), in batches:
-        only when the head has crossed a multiple of ``DROP_MASK + 1`` since ``old_head``."""
+        only when the head has crossed a multiple of ``DROP_MASK + 1`` since ``old_head``
+        (and not during :attr:`hold`: :meth:`end_hold` releases them)."""
         head = self._head
-        if (head ^ old_head) > DROP_MASK:
+        if (head ^ old_head) > DROP_MASK and not self.hold:
             for number, level in enumerate(self._levels):
                 level.drop_until(head >> number)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Iterator
 
-from mta.algorithms.base import Aggregator, Policy
+from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
 
 
@@ -78,26 +78,6 @@ class TwoStacks(Aggregator):
                 pop()
                 pop_agg()
             k -= m
-
-    def enforce(self, wsp: Policy) -> int:
-        combine = self._combine
-        total = combine(self._faggs[-1], self._bagg)
-        acc = self._identity
-        n = 0
-        while True:
-            fvals = self._fvals
-            if not fvals:
-                if not self._bvals:
-                    return n
-                self._flip()
-                fvals = self._fvals
-            old = combine(acc, fvals[-1])
-            if not wsp(total, old):
-                return n
-            fvals.pop()
-            self._faggs.pop()
-            acc = old
-            n += 1
 
     def query(self) -> Any:
         return self._combine(self._faggs[-1], self._bagg)
