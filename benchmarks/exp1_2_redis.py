@@ -3,7 +3,7 @@
 The paper's "KVS AMTA/LMTA" variants (section 5.1): the tree levels live in a
 key-value store (here ``kvs.connect("redis://...")``, blocks of 512 nodes), the
 algorithm keeps its write buffers and caches of 512 nodes locally, commits the
-changed blocks plus a checkpoint after every 512-leaf buffer (one MULTI/EXEC,
+changed blocks plus a checkpoint after every 512-leaf buffer (one atomic Lua script,
 sent by the backend's writer thread) and reads a block on a cache miss (the
 step waits for that one). The script starts its own ``redis-server`` (no
 persistence, 127.0.0.1, a free port; ``kvs.servers.RedisProcess``) unless
@@ -72,7 +72,7 @@ class StoreTimer:
     ``store_ns``: the caller's time in ``BlockStore.commit`` and ``BlockStore.fetch``
     (encoding, handing the commit to the writer, a read's round trip and decoding);
     ``read_ns``: in ``backend.fetch`` (a read's round trip, redis-py included, which
-    the algorithm waits for); ``write_ns``: in ``backend.commit`` (a commit's MULTI/EXEC,
+    the algorithm waits for); ``write_ns``: in ``backend.commit`` (a commit's Lua script,
     on the backend's writer thread when commits are sent in the background). The
     wrappers are instance attributes, so nothing in ``kvs`` changes; they cost two
     ``perf_counter_ns`` calls per call (a few per thousand steps). Each counter is
@@ -287,7 +287,7 @@ def part1(run: common.Run, redis: Redis, algorithms: list[str], sizes: list[int]
               note="Means over all timed runs, ns per step. 'in store': the algorithm's time inside "
                    "BlockStore.commit/fetch (msgpack encode/decode, handing a commit to the writer, read round "
                    "trips); 'read trips': inside backend.fetch (HMGET on a cache miss, redis-py + server), which "
-                   "the step waits for; 'write trips (bg)': inside backend.commit (MULTI/EXEC), on the backend's "
+                   "the step waits for; 'write trips (bg)': inside backend.commit (the commit's Lua script), on the backend's "
                    "writer thread, so it overlaps the steps except for its share of the GIL. A Redis run ends by "
                    "waiting for its last commit (drain, timed). The rest of the Redis-memory difference is the "
                    "flush bookkeeping (checkpoint, level extend) and the writer thread's CPU/GIL use.")
@@ -299,7 +299,7 @@ def part1(run: common.Run, redis: Redis, algorithms: list[str], sizes: list[int]
             rows.append([label(a), pow2(n), r["steps"], r["reads_per_1000"], r["writes_per_1000"]])
     run.table("Experiment 1 on Redis: round trips per 1000 steps", ["algorithm", "n", "timed steps", "reads",
                                                                     "writes"], rows,
-              note="backend.round_trips over every timed run: a write is one MULTI/EXEC commit "
+              note="backend.round_trips over every timed run: a write is one commit (a Lua script) "
                    "(blocks + checkpoint) after a 512-leaf buffer, a read one HMGET on a cache miss.")
 
     csv_rows = [["exp1", a, s, n, None, r["steps"], r["ns_per_step"], r["steps_per_s"], r["reads"], r["writes"]]
