@@ -122,6 +122,9 @@ class Keeper:
     def __init__(self, backend: Backend) -> None:
         self._backend = weakref.ref(backend)
         self._lock = threading.Lock()
+        # Held from choosing the leases due through renewing them, and by drop(): a lease
+        # released (close) while a renewal is under way is not renewed after its release.
+        self._renewing = threading.RLock()
         self._held: dict[str, tuple[Lease, Any]] = {}   # token -> (lease, weakref to the holder)
         self._renewed: dict[str, float] = {}            # token -> time.monotonic() of the last renewal
         self._wake = threading.Event()
@@ -144,7 +147,7 @@ class Keeper:
             self._renewed[lease.token] = time.monotonic()
 
     def drop(self, lease: Lease) -> None:
-        with self._lock:
+        with self._renewing, self._lock:
             self._held.pop(lease.token, None)
             self._renewed.pop(lease.token, None)
 
@@ -188,6 +191,10 @@ class Keeper:
         backend = self._backend()
         if backend is None:
             return
+        with self._renewing:
+            self._renew_due(backend, period)
+
+    def _renew_due(self, backend: Backend, period: float) -> None:
         now = time.monotonic()
         with self._lock:
             due = [(lease, ref) for token, (lease, ref) in self._held.items()

@@ -395,28 +395,43 @@ class Window:
         Other policies are enforced after every update regardless."""
         return self._insert_batch(checked, enforce)[0]
 
-    def _insert_batch(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool) -> tuple[int, bool]:
-        """Insert a checked batch, or nothing of it if anything raises; return the number
-        evicted and whether a commit came due (a write buffer filled up) meanwhile."""
+    def insert_slices(self, checked: tuple[Sequence[Any], list[Any]], size: int,
+                      enforce: bool = True) -> Iterator[int]:
+        """Insert a batch returned by :meth:`check` ``size`` updates at a time, yielding the
+        number evicted by each slice, so that a caller can let others in between (the
+        server lets queries in; they read its last complete results). A ``batchable``
+        policy is enforced once, after the last slice (``enforce=False``: left to the next
+        call that enforces, as for :meth:`insert_checked`).
+
+        The whole batch is one unit, as for :meth:`insert_checked`: if a slice raises (the
+        store, the policy), or the caller stops before the last slice, the window is as
+        it was before the first. Nothing commits: end the unit with :meth:`flush`."""
         timestamps, partials = checked
-        if not partials:
-            return 0, False
+        n = len(partials)
+        if not n:
+            return
         algorithm = self._algorithm
-        # Undo needs a snapshot only if something can fail: a user's policy, or the store.
-        snapshot = None if self._safe else algorithm.snapshot()
+        # Undo needs a snapshot if something can fail (a user's policy, the store) or the
+        # caller can stop between slices.
+        snapshot = None if self._safe and size >= n else algorithm.snapshot()
         newest = self._newest
+        per_update = self.policy is not None and not getattr(self.policy, "batchable", False)
         algorithm.begin_hold()  # nothing reaches the store until the batch is whole
         try:
-            if self.policy is not None and not getattr(self.policy, "batchable", False):
-                evicted = sum(map(self._apply, timestamps, partials))
-            else:
-                self._newest = timestamps[-1]
-                if self._timed:
-                    algorithm.insert_many(list(zip(repeat(1), timestamps, partials)))
+            for start in range(0, n, size):
+                stop = start + size
+                ts, ps = (timestamps, partials) if size >= n else (timestamps[start:stop], partials[start:stop])
+                if per_update:
+                    evicted = sum(map(self._apply, ts, ps))
                 else:
-                    algorithm.insert_many(partials)
-                evicted = self._enforce() if enforce else 0
-        except BaseException as error:
+                    self._newest = ts[-1]
+                    if self._timed:
+                        algorithm.insert_many(list(zip(repeat(1), ts, ps)))
+                    else:
+                        algorithm.insert_many(ps)
+                    evicted = self._enforce() if enforce and stop >= n else 0
+                yield evicted
+        except BaseException as error:  # GeneratorExit too: the caller gave up on the batch
             if snapshot is not None:
                 algorithm.restore(snapshot)
             self._newest = newest
@@ -424,7 +439,13 @@ class Window:
             if isinstance(error, StoreError):
                 raise _unchanged(error) from error
             raise
-        return evicted, algorithm.end_hold() and self.durable
+        self._flush_due = algorithm.end_hold() and self.durable
+
+    def _insert_batch(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool) -> tuple[int, bool]:
+        """Insert a checked batch, or nothing of it if anything raises; return the number
+        evicted and whether a commit came due (a write buffer filled up) meanwhile."""
+        self._flush_due = False  # set by insert_slices once the batch is whole
+        return sum(self.insert_slices(checked, len(checked[1]) or 1, enforce)), self._flush_due
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""

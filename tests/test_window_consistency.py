@@ -330,6 +330,48 @@ def test_each_call_on_a_cold_window_fails_whole_and_succeeds_once_the_store_is_b
     reads_agree(w, oracle, True)
 
 
+UNIT_CASES = [(algorithm, stop) for algorithm in TREE_ALGORITHMS for stop in ("policy", "caller")] + [
+    ("amta", "store")]  # a cold AMTA reads the store to evict 600 (Log MTA may find them cached)
+
+
+@pytest.mark.parametrize("algorithm,stop", UNIT_CASES)
+def test_a_batch_in_slices_is_one_unit(flaky, algorithm, stop) -> None:
+    """The server inserts a batch in slices (insert_slices): when the last slice fails (its
+    policy search reads the store while it is down, or the policy raises) or the caller
+    gives up between slices, none of the batch stays, the earlier slices included; the
+    batch can then be retried."""
+    flaky.down = False
+    failing = {"on": False, "at": None}
+
+    def policy(total: Any, old: Any) -> bool:
+        if failing["on"] and total.last == failing["at"]:  # at the batch's last update, in its last slice
+            raise PolicyFailure("the policy failed")
+        return last_400(total, old)
+
+    w = Window(Collect(), policy, algorithm=algorithm, store=flaky, buffer_size=4, cache_size=2, block_size=2,
+               background=False)
+    oracle = WindowOracle(Collect(), last_400)
+    newest = apply(w, oracle, ("batch", [(1, 1)] * 1000), 0)
+    w.close()
+    w = Window.open(flaky, w.id, Collect(), policy)  # cold caches: the policy search reads the store
+    timestamps = list(range(newest + 1, newest + 601))
+    failing["at"] = timestamps[-1]
+    slices = w.insert_slices(w.check(timestamps, [7] * 600), 256)
+    if stop == "caller":
+        next(slices), next(slices)  # two of three slices, then the caller gives up
+        slices.close()
+    else:
+        flaky.down = stop == "store"
+        failing["on"] = stop == "policy"
+        with pytest.raises(kvs.StoreError if stop == "store" else PolicyFailure):
+            list(slices)
+        flaky.down = failing["on"] = False
+    reads_agree(w, oracle, True)
+    evicted = sum(w.insert_slices(w.check(timestamps, [7] * 600), 256))
+    assert evicted == sum(oracle.insert(ts, 7) for ts in timestamps)
+    reads_agree(w, oracle, True)
+
+
 # --------------------------------------------------------------------------- the policy raises
 
 class PolicyFailure(Exception):

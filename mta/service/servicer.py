@@ -23,7 +23,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, AsyncIterator, Callable, Mapping
 
 import grpc
 import msgpack
@@ -90,18 +90,6 @@ def _invalid(where: str, reason: str) -> BadRequest:
 def _same_length(where: str, length: int, n: int) -> None:
     if length != n:
         raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {length} entries for {n} timestamps")
-
-
-def _slices(window: Window, checked: tuple) -> Iterator[int]:
-    """Insert a checked batch SLICE updates at a time; yield the evictions of each slice.
-    A batchable policy is enforced once, after the last slice (queries read the results
-    of complete batches). The batch is still committed whole: nothing commits until the
-    caller's flush."""
-    timestamps, partials = checked
-    n = len(partials)
-    for start in range(0, n, SLICE):
-        stop = start + SLICE
-        yield window.insert_checked((timestamps[start:stop], partials[start:stop]), enforce=stop >= n)
 
 
 def _param(value: pb.Param, where: str) -> Any:
@@ -582,7 +570,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                         evicted += await asyncio.get_running_loop().run_in_executor(
                             self.applier, self._insert, window, checked, batch_id)
                     else:
-                        for count in _slices(window, checked):
+                        for count in window.insert_slices(checked, SLICE):
                             evicted += count
                             await asyncio.sleep(0)
                         self._commit(window, batch_id)
@@ -605,7 +593,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         """Insert a checked batch (in a worker thread), note its id in the same checkpoint,
         send the commit."""
         evicted = 0
-        for count in _slices(window, checked):
+        for count in window.insert_slices(checked, SLICE):
             evicted += count
             time.sleep(0)  # lets the event loop's thread take the GIL
         AggregationServicer._commit(window, batch_id)
