@@ -153,6 +153,7 @@ class Keeper:
 
     def close(self) -> None:
         """Stop renewing; release every lease still held (at backend close or interpreter exit)."""
+        atexit.unregister(self.close)  # a closed backend is not kept alive until exit
         with self._lock:
             self._closed = True
             held = [lease for lease, _ in self._held.values()]
