@@ -256,6 +256,8 @@ class Window:
         self._make = functools.partial(cls, inner, **options)
         self._wsp = self._policy_on_tuples(policy) if self._timed else None
         self._store = store
+        #: Set by insert_slices: a commit came due during its batch (insert_many sends it).
+        self._flush_due = False
         # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
@@ -346,8 +348,8 @@ class Window:
                 if not isinstance(update, (tuple, list)) or len(update) != 2:
                     raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
             raise
-        evicted, due = self._insert_batch(self.check(timestamps, values), True)
-        if due:
+        evicted = self.insert_checked(self.check(timestamps, values))
+        if self._flush_due:  # a write buffer filled up during the batch: its commit follows it
             self._algorithm.flush(wait=False)
         return evicted
 
@@ -393,7 +395,7 @@ class Window:
         (until then the window may hold updates the policy would evict): a batch
         inserted in slices then pays one O(log n) policy search, not one per slice.
         Other policies are enforced after every update regardless."""
-        return self._insert_batch(checked, enforce)[0]
+        return sum(self.insert_slices(checked, len(checked[1]) or 1, enforce))
 
     def insert_slices(self, checked: tuple[Sequence[Any], list[Any]], size: int,
                       enforce: bool = True) -> Iterator[int]:
@@ -408,6 +410,7 @@ class Window:
         it was before the first. Nothing commits: end the unit with :meth:`flush`."""
         timestamps, partials = checked
         n = len(partials)
+        self._flush_due = False
         if not n:
             return
         algorithm = self._algorithm
@@ -440,12 +443,6 @@ class Window:
                 raise _unchanged(error) from error
             raise
         self._flush_due = algorithm.end_hold() and self.durable
-
-    def _insert_batch(self, checked: tuple[Sequence[Any], list[Any]], enforce: bool) -> tuple[int, bool]:
-        """Insert a checked batch, or nothing of it if anything raises; return the number
-        evicted and whether a commit came due (a write buffer filled up) meanwhile."""
-        self._flush_due = False  # set by insert_slices once the batch is whole
-        return sum(self.insert_slices(checked, len(checked[1]) or 1, enforce)), self._flush_due
 
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
