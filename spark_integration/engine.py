@@ -6,8 +6,8 @@ give the same rows.
 Times are integer microseconds since the epoch (Spark's ``unix_micros``).
 
 - **Time windows** (``size``, ``slide``; tumbling when equal): the rows of Spark's
-  ``window(ts, size, slide)``: one per window ``[start, start + size)`` that holds at
-  least one event, starts aligned to multiples of ``slide``. The window is one MTA
+  ``window(ts, size, slide, startTime)``: one per window ``[start, start + size)`` that
+  holds at least one event, starts at ``offset + k * slide`` (``offset``: Spark's startTime). The window is one MTA
   window: events go in once, folded by pane (gcd(size, slide)), each window end
   costs one bulk eviction (O(log n)) and one query, so the cost does not grow with
   ``size / slide`` as Spark's Expand does.
@@ -41,8 +41,12 @@ class Windowing:
     slide: int | None = None
     policy: Callable[[Any, Any], bool] | None = None
     emit: str = "window"
+    #: Time windows start at ``offset + k * slide`` (Spark's startTime).
+    offset: int = 0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.offset, int) or isinstance(self.offset, bool):
+            raise ValueError(f"offset must be an integer number of microseconds, got {self.offset!r}")
         for name in ("size", "slide"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
@@ -65,9 +69,9 @@ class Windowing:
         return self.slide or self.size
 
 
-def _align_up(x: int, step: int) -> int:
-    """The smallest multiple of ``step`` >= x."""
-    return -((-x) // step) * step
+def _align_up(x: int, step: int, offset: int = 0) -> int:
+    """The smallest ``offset + k * step`` >= x."""
+    return -((offset - x) // step) * step + offset
 
 
 def window_policy(windowing: Windowing, stored: bool = False) -> Callable[[Any, Any], bool] | None:
@@ -165,6 +169,7 @@ class KeyWindow:
         #: aggregated from the events, and a dense key inserts and evicts far fewer elements.
         self.pane = math.gcd(windowing.size, windowing.step) if windowing.emit == "window" and \
             windowing.policy is None else None
+        self.pane_offset = windowing.offset % self.pane if self.pane is not None else 0  # panes align with windows
         self.fold, self.identity = monoid.fold, monoid.identity
         #: Events not yet final (at or after the last ``until``), sorted by time.
         self.pending_times: list[int] = list(state.get("pending_times", ()))
@@ -232,7 +237,7 @@ class KeyWindow:
         if start is None:
             if not pending:
                 return None
-            start = _align_up(pending[0] - windowing.size + 1, windowing.step)
+            start = _align_up(pending[0] - windowing.size + 1, windowing.step, windowing.offset)
         return start + windowing.size
 
     def _peek(self) -> int | None:
@@ -253,11 +258,11 @@ class KeyWindow:
     def _panes(self, times: list[int], values: list[Any]) -> tuple[list[int], list[Any]]:
         """Sorted events folded by pane: (pane starts, pane partials). A window end is a
         pane boundary, so a pane is inserted once, whole."""
-        pane, fold, identity = self.pane, self.fold, self.identity
+        pane, offset, fold, identity = self.pane, self.pane_offset, self.fold, self.identity
         starts, partials = [], []
         i, n = 0, len(times)
         while i < n:
-            start = times[i] - times[i] % pane
+            start = times[i] - (times[i] - offset) % pane
             j = bisect.bisect_left(times, start + pane, i)
             starts.append(start)
             partials.append(values[i] if j == i + 1 else fold(identity, values[i:j]))
@@ -265,7 +270,7 @@ class KeyWindow:
         return starts, partials
 
     def _time_windows(self, until: float) -> list[tuple[int, int, Any]]:
-        size, slide = self.windowing.size, self.windowing.step
+        size, slide, offset = self.windowing.size, self.windowing.step, self.windowing.offset
         window, rows = self.window, []
         start = self.next
         while True:
@@ -273,7 +278,7 @@ class KeyWindow:
                 first = self._peek()
                 if first is None:
                     break
-                start = _align_up(first - size + 1, slide)  # the first window holding it
+                start = _align_up(first - size + 1, slide, offset)  # the first window holding it
             end = start + size
             if end > until:
                 break

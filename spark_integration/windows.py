@@ -1,5 +1,5 @@
 """``window_aggregate``: keyed event-time windows backed by MTA, on batch and
-streaming DataFrames.
+streaming DataFrames; a drop-in for Spark's ``groupBy(keys, window(...)).agg(...)``.
 
     from spark_integration import window_aggregate
     per_host = window_aggregate(df, keys=["host"], time="ts",
@@ -12,10 +12,12 @@ watermark, event-time timers at window ends and the allowed lateness. Both feed
 :class:`spark_integration.engine.KeyWindow`, so a stream gives the rows the batch
 run gives (for the windows its watermark closed).
 
-Output columns: the keys, ``window_start`` and ``window_end`` (timestamps; with
-``emit="event"`` one ``event_time`` instead), the aggregations, ``late``: how
-many of the key's events had come too late (and were dropped) by that row, and
-with ``late_events=True`` the side output ``late_event`` (null on window rows).
+Output columns, as Spark's: the keys, a ``window`` struct of ``start`` and ``end`` (typed
+like the time column: ``timestamp`` or ``timestamp_ntz``), the aggregations in the order
+given. ``flat=True``: ``window_start`` and ``window_end`` columns instead; ``emit="event"``:
+one ``event_time`` instead. ``late_count=True`` adds ``late`` (how many of the key's events
+had come too late, and were dropped, by that row); ``late_events=True`` the side output
+``late_event`` (null on window rows).
 """
 
 from __future__ import annotations
@@ -30,96 +32,316 @@ from spark_integration.aggregations import Aggregations, parse
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.stored import Output, StoredKeys
 
-TIME = "mta_time"  # no leading underscore: TWS builds its frames through itertuples
+# Internal columns (no leading underscore: TWS builds its frames through itertuples).
+#: Every internal column starts with it; user columns may not (see :func:`_check_names`).
+RESERVED = "mta_"
+TIME = "mta_time"
 START, END, LATE_TIME = "mta_start", "mta_end", "mta_late_time"
-_UNITS = {"microsecond": 1, "millisecond": 1_000, "second": 1_000_000, "minute": 60_000_000,
-          "hour": 3_600_000_000, "day": 86_400_000_000}
+#: Streaming: the key columns' values as one exact string, what the state is grouped on.
+KEY = "mta_key"
+#: A time given as an expression, and a streaming TIMESTAMP_NTZ time's watermark column.
+EVENT, WATERMARK = "mta_event", "mta_watermark"
+#: An SQL literal: a Python datetime would be a TIMESTAMP, cast in the session's zone.
+_NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
 
 
-def micros(duration: str | int | float | dt.timedelta, name: str = "duration") -> int:
-    """A duration as microseconds: ``"10 seconds"``, ``"5 minutes"``, a timedelta, or seconds."""
+def micros(duration: str | int | float | dt.timedelta, name: str = "duration", spark: Any = None,
+           signed: bool = False) -> int:
+    """A duration as microseconds: an interval string as Spark's ``window()`` takes it
+    (``"10 seconds"``, ``"1 hour 30 minutes"``, ``"interval 1 day"``, ``"1 week"``; parsed
+    by Spark itself, through ``spark`` or the active session), a timedelta, or seconds.
+    Negative only if ``signed``."""
     if isinstance(duration, dt.timedelta):
         value = duration // dt.timedelta(microseconds=1)
     elif isinstance(duration, (int, float)) and not isinstance(duration, bool):
-        value = round(duration * 1_000_000) if math.isfinite(duration) else -1
+        if not math.isfinite(duration):
+            raise ValueError(f"{name} must be finite, got {duration!r}")
+        value = round(duration * 1_000_000)
     elif isinstance(duration, str):
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*", duration.lower())
-        if not match or match.group(2) not in _UNITS:
-            raise ValueError(f"{name}: expected e.g. '10 seconds' or '5 minutes' (units: {', '.join(_UNITS)}), "
-                             f"got {duration!r}")
-        value = round(float(match.group(1)) * _UNITS[match.group(2)])
+        value = _spark_interval(duration, name, spark)
     else:
-        raise TypeError(f"{name}: expected a string like '10 seconds', a timedelta or seconds, got {duration!r}")
-    if value < 0:
+        raise TypeError(f"{name}: expected an interval string like '10 seconds', a timedelta or seconds, "
+                        f"got {duration!r}")
+    if value < 0 and not signed:
         raise ValueError(f"{name} must be >= 0, got {duration!r}")
     return value
 
 
-def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations: Mapping[str, tuple], *,
-                     size: Any = None, slide: Any = None, policy: Callable[[Any, Any], bool] | None = None,
-                     emit: str = "window", watermark: Any = "0 seconds", allowed_lateness: Any = "0 seconds",
-                     late_events: bool = False, store: str | None = None, name: str | None = None) -> Any:
+def _spark_interval(text: str, name: str, spark: Any) -> int:
+    """``text`` in microseconds, by Spark's own parser of ``window()``'s durations
+    (``TimeWindow.getIntervalInMicroSeconds``: months and years refused, as there)."""
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+    if spark is None or not hasattr(spark, "_jvm"):
+        raise ValueError(f"{name}: the interval {text!r} is parsed by Spark: start a (classic) SparkSession "
+                         f"first, or give a datetime.timedelta")
+    try:
+        return int(spark._jvm.org.apache.spark.sql.catalyst.expressions.TimeWindow
+                   .getIntervalInMicroSeconds(text))
+    except Exception as error:  # a Spark error converted by PySpark: its first line is Spark's message
+        raise ValueError(f"{name}: {str(error).strip().splitlines()[0]}") from None
+
+
+def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations: Mapping[str, tuple], *,
+                     size: Any = None, slide: Any = None, start_time: Any = None,
+                     policy: Callable[[Any, Any], bool] | None = None, emit: str = "window",
+                     watermark: Any = None, allowed_lateness: Any = "0 seconds", late_count: bool = False,
+                     late_events: bool = False, flat: bool = False, store: str | None = None,
+                     name: str | None = None) -> Any:
     """Aggregate ``df`` per key over event-time windows; returns a DataFrame of results.
 
-    ``size``/``slide``: time windows as Spark's ``window(time, size, slide)`` (tumbling
-    when ``slide`` is omitted). ``policy``: a slide policy (a callable ``(total, old)
-    -> bool`` over :class:`mta.Agg` with microsecond times) instead, reporting once per
-    ``slide``. ``emit="event"``: one row per event (the aggregate right after it).
+    ``time``: the event time, a column name or a ``Column`` (an expression too), of type
+    ``timestamp`` or ``timestamp_ntz``. ``size``/``slide``/``start_time``: time windows as
+    Spark's ``window(time, size, slide, startTime)`` (tumbling when ``slide`` is omitted;
+    windows start at ``start_time + k * slide``). ``policy``: a slide policy (a callable
+    ``(total, old) -> bool`` over :class:`mta.Agg` with microsecond times) instead,
+    reporting once per ``slide``. ``emit="event"``: one row per event (the aggregate
+    right after it).
 
-    Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; an
-    event is final once the watermark minus ``allowed_lateness`` passes it, and one
-    older than that on arrival is late: counted in ``late`` and dropped. With
-    ``late_events`` each late event also comes out as a row of its own (the side
-    output): a ``late_event`` struct of its time and input columns, null otherwise,
+    Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; without it,
+    the input's own ``withWatermark`` (if it has one), else none (0 seconds). An event is
+    final once the watermark minus ``allowed_lateness`` passes it, and one older than that
+    on arrival is late: counted (``late_count=True`` shows the count in ``late``) and
+    dropped. With ``late_events`` each late event also comes out as a row of its own (the
+    side output): a ``late_event`` struct of its time and input columns, null otherwise,
     with null windows and aggregations.
 
     ``store`` (a ``redis://`` URL) and ``name`` (unique per query): keep each key's
     window levels in Redis, as ``<name>:<hash of the key>``, instead of in Spark's
     state, for windows larger than an executor's memory. A micro-batch that Spark
     replays after a failure is never counted twice (see :mod:`spark_integration.stored`).
+
+    Everything knowable from the schema is checked here, before the job runs: a
+    ValueError names the argument or column at fault.
     """
     from pyspark.sql import functions as F
 
+    spark = df.sparkSession
     keys = [keys] if isinstance(keys, str) else list(keys)
-    windowing = Windowing(size=micros(size, "size") if size is not None else None,
-                          slide=micros(slide, "slide") if slide is not None else None, policy=policy, emit=emit)
-    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
-    for column in [*keys, time]:
-        if column not in types:
-            raise ValueError(f"no column {column!r} (columns: {', '.join(types)})")
-    if {TIME, START, END, LATE_TIME} & set(keys):
-        raise ValueError(f"key columns may not be named {TIME}, {START}, {END} or {LATE_TIME}")
-    if types[time] not in ("timestamp", "timestamp_ntz"):
-        raise ValueError(f"time column {time!r} must be a timestamp, not {types[time]}")
+    columns = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    for key in keys:
+        if not isinstance(key, str) or key not in columns:
+            raise ValueError(f"keys: no column {key!r} (columns: {', '.join(columns)})")
+    df, time, time_name, kind = _time_column(df, time, columns)
+    windowing = _windowing(spark, size, slide, start_time, policy, emit)
     if (store is None) != (name is None):
         raise ValueError("store and name go together: name the query's windows in the store, "
                          "e.g. store='redis://host:6379/0', name='cpu_5min'")
-    aggs = parse(aggregations, types)
+    aggs = parse(aggregations, columns)
+    _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events)
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
+    lateness = micros(allowed_lateness, "allowed_lateness", spark)
     if df.isStreaming:
-        df = df.withWatermark(time, f"{micros(watermark, 'watermark')} microseconds")
-    prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs)
+        df = _watermarked(df, time, kind, watermark, spark)
+        grouping = [_key_string(df, keys).alias(KEY)]
+        group_keys = [KEY]
+    else:
+        grouping, group_keys = keys, keys
     side = aggs.inputs if late_events else None
-    schema = _schema(df, keys, aggs, side)
+    inputs = [c for c in aggs.inputs if c not in group_keys]
+    prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs)
+    schema = _schema(prepared, group_keys, aggs, side)
     if df.isStreaming:
         from spark_integration.streaming import MTAProcessor
 
-        processor = MTAProcessor(aggs, windowing, keys, micros(allowed_lateness, "allowed_lateness"), side, stored)
-        out = prepared.groupBy(*keys).transformWithStateInPandas(
+        processor = MTAProcessor(aggs, windowing, group_keys, lateness, side, stored)
+        out = prepared.groupBy(KEY).transformWithStateInPandas(
             statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
+        key_columns = _keys_from_string(df, keys)
     else:
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
-    if emit == "event":
-        times = [F.timestamp_micros(F.col(START)).alias("event_time")]
+        key_columns = [F.col(k) for k in keys]
+    return out.select(*key_columns, *_time_outputs(kind, windowing, flat, side is not None), *aggs.columns,
+                      *(["late"] if late_count else []), *_side_output(kind, time_name, side))
+
+
+def _windowing(spark: Any, size: Any, slide: Any, start_time: Any, policy: Any, emit: str) -> Windowing:
+    """The window's shape in microseconds, refused as Spark's ``window()`` refuses it:
+    size and slide > 0, slide <= size, abs(start_time) < slide."""
+    size_us = micros(size, "size", spark, signed=True) if size is not None else None
+    slide_us = micros(slide, "slide", spark, signed=True) if slide is not None else None
+    offset = micros(start_time, "start_time", spark, signed=True) if start_time is not None else 0
+    for label, value, given in (("size", size_us, size), ("slide", slide_us, slide)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{label} must be > 0 (Spark's {'window' if label == 'size' else 'slide'}_duration), "
+                             f"got {given!r}")
+    if policy is None and emit == "window" and size_us is not None and slide_us is not None and slide_us > size_us:
+        raise ValueError(f"slide ({slide!r}) must be <= size ({size!r}): Spark's window() refuses a "
+                         f"slide_duration greater than the window_duration")
+    if start_time is not None:
+        if policy is not None or emit != "window" or size_us is None:
+            raise ValueError("start_time offsets time windows (size=..., emit='window'); "
+                             "it does not apply to a policy or to emit='event'")
+        step = slide_us or size_us
+        if abs(offset) >= step:
+            raise ValueError(f"start_time ({start_time!r}): abs(start_time) must be < slide "
+                             f"({slide if slide is not None else size!r}), as for Spark's window()")
+    return Windowing(size=size_us, slide=slide_us, policy=policy, emit=emit, offset=offset)
+
+
+def _time_column(df: Any, time: Any, columns: dict[str, str]) -> tuple[Any, str, str, str]:
+    """``df`` with the event time as a column: (df, its column, its name in the output,
+    its type). An expression becomes a column of its own, named in the output as Spark
+    names it (``df.select(expr).columns``)."""
+    from pyspark.sql import Column
+
+    if isinstance(time, str):
+        if time not in columns:
+            raise ValueError(f"time: no column {time!r} (columns: {', '.join(columns)})")
+        column, shown, kind = time, time, columns[time]
+    elif isinstance(time, Column):
+        selected = df.select(time)
+        shown, kind = selected.columns[0], selected.schema.fields[0].dataType.simpleString()
+        df, column = df.withColumn(EVENT, time), EVENT
     else:
-        times = [F.timestamp_micros(F.col(START)).alias("window_start"),
-                 F.timestamp_micros(F.col(END)).alias("window_end")]
-    extra = []
-    if side is not None:
-        event = F.struct(F.timestamp_micros(F.col(LATE_TIME)).alias(time),
-                         *(F.col(_late(c)).alias(c) for c in side))
-        extra = [F.when(F.col(LATE_TIME).isNotNull(), event).alias("late_event")]
-    return out.select(*keys, *times, *aggs.columns, "late", *extra)
+        raise TypeError(f"time: expected a column name or a Column, got {time!r}")
+    if kind not in ("timestamp", "timestamp_ntz"):
+        raise ValueError(f"time column {shown!r} must be a timestamp or timestamp_ntz (as for Spark's window()), "
+                         f"not {kind}")
+    return df, column, shown, kind
+
+
+def _to_micros(column: Any, kind: str) -> Any:
+    """Microseconds since the epoch: of UTC for a TIMESTAMP, of the wall clock for a
+    TIMESTAMP_NTZ (what Spark's window() aligns either on, whatever the session zone)."""
+    from pyspark.sql import functions as F
+
+    if kind == "timestamp":
+        return F.unix_micros(column)
+    return F.timestamp_diff("MICROSECOND", F.expr(_NTZ_EPOCH), column)
+
+
+def _from_micros(column: Any, kind: str) -> Any:
+    """The inverse of :func:`_to_micros`: a ``kind`` time."""
+    from pyspark.sql import functions as F
+
+    if kind == "timestamp":
+        return F.timestamp_micros(column)
+    return F.timestamp_add("MICROSECOND", column, F.expr(_NTZ_EPOCH))
+
+
+def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> Any:
+    """The stream with the watermark on ``time``: ``watermark``'s, or the input's own
+    ``withWatermark`` when ``watermark`` is None (a drop-in job's), or a 0 s one. Spark
+    refuses a watermark on a TIMESTAMP_NTZ column: then it goes on a TIMESTAMP of the
+    same microseconds (the wall clock read as UTC), so it moves with the column."""
+    from pyspark.sql import functions as F
+
+    own = input_watermarks(df)
+    if own and watermark is not None:
+        raise ValueError(f"watermark={watermark!r}, but the input has its own withWatermark "
+                         f"({', '.join(f'{c}: {d}' for c, d in own)}): give one of the two")
+    if own:
+        return df
+    delay = micros(watermark if watermark is not None else 0, "watermark", spark)
+    if kind == "timestamp_ntz":
+        df, time = df.withColumn(WATERMARK, F.timestamp_micros(_to_micros(F.col(time), kind))), WATERMARK
+    return df.withWatermark(time, f"{delay} microseconds")
+
+
+def input_watermarks(df: Any) -> list[tuple[str, str]]:
+    """The ``withWatermark`` calls in ``df``'s plan: (column, delay) pairs."""
+    plan = df._jdf.queryExecution().analyzed().toString()
+    return re.findall(r"EventTimeWatermark [0-9a-f-]+, (.+?)#\d+: \w+, (.+)", plan)
+
+
+#: Key column types that go into the streaming key string, each as a string Spark
+#: casts back exactly: type -> (to string, from string).
+def _key_codec(kind: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(kind, T.StringType):
+        return (lambda c: c), (lambda s: s)
+    if isinstance(kind, (T.FloatType, T.DoubleType)):  # -0.0 groups with 0.0, NaN with NaN (as in Spark)
+        return (lambda c: F.when(c == 0, F.lit(0).cast(kind)).otherwise(c).cast("string")), \
+            (lambda s: s.cast(kind))
+    if isinstance(kind, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType, T.BooleanType,
+                         T.DateType)):
+        return (lambda c: c.cast("string")), (lambda s: s.cast(kind))
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        simple = kind.simpleString()
+        return (lambda c: _to_micros(c, simple).cast("string")), (lambda s: _from_micros(s.cast("bigint"), simple))
+    if isinstance(kind, T.BinaryType):
+        return (lambda c: F.hex(c)), (lambda s: F.unhex(s))
+    return None
+
+
+def _key_string(df: Any, keys: list[str]) -> Any:
+    """The streaming stand-in of the key columns: a JSON array of their values as exact
+    strings (null a JSON null). transformWithStateInPandas hands keys through pandas,
+    where a null turns an integer column into floats and distinct keys can meet; a
+    string stays itself."""
+    from pyspark.sql import functions as F
+
+    encoded = []
+    for key in keys:
+        codec = _key_codec(df.schema[key].dataType)
+        if codec is None:
+            raise ValueError(f"keys: column {key!r} is a {df.schema[key].dataType.simpleString()}; a streaming key "
+                             f"column must be of an atomic type (string, number, boolean, date, timestamp, binary)")
+        encoded.append(codec[0](F.col(key)))
+    return F.to_json(F.array(*encoded)) if encoded else F.lit("[]")
+
+
+def _keys_from_string(df: Any, keys: list[str]) -> list[Any]:
+    """The key columns back from :data:`KEY`, with their own types and values."""
+    from pyspark.sql import functions as F
+
+    values = F.from_json(F.col(KEY), "array<string>")
+    return [_key_codec(df.schema[k].dataType)[1](values[i]).alias(k) for i, k in enumerate(keys)]
+
+
+def _time_outputs(kind: str, windowing: Windowing, flat: bool, side: bool) -> list[Any]:
+    """The window's columns: the ``window`` struct (null on side-output rows), or flat ones.
+    As in Spark, the struct is nullable for sliding windows only (or with the side output)."""
+    from pyspark.sql import functions as F
+
+    start, end = _from_micros(F.col(START), kind), _from_micros(F.col(END), kind)
+    if windowing.emit == "event":
+        return [start.alias("event_time")]
+    if flat:
+        return [start.alias("window_start"), end.alias("window_end")]
+    window = F.struct(start.alias("start"), end.alias("end"))
+    if side:
+        window = F.when(F.col(LATE_TIME).isNull(), window)
+    elif windowing.policy is None and windowing.size != windowing.step:
+        window = F.when(F.col(START).isNotNull(), window)
+    return [window.alias("window")]
+
+
+def _side_output(kind: str, time_name: str, side: list[str] | None) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    if side is None:
+        return []
+    event = F.struct(_from_micros(F.col(LATE_TIME), kind).alias(time_name), *(F.col(_late(c)).alias(c) for c in side))
+    return [F.when(F.col(LATE_TIME).isNotNull(), event).alias("late_event")]
+
+
+def _check_names(spark: Any, keys: list[str], time_name: str, aggs: Aggregations, emit: str, flat: bool,
+                 late_count: bool, late_events: bool) -> None:
+    """Refuse, naming it, an output column that two things would take (as Spark compares
+    names: case-insensitively unless spark.sql.caseSensitive), and a user column with the
+    internal columns' prefix."""
+    times = ["event_time"] if emit == "event" else ["window_start", "window_end"] if flat else ["window"]
+    outputs = [(k, f"key {k!r}") for k in keys] + [(t, f"the {t!r} column") for t in times]
+    outputs += [(a, f"aggregations[{a!r}]") for a in aggs.columns]
+    outputs += [("late", "the 'late' column (late_count=True)")] if late_count else []
+    outputs += [("late_event", "the 'late_event' column (late_events=True)")] if late_events else []
+    case_sensitive = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+    seen: dict[str, str] = {}
+    for column, role in outputs:
+        folded = column if case_sensitive else column.lower()
+        if folded in seen:
+            raise ValueError(f"output column {column!r}: {seen[folded]} and {role} would share it; rename one")
+        seen[folded] = role
+    for column, role in [*outputs, (time_name, "time"), *((c, "an aggregation's input") for c in aggs.inputs)]:
+        if column.lower().startswith(RESERVED):
+            raise ValueError(f"{role}: column {column!r} starts with {RESERVED!r}, the prefix of the operator's "
+                             f"internal columns; rename it")
 
 
 def _late(column: str) -> str:
@@ -127,6 +349,8 @@ def _late(column: str) -> str:
 
 
 def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None) -> Any:
+    """What each key's frame holds: the grouping columns of ``df`` (the prepared input),
+    window bounds in microseconds, the aggregations, the late count, the side output."""
     from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
 
     fields = [df.schema[k] for k in keys] + [StructField(START, LongType()), StructField(END, LongType())]

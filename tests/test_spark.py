@@ -38,12 +38,11 @@ def native(df, size: str, slide: str):
 
     return df.groupBy("k", F.window("ts", size, slide)).agg(
         F.sum("v").alias("s"), F.count("v").alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"),
-        F.avg("v").alias("a"), F.sum("x").alias("fs"), F.avg("x").alias("fa")).select(
-        "k", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), *AGGS)
+        F.avg("v").alias("a"), F.sum("x").alias("fs"), F.avg("x").alias("fa"))
 
 
 def rows_of(df) -> list[tuple]:
-    return sorted(tuple(r) for r in df.select("k", "window_start", "window_end", *AGGS).collect())
+    return sorted(tuple(r) for r in df.select("k", "window.start", "window.end", *AGGS).collect())
 
 
 def assert_same(ours: list[tuple], theirs: list[tuple]) -> None:
@@ -153,7 +152,7 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
         oracle.add([t for t, _ in evs], parsed.monoid.lift_many([{"seq": v, "items": v} for _, v in evs]))
         expected = [(s, e, r["seq"], r["items"]) for s, e, r in
                     ((s, e, parsed.monoid.lower(p)) for s, e, p in oracle.advance(math.inf))]
-        got = sorted((int(r.window_start.timestamp() * 1e6), int(r.window_end.timestamp() * 1e6), r.seq,
+        got = sorted((int(r.window.start.timestamp() * 1e6), int(r.window.end.timestamp() * 1e6), r.seq,
                       list(r["items"])) for r in ours if r.k == k)
         assert got == expected and all(seq.count(".") == len(items) for _, _, seq, items in got)
     max_aggs = {"peak": ("v", "max")}
@@ -163,7 +162,7 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
         oracle = KeyWindow(parsed.monoid, Windowing(slide=20_000_000, policy=policy))
         oracle.add([t for t, _ in evs], parsed.monoid.lift_many([{"peak": v} for _, v in evs]))
         expected = [(e, parsed.monoid.lower(p)["peak"]) for _, e, p in oracle.advance(math.inf)]
-        got = sorted((int(r.window_end.timestamp() * 1e6), r.peak) for r in reported if r.k == k)
+        got = sorted((int(r.window.end.timestamp() * 1e6), r.peak) for r in reported if r.k == k)
         assert got == expected
         for end, peak in got:  # and each peak is the max of the 60 s before the newest event
             newest = max(t for t, _ in evs if t < end)
@@ -180,9 +179,9 @@ def test_late_events_are_counted_and_dropped_or_counted_in_within_the_lateness(s
     write_file(spark, tmp_path / "in", [("a", 260, 1, 0.0)])  # moves the watermark past 190 s
     aggs = {"s": ("v", "sum"), "n": ("v", "count"), "fs": ("x", "sum")}
     run(window_aggregate(stream(spark, tmp_path / "in"), "k", "ts", aggs, size="20 seconds",
-                         watermark="30 seconds", allowed_lateness="10 seconds", late_events=True),
+                         watermark="30 seconds", allowed_lateness="10 seconds", late_count=True, late_events=True),
         "late_q", tmp_path / "ck")
-    rows = spark.sql("select window_start, s, n, late from late_q where late_event is null "
+    rows = spark.sql("select window.start as window_start, s, n, late from late_q where late_event is null "
                      "order by window_start").collect()
     by_start = {int(r.window_start.timestamp()): (r.s, r.n) for r in rows}
     assert max(r.late for r in rows) == 2  # the two events 100 s behind
@@ -191,7 +190,7 @@ def test_late_events_are_counted_and_dropped_or_counted_in_within_the_lateness(s
     side = spark.sql("select * from late_q where late_event is not null").collect()
     assert sorted((int(r.late_event.ts.timestamp()), r.late_event.v, r.late_event.x) for r in side) == [
         (99, 1000, 0.5), (101, 1000, 0.25)]  # the side output: the dropped events whole
-    assert all(r.window_start is None and r.s is None and r.late == 2 for r in side)
+    assert all(r.window is None and r.s is None and r.late == 2 for r in side)
 
 
 class Tripwire(Monoid):
@@ -234,7 +233,7 @@ def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_results(spark, tm
     def to_parquet(directory, out, checkpoint):  # a sink that can restart (the memory sink cannot)
         store = {"store": url, "name": f"{prefix}_{checkpoint.name}"} if url else {}
         q = (window_aggregate(stream(spark, directory), "k", "ts", aggs, size="60 seconds", slide="20 seconds",
-                              watermark="15 seconds", **store)
+                              watermark="15 seconds", late_count=True, **store)
              .writeStream.format("parquet").option("path", str(out))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         try:
@@ -245,7 +244,7 @@ def test_a_restart_from_the_checkpoint_gives_the_uninterrupted_results(spark, tm
 
     def collect(out):
         return sorted(tuple(r) for r in spark.read.parquet(str(out)).select(
-            "k", "window_start", "s", "n", "hi", "t", "late").collect())
+            "k", "window.start", "s", "n", "hi", "t", "late").collect())
 
     write_files(spark, tmp_path / "all", ordered, pieces=6)
     assert to_parquet(tmp_path / "all", tmp_path / "out_whole", tmp_path / "ck_whole") is None
@@ -278,7 +277,7 @@ def test_the_example_pipeline_writes_the_windows_spark_would(spark, tmp_path, ca
                                      .generate(3, 0.1, 1, 0.01)).drop("arrival")
     expected = readings.groupBy("host", "metric", F.window("ts", "5 minutes", "10 seconds")).agg(
         F.avg("value").alias("mean"), F.max("value").alias("max"), F.stddev("value").alias("stddev"))
-    ours = {(r.host, r.metric, r.window_start): (r.max, r.mean, r.stddev) for r in windows.collect()}
+    ours = {(r.host, r.metric, r.window.start): (r.max, r.mean, r.stddev) for r in windows.collect()}
     theirs = {(r.host, r.metric, r.window.start): (r.max, r.mean, r.stddev) for r in expected.collect()}
     assert ours.keys() == theirs.keys() and len(ours) > 100
     for key, (peak, mean, spread) in ours.items():
@@ -305,16 +304,16 @@ def test_the_streaming_pipeline_with_levels_in_redis_gives_the_batch_rows(spark,
     assert "events ->" in capsys.readouterr().out
 
     def rows(run, name):
-        return {(r.host, r.metric, r.window_end): tuple(r) for r in spark.read.parquet(str(tmp_path / run / name))
+        return {(r.host, r.metric, r.window.end): tuple(r) for r in spark.read.parquet(str(tmp_path / run / name))
                 .drop("late").collect()}
 
     for name in ("windows", "peaks"):
         batch, stream = rows("batch", name), rows("stream", name)
         assert stream and len(stream) < len(batch)  # the last windows wait for a later watermark
         for key, row in stream.items():
-            assert row[:4] == batch[key][:4] and all(
+            assert row[:3] == batch[key][:3] and all(
                 (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-                for a, b in zip(row[4:], batch[key][4:])), key
+                for a, b in zip(row[3:], batch[key][3:])), key
     assert [w for w in kvs.connect(redis_url).windows() if w.startswith(job.STORED["windows"] + ":")]
 
 

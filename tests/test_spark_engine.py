@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 
 import pytest
@@ -12,12 +13,13 @@ from mta.monoid import Collect, Sum
 from spark_integration import KeyWindow, Windowing, micros
 
 
-def naive_time_windows(events: list[tuple[int, int]], size: int, slide: int) -> list[tuple[int, int, list]]:
-    """Spark's window(ts, size, slide): every aligned window holding an event, its values in time order."""
+def naive_time_windows(events: list[tuple[int, int]], size: int, slide: int,
+                       offset: int = 0) -> list[tuple[int, int, list]]:
+    """Spark's window(ts, size, slide, startTime=offset): every window [offset + k * slide, + size)
+    holding an event, its values in time order."""
     starts = set()
     for t, _ in events:
-        first = -((-(t - size + 1)) // slide) * slide
-        starts.update(range(first, t + 1, slide))
+        starts.update(s for s in range(t - size + 1, t + 1) if (s - offset) % slide == 0)
     ordered = sorted(events, key=lambda e: e[0])  # stable: ties keep arrival order
     return [(s, s + size, [v for t, v in ordered if s <= t < s + size]) for s in sorted(starts)]
 
@@ -30,12 +32,13 @@ def lowered(rows, monoid=Collect()):
 events_strategy = st.lists(st.tuples(st.integers(-30, 120), st.integers(0, 10**6)), max_size=40)
 
 
-@given(events_strategy, st.integers(1, 40), st.integers(1, 40))
-@hsettings(max_examples=200, deadline=None)
-def test_time_windows_equal_spark_semantics(events, size, slide) -> None:
-    window = KeyWindow(Collect(), Windowing(size=size, slide=slide))
+@given(events_strategy, st.integers(1, 40), st.integers(1, 40), st.integers(-45, 45))
+@hsettings(max_examples=300, deadline=None)
+def test_time_windows_equal_spark_semantics(events, size, slide, offset) -> None:
+    """Any start offset (Spark's startTime), negative times and offsets included."""
+    window = KeyWindow(Collect(), Windowing(size=size, slide=slide, offset=offset))
     window.add([t for t, _ in events], Collect().lift_many([v for _, v in events]))
-    assert lowered(window.advance(math.inf)) == naive_time_windows(events, size, slide)
+    assert lowered(window.advance(math.inf)) == naive_time_windows(events, size, slide, offset)
 
 
 @given(events_strategy, st.integers(1, 30), st.integers(1, 30), st.lists(st.integers(-40, 130), max_size=6),
@@ -107,16 +110,18 @@ def test_bad_windowing_is_refused() -> None:
         Windowing(size=10, emit="sometimes")
     with pytest.raises(ValueError, match="either size"):
         Windowing(size=10, slide=5, policy=lambda total, old: False)
+    with pytest.raises(ValueError, match="offset must be an integer"):
+        Windowing(size=10, offset=1.5)
 
 
-@pytest.mark.parametrize("text, expected", [("10 seconds", 10_000_000), ("1 minute", 60_000_000),
-                                            ("250 milliseconds", 250_000), ("1.5 hours", 5_400_000_000),
-                                            (2, 2_000_000), (0.5, 500_000)])
-def test_durations(text, expected) -> None:
-    assert micros(text) == expected
+@pytest.mark.parametrize("value, expected", [(2, 2_000_000), (0.5, 500_000),
+                                             (datetime.timedelta(minutes=1, microseconds=3), 60_000_003)])
+def test_durations(value, expected) -> None:
+    """Numbers are seconds; interval strings are Spark's (tests/test_spark_dropin.py)."""
+    assert micros(value) == expected
 
 
-@pytest.mark.parametrize("bad", ["ten seconds", "10 fortnights", "-1 seconds", -2, True, None])
+@pytest.mark.parametrize("bad", [-2, True, None, math.nan, datetime.timedelta(seconds=-1)])
 def test_bad_durations_are_refused(bad) -> None:
     with pytest.raises((ValueError, TypeError), match="duration"):
         micros(bad)

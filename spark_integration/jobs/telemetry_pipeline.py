@@ -129,14 +129,15 @@ def main(argv: list[str] | None = None) -> int:
         progress.set_postfix_str(f"{WINDOW} windows every {SLIDE}")
         stream = {"watermark": args.watermark} if args.stream else {}
         stored = {name: {"store": args.store, "name": STORED[name]} if args.store else {} for name in STORED}
-        windows = window_aggregate(df, ["host", "metric"], "ts", STATS, size=WINDOW, slide=SLIDE, **stream,
-                                   **stored["windows"])
+        windows = window_aggregate(df, ["host", "metric"], "ts", STATS, size=WINDOW, slide=SLIDE, late_count=True,
+                                   **stream, **stored["windows"])
         write(windows, out / "windows", out / "checkpoints" / "windows")
         progress.update()
         progress.set_postfix_str("Table 2 peak policy")
         memory = df.where(df.metric == "memory")
         peaks = window_aggregate(memory, ["host", "metric"], "ts", {"peak": ("value", "max")},
-                                 policy=peak_policy, slide="1 minute", **stream, **stored["peaks"])
+                                 policy=peak_policy, slide="1 minute", late_count=True, **stream,
+                                 **stored["peaks"])
         write(peaks, out / "peaks", out / "checkpoints" / "peaks")
         progress.update()
     summary(spark, out, events, time.time() - started)
