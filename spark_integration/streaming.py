@@ -7,6 +7,11 @@ tuples), or, when the window lives in a store, only the step that makes a replay
 micro-batch idempotent (:mod:`spark_integration.stored`). An event-time timer at
 the key's next window end (plus the allowed lateness) reports windows even when the
 key gets no more events.
+
+The grouping key is one string, the exact stand-in of the key columns' values
+(``windows.KEY``): through pandas, an integer key column with nulls would turn into
+floats and distinct keys could share one state. The output carries it; Spark reads
+the key columns back from it.
 """
 
 from __future__ import annotations

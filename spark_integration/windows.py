@@ -229,7 +229,7 @@ def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> A
     same microseconds (the wall clock read as UTC), so it moves with the column."""
     from pyspark.sql import functions as F
 
-    own = input_watermarks(df)
+    own = _input_watermarks(df)
     if own and watermark is not None:
         raise ValueError(f"watermark={watermark!r}, but the input has its own withWatermark "
                          f"({', '.join(f'{c}: {d}' for c, d in own)}): give one of the two")
@@ -241,7 +241,7 @@ def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> A
     return df.withWatermark(time, f"{delay} microseconds")
 
 
-def input_watermarks(df: Any) -> list[tuple[str, str]]:
+def _input_watermarks(df: Any) -> list[tuple[str, str]]:
     """The ``withWatermark`` calls in ``df``'s plan: (column, delay) pairs."""
     plan = df._jdf.queryExecution().analyzed().toString()
     return re.findall(r"EventTimeWatermark [0-9a-f-]+, (.+?)#\d+: \w+, (.+)", plan)

@@ -7,12 +7,14 @@
     spark-submit --master spark://head:7077 \\
         "$(python -c 'import spark_integration.jobs.telemetry_pipeline as j; print(j.__file__)')" --output /shared/out
 
-Two windows per (host, metric), both MTA-backed (``window_aggregate``):
+Two windows per (host, metric), both MTA-backed (``window_aggregate``), with Spark's
+columns (host, metric, a ``window`` struct of ``start`` and ``end``, the aggregations)
+and ``late`` (the key's late events dropped so far):
 
 - ``windows/``: 5 minutes sliding by 10 s: mean, max, sample stddev;
 - ``peaks/`` (memory only): the paper's Table 2 policy, a custom slide policy that
   keeps the last 5 minutes minus every reading that can never again be the max,
-  reported each minute.
+  reported each minute (``window.start``: the oldest reading the window holds).
 """
 
 from __future__ import annotations
