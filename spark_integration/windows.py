@@ -134,11 +134,11 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
     lateness = micros(allowed_lateness, "allowed_lateness", spark)
     if df.isStreaming:
-        df = _watermarked(df, time, kind, watermark, spark)
+        df, delay = _watermarked(df, time, kind, watermark, spark)
         grouping = [_key_string(df, keys).alias(KEY)]
         group_keys = [KEY]
     else:
-        grouping, group_keys = keys, keys
+        grouping, group_keys, delay = keys, keys, None
     side = aggs.inputs if late_events else None
     inputs = [c for c in aggs.inputs if c not in group_keys]
     prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs)
@@ -153,7 +153,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     else:
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
         key_columns = [F.col(k) for k in keys]
-    return out.select(*key_columns, *_time_outputs(kind, windowing, flat, side is not None), *aggs.columns,
+    return out.select(*key_columns, *_time_outputs(kind, windowing, flat, side is not None, delay), *aggs.columns,
                       *(["late"] if late_count else []), *_side_output(kind, time_name, side))
 
 
@@ -222,11 +222,12 @@ def _from_micros(column: Any, kind: str) -> Any:
     return F.timestamp_add("MICROSECOND", column, F.expr(_NTZ_EPOCH))
 
 
-def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> Any:
+def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> tuple[Any, int | None]:
     """The stream with the watermark on ``time``: ``watermark``'s, or the input's own
-    ``withWatermark`` when ``watermark`` is None (a drop-in job's), or a 0 s one. Spark
-    refuses a watermark on a TIMESTAMP_NTZ column: then it goes on a TIMESTAMP of the
-    same microseconds (the wall clock read as UTC), so it moves with the column."""
+    ``withWatermark`` when ``watermark`` is None (a drop-in job's), or a 0 s one; and the
+    delay (microseconds) of the watermark on ``time``, if there is one. Spark refuses a
+    watermark on a TIMESTAMP_NTZ column: then it goes on a TIMESTAMP of the same
+    microseconds (the wall clock read as UTC), so it moves with the column."""
     from pyspark.sql import functions as F
 
     own = _input_watermarks(df)
@@ -234,11 +235,13 @@ def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> A
         raise ValueError(f"watermark={watermark!r}, but the input has its own withWatermark "
                          f"({', '.join(f'{c}: {d}' for c, d in own)}): give one of the two")
     if own:
-        return df
+        return df, next((micros(d, "the input's watermark", spark) for c, d in own if c == time), None)
     delay = micros(watermark if watermark is not None else 0, "watermark", spark)
     if kind == "timestamp_ntz":
-        df, time = df.withColumn(WATERMARK, F.timestamp_micros(_to_micros(F.col(time), kind))), WATERMARK
-    return df.withWatermark(time, f"{delay} microseconds")
+        df, column = df.withColumn(WATERMARK, F.timestamp_micros(_to_micros(F.col(time), kind))), WATERMARK
+    else:
+        column = time
+    return df.withWatermark(column, f"{delay} microseconds"), delay
 
 
 def _input_watermarks(df: Any) -> list[tuple[str, str]]:
@@ -294,9 +297,12 @@ def _keys_from_string(df: Any, keys: list[str]) -> list[Any]:
     return [_key_codec(df.schema[k].dataType)[1](values[i]).alias(k) for i, k in enumerate(keys)]
 
 
-def _time_outputs(kind: str, windowing: Windowing, flat: bool, side: bool) -> list[Any]:
+def _time_outputs(kind: str, windowing: Windowing, flat: bool, side: bool, delay: int | None) -> list[Any]:
     """The window's columns: the ``window`` struct (null on side-output rows), or flat ones.
-    As in Spark, the struct is nullable for sliding windows only (or with the side output)."""
+    As in Spark, the struct is nullable for sliding windows only (or with the side output),
+    and its metadata marks it a time window (for ``window_time``) and, on a stream whose
+    watermark is on the time column, carries the watermark's delay (so that a later
+    stateful operator can take the window as its event time)."""
     from pyspark.sql import functions as F
 
     start, end = _from_micros(F.col(START), kind), _from_micros(F.col(END), kind)
@@ -309,7 +315,10 @@ def _time_outputs(kind: str, windowing: Windowing, flat: bool, side: bool) -> li
         window = F.when(F.col(LATE_TIME).isNull(), window)
     elif windowing.policy is None and windowing.size != windowing.step:
         window = F.when(F.col(START).isNotNull(), window)
-    return [window.alias("window")]
+    metadata: dict[str, Any] = {"spark.timeWindow": True}
+    if delay is not None:
+        metadata["spark.watermarkDelayMs"] = delay // 1000
+    return [window.alias("window", metadata=metadata)]
 
 
 def _side_output(kind: str, time_name: str, side: list[str] | None) -> list[Any]:
