@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mta.monoid import Monoid
+from spark_integration.engine import KeyWindow, Windowing
 
 
 @dataclass(frozen=True)
@@ -177,3 +178,46 @@ class SessionWindow:
         j, end = self._session(0)
         self._scan, self._scan_end = j, end
         return end
+
+
+#: The column of each event's session end (µs) when the gap is dynamic.
+SESSION_END = "mta_session_end"
+#: Streaming: each event's ``time + gap`` as a timestamp, carrying the watermark.
+SESSION_WATERMARK = "mta_session_watermark"
+
+
+def key_window(monoid: Monoid, windowing: Windowing | Sessions, state: dict[str, Any] | None = None
+               ) -> KeyWindow | SessionWindow:
+    """The window of one key for ``windowing``: session windows or the others."""
+    if isinstance(windowing, Sessions):
+        return SessionWindow(monoid, windowing, state)
+    return KeyWindow(monoid, windowing, state)
+
+
+def session_watermark(df: Any, time: str, gap: int, delay: int) -> Any:
+    """``df`` with the watermark Spark's ``session_window`` has, on a column that makes
+    Spark drop the late events as its session aggregation does.
+
+    Spark's watermark is ``max(time) - delay``; its session aggregation drops an event
+    when ``time + gap`` is at or before the previous micro-batch's watermark (which a
+    stateful processor is not told). A watermark on ``time + gap`` with delay ``delay +
+    gap`` has the same value, and ``transformWithStateInPandas`` drops exactly the rows
+    whose ``time + gap`` is at or before the previous micro-batch's watermark."""
+    from pyspark.sql import functions as F
+
+    end = F.timestamp_micros(F.unix_micros(F.col(time)) + F.lit(gap))
+    return df.withColumn(SESSION_WATERMARK, end).withWatermark(SESSION_WATERMARK, f"{delay + gap} microseconds")
+
+
+def dynamic_session_end(df: Any, time: str, gap: Any) -> Any:
+    """``df`` with each event's session end (µs) by Spark's own arithmetic (``time + gap``
+    in the session time zone), without the rows Spark's ``session_window`` drops: a null
+    time, or a gap that is null, zero or negative."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    probe = df.select(gap.alias("gap")).schema["gap"].dataType
+    interval = gap.cast("interval") if isinstance(probe, StringType) else gap
+    end = F.unix_micros((F.col(time) + interval).cast("timestamp"))
+    df = df.withColumn(SESSION_END, end)
+    return df.where(F.col(SESSION_END).isNotNull() & (F.col(SESSION_END) > F.unix_micros(F.col(time).cast("timestamp"))))

@@ -27,7 +27,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from mta.monoid import Monoid
 from spark_integration.aggregations import Aggregations, parse
-from spark_integration.engine import KeyWindow, Windowing
+from spark_integration.engine import Windowing
+from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
+    session_watermark
 from spark_integration.stored import Output, StoredKeys
 
 TIME = "mta_time"  # no leading underscore: TWS builds its frames through itertuples
@@ -58,13 +60,17 @@ def micros(duration: str | int | float | dt.timedelta, name: str = "duration") -
 def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations: Mapping[str, tuple], *,
                      size: Any = None, slide: Any = None, policy: Callable[[Any, Any], bool] | None = None,
                      emit: str = "window", watermark: Any = "0 seconds", allowed_lateness: Any = "0 seconds",
-                     late_events: bool = False, store: str | None = None, name: str | None = None) -> Any:
+                     late_events: bool = False, store: str | None = None, name: str | None = None,
+                     session_gap: Any = None) -> Any:
     """Aggregate ``df`` per key over event-time windows; returns a DataFrame of results.
 
     ``size``/``slide``: time windows as Spark's ``window(time, size, slide)`` (tumbling
     when ``slide`` is omitted). ``policy``: a slide policy (a callable ``(total, old)
     -> bool`` over :class:`mta.Agg` with microsecond times) instead, reporting once per
     ``slide``. ``emit="event"``: one row per event (the aggregate right after it).
+    ``session_gap``: session windows as Spark's ``session_window(time, gap)`` instead
+    (a duration, or a ``Column`` giving each event's gap, on batch DataFrames); the
+    window column is then ``session_window``.
 
     Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; an
     event is final once the watermark minus ``allowed_lateness`` passes it, and one
@@ -81,8 +87,13 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
     from pyspark.sql import functions as F
 
     keys = [keys] if isinstance(keys, str) else list(keys)
-    windowing = Windowing(size=micros(size, "size") if size is not None else None,
-                          slide=micros(slide, "slide") if slide is not None else None, policy=policy, emit=emit)
+    if session_gap is not None:
+        windowing: Windowing | Sessions = _sessions(
+            session_gap, df.isStreaming, micros(allowed_lateness, "allowed_lateness"), late_events,
+            size=size, slide=slide, policy=policy, emit=emit, store=store)
+    else:
+        windowing = Windowing(size=micros(size, "size") if size is not None else None,
+                              slide=micros(slide, "slide") if slide is not None else None, policy=policy, emit=emit)
     types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     for column in [*keys, time]:
         if column not in types:
@@ -96,9 +107,17 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
                          "e.g. store='redis://host:6379/0', name='cpu_5min'")
     aggs = parse(aggregations, types)
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
-    if df.isStreaming:
+    session_columns = []
+    if isinstance(windowing, Sessions):
+        df = df.where(F.col(time).isNotNull())  # as session_window: a row without a time has no session
+        if windowing.gap is None:
+            df, session_columns = dynamic_session_end(df, time, session_gap), [SESSION_END]
+    if df.isStreaming and isinstance(windowing, Sessions):
+        df = session_watermark(df, time, windowing.gap, micros(watermark, "watermark"))
+        session_columns = [SESSION_WATERMARK]
+    elif df.isStreaming:
         df = df.withWatermark(time, f"{micros(watermark, 'watermark')} microseconds")
-    prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs)
+    prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs, *session_columns)
     side = aggs.inputs if late_events else None
     schema = _schema(df, keys, aggs, side)
     if df.isStreaming:
@@ -109,7 +128,11 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
             statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
     else:
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
-    if emit == "event":
+    if isinstance(windowing, Sessions):
+        kind = df.schema[time].dataType.simpleString()
+        times = [F.struct(*(F.timestamp_micros(F.col(c)).cast(kind).alias(n) for c, n in ((START, "start"), (END, "end")))
+                          ).alias("session_window")]
+    elif emit == "event":
         times = [F.timestamp_micros(F.col(START)).alias("event_time")]
     else:
         times = [F.timestamp_micros(F.col(START)).alias("window_start"),
@@ -120,6 +143,29 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
                          *(F.col(_late(c)).alias(c) for c in side))
         extra = [F.when(F.col(LATE_TIME).isNotNull(), event).alias("late_event")]
     return out.select(*keys, *times, *aggs.columns, "late", *extra)
+
+
+def _sessions(gap: Any, streaming: bool, allowed_lateness: int, late_events: bool, **others: Any) -> Sessions:
+    """The session windows of ``session_gap``, checked against the other arguments."""
+    clash = [name for name, value in others.items() if value is not None and (name, value) != ("emit", "window")]
+    if clash:
+        raise ValueError(f"session_gap: session windows take no {' or '.join(clash)} "
+                         f"(give either session_gap or size/slide/policy)")
+    if hasattr(gap, "_jc"):  # a pyspark Column: each event's gap
+        if streaming:
+            raise ValueError("session_gap: a Column (a dynamic gap) works on batch DataFrames; "
+                             "on a stream give a fixed duration such as '30 seconds'")
+        return Sessions(None)
+    value = micros(gap, "session_gap")
+    if value <= 0:
+        raise ValueError(f"session_gap must be a positive duration, got {gap!r}")
+    # On a stream Spark drops the late events itself (see sessions.session_watermark).
+    if streaming and allowed_lateness:
+        raise ValueError("allowed_lateness: session windows on a stream follow Spark's watermark only (give 0)")
+    if streaming and late_events:
+        raise ValueError("late_events: session windows on a stream drop late events as Spark does, "
+                         "before the operator sees them (Spark counts them in numRowsDroppedByWatermark)")
+    return Sessions(value)
 
 
 def _late(column: str) -> str:
@@ -176,9 +222,9 @@ def _batch(aggs: Aggregations, windowing: Windowing, keys: list[str], side: list
 
     def per_key(pdf: Any) -> Any:
         key = tuple(pdf[k].iloc[0] for k in keys)
-        window = stored.scratch(key) if stored is not None else KeyWindow(monoid, windowing)
+        window = stored.scratch(key) if stored is not None else key_window(monoid, windowing)
         pdf = pdf.sort_values(TIME, kind="stable")
-        window.add(pdf[TIME].tolist(), aggs.lift(pdf))
+        window.add(pdf[TIME].tolist(), aggs.lift(pdf), *([pdf[SESSION_END].tolist()] if SESSION_END in pdf else []))
         out = Output(window.advance(math.inf), 0, [])
         if stored is not None:
             stored.drop(window)
