@@ -220,4 +220,5 @@ def dynamic_session_end(df: Any, time: str, gap: Any) -> Any:
     interval = gap.cast("interval") if isinstance(probe, StringType) else gap
     end = F.unix_micros((F.col(time) + interval).cast("timestamp"))
     df = df.withColumn(SESSION_END, end)
-    return df.where(F.col(SESSION_END).isNotNull() & (F.col(SESSION_END) > F.unix_micros(F.col(time).cast("timestamp"))))
+    start = F.unix_micros(F.col(time).cast("timestamp"))
+    return df.where(F.col(SESSION_END).isNotNull() & (F.col(SESSION_END) > start))

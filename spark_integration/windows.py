@@ -111,7 +111,8 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
     if isinstance(windowing, Sessions):
         df = df.where(F.col(time).isNotNull())  # as session_window: a row without a time has no session
         if windowing.gap is None:
-            df, session_columns = dynamic_session_end(df, time, session_gap), [SESSION_END]
+            gap_column = session_gap if hasattr(session_gap, "_jc") else F.lit(session_gap)
+            df, session_columns = dynamic_session_end(df, time, gap_column), [SESSION_END]
     if df.isStreaming and isinstance(windowing, Sessions):
         df = session_watermark(df, time, windowing.gap, micros(watermark, "watermark"))
         session_columns = [SESSION_WATERMARK]
@@ -130,8 +131,8 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
     if isinstance(windowing, Sessions):
         kind = df.schema[time].dataType.simpleString()
-        times = [F.struct(*(F.timestamp_micros(F.col(c)).cast(kind).alias(n) for c, n in ((START, "start"), (END, "end")))
-                          ).alias("session_window")]
+        bounds = ((START, "start"), (END, "end"))
+        times = [F.struct(*(F.timestamp_micros(F.col(c)).cast(kind).alias(n) for c, n in bounds)).alias("session_window")]
     elif emit == "event":
         times = [F.timestamp_micros(F.col(START)).alias("event_time")]
     else:
@@ -165,6 +166,8 @@ def _sessions(gap: Any, streaming: bool, allowed_lateness: int, late_events: boo
     if streaming and late_events:
         raise ValueError("late_events: session windows on a stream drop late events as Spark does, "
                          "before the operator sees them (Spark counts them in numRowsDroppedByWatermark)")
+    if not streaming and isinstance(gap, str) and "day" in gap.lower():
+        return Sessions(None)  # Spark adds calendar days in the session time zone: let it give each end
     return Sessions(value)
 
 

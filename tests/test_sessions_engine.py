@@ -101,7 +101,8 @@ def fixed_batches(draw: st.DrawFn) -> tuple[int, list]:
 def dynamic_batches(draw: st.DrawFn) -> list:
     batches, watermark = [], -5
     for _ in range(draw(st.integers(1, 6))):
-        events = [(t, draw(letters), t + draw(st.integers(1, 8))) for t in draw(st.lists(st.integers(0, 40), max_size=8))]
+        times = draw(st.lists(st.integers(0, 40), max_size=8))
+        events = [(t, draw(letters), t + draw(st.integers(1, 8))) for t in times]
         watermark += draw(st.integers(0, 12))
         batches.append((events, watermark))
     batches.append(([], math.inf))

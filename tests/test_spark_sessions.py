@@ -194,3 +194,22 @@ def test_a_dynamic_gap_or_a_lateness_on_a_stream_fails_at_call_time(spark, tmp_p
         window_aggregate(df, "k", "ts", AGGS, session_gap="5 seconds", allowed_lateness="10 seconds")
     with pytest.raises(ValueError, match="late_events"):
         window_aggregate(df, "k", "ts", AGGS, session_gap="5 seconds", late_events=True)
+
+
+def test_a_gap_in_days_adds_calendar_days_in_the_session_time_zone_as_spark_does(spark) -> None:
+    from pyspark.sql import functions as F
+
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        hours = [0, 20, 44, 47, 70, 95, 96, 130]  # from 2026-03-07 00:00 local, across the spring-forward night
+        rows = [("a", h, i, 0.0) for i, h in enumerate(hours)]
+        df = spark.createDataFrame(rows, SCHEMA).select(
+            "k", (F.to_timestamp(F.lit("2026-03-07 00:00:00")) + F.make_dt_interval(hours=F.col("t"))).alias("ts"),
+            "v", "x")
+        ours = window_aggregate(df, "k", "ts", AGGS, session_gap="1 day")
+        theirs = native(df, "1 day")
+        assert_same(rows_of(ours), rows_of(theirs))
+        assert rows_of(theirs) != rows_of(native(df, "24 hours"))  # a 23-hour day is in there
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
