@@ -24,12 +24,13 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 from kvs import codec
 from spark_integration.aggregations import Aggregations
 from spark_integration.engine import KeyWindow, Windowing
+from spark_integration.sessions import Sessions, SessionWindow, key_window
 from spark_integration.stored import Output, StoredKeys
 from spark_integration.windows import TIME, frame, late_rows
 
 
 class MTAProcessor(StatefulProcessor):
-    def __init__(self, aggs: Aggregations, windowing: Windowing, keys: list[str], lateness: int,
+    def __init__(self, aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str], lateness: int,
                  side: list[str] | None = None, stored: StoredKeys | None = None) -> None:
         self.aggs, self.windowing, self.keys, self.lateness = aggs, windowing, keys, lateness
         self.side, self.stored = side, stored
@@ -44,12 +45,18 @@ class MTAProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         # What the watermark closed goes out first: then an event before it is late (as for
         # Spark's own operators: late means older than the watermark the batch started with).
-        def step(window: KeyWindow) -> Output:
-            out = Output(self._advance(window, timerValues.getCurrentWatermarkInMs()), 0, [])
+        def step(window: KeyWindow | SessionWindow) -> Output:
+            # Sessions: Spark merges the batch's events into the open sessions before it
+            # reports those the watermark closed (its late events never get here).
+            merge_first = isinstance(window, SessionWindow)
+            watermark = timerValues.getCurrentWatermarkInMs()
+            out = Output([] if merge_first else self._advance(window, watermark), 0, [])
             for pdf in rows:
                 late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
                 if late and self.side is not None:
                     out.late_events += late_rows(pdf, late, self.side)
+            if merge_first:
+                out.rows = self._advance(window, watermark)
             out.late = window.late
             return out
 
@@ -63,7 +70,7 @@ class MTAProcessor(StatefulProcessor):
 
         yield from self._call(key, step, fired=True)
 
-    def _advance(self, window: KeyWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
+    def _advance(self, window: KeyWindow | SessionWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
         until = watermark_ms * 1000 - self.lateness
         return window.advance(until) if until > window.done else []
 
@@ -75,7 +82,7 @@ class MTAProcessor(StatefulProcessor):
         if fired:
             timer = None  # Spark deletes a timer once it fires
         if self.stored is None:
-            window = KeyWindow(self.monoid, self.windowing, codec.unpack(saved) if saved else None)
+            window = key_window(self.monoid, self.windowing, codec.unpack(saved) if saved else None)
             out = step(window)
             saved = codec.pack(window.state())
         else:

@@ -29,7 +29,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from mta.monoid import Monoid
 from spark_integration.aggregations import Aggregations, parse
-from spark_integration.engine import KeyWindow, Windowing
+from spark_integration.engine import Windowing
+from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
+    session_watermark
 from spark_integration.stored import Output, StoredKeys
 
 # Internal columns (no leading underscore: TWS builds its frames through itertuples).
@@ -89,7 +91,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
                      policy: Callable[[Any, Any], bool] | None = None, emit: str = "window",
                      watermark: Any = None, allowed_lateness: Any = "0 seconds", late_count: bool = False,
                      late_events: bool = False, flat: bool = False, store: str | None = None,
-                     name: str | None = None) -> Any:
+                     name: str | None = None, session_gap: Any = None) -> Any:
     """Aggregate ``df`` per key over event-time windows; returns a DataFrame of results.
 
     ``time``: the event time, a column name or a ``Column`` (an expression too), of type
@@ -98,7 +100,9 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     windows start at ``start_time + k * slide``). ``policy``: a slide policy (a callable
     ``(total, old) -> bool`` over :class:`mta.Agg` with microsecond times) instead,
     reporting once per ``slide``. ``emit="event"``: one row per event (the aggregate
-    right after it).
+    right after it). ``session_gap``: session windows as Spark's ``session_window(time,
+    gap)`` instead (a duration, or a ``Column`` giving each event's gap, on batch
+    DataFrames); the window column is then ``session_window``.
 
     Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; without it,
     the input's own ``withWatermark`` (if it has one), else none (0 seconds). An event is
@@ -125,23 +129,40 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
         if not isinstance(key, str) or key not in columns:
             raise ValueError(f"keys: no column {key!r} (columns: {', '.join(columns)})")
     df, time, time_name, kind = _time_column(df, time, columns)
-    windowing = _windowing(spark, size, slide, start_time, policy, emit)
+    lateness = micros(allowed_lateness, "allowed_lateness", spark)
+    if session_gap is not None:
+        windowing: Windowing | Sessions = _sessions(
+            session_gap, df.isStreaming, lateness, late_events, size=size, slide=slide, start_time=start_time,
+            policy=policy, emit=emit, store=store)
+    else:
+        windowing = _windowing(spark, size, slide, start_time, policy, emit)
     if (store is None) != (name is None):
         raise ValueError("store and name go together: name the query's windows in the store, "
                          "e.g. store='redis://host:6379/0', name='cpu_5min'")
     aggs = parse(aggregations, columns)
-    _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events)
+    _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events,
+                 "session_window" if session_gap is not None else "window")
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
-    lateness = micros(allowed_lateness, "allowed_lateness", spark)
+    extra_inputs = []
+    if isinstance(windowing, Sessions):
+        df = df.where(F.col(time).isNotNull())  # as session_window: a row without a time has no session
+        if windowing.gap is None:
+            gap_column = session_gap if hasattr(session_gap, "_jc") else F.lit(session_gap)
+            df, extra_inputs = dynamic_session_end(df, time, gap_column, kind, _to_micros), [SESSION_END]
+    if df.isStreaming and isinstance(windowing, Sessions):
+        delay = micros(watermark if watermark is not None else 0, "watermark", spark)
+        df = session_watermark(df, _to_micros(F.col(time), kind), windowing.gap, delay)
+        extra_inputs = [SESSION_WATERMARK]
     if df.isStreaming:
-        df, delay = _watermarked(df, time, kind, watermark, spark)
+        if not isinstance(windowing, Sessions):
+            df, delay = _watermarked(df, time, kind, watermark, spark)
         grouping = [_key_string(df, keys).alias(KEY)]
         group_keys = [KEY]
     else:
         grouping, group_keys, delay = keys, keys, None
     side = aggs.inputs if late_events else None
     inputs = [c for c in aggs.inputs if c not in group_keys]
-    prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs)
+    prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs, *extra_inputs)
     schema = _schema(prepared, group_keys, aggs, side)
     if df.isStreaming:
         from spark_integration.streaming import MTAProcessor
@@ -179,6 +200,31 @@ def _windowing(spark: Any, size: Any, slide: Any, start_time: Any, policy: Any, 
             raise ValueError(f"start_time ({start_time!r}): abs(start_time) must be < slide "
                              f"({slide if slide is not None else size!r}), as for Spark's window()")
     return Windowing(size=size_us, slide=slide_us, policy=policy, emit=emit, offset=offset)
+
+
+def _sessions(gap: Any, streaming: bool, allowed_lateness: int, late_events: bool, **others: Any) -> Sessions:
+    """The session windows of ``session_gap``, checked against the other arguments."""
+    clash = [name for name, value in others.items() if value is not None and (name, value) != ("emit", "window")]
+    if clash:
+        raise ValueError(f"session_gap: session windows take no {' or '.join(clash)} "
+                         f"(give either session_gap or size/slide/policy)")
+    if hasattr(gap, "_jc"):  # a pyspark Column: each event's gap
+        if streaming:
+            raise ValueError("session_gap: a Column (a dynamic gap) works on batch DataFrames; "
+                             "on a stream give a fixed duration such as '30 seconds'")
+        return Sessions(None)
+    value = micros(gap, "session_gap", signed=True)
+    if value <= 0:
+        raise ValueError(f"session_gap must be a positive duration, got {gap!r}")
+    # On a stream Spark drops the late events itself (see sessions.session_watermark).
+    if streaming and allowed_lateness:
+        raise ValueError("allowed_lateness: session windows on a stream follow Spark's watermark only (give 0)")
+    if streaming and late_events:
+        raise ValueError("late_events: session windows on a stream drop late events as Spark does, "
+                         "before the operator sees them (Spark counts them in numRowsDroppedByWatermark)")
+    if not streaming and isinstance(gap, str) and "day" in gap.lower():
+        return Sessions(None)  # Spark adds calendar days in the session time zone: let it give each end
+    return Sessions(value)
 
 
 def _time_column(df: Any, time: Any, columns: dict[str, str]) -> tuple[Any, str, str, str]:
@@ -297,7 +343,8 @@ def _keys_from_string(df: Any, keys: list[str]) -> list[Any]:
     return [_key_codec(df.schema[k].dataType)[1](values[i]).alias(k) for i, k in enumerate(keys)]
 
 
-def _time_outputs(kind: str, windowing: Windowing, flat: bool, side: bool, delay: int | None) -> list[Any]:
+def _time_outputs(kind: str, windowing: Windowing | Sessions, flat: bool, side: bool, delay: int | None
+                  ) -> list[Any]:
     """The window's columns: the ``window`` struct (null on side-output rows), or flat ones.
     As in Spark, the struct is nullable for sliding windows only (or with the side output),
     and its metadata marks it a time window (for ``window_time``) and, on a stream whose
@@ -306,6 +353,11 @@ def _time_outputs(kind: str, windowing: Windowing, flat: bool, side: bool, delay
     from pyspark.sql import functions as F
 
     start, end = _from_micros(F.col(START), kind), _from_micros(F.col(END), kind)
+    if isinstance(windowing, Sessions):
+        if flat:
+            return [start.alias("window_start"), end.alias("window_end")]
+        return [F.struct(start.alias("start"), end.alias("end")).alias(
+            "session_window", metadata={"spark.sessionWindow": True})]
     if windowing.emit == "event":
         return [start.alias("event_time")]
     if flat:
@@ -331,11 +383,11 @@ def _side_output(kind: str, time_name: str, side: list[str] | None) -> list[Any]
 
 
 def _check_names(spark: Any, keys: list[str], time_name: str, aggs: Aggregations, emit: str, flat: bool,
-                 late_count: bool, late_events: bool) -> None:
+                 late_count: bool, late_events: bool, window: str = "window") -> None:
     """Refuse, naming it, an output column that two things would take (as Spark compares
     names: case-insensitively unless spark.sql.caseSensitive), and a user column with the
     internal columns' prefix."""
-    times = ["event_time"] if emit == "event" else ["window_start", "window_end"] if flat else ["window"]
+    times = ["event_time"] if emit == "event" else ["window_start", "window_end"] if flat else [window]
     outputs = [(k, f"key {k!r}") for k in keys] + [(t, f"the {t!r} column") for t in times]
     outputs += [(a, f"aggregations[{a!r}]") for a in aggs.columns]
     outputs += [("late", "the 'late' column (late_count=True)")] if late_count else []
@@ -403,15 +455,15 @@ def late_rows(frame: Any, indices: list[int], side: list[str]) -> list[tuple]:
     return list(zip(*(picked[c].tolist() for c in [TIME, *side])))
 
 
-def _batch(aggs: Aggregations, windowing: Windowing, keys: list[str], side: list[str] | None,
+def _batch(aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str], side: list[str] | None,
            stored: StoredKeys | None) -> Callable[[Any], Any]:
     monoid = aggs.monoid
 
     def per_key(pdf: Any) -> Any:
         key = tuple(pdf[k].iloc[0] for k in keys)
-        window = stored.scratch(key) if stored is not None else KeyWindow(monoid, windowing)
+        window = stored.scratch(key) if stored is not None else key_window(monoid, windowing)
         pdf = pdf.sort_values(TIME, kind="stable")
-        window.add(pdf[TIME].tolist(), aggs.lift(pdf))
+        window.add(pdf[TIME].tolist(), aggs.lift(pdf), *([pdf[SESSION_END].tolist()] if SESSION_END in pdf else []))
         out = Output(window.advance(math.inf), 0, [])
         if stored is not None:
             stored.drop(window)
