@@ -25,7 +25,6 @@ import math
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from mta.monoid import Monoid
 from spark_integration.aggregations import Aggregations, parse
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.stored import Output, StoredKeys
@@ -98,7 +97,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: str, aggregations
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
     if df.isStreaming:
         df = df.withWatermark(time, f"{micros(watermark, 'watermark')} microseconds")
-    prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.inputs)
+    prepared = df.select(*keys, F.unix_micros(F.col(time)).alias(TIME), *aggs.input_columns(raw=late_events))
     side = aggs.inputs if late_events else None
     schema = _schema(df, keys, aggs, side)
     if df.isStreaming:
@@ -148,9 +147,8 @@ def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: li
     data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
     data[START] = [r[0] for r in rows]
     data[END] = [r[1] for r in rows]
-    for i, (name, (_, monoid, _)) in enumerate(aggs.columns.items()):  # the Record's fields, in order
-        partials = [r[2][i] for r in rows]
-        data[name] = partials if type(monoid).lower is Monoid.lower else [monoid.lower(p) for p in partials]
+    for i, name in enumerate(aggs.columns):  # the Record's fields, in order
+        data[name] = aggs.lower(name, [r[2][i] for r in rows], extra)
     data["late"] = [out.late] * n
     columns = [*keys, START, END, *aggs.columns, "late"]
     if side is not None:
@@ -159,7 +157,7 @@ def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: li
         for column, values in zip([LATE_TIME, *map(_late, side)], events):
             data[column] = [None] * len(rows) + list(values)
         if extra:  # object columns: ints and nulls stay ints and nulls
-            for column in (START, END, *aggs.columns):
+            for column in (START, END):
                 data[column] = pd.Series(data[column] + [None] * extra, dtype=object)
     return pd.DataFrame(data, columns=columns)
 
