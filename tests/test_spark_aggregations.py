@@ -201,17 +201,19 @@ def test_percentile_approx_agrees_with_spark_and_the_exact_ranks_within_the_rank
     assert worst["xs"] > 0 or worst["dec"] > 0  # the sketches did approximate (windows of ~2000 > k)
 
 
-VALUES = st.lists(st.one_of(st.none(), st.just(math.nan), st.integers(-5, 5).map(float),
-                           st.floats(allow_nan=False, allow_infinity=True, width=32)), max_size=8)
+FLOAT = st.one_of(st.none(), st.just(math.nan), st.integers(-5, 5).map(float),
+                  st.floats(allow_nan=False, allow_infinity=True, width=32))
+ROWS = st.lists(st.tuples(FLOAT, FLOAT), max_size=8)  # (x, o)
 
 
-def lifted(aggs, name: str, column: list) -> list:
-    """Partials of ``column`` for aggregation ``name`` of ``aggs``, through a pandas frame
-    as Spark sends it (values plus a null mask)."""
+def lifted(aggs, name: str, rows: list) -> list:
+    """Partials of ``rows`` for aggregation ``name`` of ``aggs``, through a pandas frame
+    as Spark sends it (values plus null masks)."""
     import pandas as pd
 
-    frame = pd.DataFrame({"mta_in_x": [0.0 if v is None else v for v in column],
-                          "mta_null_x": [v is None for v in column]})
+    frame = pd.DataFrame({f"mta_{part}_{c}": [(v is None) if part == "null" else 0.0 if v is None else v
+                                              for v in (r[i] for r in rows)]
+                          for i, c in enumerate("xo") for part in ("in", "null")})
     return [row[list(aggs.columns).index(name)] for row in aggs.lift(frame)]
 
 
@@ -226,13 +228,23 @@ def lowered(aggs, name: str, partial):
 
 AGGS = parse({"sum": ("x", "sum"), "min": ("x", "min"), "max": ("x", "max"), "avg": ("x", "avg"),
               "var": ("x", "var_pop"), "n": ("x", "count"), "distinct": ("x", "count_distinct"),
-              "first": ("x", "first_ignore_nulls"), "q": ("x", "percentile_approx", [0.5, 1.0])},
-             {"x": "double"})
+              "first": ("x", "first_ignore_nulls"), "q": ("x", "percentile_approx", [0.5, 1.0]),
+              "min_by": (("x", "o"), "min_by"), "max_by": (("x", "o"), "max_by")},
+             {"x": "double", "o": "double"})
 
 
-def spark_reference(name: str, column: list):
-    """Spark's result by its documented rules, from the whole column."""
-    present = [v for v in column if v is not None]
+def spark_reference(name: str, rows: list):
+    """Spark's result by its documented rules (NaN above every number, nulls skipped;
+    min_by/max_by ties: the oldest, our documented choice)."""
+    if name in ("min_by", "max_by"):
+        ordered = [(o, i, x) for i, (x, o) in enumerate(rows) if o is not None]
+        if not ordered:
+            return None
+        rank = lambda e: (math.isnan(e[0]), 0.0 if math.isnan(e[0]) else e[0])  # noqa: E731
+        best = min(ordered, key=lambda e: (rank(e), e[1])) if name == "min_by" else \
+            max(ordered, key=lambda e: (rank(e), -e[1]))
+        return best[2]
+    present = [x for x, _ in rows if x is not None]
     nan = [v for v in present if math.isnan(v)]
     numbers = sorted(v for v in present if not math.isnan(v))
     if name == "n":
@@ -247,19 +259,18 @@ def spark_reference(name: str, column: list):
         return math.nan if nan else numbers[-1]
     if name == "first":
         return present[0]
-    if name == "q":
-        ordered = numbers + nan
-        return [ordered[max(1, math.ceil(p * len(ordered))) - 1] for p in (0.5, 1.0)]
-    return None  # sums: checked for NaN and nulls only
+    ordered = numbers + nan  # "q"
+    return [ordered[max(1, math.ceil(p * len(ordered))) - 1] for p in (0.5, 1.0)]
 
 
-@given(st.lists(VALUES, min_size=1, max_size=5))
+@given(st.lists(ROWS, min_size=1, max_size=5))
 @hsettings(max_examples=150)
 def test_spark_monoids_are_associative_and_follow_sparks_null_and_nan_rules(chunks) -> None:
-    """Any grouping of the same values gives the same result (associativity, the identity
+    """Any grouping of the same rows gives the same result (associativity, the identity
     on both sides), through a msgpack round trip as in a state store; the result is
     Spark's rule for nulls and NaN."""
-    whole = [v for chunk in chunks for v in chunk]
+    whole = [r for chunk in chunks for r in chunk]
+    xs = [x for x, _ in whole]
     for name, spec in AGGS.specs.items():
         monoid = spec.monoid
         left = monoid.identity
@@ -276,8 +287,8 @@ def test_spark_monoids_are_associative_and_follow_sparks_null_and_nan_rules(chun
         if name not in ("sum", "avg", "var"):
             assert same(a, spark_reference(name, whole)), (name, whole, a)
         else:
-            assert (a is None) == all(v is None for v in whole)
-            assert not any(v is not None and math.isnan(v) for v in whole) or math.isnan(a)
+            assert (a is None) == all(x is None for x in xs)
+            assert not any(x is not None and math.isnan(x) for x in xs) or math.isnan(a)
 
 
 def test_min_by_max_by_skip_null_orders_rank_nan_highest_and_keep_the_oldest_tie() -> None:
