@@ -234,7 +234,8 @@ class Quantiles(Monoid):
         out = []
         for p in percentages:
             rank = max(1, math.ceil(p * total))  # Spark: the smallest value with at least p of them <= it
-            out.append(math.nan if rank > n else sketch.get_quantile(rank / n, True))
+            # (rank - 1/2) / n: rank / n can round up past rank in the sketch's float arithmetic
+            out.append(math.nan if rank > n else sketch.get_quantile((rank - 0.5) / n, True))
         return out
 
     def __repr__(self) -> str:
