@@ -163,7 +163,7 @@ class _Reader:
                 values = [None if m else v for v, m in zip(values, mask.tolist())]
             nans = self.kind in _FRACTIONAL and bool(series.isna().any())  # the values are never null here
             return _Column(values, nulls, nans)
-        nulls = None in values
+        nulls = bool(series.isna().any())
         scale = _decimal(self.kind)
         if scale is not None:  # unscaled ints: exact, msgpack-able, summed in C
             s = scale[1]
