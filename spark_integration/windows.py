@@ -27,7 +27,6 @@ import math
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from mta.monoid import Monoid
 from spark_integration.aggregations import Aggregations, parse
 from spark_integration.engine import Windowing
 from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
@@ -161,7 +160,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     else:
         grouping, group_keys, delay = keys, keys, None
     side = aggs.inputs if late_events else None
-    inputs = [c for c in aggs.inputs if c not in group_keys]
+    inputs = aggs.input_columns(raw=late_events, skip=group_keys)
     prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs, *extra_inputs)
     schema = _schema(prepared, group_keys, aggs, side)
     if df.isStreaming:
@@ -433,9 +432,8 @@ def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: li
     data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
     data[START] = [r[0] for r in rows]
     data[END] = [r[1] for r in rows]
-    for i, (name, (_, monoid, _)) in enumerate(aggs.columns.items()):  # the Record's fields, in order
-        partials = [r[2][i] for r in rows]
-        data[name] = partials if type(monoid).lower is Monoid.lower else [monoid.lower(p) for p in partials]
+    for i, name in enumerate(aggs.columns):  # the Record's fields, in order
+        data[name] = aggs.lower(name, [r[2][i] for r in rows], extra)
     data["late"] = [out.late] * n
     columns = [*keys, START, END, *aggs.columns, "late"]
     if side is not None:
@@ -444,7 +442,7 @@ def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: li
         for column, values in zip([LATE_TIME, *map(_late, side)], events):
             data[column] = [None] * len(rows) + list(values)
         if extra:  # object columns: ints and nulls stay ints and nulls
-            for column in (START, END, *aggs.columns):
+            for column in (START, END):
                 data[column] = pd.Series(data[column] + [None] * extra, dtype=object)
     return pd.DataFrame(data, columns=columns)
 
