@@ -295,9 +295,9 @@ def _input_watermarks(df: Any) -> list[tuple[str, str]]:
     return re.findall(r"EventTimeWatermark [0-9a-f-]+, (.+?)#\d+: \w+, (.+)", plan)
 
 
-#: Key column types that go into the streaming key string, each as a string Spark
-#: casts back exactly: type -> (to string, from string).
 def _key_codec(kind: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
+    """How a key column of Spark type ``kind`` goes into the streaming key string and back:
+    (column -> exact string, string -> column of ``kind``); None for a type that cannot."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
