@@ -136,7 +136,7 @@ def test_every_aggregation_and_type_equals_spark_row_for_row_under_a_non_utc_zon
     zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     try:
-        ours = window_aggregate(df, "k", "ts", names, size="20 seconds", slide="10 seconds")
+        ours = window_aggregate(df, "k", "ts", names, size="20 seconds", slide="10 seconds", flat=True)
         theirs = native(df, names, "20 seconds", "10 seconds")
         types = {f.name: f.dataType for f in theirs.schema.fields}
         assert {n: ours.schema[n].dataType for n in names} == {n: types[n] for n in names}  # Spark's result types
@@ -170,7 +170,7 @@ def test_percentile_approx_agrees_with_spark_and_the_exact_ranks_within_the_rank
     checks = {"xs": ("x", ps, 100), "n": ("n", 0.5, 200), "dec": ("dec", ps, 50), "tv": ("tv", [0.1, 0.5], 100),
               "day": ("day", 0.5, 1000)}
     names = {name: (column, "percentile_approx", p, a) for name, (column, p, a) in checks.items()}
-    ours = window_aggregate(df, "k", "ts", names, size="30 seconds", slide="10 seconds")
+    ours = window_aggregate(df, "k", "ts", names, size="30 seconds", slide="10 seconds", flat=True)
     theirs = df.groupBy("k", F.window("ts", "30 seconds", "10 seconds")).agg(
         *(F.percentile_approx(c, p, a).alias(name) for name, (c, p, a) in checks.items())).select(
         "k", F.col("window.start").alias("window_start"), *names)
@@ -388,7 +388,7 @@ def test_streaming_with_nulls_nan_and_decimals_equals_sparks_streaming_result(sp
     source = lambda: spark.readStream.schema(STREAM_SCHEMA).option(  # noqa: E731
         "maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
     ours = window_aggregate(source(), "k", "ts", names, size="20 seconds", slide="10 seconds",
-                            watermark="5 seconds")
+                            watermark="5 seconds", flat=True)
     theirs = native(source().withWatermark("ts", "5 seconds"), names, "20 seconds", "10 seconds")
     for query, name in ((ours, "aggs_ours"), (theirs, "aggs_theirs")):
         q = (query.writeStream.format("memory").queryName(name).outputMode("append")
