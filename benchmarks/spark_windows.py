@@ -12,11 +12,13 @@ its cost should not grow with size/slide.
 
     python -m benchmarks.spark_windows            # ~10 min
     python -m benchmarks.spark_windows --quick    # smoke run
+    python -m benchmarks.spark_windows --slides "1 second" --rounds 3   # the 1 s slide, alternating
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 import time
 from typing import Any
@@ -52,6 +54,20 @@ def timed(df: Any) -> float:
     return time.perf_counter() - started
 
 
+def alternating(ours: Any, theirs: Any, rounds: int) -> tuple[float, float]:
+    """Median seconds of each side over ``rounds``, the first to run alternating by round
+    (this VM's speed swings within seconds)."""
+    mine, spark = [], []
+    for r in range(rounds):
+        if r % 2:
+            spark.append(timed(theirs))
+            mine.append(timed(ours))
+        else:
+            mine.append(timed(ours))
+            spark.append(timed(theirs))
+    return statistics.median(mine), statistics.median(spark)
+
+
 def same(ours: Any, theirs: Any) -> tuple[int, bool]:
     """Our row count, and whether the rows are Spark's row for row (a full outer join on
     the exact columns, doubles to 1e-9)."""
@@ -72,10 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=None, help="events (full: 2,000,000, quick: 20,000)")
     p.add_argument("--rates", type=float, nargs="+", default=None,
                    help="events per second per key (full: 0.5 10, quick: 1)")
+    p.add_argument("--slides", nargs="+", default=["60 seconds", "10 seconds", "1 second"],
+                   help="slides of the 60 s window (default: 60 seconds, 10 seconds, 1 second)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="timings per competitor, alternating which goes first; medians reported")
     args = p.parse_args(argv)
     events = args.events or (20_000 if args.quick else 2_000_000)
     keys = 10 if args.quick else 100
-    slides = ["60 seconds", "10 seconds", "1 second"]
+    slides = args.slides
     rates = args.rates or ([1.0] if args.quick else [0.5, 10.0])
     run_ = common.Run("spark_windows", args, {"events": events, "keys": keys, "size": "60 seconds"})
 
@@ -92,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         for slide in slides:
             ours = window_aggregate(df, "k", "ts", AGGS, size="60 seconds", slide=slide, flat=True)
             theirs = native(df, "60 seconds", slide)
-            t_ours, t_theirs = timed(ours), timed(theirs)
+            t_ours, t_theirs = alternating(ours, theirs, args.rounds)
             output, ok = same(ours, theirs)
             ratio = 60 / int(slide.split()[0])
             rows.append({"rate": rate, "slide": slide, "size_over_slide": ratio, "rows": output, "mta_s": t_ours,
@@ -109,14 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     targets = []
     for rate in rates:
         mine = [r for r in rows if r["rate"] == rate]
-        one = next(r for r in mine if r["slide"] == "1 second")
+        one = next((r for r in mine if r["slide"] == "1 second"), None)
         mta_growth = max(r["mta_s"] for r in mine) / min(r["mta_s"] for r in mine)
         spark_growth = max(r["spark_s"] for r in mine) / min(r["spark_s"] for r in mine)
-        targets += [
-            [f"≥ 3x faster than Spark's window() at a 1 s slide ({rate} ev/s/key)", f"{one['speedup']:.2f}x",
-             "yes" if one["speedup"] >= 3 else "NO"],
-            [f"cost growth over the slides, slowest / fastest ({rate} ev/s/key)",
-             f"MTA {mta_growth:.2f}, Spark {spark_growth:.2f}", "yes" if mta_growth < spark_growth else "NO"]]
+        if one is not None:
+            targets.append([f"≥ 3x faster than Spark's window() at a 1 s slide ({rate} ev/s/key)",
+                            f"{one['speedup']:.2f}x", "yes" if one["speedup"] >= 3 else "NO"])
+        if len(mine) > 1:
+            targets.append([f"cost growth over the slides, slowest / fastest ({rate} ev/s/key)",
+                            f"MTA {mta_growth:.2f}, Spark {spark_growth:.2f}",
+                            "yes" if mta_growth < spark_growth else "NO"])
     targets.append(["identical results everywhere", f"{sum(r['identical'] for r in rows)}/{len(rows)}",
                     "yes" if all(r["identical"] for r in rows) else "NO"])
     run_.table("Targets", ["target", "measured", "met"], targets)
