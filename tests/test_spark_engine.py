@@ -244,3 +244,37 @@ def test_a_straggler_counts_in_its_open_windows_only() -> None:
     assert key.add([85, 75], [10_000, 100_000]) == [1] and key.late == 1
     key = KeyWindow(Sum(), Windowing(size=20, slide=10), key.state())  # the straggler survives a round trip
     assert key.advance(130) == [(80, 100, 11110), (90, 110, 1000)]
+
+
+@given(batches_strategy, st.integers(-40, 60), st.integers(1, 30), st.sampled_from(["policy", "event"]))
+@hsettings(max_examples=150, deadline=None)
+def test_policy_windows_and_reactive_rows_drop_only_the_events_of_closed_rows(batches, start, slide, emit) -> None:
+    """The same rule beyond Spark's windows: an event of a batch is late only when its row
+    (its slide interval; with emit="event" the row right after it) ended at or before the
+    previous batch's watermark; the others give the batch run's rows, in time order."""
+    def policy(total, old):
+        return len(total.value) - len(old.value) >= 3
+
+    windowing = Windowing(slide=slide if emit == "policy" else None, policy=policy,
+                          emit="window" if emit == "policy" else "event")
+    watermarks, level = [], start
+    for _, step in batches:
+        level += step
+        watermarks.append(level)
+    fed = [(events, watermark) for (events, _), watermark in zip(batches, watermarks)]
+    rows, late = run_like_the_processor(fed, windowing)
+
+    def row_end(t):
+        return -((-(t + 1)) // slide) * slide if emit == "policy" else t + 1
+
+    taken, previous = [], -math.inf
+    for events, watermark in fed:
+        taken += [e for e in events if row_end(e[0]) > previous]
+        previous = watermark
+    batch = KeyWindow(Collect(), windowing)
+    taken.sort(key=lambda e: e[0])
+    batch.add([t for t, _ in taken], Collect().lift_many([v for _, v in taken]))
+    expected = [row for row in lowered(batch.advance(math.inf)) if row_end(row[1] - 1) <= watermarks[-1]] \
+        if emit == "policy" else [row for row in lowered(batch.advance(math.inf)) if row[0] < watermarks[-1]]
+    assert [row[1:] for row in rows] == [(s, e, sorted(v)) for s, e, v in expected]
+    assert late == sum(len(events) for events, _ in fed) - len(taken)

@@ -15,7 +15,7 @@ from test_spark import AGGS, assert_same, native, run, stream, write_file
 DELAY = 30  # seconds: withWatermark(ts, "30 seconds")
 
 
-def late_stream(seed: int, size: int, batches: int = 6, per_batch: int = 40) -> list[list[tuple]]:
+def late_stream(seed: int, size: int, batches: int = 5, per_batch: int = 30) -> list[list[tuple]]:
     """Micro-batches of (key, seconds, v, x): each moves the newest event time on and mixes
     in events behind the watermarks it knows (``W[n]`` as Spark computes it), at them and
     one second before them, and at the end of a window that ends at the previous one."""
