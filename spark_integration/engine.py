@@ -16,6 +16,15 @@ Times are integer microseconds since the epoch (Spark's ``unix_micros``).
   at the interval's end; ``start`` is its oldest event's time).
 - **Reactive** (``emit="event"``): one row per event, the aggregate right after it
   (paper section 4.1.4), over ``TimeRange(size)``, the policy, or everything.
+
+Late events follow Spark's streaming aggregation (see :mod:`spark_integration.streaming`):
+``advance(until)`` reports the rows that end at or before ``until`` and *closes* them;
+an event added later still goes into every row of it that is open (ends after the
+last ``until``) and is late only when all of them are closed. A sliding window's
+event may so miss its older windows and count in its newer ones; if newer events of
+those windows are already in the MTA window (a *straggler*), it is folded into a
+partial per open window (``size / slide`` combines, for stragglers only) that joins
+the window's own aggregate when the window is reported.
 """
 
 from __future__ import annotations
@@ -72,6 +81,11 @@ class Windowing:
 def _align_up(x: int, step: int, offset: int = 0) -> int:
     """The smallest ``offset + k * step`` >= x."""
     return -((offset - x) // step) * step + offset
+
+
+def _align_down(x: int, step: int, offset: int = 0) -> int:
+    """The largest ``offset + k * step`` <= x."""
+    return x - (x - offset) % step
 
 
 def window_policy(windowing: Windowing, stored: bool = False) -> Callable[[Any, Any], bool] | None:
@@ -170,33 +184,52 @@ class KeyWindow:
         self.pane = math.gcd(windowing.size, windowing.step) if windowing.emit == "window" and \
             windowing.policy is None else None
         self.pane_offset = windowing.offset % self.pane if self.pane is not None else 0  # panes align with windows
-        self.fold, self.identity = monoid.fold, monoid.identity
+        self.fold, self.identity, self.combine = monoid.fold, monoid.identity, monoid.combine
         #: Events not yet final (at or after the last ``until``), sorted by time.
         self.pending_times: list[int] = list(state.get("pending_times", ()))
         self.pending_values: list[Any] = list(state.get("pending_values", ()))
         #: The next window start (time windows) or report time (policy windows); None: from the next event.
         self.next: int | None = state.get("next")
-        #: Everything before this time is final: later events before it are late.
+        #: The rows ending at or before this time are reported (or were empty): closed to new events.
         self.done: float = state.get("done", -math.inf)
         self.late: int = state.get("late", 0)
+        #: Every event before this time is in the MTA window (the end of the last window taken in).
+        self.taken: float = state.get("taken", -math.inf)
+        #: Sliding windows: stragglers (events of open windows, older than ``taken``) folded
+        #: per window start; each joins its window's aggregate when the window is reported.
+        self.extra: dict[int, Any] = dict(state.get("extra", ()))
 
     def state(self) -> dict[str, Any]:
         """What a streaming run keeps between micro-batches (for ``kvs.codec.pack``)."""
         return {**self.events.state(), "pending_times": self.pending_times, "pending_values": self.pending_values,
-                "next": self.next, "done": self.done, "late": self.late}
+                "next": self.next, "done": self.done, "late": self.late, "taken": self.taken,
+                "extra": [[start, partial] for start, partial in self.extra.items()]}
 
     def add(self, times: list[int], values: list[Any]) -> list[int]:
         """Queue events (their times, and their values as partials: ``monoid.lift_many``);
-        return the indices of the late ones (before what is final), which are dropped."""
+        return the indices of the late ones, which are dropped: those whose rows (every
+        window holding them) all ended at or before the last ``until`` of :meth:`advance`.
+        An event with some rows still open goes into those only."""
         if not set(map(type, times)) <= {int}:
             bad = next(t for t in times if type(t) is not int)
             raise TypeError(f"event times must be int microseconds, got {bad!r}")
-        late = [i for i, t in enumerate(times) if t < self.done] if times and min(times) < self.done else []
+        if not times:
+            return []
+        open_from = self._open_from()
+        late = [i for i, t in enumerate(times) if t < open_from and self._in_a_row(t)] \
+            if min(times) < open_from else []
         if late:
             dropped = set(late)
             times = [t for i, t in enumerate(times) if i not in dropped]
             values = [v for i, v in enumerate(values) if i not in dropped]
             self.late += len(late)
+            if not times:
+                return late
+        oldest = min(times)
+        if self.windowing.emit == "window" and self.next is not None:
+            self.next = min(self.next, self._first_open(oldest))  # it may open a row before the next one
+        if oldest < self.taken:
+            times, values = self._stragglers(times, values)
         if times:
             order = sorted(range(len(times)), key=times.__getitem__)  # stable: ties keep arrival order
             if self.pending_times and times[order[0]] < self.pending_times[-1]:
@@ -235,10 +268,61 @@ class KeyWindow:
             return _align_up(pending[0] + 1, windowing.slide) if pending else None
         start = self.next
         if start is None:
-            if not pending:
+            start = self._restart(pending[0] if pending else None)
+            if start is None:
                 return None
-            start = _align_up(pending[0] - windowing.size + 1, windowing.step, windowing.offset)
         return start + windowing.size
+
+    def _open_from(self) -> float:
+        """The oldest time an added event may have: before it, every row that would hold
+        it ended at or before ``done`` (the event is late)."""
+        done, windowing = self.done, self.windowing
+        if windowing.emit == "event" or not math.isfinite(done):
+            return done  # a reactive row ends right after its event
+        if windowing.policy is not None:
+            return _align_down(done, windowing.slide)  # rows end at multiples of slide
+        return _align_down(done - windowing.size, windowing.step, windowing.offset) + windowing.step  # first open
+
+    def _in_a_row(self, time: int) -> bool:
+        """Whether some row holds an event at ``time`` (not so between windows when slide > size)."""
+        windowing = self.windowing
+        if windowing.emit == "event" or windowing.policy is not None:
+            return True
+        return time - _align_down(time, windowing.step, windowing.offset) < windowing.size
+
+    def _first_open(self, time: int) -> int:
+        """The start (time windows) or end (policy windows) of the first open row holding ``time``."""
+        windowing = self.windowing
+        if windowing.policy is not None:
+            return _align_up(time + 1, windowing.slide)
+        first, open_from = _align_up(time - windowing.size + 1, windowing.step, windowing.offset), self._open_from()
+        return first if first >= open_from else int(open_from)
+
+    def _restart(self, first: int | None) -> int | None:
+        """Where time windows go on after an empty one: the first open window of the next
+        pending event (``first``) or of a straggler, whichever is earlier."""
+        starts = [] if first is None else [self._first_open(first)]
+        if self.extra:
+            starts.append(min(self.extra))
+        return min(starts, default=None)
+
+    def _stragglers(self, times: list[int], values: list[Any]) -> tuple[list[int], list[Any]]:
+        """Fold the events before ``taken`` (newer events of their windows are in the MTA
+        window already) into ``extra`` of each open window holding them; return the others."""
+        size, slide, offset = self.windowing.size, self.windowing.step, self.windowing.offset
+        combine, identity, extra = self.combine, self.identity, self.extra
+        open_from, taken = self._open_from(), self.taken
+        kept_times, kept_values = [], []
+        for i in sorted(range(len(times)), key=times.__getitem__):  # time order: ties keep arrival order
+            t, v = times[i], values[i]
+            if t >= taken:
+                kept_times.append(t)
+                kept_values.append(v)
+                continue
+            first, last = _align_up(t - size + 1, slide, offset), _align_down(t, slide, offset)
+            for start in range(max(first, int(open_from)), last + 1, slide):
+                extra[start] = combine(extra.get(start, identity), v)
+        return kept_times, kept_values
 
     def _peek(self) -> int | None:
         """The time of the next pending event, if any."""
@@ -247,6 +331,7 @@ class KeyWindow:
     def _take(self, stop: int) -> None:
         """Insert the pending events before time ``stop``."""
         c = self._cursor
+        self.taken = max(self.taken, stop)
         q = bisect.bisect_left(self.pending_times, stop, c)
         if q > c:
             times, values = self.pending_times[c:q], self.pending_values[c:q]
@@ -270,25 +355,26 @@ class KeyWindow:
         return starts, partials
 
     def _time_windows(self, until: float) -> list[tuple[int, int, Any]]:
-        size, slide, offset = self.windowing.size, self.windowing.step, self.windowing.offset
+        size, slide = self.windowing.size, self.windowing.step
         window, rows = self.window, []
         start = self.next
         while True:
             if start is None:
-                first = self._peek()
-                if first is None:
+                start = self._restart(self._peek())
+                if start is None:
                     break
-                start = _align_up(first - size + 1, slide, offset)  # the first window holding it
             end = start + size
             if end > until:
                 break
             self._take(end)
             self.events.evict_before(start)
-            if len(window):
-                rows.append((start, end, window.partial()))
+            extra = self.extra.pop(start, None) if self.extra else None
+            if len(window) or extra is not None:
+                partial = window.partial()
+                rows.append((start, end, partial if extra is None else self.combine(partial, extra)))
                 start += slide
             else:
-                start = None  # nothing until the next event's first window
+                start = None  # nothing until the next event's (or straggler's) first open window
         self.next = start
         return rows
 

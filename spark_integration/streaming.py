@@ -12,14 +12,52 @@ The grouping key is one string, the exact stand-in of the key columns' values
 (``windows.KEY``): through pandas, an integer key column with nulls would turn into
 floats and distinct keys could share one state. The output carries it; Spark reads
 the key columns back from it.
+
+Late data is Spark's (4.3, measured: ``withWatermark(ts, delay).groupBy(k, window(ts,
+size, slide)).agg(...)`` in append mode, one file per micro-batch; tests/test_spark_late.py
+compares the two row for row):
+
+- The watermark ``W[n]`` of micro-batch ``n`` is fixed when it starts: the newest event
+  time of the batches before it minus ``delay``, never going back; 0 (1970-01-01) until
+  that is later (``W[-1] = W[0] = 0``).
+- Batch ``n`` reports every window with ``end <= W[n]`` (``eventTimeWatermarkForEviction``)
+  and forgets it: a window comes out once, with every event it took.
+- An event of batch ``n`` goes into each of its windows with ``end > W[n-1]``, the
+  *previous* batch's watermark (``eventTimeWatermarkForLateEvents``); a window with ``end
+  <= W[n-1]`` takes nothing more, whether it was reported or never had an event. So an
+  event far behind ``W[n]`` (even behind ``W[n-1]``) still counts in a window that ends
+  after ``W[n-1]``, and comes out in this batch if that window ends by ``W[n]``; a sliding
+  window's event may miss its older windows and count in its newer ones. At the edges:
+  ``end == W[n-1]`` takes nothing, ``end == W[n]`` is reported; a window ending at or
+  before 1970-01-01 never comes out. With several watermarks the global one (Spark's
+  ``multipleWatermarkPolicy``) is the ``W`` of both rules.
+- ``transformWithStateInPandas`` hands over ``W[n]`` only: ``getCurrentWatermarkInMs()``
+  is ``W[n]`` in ``handleInputRows`` and ``handleExpiredTimer`` alike; a timer fires in
+  the first batch whose ``W[n]`` reaches it, also one registered by ``handleInputRows``
+  of that batch. It also drops the input rows whose watermarked column is ``<= W[n-1]``
+  itself (an event rule, not Spark's window rule): the operator hands it no watermarked
+  column (times go as ``unix_micros``) and applies the window rule in the engine.
+
+So each key catches up to ``W[n-1]`` (closing the windows Spark closed), adds its events
+(:meth:`KeyWindow.add` drops an event only when all its windows are closed) and advances
+to ``W[n]``. ``W[n-1]`` is not per key (a key may sit out batches and may be new): each
+partition keeps the watermark of its last batch in a ``clock`` state of its own, read and
+rewritten in :meth:`MTAProcessor.init`, which Spark calls in every partition of every
+micro-batch, no-data batches included (verified on Spark 4.3). ``allowed_lateness``
+shifts both watermarks back by the same amount.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+import datetime as dt
+import decimal
+
+from pyspark import TaskContext
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType, FloatType, LongType,
+                               StringType, StructField, StructType, TimestampNTZType, TimestampType)
 
 from kvs import codec
 from spark_integration.aggregations import Aggregations
@@ -27,6 +65,18 @@ from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.sessions import Sessions, SessionWindow, key_window
 from spark_integration.stored import Output, StoredKeys
 from spark_integration.windows import TIME, frame, late_rows
+
+
+#: A value of each type for a non-nullable field of the clock's key (any value will do: the
+#: clock is a state of its own, so it never meets a real key's window).
+_ZERO = {StringType: "", BinaryType: b"", BooleanType: False, DateType: dt.date(1970, 1, 1),
+         TimestampType: dt.datetime(1970, 1, 1), TimestampNTZType: dt.datetime(1970, 1, 1),
+         DecimalType: decimal.Decimal(0), DoubleType: 0.0, FloatType: 0.0}
+
+
+def _clock_key(schema: StructType) -> tuple:
+    """A grouping key of ``schema`` for the partition's clock."""
+    return tuple(None if f.nullable else _ZERO.get(type(f.dataType), 0) for f in schema.fields)
 
 
 class MTAProcessor(StatefulProcessor):
@@ -40,23 +90,39 @@ class MTAProcessor(StatefulProcessor):
         # The key's window (or its step in the store) and the event-time timer it has registered.
         first = StructField("window", BinaryType()) if self.stored is None else StructField("step", LongType())
         self.state = handle.getValueState("window", StructType([first, StructField("timer", LongType())]))
+        self.clock = handle.getValueState("clock", StructType([StructField("watermark", LongType())]))
         self.monoid = self.aggs.monoid
+        #: W[n-1] in ms (see the module's docstring); init runs on the driver too, without state.
+        self.previous = self._tick(handle) if TaskContext.get() is not None else 0
+
+    def _tick(self, handle: StatefulProcessorHandle) -> int:
+        """Read the partition's clock (the watermark of its previous micro-batch, 0 before the
+        first) and set it to this batch's. The clock lives under a key of its own: the
+        implicit key is the internal client's (TWS offers no state outside a key)."""
+        client = handle._statefulProcessorApiClient
+        _, watermark = client.get_timestamps("eventtime")
+        client.set_implicit_key(_clock_key(client.key_schema))
+        try:
+            saved = self.clock.get()
+            self.clock.update((watermark,))
+        finally:
+            client.remove_implicit_key()
+        return saved[0] if saved else 0
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        # What the watermark closed goes out first: then an event before it is late (as for
-        # Spark's own operators: late means older than the watermark the batch started with).
+        # Spark's order (see above). Time windows: the windows the previous batch's watermark
+        # closed take no more events (a key that sat out batches catches up first), the
+        # batch's events go into the open ones, then this batch's watermark reports. Sessions:
+        # the batch's events merge into the open sessions first (Spark drops their late
+        # events before they get here, see sessions.session_watermark).
         def step(window: KeyWindow | SessionWindow) -> Output:
-            # Sessions: Spark merges the batch's events into the open sessions before it
-            # reports those the watermark closed (its late events never get here).
-            merge_first = isinstance(window, SessionWindow)
-            watermark = timerValues.getCurrentWatermarkInMs()
-            out = Output([] if merge_first else self._advance(window, watermark), 0, [])
+            sessions = isinstance(window, SessionWindow)
+            out = Output([] if sessions else self._advance(window, self.previous), 0, [])
             for pdf in rows:
                 late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
                 if late and self.side is not None:
                     out.late_events += late_rows(pdf, late, self.side)
-            if merge_first:
-                out.rows = self._advance(window, watermark)
+            out.rows += self._advance(window, timerValues.getCurrentWatermarkInMs())
             out.late = window.late
             return out
 

@@ -172,11 +172,11 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
 def test_late_events_are_counted_and_dropped_or_counted_in_within_the_lateness(spark, tmp_path) -> None:
     on_time = [("a", t, 1, 0.0) for t in range(0, 200, 2)]
     write_files(spark, tmp_path / "in", on_time, pieces=2)
-    # a third file: events 100 s behind the newest (late beyond the 30 s watermark) and
-    # 35 s behind (late for the watermark, within 10 s more of allowed lateness)
-    late = [("a", 99, 1000, 0.5), ("a", 101, 1000, 0.25), ("a", 166, 7, 0.0)]
-    write_file(spark, tmp_path / "in", late + [("a", 201, 1, 0.0)])
-    write_file(spark, tmp_path / "in", [("a", 260, 1, 0.0)])  # moves the watermark past 190 s
+    write_file(spark, tmp_path / "in", [("a", 201, 1, 0.0)])  # its batch has watermark 168 s (198 - 30)
+    # then events whose windows that watermark closed (late, also with 10 s of allowed
+    # lateness), and one whose window [140, 160) it closed only without the lateness
+    late = [("a", 99, 1000, 0.5), ("a", 101, 1000, 0.25), ("a", 156, 7, 0.0)]
+    write_file(spark, tmp_path / "in", late + [("a", 260, 1, 0.0)])  # moves the watermark to 230 s
     aggs = {"s": ("v", "sum"), "n": ("v", "count"), "fs": ("x", "sum")}
     run(window_aggregate(stream(spark, tmp_path / "in"), "k", "ts", aggs, size="20 seconds",
                          watermark="30 seconds", allowed_lateness="10 seconds", late_count=True, late_events=True),
@@ -186,7 +186,7 @@ def test_late_events_are_counted_and_dropped_or_counted_in_within_the_lateness(s
     by_start = {int(r.window_start.timestamp()): (r.s, r.n) for r in rows}
     assert max(r.late for r in rows) == 2  # the two events 100 s behind
     assert by_start[80] == (10, 10) and by_start[100] == (10, 10)  # they are not in
-    assert by_start[160] == (17, 11)  # the one within the lateness is
+    assert by_start[140] == (17, 11)  # the one within the lateness is
     side = spark.sql("select * from late_q where late_event is not null").collect()
     assert sorted((int(r.late_event.ts.timestamp()), r.late_event.v, r.late_event.x) for r in side) == [
         (99, 1000, 0.5), (101, 1000, 0.25)]  # the side output: the dropped events whole

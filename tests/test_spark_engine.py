@@ -45,14 +45,15 @@ def test_time_windows_equal_spark_semantics(events, size, slide, offset) -> None
        st.lists(st.tuples(st.integers(-40, 130), st.integers(0, 9)), max_size=5))
 @hsettings(max_examples=200, deadline=None)
 def test_a_stream_of_pieces_gives_the_batch_rows_and_drops_only_the_late(events, size, slide, untils, late) -> None:
-    """Fed in micro-batches that advance to rising watermarks, with late events mixed in,
-    through a state round trip each time: the rows of the batch run, up to the last watermark."""
+    """Fed in micro-batches that advance to rising watermarks, with late events (all their
+    windows closed) mixed in, through a state round trip each time: the rows of the batch
+    run, up to the last watermark."""
     untils = sorted(untils)
     stream = KeyWindow(Collect(), Windowing(size=size, slide=slide))
     on_time, rows, dropped, done = [], [], 0, -math.inf
     for until in [*untils, math.inf]:
         piece = [e for e in events if done <= e[0] < until]
-        stale = [e for e in late if e[0] < done]
+        stale = [e for e in late if e[0] % slide < size and e[0] - e[0] % slide + size <= done]  # all closed
         stream = KeyWindow(Collect(), Windowing(size=size, slide=slide), stream.state())
         indices = stream.add([t for t, _ in piece + stale], Collect().lift_many([v for _, v in piece + stale]))
         assert sorted(indices) == list(range(len(piece), len(piece) + len(stale)))
@@ -160,3 +161,125 @@ def test_a_window_whose_levels_live_in_a_store_gives_the_rows_of_one_in_lists(ev
         assert "times" not in state and len(window) <= len(listed.window)
         window.close()
     assert lowered(got) == lowered(expected)
+
+
+def spark_streaming_windows(batches: list[tuple[list[tuple[int, int]], int]], size: int, slide: int):
+    """Spark's streaming ``groupBy(window(ts, size, slide))`` in append mode, naively, for one
+    key: ``batches`` are (events arriving, the batch's watermark). A window takes an event
+    of batch n iff its end is after the watermark of batch n - 1 (none before the first);
+    it is reported, with every event it took, in the first batch whose watermark reaches
+    its end. Returns the rows as (batch, start, end, sorted values) and the events that no
+    window took although some window holds them."""
+    held, reported, rows, late, previous = {}, set(), [], 0, -math.inf
+    for n, (events, watermark) in enumerate(batches):
+        for t, v in events:
+            starts = list(range(t - t % slide, t - size, -slide))  # the windows holding t
+            taken = [s for s in starts if s + size > previous]
+            for s in taken:
+                held.setdefault(s, []).append(v)
+            late += bool(starts) and not taken
+        for s in sorted(held):
+            if s + size <= watermark and s not in reported:
+                reported.add(s)
+                rows.append((n, s, s + size, sorted(held[s])))
+        previous = watermark
+    return rows, late
+
+
+def run_like_the_processor(batches, windowing: Windowing, stored: bool = False):
+    """What :class:`spark_integration.streaming.MTAProcessor` does with one key: in a batch
+    with its events, catch up to the previous batch's watermark, add them, advance to the
+    batch's; in a batch without, advance only when its timer (at ``next_report``) fires.
+    The window's state makes a round trip (and a stored window is reopened) at every call."""
+    import kvs
+    from spark_integration.engine import window_policy
+
+    backend, state, rows, previous = kvs.connect("memory://"), None, [], -math.inf
+    policy = window_policy(windowing, stored=True)
+    for n, (events, watermark) in enumerate(batches):
+        window = None
+        if stored:
+            window = (Window(Collect(), policy, store=backend, window_id="w", buffer_size=1, cache_size=1,
+                             block_size=2) if state is None else Window.open(backend, "w", Collect(), policy))
+        key = KeyWindow(Collect(), windowing, state, stored=window)
+        wake = key.next_report()
+        out = []
+        if events:
+            if previous > key.done:
+                out += key.advance(previous)
+            key.add([t for t, _ in events], Collect().lift_many([v for _, v in events]))
+            out += key.advance(watermark) if watermark > key.done else []
+        elif wake is not None and wake <= watermark:
+            out += key.advance(watermark)
+        rows += [(n, start, end, sorted(values)) for start, end, values in lowered(out)]
+        state = key.state()
+        if stored:
+            window.close()
+        previous = watermark
+    return rows, state["late"]
+
+
+batches_strategy = st.lists(st.tuples(st.lists(st.tuples(st.integers(-30, 150), st.integers(0, 10**6)), max_size=8),
+                                      st.integers(0, 40)), min_size=1, max_size=8)
+
+
+@given(batches_strategy, st.integers(-40, 60), st.integers(1, 40), st.integers(1, 40), st.booleans())
+@hsettings(max_examples=300, deadline=None)
+def test_a_stream_takes_late_events_as_spark_does(batches, start, size, slide, stored) -> None:
+    """Spark's rule, against its naive model: events behind the current watermark still
+    count in every window that the previous batch's watermark left open (the others of a
+    sliding window miss them); a key idle for batches learns nothing until its timer or
+    its next events; rows come out in the batch Spark reports them in."""
+    watermarks, level = [], start
+    for _, step in batches:
+        level += step
+        watermarks.append(level)
+    fed = [(events, watermark) for (events, _), watermark in zip(batches, watermarks)]
+    assert run_like_the_processor(fed, Windowing(size=size, slide=slide), stored) == \
+        spark_streaming_windows(fed, size, slide)
+
+
+def test_a_straggler_counts_in_its_open_windows_only() -> None:
+    """A sliding window (20, every 10) whose window [70, 90) was reported at watermark 95:
+    an event at 85 misses it but counts in [80, 100), whose events up to 90 are already in
+    the MTA window; one at 75 misses both of its windows and is late."""
+    key = KeyWindow(Sum(), Windowing(size=20, slide=10))
+    key.add([72, 81, 88, 93], [1, 10, 100, 1000])
+    assert key.advance(95) == [(60, 80, 1), (70, 90, 111)]
+    assert key.add([85, 75], [10_000, 100_000]) == [1] and key.late == 1
+    key = KeyWindow(Sum(), Windowing(size=20, slide=10), key.state())  # the straggler survives a round trip
+    assert key.advance(130) == [(80, 100, 11110), (90, 110, 1000)]
+
+
+@given(batches_strategy, st.integers(-40, 60), st.integers(1, 30), st.sampled_from(["policy", "event"]))
+@hsettings(max_examples=150, deadline=None)
+def test_policy_windows_and_reactive_rows_drop_only_the_events_of_closed_rows(batches, start, slide, emit) -> None:
+    """The same rule beyond Spark's windows: an event of a batch is late only when its row
+    (its slide interval; with emit="event" the row right after it) ended at or before the
+    previous batch's watermark; the others give the batch run's rows, in time order."""
+    def policy(total, old):
+        return len(total.value) - len(old.value) >= 3
+
+    windowing = Windowing(slide=slide if emit == "policy" else None, policy=policy,
+                          emit="window" if emit == "policy" else "event")
+    watermarks, level = [], start
+    for _, step in batches:
+        level += step
+        watermarks.append(level)
+    fed = [(events, watermark) for (events, _), watermark in zip(batches, watermarks)]
+    rows, late = run_like_the_processor(fed, windowing)
+
+    def row_end(t):
+        return -((-(t + 1)) // slide) * slide if emit == "policy" else t + 1
+
+    taken, previous = [], -math.inf
+    for events, watermark in fed:
+        taken += [e for e in events if row_end(e[0]) > previous]
+        previous = watermark
+    batch = KeyWindow(Collect(), windowing)
+    taken.sort(key=lambda e: e[0])
+    batch.add([t for t, _ in taken], Collect().lift_many([v for _, v in taken]))
+    expected = [row for row in lowered(batch.advance(math.inf)) if row_end(row[1] - 1) <= watermarks[-1]] \
+        if emit == "policy" else [row for row in lowered(batch.advance(math.inf)) if row[0] < watermarks[-1]]
+    assert [row[1:] for row in rows] == [(s, e, sorted(v)) for s, e, v in expected]
+    assert late == sum(len(events) for events, _ in fed) - len(taken)
