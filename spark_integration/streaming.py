@@ -44,10 +44,9 @@ shifts both watermarks back by the same amount.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
-
 import datetime as dt
 import decimal
+from typing import Any, Iterator
 
 from pyspark import TaskContext
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
