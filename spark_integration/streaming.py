@@ -29,8 +29,10 @@ compares the two row for row):
   after ``W[n-1]``, and comes out in this batch if that window ends by ``W[n]``; a sliding
   window's event may miss its older windows and count in its newer ones. At the edges:
   ``end == W[n-1]`` takes nothing, ``end == W[n]`` is reported; a window ending at or
-  before 1970-01-01 never comes out. With several watermarks the global one (Spark's
-  ``multipleWatermarkPolicy``) is the ``W`` of both rules.
+  before 1970-01-01 never comes out. An input that already has a watermark is refused
+  by Spark itself ("Redefining watermark is disallowed"), for ``window()`` and for the
+  operator alike; several watermarks (a union of streams) are not measured: both rules
+  read the one global watermark, which TWS hands over as well.
 - ``transformWithStateInPandas`` hands over ``W[n]`` only: ``getCurrentWatermarkInMs()``
   is ``W[n]`` in ``handleInputRows`` and ``handleExpiredTimer`` alike; a timer fires in
   the first batch whose ``W[n]`` reaches it, also one registered by ``handleInputRows``
@@ -49,10 +51,9 @@ shifts both watermarks back by the same amount.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
-
 import datetime as dt
 import decimal
+from typing import Any, Iterator
 
 from pyspark import TaskContext
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
