@@ -104,10 +104,11 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     DataFrames); the window column is then ``session_window``.
 
     Streaming only: ``watermark`` is the delay of ``withWatermark(time, ...)``; without it,
-    the input's own ``withWatermark`` (if it has one), else none (0 seconds). An event is
-    final once the watermark minus ``allowed_lateness`` passes it, and one older than that
-    on arrival is late: counted (``late_count=True`` shows the count in ``late``) and
-    dropped. With ``late_events`` each late event also comes out as a row of its own (the
+    the input's own ``withWatermark`` (if it has one), else none (0 seconds). As in Spark,
+    a micro-batch reports the windows that end by its watermark, and an event counts in
+    each of its windows that ends after the previous micro-batch's watermark (both minus
+    ``allowed_lateness``); an event whose windows had all ended is late: counted
+    (``late_count=True`` shows the count in ``late``) and dropped. With ``late_events`` each late event also comes out as a row of its own (the
     side output): a ``late_event`` struct of its time and input columns, null otherwise,
     with null windows and aggregations.
 

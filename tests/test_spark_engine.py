@@ -163,17 +163,18 @@ def test_a_window_whose_levels_live_in_a_store_gives_the_rows_of_one_in_lists(ev
     assert lowered(got) == lowered(expected)
 
 
-def spark_streaming_windows(batches: list[tuple[list[tuple[int, int]], int]], size: int, slide: int):
+def spark_streaming_windows(batches: list[tuple[list[tuple[int, int]], int]], size: int, slide: int,
+                            offset: int = 0):
     """Spark's streaming ``groupBy(window(ts, size, slide))`` in append mode, naively, for one
     key: ``batches`` are (events arriving, the batch's watermark). A window takes an event
     of batch n iff its end is after the watermark of batch n - 1 (none before the first);
     it is reported, with every event it took, in the first batch whose watermark reaches
-    its end. Returns the rows as (batch, start, end, sorted values) and the events that no
+    its end; windows start at ``offset + k * slide``. Returns the rows as (batch, start, end, sorted values) and the events that no
     window took although some window holds them."""
     held, reported, rows, late, previous = {}, set(), [], 0, -math.inf
     for n, (events, watermark) in enumerate(batches):
         for t, v in events:
-            starts = list(range(t - t % slide, t - size, -slide))  # the windows holding t
+            starts = list(range(t - (t - offset) % slide, t - size, -slide))  # the windows holding t
             taken = [s for s in starts if s + size > previous]
             for s in taken:
                 held.setdefault(s, []).append(v)
@@ -223,20 +224,23 @@ batches_strategy = st.lists(st.tuples(st.lists(st.tuples(st.integers(-30, 150), 
                                       st.integers(0, 40)), min_size=1, max_size=8)
 
 
-@given(batches_strategy, st.integers(-40, 60), st.integers(1, 40), st.integers(1, 40), st.booleans())
+@given(batches_strategy, st.integers(-40, 60), st.integers(1, 40), st.integers(1, 40), st.integers(-39, 39),
+       st.booleans())
 @hsettings(max_examples=300, deadline=None)
-def test_a_stream_takes_late_events_as_spark_does(batches, start, size, slide, stored) -> None:
+def test_a_stream_takes_late_events_as_spark_does(batches, start, size, slide, offset, stored) -> None:
     """Spark's rule, against its naive model: events behind the current watermark still
     count in every window that the previous batch's watermark left open (the others of a
     sliding window miss them); a key idle for batches learns nothing until its timer or
-    its next events; rows come out in the batch Spark reports them in."""
+    its next events; rows come out in the batch Spark reports them in. Windows start at
+    ``offset + k * slide`` (Spark's startTime, ``abs(offset) < slide``)."""
+    offset = int(math.copysign(abs(offset) % slide, offset))
     watermarks, level = [], start
     for _, step in batches:
         level += step
         watermarks.append(level)
     fed = [(events, watermark) for (events, _), watermark in zip(batches, watermarks)]
-    assert run_like_the_processor(fed, Windowing(size=size, slide=slide), stored) == \
-        spark_streaming_windows(fed, size, slide)
+    assert run_like_the_processor(fed, Windowing(size=size, slide=slide, offset=offset), stored) == \
+        spark_streaming_windows(fed, size, slide, offset)
 
 
 def test_a_straggler_counts_in_its_open_windows_only() -> None:
