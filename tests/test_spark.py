@@ -72,10 +72,14 @@ def test_batch_windows_with_their_levels_in_redis_equal_spark_window(spark, redi
 
 
 def write_file(spark, directory: Path, rows: list[tuple]) -> None:
-    """One JSON file, newer than every file already there: the file source reads in
-    modification order (one file per micro-batch with maxFilesPerTrigger=1)."""
+    append_file(frame(spark, rows), directory)
+
+
+def append_file(df, directory: Path) -> None:
+    """``df`` as one JSON file, newer than every file already there: the file source reads
+    in modification order (one file per micro-batch with maxFilesPerTrigger=1)."""
     before = set(directory.glob("*.json")) if directory.exists() else set()
-    frame(spark, rows).coalesce(1).write.mode("append").json(str(directory))
+    df.coalesce(1).write.mode("append").json(str(directory))
     stamp = max((f.stat().st_mtime for f in before), default=time.time() - 10_000) + 1
     for new in set(directory.glob("*.json")) - before:
         os.utime(new, (stamp, stamp))

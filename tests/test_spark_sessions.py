@@ -5,15 +5,14 @@ in batch and in streaming (file source, micro-batches in arrival order, a waterm
 from __future__ import annotations
 
 import math
-import os
 import random
-import time
 from pathlib import Path
 
 import pytest
 
 from mta.monoid import Collect
 from spark_integration import window_aggregate
+from test_spark import append_file
 
 AGGS = {"s": ("v", "sum"), "n": ("v", "count"), "lo": ("v", "min"), "hi": ("v", "max"), "a": ("v", "avg"),
         "fs": ("x", "sum")}
@@ -114,13 +113,7 @@ def test_a_bad_session_call_fails_at_call_time_naming_the_argument(spark, extra,
 
 
 def write_file(spark, directory: Path, rows: list[tuple]) -> None:
-    """One JSON file, newer than every file already there: the file source reads in
-    modification order (one file per micro-batch with maxFilesPerTrigger=1)."""
-    before = set(directory.glob("*.json")) if directory.exists() else set()
-    frame(spark, rows).coalesce(1).write.mode("append").json(str(directory))
-    stamp = max((f.stat().st_mtime for f in before), default=time.time() - 10_000) + 1
-    for new in set(directory.glob("*.json")) - before:
-        os.utime(new, (stamp, stamp))
+    append_file(frame(spark, rows), directory)
 
 
 def stream(spark, directory: Path):
