@@ -265,6 +265,49 @@ def _rounded(kind: str) -> Callable[[float], Any]:
     return (lambda x: x) if kind in _FRACTIONAL else (lambda x: round(x))
 
 
+#: Result types whose lifted values Arrow takes as they are (ints: Arrow checks the range).
+_ARROW_AS_IS = {"tinyint", "smallint", "int", "bigint", "float", "double", "string", "boolean"}
+#: Result types whose lifted values are integers Arrow casts: days, microseconds.
+_ARROW_CAST = {"date": "int32", "timestamp": "int64", "timestamp_ntz": "int64"}
+
+
+#: Result types a numpy column carries exactly when it has no nulls (and no NaN: pyspark
+#: sends a float NaN of a numpy column as null).
+_NUMPY = {"tinyint": "int8", "smallint": "int16", "int": "int32", "bigint": "int64", "float": "float32",
+          "double": "float64"}
+
+
+def _numpy_column(kind: str, values: list) -> Any:
+    """``values`` (no None) as a numpy column of ``kind``, or None when Arrow must carry
+    them: a NaN, or an int out of range (the Arrow path reports the overflow)."""
+    import numpy as np
+
+    try:
+        column = np.asarray(values, dtype=_NUMPY[kind])
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if column.dtype.kind == "f":
+        return None if np.isnan(column).any() else column
+    return column  # numpy 2 refuses an int out of the type's range (OverflowError above)
+
+
+def _arrow_array(kind: str, values: list) -> Any:
+    """Lifted values (None: null) as an Arrow array of Spark type ``kind``, converted
+    column at a time where Arrow can (the lowering's hot path: one per column and key)."""
+    import pyarrow as pa
+
+    arrow = _arrow_type(kind)
+    try:
+        if kind in _ARROW_AS_IS:
+            return pa.array(values, type=arrow)
+        if kind in _ARROW_CAST:
+            return pa.array(values, type=getattr(pa, _ARROW_CAST[kind])()).cast(arrow)
+    except (OverflowError, pa.ArrowInvalid) as error:
+        raise ArithmeticError(f"a {kind} result overflows: {error} (Spark's ANSI mode fails the query too)") from None
+    convert = _to_python(kind)
+    return pa.array([None if v is None else convert(v) for v in values], type=arrow)
+
+
 def _arrow_type(kind: str) -> Any:
     import pyarrow as pa
 
@@ -372,8 +415,9 @@ class Aggregations:
 
     def lower(self, name: str, partials: Sequence[Any], pad: int = 0) -> Any:
         """The Spark values of output column ``name`` for ``partials``, then ``pad`` nulls:
-        a pandas Series over an Arrow array of the exact result type (so that NaN stays
-        NaN and null stays null), a list for arrays and user monoids."""
+        a pandas Series of the exact result type, over numpy when that is exact (numbers
+        without nulls or NaN) and over Arrow otherwise (so that NaN stays NaN and null
+        stays null); a list for arrays and user monoids."""
         spec = self.specs[name]
         if spec.lower is None:
             monoid = spec.monoid
@@ -388,12 +432,13 @@ class Aggregations:
             convert = _to_python(spec.element)
             return [None if v is None else [convert(x) for x in v] for v in lowered] + [None] * pad
         import pandas as pd
-        import pyarrow as pa
 
-        convert = _to_python(spec.kind)
-        values = [None if v is None else convert(v) for v in lowered] + [None] * pad
-        arrow = _arrow_type(spec.kind)
-        return pd.Series(pa.array(values, type=arrow), dtype=pd.ArrowDtype(arrow))
+        values = list(lowered)
+        if not pad and spec.kind in _NUMPY and None not in values:
+            column = _numpy_column(spec.kind, values)
+            if column is not None:
+                return pd.Series(column, copy=False)
+        return pd.Series(_arrow_array(spec.kind, values + [None] * pad), dtype=pd.ArrowDtype(_arrow_type(spec.kind)))
 
 
 #: name -> (families it takes, result type from the input type)

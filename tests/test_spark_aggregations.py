@@ -226,7 +226,9 @@ def lowered(aggs, name: str, partial):
 
     column = aggs.lower(name, [partial])
     value = column[0] if isinstance(column, list) else column.iloc[0]
-    return None if value is None or value is pd.NA else value
+    if value is None or value is pd.NA:
+        return None
+    return value.item() if hasattr(value, "item") else value  # a numpy column's scalar as Python's
 
 
 AGGS = parse({"sum": ("x", "sum"), "min": ("x", "min"), "max": ("x", "max"), "avg": ("x", "avg"),
