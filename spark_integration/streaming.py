@@ -10,7 +10,8 @@ key gets no more events.
 
 The grouping key is one string, the exact stand-in of the key columns' values
 (``windows.KEY``): through pandas, an integer key column with nulls would turn into
-floats and distinct keys could share one state. The output carries it; Spark reads
+floats and distinct keys could share one state (string key columns, which cross
+pandas as they are, group as they are). The output carries it; Spark reads
 the key columns back from it.
 
 Late data is Spark's (4.3, measured: ``withWatermark(ts, delay).groupBy(k, window(ts,

@@ -156,8 +156,10 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     if df.isStreaming:
         if not isinstance(windowing, Sessions):
             df, delay = _watermarked(df, time, kind, watermark, spark)
-        grouping = [_key_string(df, keys).alias(KEY)]
-        group_keys = [KEY]
+        if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
+            grouping = group_keys = keys  # strings (and their nulls) cross pandas as they are
+        else:
+            grouping, group_keys = [_key_string(df, keys).alias(KEY)], [KEY]
     else:
         grouping, group_keys, delay = keys, keys, None
     side = aggs.inputs if late_events else None
@@ -168,9 +170,9 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
         from spark_integration.streaming import MTAProcessor
 
         processor = MTAProcessor(aggs, windowing, group_keys, lateness, side, stored)
-        out = prepared.groupBy(KEY).transformWithStateInPandas(
+        out = prepared.groupBy(*group_keys).transformWithStateInPandas(
             statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
-        key_columns = _keys_from_string(df, keys)
+        key_columns = _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]
     else:
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
         key_columns = [F.col(k) for k in keys]
