@@ -78,6 +78,13 @@ class Windowing:
         return self.slide or self.size
 
 
+def check_times(times: list[int]) -> None:
+    """TypeError unless every event time is an int (microseconds): what a key's window takes."""
+    if not set(map(type, times)) <= {int}:
+        bad = next(t for t in times if type(t) is not int)
+        raise TypeError(f"event times must be int microseconds, got {bad!r}")
+
+
 def _align_up(x: int, step: int, offset: int = 0) -> int:
     """The smallest ``offset + k * step`` >= x."""
     return -((offset - x) // step) * step + offset
@@ -210,9 +217,7 @@ class KeyWindow:
         return the indices of the late ones, which are dropped: those whose rows (every
         window holding them) all ended at or before the last ``until`` of :meth:`advance`.
         An event with some rows still open goes into those only."""
-        if not set(map(type, times)) <= {int}:
-            bad = next(t for t in times if type(t) is not int)
-            raise TypeError(f"event times must be int microseconds, got {bad!r}")
+        check_times(times)
         if not times:
             return []
         open_from = self._open_from()

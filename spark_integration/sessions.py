@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from mta.monoid import Monoid
-from spark_integration.engine import KeyWindow, Windowing
+from spark_integration.engine import KeyWindow, Windowing, check_times
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,7 @@ class SessionWindow:
         return late
 
     def _ends_of(self, times: list[int], ends: list[int] | None) -> list[int]:
-        if not set(map(type, times)) <= {int}:
-            bad = next(t for t in times if type(t) is not int)
-            raise TypeError(f"event times must be int microseconds, got {bad!r}")
+        check_times(times)
         if self.gap is not None:
             if ends is not None:
                 raise ValueError("a fixed session gap gives each event's end: pass no ends")

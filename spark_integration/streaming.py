@@ -52,14 +52,11 @@ shifts both watermarks back by the same amount.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from typing import Any, Iterator
 
 from pyspark import TaskContext
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType, FloatType, LongType,
-                               StringType, StructField, StructType, TimestampNTZType, TimestampType)
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from kvs import codec
 from spark_integration.aggregations import Aggregations
@@ -69,16 +66,11 @@ from spark_integration.stored import Output, StoredKeys
 from spark_integration.windows import TIME, frame, late_rows
 
 
-#: A value of each type for a non-nullable field of the clock's key (any value will do: the
-#: clock is a state of its own, so it never meets a real key's window).
-_ZERO = {StringType: "", BinaryType: b"", BooleanType: False, DateType: dt.date(1970, 1, 1),
-         TimestampType: dt.datetime(1970, 1, 1), TimestampNTZType: dt.datetime(1970, 1, 1),
-         DecimalType: decimal.Decimal(0), DoubleType: 0.0, FloatType: 0.0}
-
-
 def _clock_key(schema: StructType) -> tuple:
-    """A grouping key of ``schema`` for the partition's clock."""
-    return tuple(None if f.nullable else _ZERO.get(type(f.dataType), 0) for f in schema.fields)
+    """A grouping key of ``schema`` (string columns: the key stand-in or string keys) for the
+    partition's clock. Any value will do: the clock is a state of its own, so it never meets
+    a real key's window."""
+    return tuple(None if f.nullable else "" for f in schema.fields)
 
 
 class MTAProcessor(StatefulProcessor):

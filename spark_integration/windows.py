@@ -149,12 +149,12 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
         if windowing.gap is None:
             gap_column = session_gap if hasattr(session_gap, "_jc") else F.lit(session_gap)
             df, extra_inputs = dynamic_session_end(df, time, gap_column, kind, _to_micros), [SESSION_END]
-    if df.isStreaming and isinstance(windowing, Sessions):
-        delay = micros(watermark if watermark is not None else 0, "watermark", spark)
-        df = session_watermark(df, _to_micros(F.col(time), kind), windowing.gap, delay)
-        extra_inputs = [SESSION_WATERMARK]
     if df.isStreaming:
-        if not isinstance(windowing, Sessions):
+        if isinstance(windowing, Sessions):
+            delay = micros(watermark if watermark is not None else 0, "watermark", spark)
+            df = session_watermark(df, _to_micros(F.col(time), kind), windowing.gap, delay)
+            extra_inputs = [SESSION_WATERMARK]
+        else:
             df, delay = _watermarked(df, time, kind, watermark, spark)
         if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
             grouping = group_keys = keys  # strings (and their nulls) cross pandas as they are
