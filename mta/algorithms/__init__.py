@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mta.algorithms.base import Aggregator, Policy
+from mta.algorithms.base import Aggregator, OrderedAggregator, Policy
 from mta.algorithms.naive import Naive
 from mta.algorithms.subtract_on_evict import SubtractOnEvict
 from mta.algorithms.two_stacks import TwoStacks
@@ -10,11 +10,15 @@ from mta.algorithms.daba import DABA
 from mta.algorithms.flatfat import FlatFAT
 from mta.algorithms.log_mta import LogMTA
 from mta.algorithms.amta import AmortizedMTA
+from mta.algorithms.sorted_list import SortedList
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
     for cls in (AmortizedMTA, LogMTA, TwoStacks, DABA, FlatFAT, SubtractOnEvict, Naive)
 }
 
-__all__ = ["ALGORITHMS", "Aggregator", "Policy", "AmortizedMTA", "LogMTA", "TwoStacks",
-           "DABA", "FlatFAT", "SubtractOnEvict", "Naive"]
+#: The out-of-order algorithms (``insert(key, partial)`` at any key), by name.
+ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (SortedList,)}
+
+__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
+           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "SortedList"]

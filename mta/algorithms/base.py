@@ -15,6 +15,7 @@ that calls the policy, so a policy that raises leaves the window as it was.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections import deque
 from typing import Any, Callable, ClassVar, Iterator, Sequence
@@ -134,3 +135,94 @@ class Aggregator(ABC):
             raise TypeError(f"evict count must be an int, got {type(k).__name__}")
         if k < 0 or k > len(self):
             raise ValueError(f"cannot evict {k} elements from a window of {len(self)}")
+
+
+class OrderedAggregator(ABC):
+    """A window of ``(key, partial)`` entries kept in key order, inserted in any order.
+
+    The out-of-order counterpart of :class:`Aggregator` (the FiBA paper's OoO SWAG,
+    section 2): keys are timestamps or anything totally ordered (``mta.Window`` uses
+    ``(timestamp, arrival number)``). An insert at an existing key combines into it
+    (existing ⊕ new, Def. 2.1 with pre-aggregation); the aggregates are always in key
+    order, so the monoid need not be commutative.
+    """
+
+    name: ClassVar[str]
+    #: True when the algorithm can keep its nodes in a ``kvs.LevelStore``
+    uses_store: ClassVar[bool] = False
+    #: As for :class:`Aggregator`: while True, nothing outside the algorithm changes.
+    hold: bool = False
+
+    def __init__(self, monoid: Monoid) -> None:
+        self.monoid = monoid
+
+    @classmethod
+    def check_monoid(cls, monoid: Monoid) -> None:
+        """Raise TypeError if this algorithm cannot serve ``monoid``."""
+
+    @abstractmethod
+    def insert(self, key: Any, partial: Any) -> bool:
+        """Add ``partial`` at ``key`` (combined into an existing entry); True if the key is new."""
+
+    @abstractmethod
+    def evict(self, key: Any) -> bool:
+        """Remove the entry at exactly ``key`` (a retraction); False, and no change, if absent."""
+
+    @abstractmethod
+    def evict_upto(self, key: Any) -> int:
+        """Remove every entry with a key ``<= key`` (bulk eviction); return how many."""
+
+    @abstractmethod
+    def query(self) -> Any:
+        """The aggregate of every entry in key order (``monoid.identity`` when empty)."""
+
+    @abstractmethod
+    def query_range(self, low: Any, high: Any) -> Any:
+        """The aggregate of the entries with ``low <= key <= high``, in key order."""
+
+    @abstractmethod
+    def search(self, pred: Callable[[Any], bool]) -> tuple[Any, Any] | None:
+        """The longest prefix P (in key order) with ``pred(aggregate(P))``, as
+        ``(last key of P, aggregate(P))``; None when P is empty. ``pred`` must be
+        prefix-monotone (true for a prefix implies true for every shorter one); it
+        is called on prefixes only, and the search changes nothing."""
+
+    @abstractmethod
+    def oldest(self) -> tuple[Any, Any] | None:
+        """The entry with the smallest key, as ``(key, partial)`` (None when empty)."""
+
+    @abstractmethod
+    def newest(self) -> tuple[Any, Any] | None:
+        """The entry with the largest key, as ``(key, partial)`` (None when empty)."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """The number of entries (distinct keys)."""
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        """The entries ``(key, partial)`` in key order."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove every entry."""
+
+    def check(self) -> None:
+        """Verify the structure's invariants (AssertionError naming the broken one);
+        for tests, O(n)."""
+
+    def snapshot(self) -> Any:
+        """The state, for :meth:`restore` (O(n) here: a deep enough copy)."""
+        return copy.deepcopy(self.__dict__, {id(self.monoid): self.monoid})
+
+    def restore(self, snapshot: Any) -> None:
+        """Go back to a :meth:`snapshot` (restored at most once: it becomes the state)."""
+        self.__dict__.clear()
+        self.__dict__.update(snapshot)
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
