@@ -11,6 +11,7 @@ from mta.algorithms.flatfat import FlatFAT
 from mta.algorithms.log_mta import LogMTA
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.sorted_list import SortedList
+from mta.algorithms.fiba import BTree, FiBA
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -18,7 +19,7 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 }
 
 #: The out-of-order algorithms (``insert(key, partial)`` at any key), by name.
-ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (SortedList,)}
+ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
 
 __all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
-           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "SortedList"]
+           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList"]
