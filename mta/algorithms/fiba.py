@@ -43,10 +43,10 @@ class _Node:
     ``len(keys) + 1`` children, ``children[i]`` holding the keys between ``keys[i-1]``
     and ``keys[i]``. ``left``/``right``: on the left/right spine (never the root)."""
 
-    __slots__ = ("keys", "values", "children", "parent", "agg", "size", "left", "right")
+    __slots__ = ("keys", "values", "children", "parent", "agg", "size", "left", "right", "pages", "pos", "minpos")
 
     def __init__(self, keys: list[Any], values: list[Any], children: list[_Node] | None,
-                 parent: _Node | None, agg: Any) -> None:
+                 parent: _Node | None, agg: Any, pages: Any = None) -> None:
         self.keys = keys
         self.values = values
         self.children = children
@@ -55,6 +55,19 @@ class _Node:
         self.size = 0
         self.left = False
         self.right = False
+        #: On a store (mta.algorithms.fiba_store): the pages that load this node when it is
+        #: a stub (``keys``, ``values`` and ``children`` unset), and where it is stored.
+        self.pages = pages
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for an unset slot: a stub of a stored node loads on first use.
+        if name in _CONTENT and self.pages is not None:
+            self.pages.load(self)
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+_CONTENT = frozenset({"keys", "values", "children"})
 
 
 class FiBA(OrderedAggregator):
@@ -62,8 +75,15 @@ class FiBA(OrderedAggregator):
     from either end, O(1) query, O(log n) bulk eviction, range queries."""
 
     name = "fiba"
+    uses_store = True
     #: Fingers and position-dependent aggregates (False: the classic B-tree).
     FINGERS = True
+
+    def __new__(cls, monoid: Monoid, **options: Any) -> FiBA:
+        if options.get("store") is not None and cls is FiBA:
+            from mta.algorithms.fiba_store import StoredFiBA  # it builds on this module
+            cls = StoredFiBA
+        return super().__new__(cls)
 
     def __init__(self, monoid: Monoid, *, min_arity: int = 4) -> None:
         super().__init__(monoid)
@@ -76,7 +96,7 @@ class FiBA(OrderedAggregator):
         self._min_keys = min_arity - 1
         self._combine = monoid.combine
         self._identity = monoid.identity
-        self.clear()
+        self._reset()
 
     # -- aggregates ------------------------------------------------------------------
 
@@ -191,7 +211,7 @@ class FiBA(OrderedAggregator):
 
     def _height_increase(self) -> None:
         old = self._root
-        self._root = old.parent = _Node([], [], [old], None, self._identity)
+        self._root = old.parent = self._new([], [], [old])
         old.left = old.right = True
 
     def _height_decrease(self) -> None:
@@ -206,7 +226,7 @@ class FiBA(OrderedAggregator):
         """Split an overflowing node around its middle entry, which moves to the parent."""
         a = self.min_arity
         parent = left.parent
-        right = _Node(left.keys[a + 1:], left.values[a + 1:], None, None, self._identity)
+        right = self._new(left.keys[a + 1:], left.values[a + 1:], None)
         index = parent.children.index(left)
         parent.keys.insert(index, left.keys[a])
         parent.values.insert(index, left.values[a])
@@ -330,6 +350,7 @@ class FiBA(OrderedAggregator):
         if i == len(keys) or keys[i] != key:
             return False
         if node.children is None:
+            self._prepare_evict(node)
             del keys[i], node.values[i]
             self._recalc_if_up(node)
             self._repair(*self._rebalance_after_evict(node))
@@ -342,11 +363,13 @@ class FiBA(OrderedAggregator):
             leaf = right
             while leaf.children is not None:
                 leaf = leaf.children[0]
+            self._prepare_evict(leaf)
             keys[i], node.values[i] = leaf.keys.pop(0), leaf.values.pop(0)
         else:
             leaf = node.children[i]
             while leaf.children is not None:
                 leaf = leaf.children[-1]
+            self._prepare_evict(leaf)
             keys[i], node.values[i] = leaf.keys.pop(), leaf.values.pop()
         self._recalc_if_up(leaf)
         top, hit_left, hit_right = self._rebalance_after_evict(leaf, node)
@@ -374,6 +397,7 @@ class FiBA(OrderedAggregator):
         if not before or key < self.oldest()[0]:
             return 0
         path = self._boundary(key)
+        self._prepare_bulk_evict(path, key)
         skip_to: _Node | None = None
         top: _Node | None = None
         min_keys = self._min_keys
@@ -455,6 +479,12 @@ class FiBA(OrderedAggregator):
             path.append((node, neighbor, ancestor))
         return path
 
+    def _prepare_evict(self, leaf: _Node) -> None:
+        """Called before an eviction from ``leaf`` changes anything (see StoredFiBA)."""
+
+    def _prepare_bulk_evict(self, path: list[tuple[_Node, _Node | None, _Node | None]], key: Any) -> None:
+        """Called before a bulk eviction along ``path`` changes anything (see StoredFiBA)."""
+
     def _cut(self, node: _Node, key: Any) -> None:
         """Remove the entries ``<= key`` of ``node`` and the children left of them."""
         n = bisect_right(node.keys, key)
@@ -509,8 +539,14 @@ class FiBA(OrderedAggregator):
             self._left_finger = node
 
     def clear(self) -> None:
-        self._root = _Node([], [], None, None, self._identity)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._root = self._new([], [], None)
         self._left_finger = self._right_finger = self._root
+
+    def _new(self, keys: list[Any], values: list[Any], children: list[_Node] | None) -> _Node:
+        return _Node(keys, values, children, None, self._identity)
 
     # -- queries ---------------------------------------------------------------------
 
@@ -733,4 +769,5 @@ class BTree(FiBA):
     everywhere, every operation from the root, O(log n)."""
 
     name = "btree"
+    uses_store = False
     FINGERS = False
