@@ -68,6 +68,8 @@ class _Node:
 
 
 _CONTENT = frozenset({"keys", "values", "children"})
+#: In the undo journal: the key was not in the tree before.
+_NEW: Any = object()
 
 
 class FiBA(OrderedAggregator):
@@ -96,6 +98,8 @@ class FiBA(OrderedAggregator):
         self._min_keys = min_arity - 1
         self._combine = monoid.combine
         self._identity = monoid.identity
+        #: While a batch may be undone: (key, value before) for each change, in order.
+        self._journal: list[tuple[Any, Any]] | None = None
         self._reset()
 
     # -- aggregates ------------------------------------------------------------------
@@ -333,10 +337,14 @@ class FiBA(OrderedAggregator):
         keys = node.keys
         i = bisect_left(keys, key)
         if i < len(keys) and keys[i] == key:  # Def. 2.1 with pre-aggregation: combine
+            if self._journal is not None:
+                self._journal.append((key, node.values[i]))
             node.values[i] = self._combine(node.values[i], partial)
             self._recalc_if_up(node)
             self._repair(node, node.left, node.right)
             return False
+        if self._journal is not None:
+            self._journal.append((key, _NEW))
         keys.insert(i, key)
         node.values.insert(i, partial)
         self._recalc_if_up(node)
@@ -349,6 +357,8 @@ class FiBA(OrderedAggregator):
         i = bisect_left(keys, key)
         if i == len(keys) or keys[i] != key:
             return False
+        if self._journal is not None:
+            self._journal.append((key, node.values[i]))
         if node.children is None:
             self._prepare_evict(node)
             del keys[i], node.values[i]
@@ -396,6 +406,11 @@ class FiBA(OrderedAggregator):
         before = len(self)
         if not before or key < self.oldest()[0]:
             return 0
+        if self._journal is not None:  # O(evicted): only while a batch may be undone
+            for entry in self._walk(self._root):
+                if not entry[0] <= key:
+                    break
+                self._journal.append(entry)
         path = self._boundary(key)
         self._prepare_bulk_evict(path, key)
         skip_to: _Node | None = None
@@ -539,7 +554,30 @@ class FiBA(OrderedAggregator):
             self._left_finger = node
 
     def clear(self) -> None:
+        if self._journal is not None:
+            self._journal += list(self)
         self._reset()
+
+    # -- undo: snapshot and restore of a batch -----------------------------------------
+
+    def snapshot(self) -> Any:
+        """Start an undo journal (O(1)), for :meth:`restore` until :meth:`end_hold`: a
+        batch that fails is undone by reversing what it did, not by copying the tree."""
+        self._journal = []
+        return self._journal
+
+    def restore(self, snapshot: Any) -> None:
+        journal, self._journal = snapshot, None
+        for key, value in reversed(journal):
+            if value is _NEW:
+                self.evict(key)
+            else:  # evicted, or combined into: put the entry back as it was
+                self.evict(key)
+                self.insert(key, value)
+
+    def end_hold(self) -> bool:
+        self._journal = None
+        return super().end_hold()
 
     def _reset(self) -> None:
         self._root = self._new([], [], None)

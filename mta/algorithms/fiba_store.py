@@ -31,6 +31,7 @@ from bisect import bisect_right
 from typing import Any, Iterator
 
 from kvs import LevelStore, StoreError
+from mta.algorithms.base import OrderedAggregator
 from mta.algorithms.fiba import FiBA, _Node
 from mta.monoid import Monoid
 
@@ -301,12 +302,13 @@ class StoredFiBA(FiBA):
         return due
 
     def snapshot(self) -> Any:
-        """The local state (the loaded nodes, not the store): valid while :attr:`hold`."""
+        """The local state (the loaded nodes, not the store): valid while :attr:`hold`.
+        (Not FiBA's undo journal: undoing may need reads, which may fail.)"""
         keep = {id(x): x for x in (self.monoid, self.store, self._level, self.annotate, self)}
         return copy.deepcopy(self.__dict__, keep)
 
     def restore(self, snapshot: Any) -> None:
-        super().restore(snapshot)
+        OrderedAggregator.restore(self, snapshot)
         # Both tables are keyed by id(): the snapshot's nodes are copies.
         self._dirty = {id(node): node for node in self._dirty.values()}
         self._resident = {id(node): node for node in self._resident.values()}
