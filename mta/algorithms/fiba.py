@@ -43,7 +43,8 @@ class _Node:
     ``len(keys) + 1`` children, ``children[i]`` holding the keys between ``keys[i-1]``
     and ``keys[i]``. ``left``/``right``: on the left/right spine (never the root)."""
 
-    __slots__ = ("keys", "values", "children", "parent", "agg", "size", "left", "right", "pages", "pos", "minpos")
+    __slots__ = ("keys", "values", "children", "parent", "agg", "size", "left", "right", "suffix", "pages", "pos",
+                 "minpos")
 
     def __init__(self, keys: list[Any], values: list[Any], children: list[_Node] | None,
                  parent: _Node | None, agg: Any, pages: Any = None) -> None:
@@ -55,6 +56,9 @@ class _Node:
         self.size = 0
         self.left = False
         self.right = False
+        #: The left finger's suffix folds: ``suffix[-1 - i]`` aggregates ``values[i:]``, so
+        #: that evicting the oldest entry is a pop (None: not the left finger, or stale).
+        self.suffix: list[Any] | None = None
         #: On a store (mta.algorithms.fiba_store): the pages that load this node when it is
         #: a stub (``keys``, ``values`` and ``children`` unset), and where it is stored.
         self.pages = pages
@@ -87,7 +91,7 @@ class FiBA(OrderedAggregator):
             cls = StoredFiBA
         return super().__new__(cls)
 
-    def __init__(self, monoid: Monoid, *, min_arity: int = 4) -> None:
+    def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
         super().__init__(monoid)
         if isinstance(min_arity, bool) or not isinstance(min_arity, int) or min_arity < 2:
             raise ValueError(f"min_arity must be an int >= 2, got {min_arity!r}")
@@ -115,7 +119,14 @@ class FiBA(OrderedAggregator):
         children = node.children
         size = len(values)
         if children is None:
-            agg = self.monoid.fold(self._identity, values)
+            if node is self._left_finger and values:
+                suffix = [values[-1]]
+                for i in range(size - 2, -1, -1):
+                    suffix.append(combine(values[i], suffix[-1]))
+                node.suffix = suffix
+                agg = suffix[-1]
+            else:
+                agg = self.monoid.fold(self._identity, values)
         else:  # inner: v0 c1 v1 c2 ... c[m-1] v[m-1]
             agg = values[0] if values else self._identity
             for i in range(1, size):
@@ -152,6 +163,9 @@ class FiBA(OrderedAggregator):
                 size += parent.size
         node.agg = agg
         node.size = size
+
+    def _touched(self, node: _Node) -> None:
+        """``node`` changed and its aggregate was updated in place (see StoredFiBA)."""
 
     def _recalc_if_up(self, node: _Node) -> None:
         if not self.FINGERS or not (node.parent is None or node.left or node.right):
@@ -333,6 +347,20 @@ class FiBA(OrderedAggregator):
     # -- updates ---------------------------------------------------------------------
 
     def insert(self, key: Any, partial: Any) -> bool:
+        finger = self._right_finger
+        keys = finger.keys
+        if keys and key > keys[-1] and len(keys) < self._max_keys and self.FINGERS:
+            # In order, no split: the right finger's aggregate (its parent's, then its own
+            # entries) just gains the entry at its end: one combine (Fig. 3, step AB).
+            if self._journal is not None:
+                self._journal.append((key, _NEW))
+            keys.append(key)
+            finger.values.append(partial)
+            finger.agg = self._combine(finger.agg, partial)
+            finger.size += 1
+            finger.suffix = None  # (when it is the left finger too: the root leaf)
+            self._touched(finger)
+            return True
         node = self._search_node(key)
         keys = node.keys
         i = bisect_left(keys, key)
@@ -352,6 +380,27 @@ class FiBA(OrderedAggregator):
         return True
 
     def evict(self, key: Any) -> bool:
+        finger = self._left_finger
+        keys = finger.keys
+        if keys and key == keys[0] and (len(keys) > self._min_keys or finger.parent is None) and self.FINGERS:
+            # The oldest, no underflow: only the left finger's aggregate changes.
+            if self._journal is not None:
+                self._journal.append((key, finger.values[0]))
+            del keys[0], finger.values[0]
+            suffix = finger.suffix
+            if suffix is None:
+                self._recalc(finger)
+                return True
+            suffix.pop()
+            agg = suffix[-1] if suffix else self._identity
+            size = len(keys)
+            parent = finger.parent
+            if parent is not None and parent.parent is not None:
+                agg = self._combine(agg, parent.agg)
+                size += parent.size
+            finger.agg, finger.size = agg, size
+            self._touched(finger)
+            return True
         node = self._search_node(key)
         keys = node.keys
         i = bisect_left(keys, key)

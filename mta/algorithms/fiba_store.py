@@ -62,7 +62,7 @@ class StoredFiBA(FiBA):
     _SPINE, _STUB = 0, 1  # how a checkpoint marks a child: a local record, or a stored one
 
     def __init__(self, monoid: Monoid, *, store: LevelStore, state: dict[str, Any] | None = None,
-                 min_arity: int = 4, buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE) -> None:
+                 min_arity: int = 16, buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE) -> None:
         if buffer_size < 1 or cache_size < 1:
             raise ValueError("buffer_size and cache_size must be >= 1")
         self.store = store
@@ -90,6 +90,9 @@ class StoredFiBA(FiBA):
         FiBA._recalc(self, node)
         self._dirty[id(node)] = node
 
+    def _touched(self, node: _Node) -> None:
+        self._dirty[id(node)] = node
+
     def load(self, node: _Node) -> None:
         """Fill in a stub from its stored record (``_Node.__getattr__`` calls this)."""
         keys, values, children = self._level.read(node.pos, node.pos + 1)[0]
@@ -102,6 +105,7 @@ class StoredFiBA(FiBA):
         stub = _Node.__new__(_Node)
         stub.parent, stub.agg, stub.size, stub.pos, stub.minpos = parent, agg, size, pos, minpos
         stub.left = stub.right = False
+        stub.suffix = None
         stub.pages = self
         return stub
 
