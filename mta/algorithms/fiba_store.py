@@ -39,7 +39,7 @@ from mta.monoid import Monoid
 BUFFER_SIZE = 512
 #: Nodes read back from the store kept in memory at most (beyond the spines and the
 #: nodes changed since the last flush).
-CACHE_SIZE = 1024
+CACHE_SIZE = 256
 
 _CHILDREN = _Node.children  # the slot itself: reading through it never loads a stub
 
@@ -118,7 +118,7 @@ class StoredFiBA(FiBA):
         while node.parent is not None:
             parent = node.parent
             siblings = _children(parent)
-            if not siblings or not any(child is node for child in siblings):
+            if not siblings or node not in siblings:  # (nodes compare by identity)
                 return False  # a live loaded node has a loaded parent that lists it
             node = parent
         return node is self._root
