@@ -311,3 +311,24 @@ def test_sigkill_loses_nothing_flushed(request, kind) -> None:
     later = {k: v for k, v in tree if k >= 10_000}  # auto-commits after the last flush, in order
     assert {k: v for k, v in tree if k < 10_000} == flushed
     assert sorted(later.values()) == list(range(4000, 4000 + len(later)))
+
+
+def test_a_snapshot_copies_the_local_part_and_reads_nothing() -> None:
+    store = FailingStore()
+    tree = FiBA(Cat(), store=store, min_arity=2, cache_size=10_000)
+    oracle = {i: (i,) for i in range(500)}
+    for key, value in oracle.items():
+        tree.insert(key, value)
+    unload_all(tree)
+    stubs_before = loaded_nodes(tree)
+    store.switch["down"] = True  # a snapshot must not read: stubs are copied as stubs
+    snapshot = tree.snapshot()
+    store.switch["down"] = False
+    assert loaded_nodes(tree) == stubs_before
+    tree.begin_hold()
+    for key in range(0, 500, 3):
+        tree.evict(key)
+    tree.insert(1000, ("x",))
+    tree.restore(snapshot)
+    tree.hold = False
+    same(tree, oracle)

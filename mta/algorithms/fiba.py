@@ -70,6 +70,20 @@ class _Node:
             return getattr(self, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # For copy.deepcopy: the set slots only, read without __getattr__ (a stub stays a stub).
+        state = {}
+        for name in _Node.__slots__:
+            try:
+                state[name] = object.__getattribute__(self, name)
+            except AttributeError:
+                pass
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
 
 _CONTENT = frozenset({"keys", "values", "children"})
 #: In the undo journal: the key was not in the tree before.
