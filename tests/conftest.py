@@ -22,7 +22,7 @@ from hypothesis import settings
 
 from kvs import MemoryStore
 from kvs.base import Level, LevelStore
-from mta.algorithms import ALGORITHMS, Aggregator
+from mta.algorithms import ALGORITHMS, Aggregator, FiBA
 from mta.monoid import Count, First, Last, Max, Monoid, Record, Sum
 from mta.policy import Agg
 
@@ -306,3 +306,22 @@ def spark():
     session = local_session("mta-tests", cores=2)
     yield session
     session.stop()
+
+
+def open_store(kind: str, request) -> tuple[LevelStore, Callable[[], LevelStore]]:
+    """A fresh level store of ``kind`` ("memory", "file", "redis") with tiny blocks, and a
+    function that opens it again (as a restarted process would: a durable store is taken over)."""
+    if kind == "memory":
+        store = MemoryStore()
+        return store, lambda: store
+    backend = kvs.connect(request.getfixturevalue(f"{kind}_url"))
+    window_id, store = new_window_store(backend)
+    return store, lambda: backend.store(window_id, take_over=True, **TINY_STORE_OPTIONS)
+
+
+def reopen(tree: FiBA, again: Callable[[], LevelStore], **options: Any) -> FiBA:
+    """Flush a stored FiBA and open it again from its checkpoint (the store's, when durable)."""
+    tree.flush()
+    store = again()
+    return FiBA(tree.monoid, store=store, state=store.load() if store.durable else tree.checkpoint(),
+                min_arity=tree.min_arity, **options)

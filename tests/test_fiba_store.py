@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kvs
-from conftest import CountingStore, hsettings, new_window_store
+from conftest import CountingStore, hsettings, open_store, reopen
 from kvs import MemoryStore, StoreError
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.fiba_store import StoredFiBA, _loaded
@@ -55,23 +55,6 @@ def same(tree: FiBA, oracle: dict) -> None:
     assert tree.query() == fold(oracle)
     assert len(tree) == len(oracle)
     assert list(tree) == sorted(oracle.items())
-
-
-def open_store(kind: str, request) -> tuple[Any, Any]:
-    """A fresh level store of ``kind`` and a function that reopens it (as after a restart)."""
-    if kind == "memory":
-        store = MemoryStore()
-        return store, lambda: store
-    backend = kvs.connect(request.getfixturevalue(f"{kind}_url"))
-    window_id, store = new_window_store(backend)
-    return store, lambda: backend.store(window_id, take_over=True, block_size=4, delete_batch=3)
-
-
-def reopen(tree: StoredFiBA, again: Any, **options: Any) -> StoredFiBA:
-    tree.flush()
-    store = again()
-    return FiBA(tree.monoid, store=store, state=store.load() if store.durable else tree.checkpoint(),
-                min_arity=tree.min_arity, **options)
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["insert", "insert", "insert", "retract", "upto", "range", "flush",
