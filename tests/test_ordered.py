@@ -102,6 +102,9 @@ DISTANCES = ["0", "small", "half", "whole"]
 BOUNDS = ["none", "some", "some", "between", "between", "all", "beyond"]
 #: The changes of a held batch (``clear`` rarely: it starts over).
 CHANGES = ["insert"] * 4 + ["retract"] * 2 + ["upto"] * 2 + ["clear"]
+#: One change of a held batch: what, side, distance, position, flag (see ``change``).
+CHANGE = st.tuples(st.sampled_from(CHANGES), st.sampled_from(SIDES), st.sampled_from(DISTANCES),
+                   st.integers(0, 10**6), st.booleans())
 
 
 class OrderedMachine(RuleBasedStateMachine):
@@ -258,32 +261,33 @@ class OrderedMachine(RuleBasedStateMachine):
         self.tree.clear()
         self.oracle.entries.clear()
 
-    @rule(changes=st.lists(st.tuples(st.sampled_from(CHANGES), st.sampled_from(SIDES),
-                                     st.sampled_from(DISTANCES), st.integers(0, 10**6), st.booleans()), max_size=8),
-          undo=st.booleans())
-    def held(self, changes: list[tuple], undo: bool) -> None:
-        """A batch as ``mta.Window.insert_slices`` runs one: snapshot, begin_hold, changes, then
-        restore (the batch failed: the window is as before) or end_hold (and flush if due)."""
-        tree = self.tree
-        before = dict(self.oracle.entries)
-        level = tree.store.level(0) if self.stores is not None else None
-        stored = (level.head, level.tail) if level is not None else None
-        snapshot = tree.snapshot()
-        tree.begin_hold()
-        for what, side, distance, position, flag in changes:
-            if what == "clear" and self.stores is not None:
-                continue  # clear() empties the store: mta.Window never clears within a batch
-            self.change(what, side, distance, position, flag)
+    @rule(batches=st.lists(st.tuples(st.lists(CHANGE, max_size=8), st.booleans()), min_size=1, max_size=3))
+    def held(self, batches: list[tuple[list[tuple], bool]]) -> None:
+        """Batches as ``mta.Window.insert_slices`` runs them: snapshot, begin_hold, changes, then
+        restore (the batch failed: the window is as before) or end_hold (and a flush if one came
+        due). Several in a row, so that an undone batch often follows a kept one."""
+        for changes, undo in batches:
+            tree = self.tree
+            before = dict(self.oracle.entries)
+            level = tree.store.level(0) if self.stores is not None else None
+            stored = (level.head, level.tail) if level is not None else None
+            snapshot = tree.snapshot()
+            tree.begin_hold()
+            for what, side, distance, position, flag in changes:
+                if what == "clear" and self.stores is not None:
+                    continue  # clear() empties the store: mta.Window never clears within a batch
+                self.change(what, side, distance, position, flag)
+                self.agrees()
+            if level is not None:
+                assert (level.head, level.tail) == stored, "nothing reaches the store during a hold"
+            if undo:
+                tree.restore(snapshot)
+                assert not tree.end_hold(), "no flush is due after an undone batch"
+                self.oracle.entries = before
+            elif tree.end_hold():
+                assert self.stores is not None, "only a stored tree defers flushes"
+                tree.flush()
             self.agrees()
-        if level is not None:
-            assert (level.head, level.tail) == stored, "nothing reaches the store during a hold"
-        if undo:
-            tree.restore(snapshot)
-            assert not tree.end_hold(), "no flush is due after an undone batch"
-            self.oracle.entries = before
-        elif tree.end_hold():
-            assert self.stores is not None, "only a stored tree defers flushes"
-            tree.flush()
 
     @precondition(lambda self: self.stores is not None)
     @rule(again=st.booleans())
@@ -316,13 +320,13 @@ IN_MEMORY = {"fiba-2": ("fiba", 2), "fiba-3": ("fiba", 3), "fiba-4": ("fiba", 4)
 def test_answers_as_the_oracle(label: str) -> None:
     algorithm, arity = IN_MEMORY[label]
     run_state_machine_as_test(lambda: OrderedMachine(algorithm, arity),
-                              settings=hsettings(max_examples=12, stateful_step_count=30))
+                              settings=hsettings(max_examples=60, stateful_step_count=40))
 
 
-@pytest.mark.parametrize("kind, examples", [("memory", 25), ("file", 4), ("redis", 6)])
+@pytest.mark.parametrize("kind, examples", [("memory", 60), ("file", 10), ("redis", 12)])
 def test_stored_fiba_answers_as_the_oracle(request, kind: str, examples: int) -> None:
     run_state_machine_as_test(lambda: OrderedMachine("fiba", 2, lambda: open_store(kind, request)),
-                              settings=hsettings(max_examples=examples, stateful_step_count=30))
+                              settings=hsettings(max_examples=examples, stateful_step_count=40))
 
 
 # --------------------------------------------------------------------------- Fig. 7 (DESIGN.md)
