@@ -43,6 +43,7 @@ already in NAME.json):
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import sys
@@ -171,16 +172,16 @@ def ordered_variants(fiba_arities: list[int], btree_arities: list[int]) -> dict[
 
 def alternate(runners: dict[str, Callable[[int], Any]], steps: int, reps: int) -> dict[str, list[float]]:
     """Microseconds per round of each runner: ``reps`` timed runs of ``steps`` rounds, the
-    runners taking turns within each repetition (the order rotating)."""
+    runners taking turns within each repetition (the order rotating). The caller keeps the
+    cyclic GC off (see :func:`main`): a collection per run would cost seconds at 2^20."""
     names = list(runners)
     times: dict[str, list[float]] = {name: [] for name in names}
     for rep in range(reps):
         for name in names[rep % len(names):] + names[:rep % len(names)]:
             run = runners[name]
-            with common.gc_paused():
-                t0 = now_ns()
-                run(steps)
-                times[name].append((now_ns() - t0) / steps / 1e3)
+            t0 = now_ns()
+            run(steps)
+            times[name].append((now_ns() - t0) / steps / 1e3)
     return times
 
 
@@ -254,6 +255,7 @@ def fig11(run: common.Run, args: Any) -> dict[str, Any]:
                   note=f"Median of {reps} alternated runs of {steps} rounds; combines per round counted "
                        f"over {steps} rounds on a twin over a counting monoid.")
         del timed, counted
+        gc.collect()  # the trees' parent pointers are cycles; the GC is off
         # targets at this n
         at0 = next(e for e in results if e["n"] == n and e["d"] == 0)
         x0 = max(at0["fiba_over_best_btree"].values())
@@ -298,8 +300,7 @@ def fig12(run: common.Run, args: Any) -> dict[str, Any]:
         names = list(variants)
         for c in range(chunks):  # alternated in chunks, the order rotating
             for v in names[c % len(names):] + names[:c % len(names)]:
-                with common.gc_paused():
-                    trees[v].timed_rounds(per_chunk, samples[v])
+                trees[v].timed_rounds(per_chunk, samples[v])
         for v in variants:
             trees[v].check()
             stats = {}
@@ -358,6 +359,7 @@ def fig13(run: common.Run, args: Any) -> dict[str, Any]:
             csv.append(["fig13", n, 0, v, "combines_per_round", round(cpr[v], 2)])
         run.log(f"fig13 n={pow2(n)}: " + ", ".join(f"{v} {us[v]:.2f}" for v in names))
         del timed, counted
+        gc.collect()  # the trees' parent pointers are cycles; the GC is off
     run.table("Fig. 13: in-order rounds (d = 0), us per round", ["n"] + [f"{v} us" for v in names]
               + (["best FiBA / DABA throughput"] if "DABA" in names else []) + [f"{v} combines" for v in names], rows,
               note=f"Median of {reps} alternated runs of {steps} rounds; combines per round counted over {steps} "
