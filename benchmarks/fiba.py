@@ -602,13 +602,19 @@ def bulk(run: common.Run, args: Any) -> dict[str, Any]:
     fits = {"log2": fit_log({k: e["bulk_median_ns"] for k, e in results.items()}),
             "linear": fit_linear({k: e["bulk_median_ns"] for k, e in results.items()})}
     targets = []
+    # logarithmic: the slowest evict_upto of k >= 2^10 against k = 2^10 (k = size - 1 leaves one
+    # entry, a degenerate cut, so the largest k alone would flatter)
     lo_k = 2 ** 10 if 2 ** 10 in results else ks[0]
-    growth = ratio(results[ks[-1]]["bulk_median_ns"], results[lo_k]["bulk_median_ns"])
-    targets.append([f"evict_upto logarithmic: latency(k={pow2(ks[-1])}) / latency(k={pow2(lo_k)}) < 10 "
-                    f"({ks[-1] / lo_k:,.0f}x more evicted)", fmt_ratio(growth), bool(growth and growth < 10)])
-    c_growth = ratio(results[ks[-1]]["bulk_combines"], max(1, results[lo_k]["bulk_combines"]))
-    targets.append([f"evict_upto combines: k={pow2(ks[-1])} / k={pow2(lo_k)}",
-                    f"{results[ks[-1]]['bulk_combines']} / {results[lo_k]['bulk_combines']} = {c_growth:.2f}x",
+    above = [k for k in ks if k >= lo_k]
+    worst = max(above, key=lambda k: results[k]["bulk_median_ns"])
+    growth = ratio(results[worst]["bulk_median_ns"], results[lo_k]["bulk_median_ns"])
+    targets.append([f"evict_upto logarithmic: slowest latency over k >= {pow2(lo_k)} (at k={pow2(worst)}) / "
+                    f"latency(k={pow2(lo_k)}) < 10 (k up to {ks[-1] / lo_k:,.0f}x larger)", fmt_ratio(growth),
+                    bool(growth and growth < 10)])
+    most = max(above, key=lambda k: results[k]["bulk_combines"])
+    c_growth = ratio(results[most]["bulk_combines"], max(1, results[lo_k]["bulk_combines"]))
+    targets.append([f"evict_upto combines: most over k >= {pow2(lo_k)} (at k={pow2(most)}) / k={pow2(lo_k)} < 10",
+                    f"{results[most]['bulk_combines']} / {results[lo_k]['bulk_combines']} = {c_growth:.2f}x",
                     c_growth < 10])
     ref = results[ref_k]
     obo_ref = ref.get("one_by_one_median_ns", ref.get("one_by_one_estimated_ns"))
