@@ -63,8 +63,6 @@ class StoredFiBA(FiBA):
 
     def __init__(self, monoid: Monoid, *, store: LevelStore, state: dict[str, Any] | None = None,
                  min_arity: int = 16, buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE) -> None:
-        if buffer_size < 1 or cache_size < 1:
-            raise ValueError("buffer_size and cache_size must be >= 1")
         self.store = store
         self.buffer_size = buffer_size
         self.cache_size = cache_size
@@ -74,10 +72,10 @@ class StoredFiBA(FiBA):
         self._dirty: dict[int, _Node] = {}     # changed since the last flush, by id()
         self._resident: dict[int, _Node] = {}  # clean, loaded and not local, oldest first
         self._updates = 0                      # since the last flush
+        super().__init__(monoid, min_arity=min_arity, buffer_size=buffer_size, cache_size=cache_size)
         if state is None:
             store.clear()
         self._level = store.level(0)
-        super().__init__(monoid, min_arity=min_arity)
         if state is not None:
             self._restore(state)
 
@@ -152,20 +150,27 @@ class StoredFiBA(FiBA):
         self._updated()
         return new
 
+    # Evictions do not count towards the write buffer, as in the MTAs: a caller's unit of
+    # work (``mta.Window.insert_checked``, evictions, then its note and a flush) commits
+    # only when inserted updates fill a buffer outside a hold, or at its own flush.
+
     def evict(self, key: Any) -> bool:
         found = FiBA.evict(self, key)
-        if found:
-            self._updated()
+        self._trim()
         return found
 
     def evict_upto(self, key: Any) -> int:
         count = FiBA.evict_upto(self, key)
-        if count:
-            self._updated()
+        self._trim()
         return count
 
     def query_range(self, low: Any, high: Any) -> Any:
         result = FiBA.query_range(self, low, high)
+        self._trim()
+        return result
+
+    def entries(self, low: Any, high: Any) -> list[tuple[Any, Any]]:
+        result = FiBA.entries(self, low, high)
         self._trim()
         return result
 
