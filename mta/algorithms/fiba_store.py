@@ -193,11 +193,13 @@ class StoredFiBA(FiBA):
         for key, node in list(resident.items()):
             if len(resident) <= self.cache_size // 2:
                 break
-            if key not in resident or key in dirty or self._local(node):
-                continue  # written or checkpointed first
-            if not self._live(node):
+            if key not in resident or key in dirty:
+                continue  # written first
+            if not self._live(node):  # (a node can leave the tree while on a spine)
                 del resident[key]
                 continue
+            if self._local(node):
+                continue  # checkpointed, not stored: stays loaded
             self._unload(node)
 
     def _unload(self, node: _Node) -> None:
@@ -246,6 +248,7 @@ class StoredFiBA(FiBA):
         for node in written:
             self._resident[id(node)] = node
         level.drop_until(self._lowest())
+        self._trim()  # the written nodes joined the cache
 
     def _lowest(self) -> int:
         """The smallest position a local node reaches: every record below it is garbage."""
