@@ -200,7 +200,8 @@ def test_a_random_permutation_equal_timestamps_and_range_queries(server) -> None
 
 def test_late_updates_are_refused_by_their_path_and_change_nothing(server) -> None:
     stub = server.stub
-    stub.CreateWindow(pb.CreateWindowRequest(spec=spec("late", algorithm="fiba", policy=("time_range", {"width": 10.0}))))
+    late_spec = spec("late", algorithm="fiba", policy=("time_range", {"width": 10.0}))
+    stub.CreateWindow(pb.CreateWindowRequest(spec=late_spec))
     stub.Insert(batch("late", [(30, 1), (12, 2), (25, 4)]))  # 12 leaves (30 - 12 >= 10): the frontier is 12
     before = query(stub, "late")
     assert before == {"": (2, {"value": 5.0})}
@@ -244,11 +245,13 @@ def test_bad_ranges_retractions_and_late_options_are_refused_by_their_path(serve
          "range, windows[1]: a time range needs an out-of-order window"),
         (stub.Query, pb.QueryRequest(windows=["anyorder"], range=time_range(5, 2)),
          "range.from_ts, range.to_ts: from 5 is after to 2"),
-        (stub.Query, pb.QueryRequest(windows=["anyorder"], range=time_range(nan, None)), "range.from_ts_float: not a number"),
+        (stub.Query, pb.QueryRequest(windows=["anyorder"], range=time_range(nan, None)),
+         "range.from_ts_float: not a number"),
         (stub.Query, pb.QueryRequest(windows=["anyorder"], range=time_range(None, nan)), "range.to_ts_float: "),
         (stub.Retract, pb.RetractRequest(window="inorder", ts=1), "ts: a retraction needs an out-of-order window"),
         (stub.Retract, pb.RetractRequest(window="anyorder"), "ts: required"),
-        (stub.Retract, pb.RetractRequest(window="anyorder", ts_float=nan), "ts_float: timestamp must be finite"),
+        (stub.Retract, pb.RetractRequest(window="anyorder", ts_float=nan), "ts_float: must be finite, got nan"),
+        (stub.Retract, pb.RetractRequest(window="anyorder", ts_float=float("inf")), "ts_float: must be finite"),
         (stub.Retract, pb.RetractRequest(window="anyorder", ts=1, key="k"), "key: window 'anyorder' is not keyed"),
         (stub.CreateWindow, pb.CreateWindowRequest(spec=spec("x", late="include")), "spec.late, spec.algorithm: "),
         (stub.CreateWindow, pb.CreateWindowRequest(spec=spec("x", algorithm="fiba", late="drop")),

@@ -719,7 +719,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         themselves: after the batch being applied, if any (they are not half of one)."""
         async with hosted.lock:
             parts = hosted.parts()
-            windows = [(k, parts[k] if k in parts else hosted.window) for k in (sorted(parts) if keys is None else keys)]
+            keys = sorted(parts) if keys is None else keys
+            windows = [(k, parts[k] if k in parts else hosted.window) for k in keys]
             try:
                 return await self._off_loop(hosted.window.durable,
                                             lambda: [self._result(name, w, k, bounds) for k, w in windows])
@@ -749,14 +750,14 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         self._out_of_order(request.window, hosted, kind, "a retraction")
         self._one_key(request, hosted)
         timestamp = getattr(request, kind)
+        if not math.isfinite(timestamp):
+            raise _invalid(kind, f"must be finite, got {timestamp!r}")
         async with hosted.lock:
             window = hosted.parts().get(request.key)
             if window is None:
                 return pb.RetractResponse(retracted=0)
             try:
                 count = await self._off_loop(window.durable, functools.partial(window.retract, timestamp))
-            except (TypeError, ValueError) as error:  # a timestamp Window refuses (not finite)
-                raise _invalid(kind, str(error)) from None
             except kvs.StoreError as error:
                 raise store_failure(error) from None
             window.flush(wait=False)
