@@ -115,7 +115,10 @@ class TimeOrdered(Aggregator):
         if found is None:
             return 0
         key, old = found
-        self.tree.evict_upto(key)
+        if old[0] == 1:
+            self.tree.evict(key)  # the oldest: FiBA's fast path (no cut along a boundary)
+        else:
+            self.tree.evict_upto(key)
         self._left(key)
         return old[0]
 

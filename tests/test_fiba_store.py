@@ -332,3 +332,21 @@ def test_a_snapshot_copies_the_local_part_and_reads_nothing() -> None:
     tree.restore(snapshot)
     tree.hold = False
     same(tree, oracle)
+
+
+def test_a_snapshot_records_the_spines_and_the_changes_not_the_cache() -> None:
+    """A batch's snapshot costs O(spines + changes since the last flush), whatever the cache holds."""
+    tree = FiBA(Sum(), store=MemoryStore(), min_arity=2, cache_size=100_000)
+    for key in range(5000):
+        tree.insert(key, key)
+    tree.flush()
+    list(tree.entries(0, 5000))  # loads every node into the cache
+    assert loaded_nodes(tree) > 1000
+
+    def records(record: tuple) -> int:
+        return 1 + sum(records(child) for child in record[2] or () if len(child) == 8)
+
+    spines = records(tree.snapshot()[0])
+    assert spines <= 2 * 12  # two spines of a tree of depth < 12
+    tree.insert(2500, 1)  # one change inside: its leaf and the path up to a spine
+    assert spines < records(tree.snapshot()[0]) <= spines + 12
