@@ -14,7 +14,7 @@ updates (`Sum`, `TimeRange(3600)`, one update per second of event time) through 
 No update is late (the delays stay under the window's width), so every batch is taken.
 Every batch is acknowledged once durable: the Redis numbers include the commits.
 
-    python -m benchmarks.server_out_of_order            # ~3 min
+    python -m benchmarks.server_out_of_order            # ~1.5 min
     python -m benchmarks.server_out_of_order --quick    # smoke run
 """
 
