@@ -20,8 +20,8 @@ from typing import Sequence
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS
 
 BENCHMARKS = ("exp1_constant_window", "exp1_instructions", "exp2_bulk_eviction", "table2_stream_analytics", "exp1_2_redis",
-              "exp4_memory", "exp5_dimensions", "server_ingest", "server_memory", "spark_windows",
-              "spark_streaming")
+              "exp4_memory", "exp5_dimensions", "server_ingest", "server_memory", "server_out_of_order",
+              "spark_windows", "spark_streaming")
 
 
 def _positive_int(text: str) -> int:
