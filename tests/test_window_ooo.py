@@ -135,6 +135,7 @@ def same(window: Window, oracle: OrderedOracle, ranges: list[tuple[int, int]] = 
     assert window.oldest_timestamp() == (oracle.items[0][0] if oracle.items else None)
     for low, high in ranges:
         assert window.query(low, high) == oracle.query(low, high)
+        assert window.count(low, high) == sum(1 for t, _, _ in oracle.items if low <= t <= high)
         assert window.query(t_from=low) == oracle.query(low=low)
         assert window.query(t_to=high) == oracle.query(high=high)
 
