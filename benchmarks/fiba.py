@@ -8,7 +8,8 @@ same process, alternated within each measurement (the VM's speed swings 2x withi
 seconds; the order rotates from one repetition to the next); medians are reported with
 ratios. Beside each time, combines per round are counted on a twin of each structure
 built over a counting monoid (:class:`mta.counting.CountingMonoid`), so that the counts
-cost the timed structures nothing.
+cost the timed structures nothing. The cyclic GC stays off through each experiment
+(collected between window sizes): a collection over millions of tree nodes takes seconds.
 
 Rounds follow the paper's generator (section 5.1): the window is built with n entries
 whose d newest have "high" keys, above every key inserted later; a round evicts the
@@ -37,7 +38,7 @@ already in NAME.json):
   once above k = 2^16), evict_upto at least 3 times. Targets: logarithmic in k, and at least
   1000x faster than one by one at k = 2^21.
 
-    python -m benchmarks.fiba                  # all (~15 min)
+    python -m benchmarks.fiba                  # all (~7 min; BENCHMARKS.md ran them one at a time)
     python -m benchmarks.fiba --exp fig11      # one experiment
     python -m benchmarks.fiba --quick          # smoke run (seconds)
 """
