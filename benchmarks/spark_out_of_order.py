@@ -9,11 +9,11 @@ event. *In order*: events arrive at their event time. *Out of order*: each arriv
 after a random lag of 0-30 s (some miss their windows and are late). Each
 micro-batch does what ``MTAProcessor`` does with a key: unpack its state, catch up to
 the previous watermark, add the batch's events, advance to the batch's watermark,
-pack the state. The *batch* column is ``applyInPandas``'s run: every event at once,
-then everything reported. Aggregations: sum, count, min, max, avg (commutative);
-the same plus first and last (not commutative).
+pack the state. The *batch* input is ``applyInPandas``'s run: every event at once,
+then everything reported. Aggregations: sum, count, min, max, avg (commutative: the
+operator's pane lists take commutative monoids only).
 
-    python -m benchmarks.spark_out_of_order            # ~5 min
+    python -m benchmarks.spark_out_of_order            # ~2 min
     python -m benchmarks.spark_out_of_order --quick    # smoke run
 """
 
@@ -31,8 +31,7 @@ from benchmarks import common
 SECOND = 1_000_000
 BATCH, DELAY, LAG = 10 * SECOND, 10 * SECOND, 30 * SECOND
 SHAPES = [(60, 60), (60, 10), (60, 1), (600, 10)]  # (size, slide) in seconds
-COMMUTATIVE = {"s": ("v", "sum"), "n": ("v", "count"), "lo": ("v", "min"), "hi": ("v", "max"), "a": ("v", "avg")}
-ORDERED = {**COMMUTATIVE, "f": ("v", "first"), "l": ("v", "last")}
+AGGS = {"s": ("v", "sum"), "n": ("v", "count"), "lo": ("v", "min"), "hi": ("v", "max"), "a": ("v", "avg")}
 
 
 def stream(rate: float, seconds: int, disorder: bool, seed: int = 7) -> list[list[tuple[int, int]]]:
@@ -105,51 +104,39 @@ def main(argv: list[str] | None = None) -> int:
     from spark_integration.engine import KeyWindow, Windowing
     from spark_integration.panes import PaneWindow
 
-    from spark_integration.panes import FibaPaneWindow
-
-    paths = {"held back": KeyWindow, "FiBA of panes": FibaPaneWindow, "pane lists": PaneWindow}
+    paths = {"held back": KeyWindow, "pane lists": PaneWindow}
+    aggs = parse(AGGS, {"v": "bigint"})
     table, data = [], []
-    for aggs_name, spec in (("commutative", COMMUTATIVE), ("first/last", ORDERED)):
-        aggs = parse(spec, {"v": "bigint"})
-        # The pane lists take commutative monoids only; the FiBA's panes are then 1 µs (event times).
-        used = {name: make for name, make in paths.items() if aggs.monoid.commutative or name != "pane lists"}
-        for rate in rates:
-            inputs = {}
-            for disorder in (False, True):
-                pieces = stream(rate, seconds, disorder)
-                inputs["out of order" if disorder else "in order"] = [
-                    ([t for t, _ in b], lifted(aggs, [v for _, v in b])) for b in pieces]
-            everything = sorted((t, v) for b in stream(rate, seconds, False) for t, v in b)
-            inputs["batch"] = ([t for t, _ in everything], lifted(aggs, [v for _, v in everything]))
-            for size, slide in SHAPES:
-                windowing = Windowing(size=size * SECOND, slide=slide * SECOND)
-                for case, feed in inputs.items():
-                    times: dict[str, list[float]] = {name: [] for name in used}
-                    results = {}
-                    for _ in range(rounds):
-                        for name, make in used.items():  # alternating
-                            if case == "batch":
-                                took, rows = batch(make, aggs.monoid, windowing, *feed)
-                            else:
-                                took, rows = streaming(make, aggs.monoid, windowing, feed)
-                            times[name].append(took)
-                            # Not commutative: the held-back window's stragglers join in arrival order.
-                            results[name] = rows if aggs.monoid.commutative else len(rows)
-                    same = all(r == results["held back"] for r in results.values())
-                    median = {name: statistics.median(times[name]) for name in used}
-                    held = median["held back"]
-                    events = len(feed[0]) if case == "batch" else sum(len(t) for t, _ in feed)
-                    row = [aggs_name, rate, f"{size}/{slide}", case, events,
-                           *(median.get(name) for name in paths),
-                           *(held / median[name] if name in median else None for name in list(paths)[1:]),
-                           "yes" if same else "NO"]
-                    run_.log(" ".join(map(str, row)))
-                    table.append(row)
-                    data.append(dict(zip(["aggregations", "rate", "size_slide", "case", "events", "held_back_s",
-                                          "fiba_s", "lists_s", "held_over_fiba", "held_over_lists", "same_rows"],
-                                         row)))
-    headers = ["aggregations", "events/s/key", "size/slide (s)", "input", "events", "held back (s)",
-               "FiBA of panes (s)", "pane lists (s)", "held back / FiBA", "held back / lists", "same rows"]
+    for rate in rates:
+        inputs = {}
+        for disorder in (False, True):
+            pieces = stream(rate, seconds, disorder)
+            inputs["out of order" if disorder else "in order"] = [
+                ([t for t, _ in b], lifted(aggs, [v for _, v in b])) for b in pieces]
+        everything = sorted((t, v) for b in stream(rate, seconds, False) for t, v in b)
+        inputs["batch"] = ([t for t, _ in everything], lifted(aggs, [v for _, v in everything]))
+        for size, slide in SHAPES:
+            windowing = Windowing(size=size * SECOND, slide=slide * SECOND)
+            for case, feed in inputs.items():
+                times: dict[str, list[float]] = {name: [] for name in paths}
+                results = {}
+                for _ in range(rounds):
+                    for name, make in paths.items():  # alternating
+                        if case == "batch":
+                            took, results[name] = batch(make, aggs.monoid, windowing, *feed)
+                        else:
+                            took, results[name] = streaming(make, aggs.monoid, windowing, feed)
+                        times[name].append(took)
+                held, lists = (statistics.median(times[name]) for name in paths)
+                events = len(feed[0]) if case == "batch" else sum(len(t) for t, _ in feed)
+                row = [rate, f"{size}/{slide}", case, events, held, lists, held / lists,
+                       "yes" if results["held back"] == results["pane lists"] else "NO"]
+                run_.log(" ".join(map(str, row)))
+                table.append(row)
+                data.append(dict(zip(["rate", "size_slide", "case", "events", "held_back_s", "lists_s", "speedup",
+                                      "same_rows"], row)))
+    headers = ["events/s/key", "size/slide (s)", "input", "events", "held back (s)", "pane lists (s)",
+               "held back / lists", "same rows"]
     run_.table(f"One key, {seconds} s of events, micro-batches of {BATCH // SECOND} s, watermark {DELAY // SECOND} s, "
                f"out of order: lag 0-{LAG // SECOND} s; median of {rounds} alternating rounds",
                headers, table)

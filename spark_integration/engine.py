@@ -5,6 +5,11 @@ give the same rows.
 
 Times are integer microseconds since the epoch (Spark's ``unix_micros``).
 
+Time windows of a commutative monoid take each event as it comes instead
+(:mod:`spark_integration.panes`, picked by :func:`spark_integration.sessions.key_window`);
+this module holds the events back until the watermark, which keeps event-time order
+for any monoid, and serves policy windows, reactive rows and windows kept in a store.
+
 - **Time windows** (``size``, ``slide``; tumbling when equal): the rows of Spark's
   ``window(ts, size, slide, startTime)``: one per window ``[start, start + size)`` that
   holds at least one event, starts at ``offset + k * slide`` (``offset``: Spark's startTime). The window is one MTA
