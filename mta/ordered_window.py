@@ -115,7 +115,10 @@ class TimeOrdered(Aggregator):
         if found is None:
             return 0
         key, old = found
-        self.tree.evict_upto(key)
+        if old[0] == 1:
+            self.tree.evict(key)  # the oldest: FiBA's fast path (no cut along a boundary)
+        else:
+            self.tree.evict_upto(key)
         self._left(key)
         return old[0]
 
@@ -137,9 +140,21 @@ class TimeOrdered(Aggregator):
 
     def retract(self, timestamp: Any) -> int:
         """Remove every update at ``timestamp`` (a retraction); return how many."""
-        entries = self.tree.entries((timestamp, _FIRST), (timestamp, _LAST))
-        for key, _ in entries:
-            self.tree.evict(key)
+        tree = self.tree
+        entries = tree.entries((timestamp, _FIRST), (timestamp, _LAST))
+        if len(entries) == 1:
+            tree.evict(entries[0][0])  # one eviction is all or nothing
+        elif entries:  # several: undone together if one fails (a read from the store)
+            tree.begin_hold()
+            snapshot = tree.snapshot()
+            try:
+                for key, _ in entries:
+                    tree.evict(key)
+            except BaseException:
+                tree.restore(snapshot)
+                raise
+            finally:
+                tree.end_hold()  # evictions do not fill the write buffer: no flush comes due
         return len(entries)
 
     def clear(self) -> None:

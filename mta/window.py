@@ -676,17 +676,28 @@ class Window:
         if t_from is None and t_to is None:
             total = self._algorithm.query()
         else:
-            self._need_ordered("a query over a time range")
-            low = _NEG_INF if t_from is None else t_from
-            high = _INF if t_to is None else t_to
-            for name, bound in (("t_from", low), ("t_to", high)):
-                if isinstance(bound, bool) or not isinstance(bound, (int, float)) or math.isnan(bound):
-                    raise TypeError(f"{name} must be an int or a float, got {bound!r}")
-            try:
-                total = self._algorithm.query_range(low, high)
-            except StoreError as error:
-                raise _unchanged(error) from error
+            total = self._range(t_from, t_to)
         return total[2] if self._timed else total
+
+    def count(self, t_from: int | float | None = None, t_to: int | float | None = None) -> int:
+        """How many updates the window holds (``len``), or, out of order, how many have
+        ``t_from <= timestamp <= t_to`` (as :meth:`partial`; the server's range results)."""
+        if t_from is None and t_to is None:
+            return len(self)
+        return self._range(t_from, t_to)[0]
+
+    def _range(self, t_from: int | float | None, t_to: int | float | None) -> tuple:
+        """The timed total (count, newest timestamp, partial) of a time range (out of order)."""
+        self._need_ordered("a query over a time range")
+        low = _NEG_INF if t_from is None else t_from
+        high = _INF if t_to is None else t_to
+        for name, bound in (("t_from", low), ("t_to", high)):
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or math.isnan(bound):
+                raise TypeError(f"{name} must be an int or a float, got {bound!r}")
+        try:
+            return self._algorithm.query_range(low, high)
+        except StoreError as error:
+            raise _unchanged(error) from error
 
     def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:

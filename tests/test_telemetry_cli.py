@@ -147,7 +147,7 @@ bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
 @bench_smoke
 @pytest.mark.parametrize("script", ["exp1_constant_window", "exp2_bulk_eviction", "table2_stream_analytics",
                                     "exp1_2_redis", "exp4_memory", "exp5_dimensions", "server_ingest",
-                                    "server_memory", "spark_windows", "spark_streaming"])
+                                    "server_memory", "server_out_of_order", "spark_windows", "spark_streaming"])
 def test_benchmark_quick_mode(tmp_path, script):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)],

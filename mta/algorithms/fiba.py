@@ -348,7 +348,11 @@ class FiBA(OrderedAggregator):
             # The sibling may be on a spine (DESIGN.md, the Fig. 7 defect): its aggregate changes too.
             hit_left |= sibling.left
             hit_right |= sibling.right
-            if len(sibling.keys) <= min_keys:
+            # Merge when the sibling is at its minimum (the classic rule), and on the left
+            # spine whenever both fit in one node: FIFO eviction then finds a full left
+            # finger (min_arity evictions on the fast path) instead of borrowing one entry
+            # per eviction from siblings that in-order splits left half full.
+            if len(sibling.keys) <= min_keys or (node.left and len(node.keys) + len(sibling.keys) < self._max_keys):
                 node = self._merge(parent, min(index, other))
                 if parent.parent is None and not parent.keys:
                     self._height_decrease()
