@@ -23,6 +23,7 @@ from hypothesis import settings
 from kvs import MemoryStore
 from kvs.base import Level, LevelStore
 from mta.algorithms import ALGORITHMS, Aggregator
+from mta.counting import CountingMonoid  # noqa: F401  (test modules import it from here)
 from mta.monoid import Count, First, Last, Max, Monoid, Record, Sum
 from mta.policy import Agg
 
@@ -155,34 +156,6 @@ class WindowOracle:
 
 
 # --------------------------------------------------------------------------- instrumentation
-
-class CountingMonoid(Monoid):
-    """Wraps a monoid; ``calls`` counts every ``combine`` (the algorithms call nothing else)."""
-
-    def __init__(self, inner: Monoid) -> None:
-        self.inner = inner
-        self.identity = inner.identity
-        self.commutative = inner.commutative
-        self.invertible = inner.invertible
-        self.selection = inner.selection
-        self.calls = 0
-        combine = inner.combine
-
-        def counting_combine(a: Any, b: Any) -> Any:
-            self.calls += 1
-            return combine(a, b)
-
-        self.combine = counting_combine
-
-    def lift(self, value: Any) -> Any:
-        return self.inner.lift(value)
-
-    def lower(self, partial: Any) -> Any:
-        return self.inner.lower(partial)
-
-    def invert(self, total: Any, front: Any) -> Any:
-        return self.inner.invert(total, front)
-
 
 class CountingLevel(Level):
     """A MemoryLevel whose calls are tallied in a shared Counter as ``(method, level)``."""
