@@ -384,6 +384,10 @@ class FiBA(OrderedAggregator):
             finger.suffix = None  # (when it is the left finger too: the root leaf)
             self._touched(finger)
             return True
+        if keys and key > keys[-1] and self.FINGERS and finger.parent is not None and finger.parent.keys \
+                and not finger.parent.left and len(finger.parent.keys) < self._max_keys:
+            self._append_split(finger, key, partial)
+            return True
         node = self._search_node(key)
         keys = node.keys
         i = bisect_left(keys, key)
@@ -401,6 +405,33 @@ class FiBA(OrderedAggregator):
         self._recalc_if_up(node)
         self._repair(*self._rebalance_after_insert(node))
         return True
+
+    def _append_split(self, finger: _Node, key: Any, partial: Any) -> None:
+        """In order, the right finger full, its parent not: split the finger, and update
+        the parent's aggregate in place. The parent (the root, or on the right spine)
+        aggregates its entries up to its last child, which it leaves out (Fig. 2): the old
+        finger, now second to last, and the entry promoted after it join its end. Two
+        combines instead of recomputing the parent from all its children."""
+        if self._journal is not None:
+            self._journal.append((key, _NEW))
+        keys, values = finger.keys, finger.values
+        keys.append(key)
+        values.append(partial)
+        a = self.min_arity
+        parent = finger.parent
+        right = self._new(keys[a + 1:], values[a + 1:], None)
+        parent.keys.append(keys[a])
+        parent.values.append(values[a])
+        parent.children.append(right)
+        del keys[a:], values[a:]
+        right.parent, right.right, finger.right = parent, True, False
+        finger.suffix = None
+        self._right_finger = right
+        self._recalc(finger)  # now an up aggregate
+        parent.agg = self._combine(self._combine(parent.agg, finger.agg), parent.values[-1])
+        parent.size += finger.size + 1
+        self._touched(parent)
+        self._recalc(right)  # right aggregate: its entries after the parent's
 
     def evict(self, key: Any) -> bool:
         finger = self._left_finger
