@@ -57,8 +57,8 @@ class PaneWindow(LateRule):
                              f"monoid, not {windowing!r} over {monoid!r}")
         state = state or {}
         if "pending_times" in state:
-            raise ValueError("this key's state was written by the held-back engine (KeyWindow) of an earlier "
-                             "version: restart the query from a new checkpoint")
+            raise ValueError("this key's state was written by the held-back engine (KeyWindow): "
+                             "spark_integration.sessions.key_window gives such a key a KeyWindow")
         self.windowing, self.monoid = windowing, monoid
         self.pane = math.gcd(windowing.size, windowing.step)
         self.pane_offset = windowing.offset % self.pane  # panes align with windows
