@@ -14,7 +14,8 @@ FiBA of n entries (in order, then n/4 sliding rounds so that it is in steady sta
 flushed; then what it holds locally: nodes with content in memory (spines, cache,
 root), stubs (position + aggregate of a stored child), and the entries those nodes hold,
 with their deep size in bytes (``sys.getsizeof`` of the nodes, their lists and the
-entries' keys and values). The in-memory FiBA holds all n entries; its size is the same
+entries' keys and values), counting what the cache and the write set hold apart from the
+tree too (nodes that left it: until 07f273b, those grew with the stream unseen). The in-memory FiBA holds all n entries; its size is the same
 deep size over every node.
 
     python -m benchmarks.fiba_store            # full (~10 min)
@@ -107,6 +108,23 @@ def deep_size(node: _Node, seen: set[int]) -> tuple[int, int, int, int]:
     return loaded, stubs, entries, size
 
 
+def held(tree: StoredFiBA, small: set[int]) -> tuple[int, int, int, int]:
+    """:func:`deep_size` of everything the tree holds: its nodes from the root, and any
+    node its cache or its write set still holds apart from them (nodes that left the tree)."""
+    totals = list(deep_size(tree._root, small))
+    reached = set()
+    stack = [tree._root]
+    while stack:
+        node = stack.pop()
+        reached.add(id(node))
+        stack.extend(_children(node) or ())
+    for node in [*tree._resident.values(), *tree._dirty.values()]:
+        if id(node) not in reached:
+            reached.add(id(node))
+            totals = [a + b for a, b in zip(totals, deep_size(node, small))]
+    return tuple(totals)
+
+
 def memory(run: common.Run, sizes: list[int], url: str) -> list[list[Any]]:
     backend = kvs.connect(url)
     small = {id(i) for i in range(-5, 257)}  # interned ints are no one's memory
@@ -117,7 +135,7 @@ def memory(run: common.Run, sizes: list[int], url: str) -> list[list[Any]]:
         fill(tree, n)
         rounds(tree, n, n // 4, 0)
         tree.flush()
-        loaded, stubs, entries, size = deep_size(tree._root, small)
+        loaded, stubs, entries, size = held(tree, small)
         used = backend.client.info("memory")["used_memory"] if hasattr(backend, "client") else None
         rows.append([pow2(n), loaded, stubs, entries, round(size / 2 ** 10, 1),
                      round(used / 2 ** 20, 1) if used else "-"])

@@ -283,8 +283,11 @@ class BlockLevel(Level):
             recent = {b: recent[b] for b in wanted if b in recent}
             recent.update(zip(missing, fetched))
             self._recent = recent
-        out: list[Any] = []
         base = first << shift
+        if first == last:  # one block (a stored FiBA reads one node at a time): slice, no copy of it
+            block = dirty[first][2] if first in dirty else self._open if first == open_block else recent[first]
+            return block[start - base:stop - base]
+        out: list[Any] = []
         for b in wanted:
             if b in dirty:
                 out += dirty[b][2]

@@ -12,6 +12,11 @@
         client.results("mem")                 # {host: {"value": ...}}
         client.describe()["policies"]         # {"max_size": {"params": {"n": ...}, ...}, ...}
 
+        client.create("late", monoid="sum", algorithm="fiba")   # updates in any timestamp order
+        client.insert("late", [(9, 1.0), (3, 2.0), (5, 4.0)])
+        client.query("late", t_from=4, t_to=9)                  # {"value": 5.0}: a time range
+        client.retract("late", 5)                                # 1: the updates at 5 are gone
+
 Every batch carries an id, so a batch retried after a lost reply or a server
 restart is applied once.
 """
@@ -56,6 +61,18 @@ def update(ts: int | float, value: Any, key: str = "") -> pb.Update:
         out.dimensions.update(value)
     else:
         out.value = value
+    return out
+
+
+def time_range(t_from: int | float | None, t_to: int | float | None) -> pb.TimeInterval | None:
+    """The inclusive range ``t_from <= ts <= t_to`` of a query (None: both bounds open, no range)."""
+    if t_from is None and t_to is None:
+        return None
+    out = pb.TimeInterval()
+    if t_from is not None:
+        setattr(out, "from_ts" if isinstance(t_from, int) else "from_ts_float", t_from)
+    if t_to is not None:
+        setattr(out, "to_ts" if isinstance(t_to, int) else "to_ts_float", t_to)
     return out
 
 
@@ -107,10 +124,12 @@ class Client:
 
     def create(self, name: str, monoid: str | None = None, policy: tuple[str, Mapping[str, Any]] | None = None, *,
                dimensions: Mapping[str, str] | None = None, algorithm: str = "", if_not_exists: bool = True,
-               monoid_params: Mapping[str, Any] | None = None, keyed: bool = False) -> pb.WindowInfo:
+               monoid_params: Mapping[str, Any] | None = None, keyed: bool = False,
+               late: str = "") -> pb.WindowInfo:
         """Create window ``name`` of ``monoid`` (or named ``dimensions``: {name: monoid});
-        ``keyed``: one window per update key."""
-        spec = pb.WindowSpec(name=name, algorithm=algorithm, keyed=keyed)
+        ``keyed``: one window per update key; ``late`` (``algorithm="fiba"``, updates in any
+        order): ``"refuse"`` (the default) or ``"include"`` late updates."""
+        spec = pb.WindowSpec(name=name, algorithm=algorithm, keyed=keyed, late=late)
         if dimensions:
             spec.dimensions.extend(pb.Dimension(name=d, monoid=component(m)) for d, m in dimensions.items())
         elif monoid:
@@ -135,15 +154,23 @@ class Client:
             request.updates.extend(update(*u) for u in updates)
         return self._call(self.stub.Insert, request)
 
-    def query(self, window: str, key: str = "") -> dict[str, float]:
-        """The window's (or one key's) numeric results by dimension (``"value"`` for one monoid)."""
-        request = pb.QueryRequest(windows=[window], keys=[key] if key else [])
+    def query(self, window: str, key: str = "", *, t_from: int | float | None = None,
+              t_to: int | float | None = None) -> dict[str, float]:
+        """The window's (or one key's) numeric results by dimension (``"value"`` for one monoid);
+        with ``t_from``/``t_to`` (out-of-order windows), of the updates in that inclusive time range."""
+        request = pb.QueryRequest(windows=[window], keys=[key] if key else [], range=time_range(t_from, t_to))
         return dict(self._call(self.stub.Query, request).results[0].values)
 
-    def results(self, window: str) -> dict[str, dict[str, float]]:
-        """Every key's numeric results (``""`` for an unkeyed window)."""
-        reply = self._call(self.stub.Query, pb.QueryRequest(windows=[window]))
+    def results(self, window: str, *, t_from: int | float | None = None,
+                t_to: int | float | None = None) -> dict[str, dict[str, float]]:
+        """Every key's numeric results (``""`` for an unkeyed window), over a time range as :meth:`query`."""
+        reply = self._call(self.stub.Query, pb.QueryRequest(windows=[window], range=time_range(t_from, t_to)))
         return {r.key: dict(r.values) for r in reply.results}
+
+    def retract(self, window: str, ts: int | float, key: str = "") -> int:
+        """Remove every update at ``ts`` from an out-of-order window (or one key of it); return how many."""
+        request = pb.RetractRequest(window=window, key=key, **{"ts" if isinstance(ts, int) else "ts_float": ts})
+        return self._call(self.stub.Retract, request).retracted
 
     def describe(self) -> dict[str, dict[str, dict[str, Any]]]:
         """What the server offers: ``{"monoids"|"policies": {name: {"description", "params",

@@ -6,11 +6,13 @@ It binds a monoid, a slide policy, an algorithm and a level store::
     w.insert(ts, reading)      # inserts, enforces the policy, returns how many left
     w.query()                  # the sum of the last hour
 
-Updates are ``(timestamp, value)`` with non-decreasing timestamps. When the
-policy needs more than a count (anything but :class:`~mta.policy.MaxSize`),
-each element carries ``(count, newest timestamp, partial)`` so
-that the policy can see counts and times of any run of updates; a count-only
-policy or none at all stores the bare partials.
+Updates are ``(timestamp, value)`` with non-decreasing timestamps, or in any order
+with an out-of-order algorithm (``"fiba"``, ``"btree"``, ``"sorted"``: see
+:mod:`mta.ordered_window`). When the policy needs more than a count (anything but
+:class:`~mta.policy.MaxSize`), or the window is out of order, each element carries
+``(count, newest timestamp, partial)`` so that the policy can see counts and times
+of any run of updates; an in-order window with a count-only policy or none at all
+stores the bare partials.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kvs import Backend, LevelStore, StoreError, connect
-from mta.algorithms import ALGORITHMS, Aggregator
+from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, Aggregator, OrderedAggregator
 from mta.monoid import Monoid, Record, plain_finite
+from mta.ordered_window import TimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
 
 __all__ = ["Window"]
@@ -139,8 +142,16 @@ class Window:
     """A sliding window: ``monoid`` aggregates, ``policy`` slides, ``algorithm`` computes.
 
     ``algorithm`` is a name from :data:`mta.algorithms.ALGORITHMS` (default
-    ``"amta"``); ``options`` go to the algorithm (``buffer_size``, ``cache_size``
-    for the MTAs). Bad arguments raise before anything is built.
+    ``"amta"``), whose updates come in timestamp order, or from
+    :data:`mta.algorithms.ORDERED_ALGORITHMS` (``"fiba"``, ``"btree"``, ``"sorted"``),
+    which take them in any order: the policy then judges updates by timestamp (the
+    k oldest are the k first in timestamp order), :meth:`query` takes a time range
+    and :meth:`retract` removes a timestamp. An update older than what has left such
+    a window (its :attr:`frontier`) is late: refused (``ValueError`` naming both
+    timestamps) unless ``late="include"``, which inserts it for the policy to judge.
+    ``options`` go to the algorithm (``buffer_size``, ``cache_size`` for the MTAs
+    and the stored FiBA, ``min_arity`` for the trees). Bad arguments raise before
+    anything is built.
 
     ``store`` (tree algorithms only) is where the levels live: ``None`` (in
     memory), a URL or :class:`kvs.Backend` (``memory://``, a file path,
@@ -233,9 +244,10 @@ class Window:
         if policy is not None and not callable(policy):
             raise TypeError(f"policy must be callable (total, old) -> bool, got {policy!r}")
         try:
-            cls = ALGORITHMS[algorithm]
+            cls = ALGORITHMS.get(algorithm) or ORDERED_ALGORITHMS[algorithm]
         except (KeyError, TypeError):
-            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}") from None
+            raise ValueError(f"unknown algorithm {algorithm!r}; choose one of "
+                             f"{', '.join([*ALGORITHMS, *ORDERED_ALGORITHMS])}") from None
         if store is not None and not cls.uses_store:
             raise ValueError(f"algorithm {algorithm!r} keeps everything in memory and takes no store")
         if store is not None and not isinstance(store, (LevelStore, Backend, str, Path)):
@@ -243,18 +255,26 @@ class Window:
         cls.check_monoid(monoid)
         return cls
 
-    def _build(self, monoid: Monoid, policy: Any, cls: type[Aggregator], store: LevelStore | None,
-               state: Any, options: dict[str, Any]) -> None:
+    def _build(self, monoid: Monoid, policy: Any, cls: type[Aggregator | OrderedAggregator],
+               store: LevelStore | None, state: Any, options: dict[str, Any]) -> None:
         self.monoid = monoid
         self.policy = policy
         self._max_size = getattr(policy, "max_size", None)
-        # Counts and timestamps ride along only when a policy reads them.
-        self._timed = _is_timed(policy)
+        self._ordered = issubclass(cls, OrderedAggregator)
+        if "late" in options and not self._ordered:
+            raise ValueError(f"late= is an option of the out-of-order algorithms ({', '.join(ORDERED_ALGORITHMS)}); "
+                             f"{cls.name!r} takes updates in timestamp order only")
+        # Counts and timestamps ride along only when a policy reads them, or out of order
+        # (where the k oldest are found by their counts).
+        self._timed = _is_timed(policy) or self._ordered
         inner = _Timed(monoid) if self._timed else monoid
         if store is not None:
             options = {**options, "store": store}
-        self._make = functools.partial(cls, inner, **options)
-        self._wsp = self._policy_on_tuples(policy) if self._timed else None
+        if self._ordered:
+            self._make = functools.partial(TimeOrdered, cls, inner, **options)
+        else:
+            self._make = functools.partial(cls, inner, **options)
+        self._wsp = self._policy_on_tuples(policy) if self._timed and policy is not None else None
         self._store = store
         #: Set by insert_slices: a commit came due during its batch (insert_many sends it).
         self._flush_due = False
@@ -272,6 +292,7 @@ class Window:
         """Build the algorithm, empty or from a checkpoint of the store."""
         self._algorithm: Aggregator = self._make(state=state) if state is not None else self._make()
         annotations = state["annotations"] if state is not None else {}
+        #: The newest timestamp (in order; out of order, the last one inserted).
         self._newest: Any = annotations.get("newest")
         #: A small dict of the caller's, kept with every checkpoint (e.g. the ids of applied batches).
         self.notes: dict[str, Any] = dict(annotations.get("notes", {}))
@@ -302,6 +323,9 @@ class Window:
         if not math.isfinite(timestamp):
             raise ValueError(f"timestamp must be finite, got {timestamp!r}")
         if newest is not None and timestamp < newest:
+            if self._ordered:
+                raise ValueError(f"timestamp {timestamp!r} is late: older than {newest!r}, the window's frontier "
+                                 "(what is older has left the window); late='include' counts late updates in")
             raise ValueError(f"timestamp {timestamp!r} is older than the newest update {newest!r}: "
                              "timestamps must be non-decreasing")
 
@@ -311,6 +335,8 @@ class Window:
         A rejected update (bad timestamp, a value the monoid cannot lift), a policy
         that raises and a StoreError all leave the window unchanged.
         """
+        if self._ordered:
+            return self._insert_ordered(timestamp, value)
         newest = self._newest
         kind = type(timestamp)
         # Fast path for plain finite ints and floats in order; anything else is checked in full.
@@ -324,6 +350,17 @@ class Window:
             return self._apply_first_search(timestamp, partial)
         except StoreError as error:
             raise _unchanged(error) from error
+
+    def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
+        self._check_timestamp(timestamp, self._algorithm.bound())
+        partial = self.monoid.lift(value)
+        if self._safe:  # nothing can fail
+            return self._apply(timestamp, partial)
+        # The policy or the store may raise after the insertion: a batch of one, undone then.
+        evicted = self.insert_checked(([timestamp], [partial]))
+        if self._flush_due:
+            self._algorithm.flush(wait=False)
+        return evicted
 
     def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
@@ -361,14 +398,20 @@ class Window:
         larger request). Batches of plain numbers are checked in C loops."""
         if len(timestamps) != len(values):
             raise ValueError(f"{len(timestamps)} timestamps for {len(values)} values")
-        newest = self._newest
-        if not (_plain_in_order(timestamps) and (newest is None or not timestamps or timestamps[0] >= newest)):
+        if self._ordered:
+            newest = self._algorithm.bound()
+            fast = plain_finite(timestamps) and (newest is None or not timestamps or min(timestamps) >= newest)
+        else:
+            newest = self._newest
+            fast = _plain_in_order(timestamps) and (newest is None or not timestamps or timestamps[0] >= newest)
+        if not fast:
             for index, timestamp in enumerate(timestamps):
                 try:
                     self._check_timestamp(timestamp, newest)
                 except (TypeError, ValueError) as error:
                     raise _bad_update(error, _where(index, positions), "timestamp") from None
-                newest = timestamp
+                if not self._ordered:
+                    newest = timestamp
         try:
             partials = self.monoid.lift_many(values)
         except (TypeError, ValueError):
@@ -493,7 +536,7 @@ class Window:
     def _enforce(self) -> int:
         algorithm = self._algorithm
         if self._timed:
-            return algorithm.enforce(self._wsp)
+            return algorithm.enforce(self._wsp) if self._wsp is not None else 0
         if self._max_size is not None:
             k = len(algorithm) - self._max_size
             if k > 0:
@@ -504,7 +547,15 @@ class Window:
     def evict_before(self, timestamp: int | float) -> int:
         """Evict every update older than ``timestamp`` in one bulk eviction (O(log n)
         node reads, paper section 4.2.4); return how many. For a window whose policy
-        reads timestamps (a moving horizon the caller keeps, such as a watermark)."""
+        reads timestamps (a moving horizon the caller keeps, such as a watermark).
+
+        Out of order, ``timestamp`` becomes the window's :attr:`frontier` (if newer):
+        an update older than it is late."""
+        if self._ordered:
+            try:
+                return self._algorithm.evict_before(timestamp)
+            except StoreError as error:
+                raise _unchanged(error) from error
         if not self._timed:
             raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
                             "does not read them (use e.g. TimeRange)")
@@ -525,6 +576,30 @@ class Window:
             return self._algorithm._oldest()[1]
         except StoreError as error:
             raise _unchanged(error) from error
+
+    def retract(self, timestamp: int | float) -> int:
+        """Remove every update at ``timestamp`` (out of order only); return how many.
+
+        A retraction undoes updates: it does not move the :attr:`frontier`, and the
+        policy is not enforced again (a window that shrinks keeps what it kept)."""
+        self._need_ordered("retract")
+        self._check_timestamp(timestamp, None)
+        try:
+            return self._algorithm.retract(timestamp)
+        except StoreError as error:
+            raise _unchanged(error) from error
+
+    @property
+    def frontier(self) -> Any:
+        """Out of order: the newest timestamp that has left the window, or the latest
+        :meth:`evict_before` bound (None before either); an update older than it is late."""
+        self._need_ordered("frontier")
+        return self._algorithm.frontier
+
+    def _need_ordered(self, what: str) -> None:
+        if not self._ordered:
+            raise TypeError(f"{what} needs an out-of-order window (algorithm one of {', '.join(ORDERED_ALGORITHMS)}); "
+                            f"this one is {self.algorithm!r}")
 
     def evict(self, k: int = 1) -> None:
         """Remove the ``k`` oldest updates regardless of the policy."""
@@ -593,14 +668,41 @@ class Window:
 
     # -- results -------------------------------------------------------------------
 
-    def partial(self) -> Any:
-        """The monoid partial of the whole window (``monoid.identity`` when empty)."""
-        total = self._algorithm.query()
+    def partial(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
+        """The monoid partial of the whole window (``monoid.identity`` when empty), or,
+        out of order, of its updates with ``t_from <= timestamp <= t_to`` (a bound left
+        out is open): a range query, O(log) in the range and in the distance of each
+        end to the window's ends (FiBA section 4)."""
+        if t_from is None and t_to is None:
+            total = self._algorithm.query()
+        else:
+            total = self._range(t_from, t_to)
         return total[2] if self._timed else total
 
-    def query(self) -> Any:
-        """The aggregate of the window: ``monoid.lower`` of its partial."""
-        return self.monoid.lower(self.partial())
+    def count(self, t_from: int | float | None = None, t_to: int | float | None = None) -> int:
+        """How many updates the window holds (``len``), or, out of order, how many have
+        ``t_from <= timestamp <= t_to`` (as :meth:`partial`; the server's range results)."""
+        if t_from is None and t_to is None:
+            return len(self)
+        return self._range(t_from, t_to)[0]
+
+    def _range(self, t_from: int | float | None, t_to: int | float | None) -> tuple:
+        """The timed total (count, newest timestamp, partial) of a time range (out of order)."""
+        self._need_ordered("a query over a time range")
+        low = _NEG_INF if t_from is None else t_from
+        high = _INF if t_to is None else t_to
+        for name, bound in (("t_from", low), ("t_to", high)):
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or math.isnan(bound):
+                raise TypeError(f"{name} must be an int or a float, got {bound!r}")
+        try:
+            return self._algorithm.query_range(low, high)
+        except StoreError as error:
+            raise _unchanged(error) from error
+
+    def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
+        """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:
+        see :meth:`partial`)."""
+        return self.monoid.lower(self.partial(t_from, t_to))
 
     def __len__(self) -> int:
         return len(self._algorithm)

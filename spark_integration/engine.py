@@ -5,6 +5,11 @@ give the same rows.
 
 Times are integer microseconds since the epoch (Spark's ``unix_micros``).
 
+Time windows of a commutative monoid take each event as it comes instead
+(:mod:`spark_integration.panes`, picked by :func:`spark_integration.sessions.key_window`);
+this module holds the events back until the watermark, which keeps event-time order
+for any monoid, and serves policy windows, reactive rows and windows kept in a store.
+
 - **Time windows** (``size``, ``slide``; tumbling when equal): the rows of Spark's
   ``window(ts, size, slide, startTime)``: one per window ``[start, start + size)`` that
   holds at least one event, starts at ``offset + k * slide`` (``offset``: Spark's startTime). The window is one MTA
@@ -106,6 +111,22 @@ def window_policy(windowing: Windowing, stored: bool = False) -> Callable[[Any, 
     return None
 
 
+def fold_panes(times: list[int], values: list[Any], pane: int, offset: int, fold: Callable[[Any, list], Any],
+               identity: Any) -> tuple[list[int], list[Any]]:
+    """Sorted events folded by pane (``pane`` long, starting at ``offset + k * pane``): (pane
+    starts, pane partials), each pane's events folded in their order. A window is a run of
+    whole panes, so it aggregates its panes' partials as it would its events."""
+    starts, partials = [], []
+    i, n = 0, len(times)
+    while i < n:
+        start = times[i] - (times[i] - offset) % pane
+        j = bisect.bisect_left(times, start + pane, i)
+        starts.append(start)
+        partials.append(values[i] if j == i + 1 else fold(identity, values[i:j]))
+        i = j
+    return starts, partials
+
+
 class _Listed:
     """A window's events kept in lists beside it: what a run that keeps its state in
     Spark stores, and what time eviction bisects."""
@@ -164,7 +185,55 @@ class _Stored:
         return {}
 
 
-class KeyWindow:
+class LateRule:
+    """Spark's late rule over the rows a key's window reports (see
+    :mod:`spark_integration.streaming`): the rows ending at or before ``done`` are closed,
+    an event whose rows are all closed is late (counted in ``late`` and dropped)."""
+
+    windowing: Windowing
+    #: The rows ending at or before this time are reported (or were empty): closed to new events.
+    done: float
+    late: int
+
+    def _drop_late(self, times: list[int], values: list[Any]) -> tuple[list[int], list[int], list[Any]]:
+        """The indices of the late events among ``times``, and the other events."""
+        open_from = self._open_from()
+        late = [i for i, t in enumerate(times) if t < open_from and self._in_a_row(t)] \
+            if min(times) < open_from else []
+        if late:
+            dropped = set(late)
+            times = [t for i, t in enumerate(times) if i not in dropped]
+            values = [v for i, v in enumerate(values) if i not in dropped]
+            self.late += len(late)
+        return late, times, values
+
+    def _open_from(self) -> float:
+        """The oldest time an added event may have: before it, every row that would hold
+        it ended at or before ``done`` (the event is late)."""
+        done, windowing = self.done, self.windowing
+        if windowing.emit == "event" or not math.isfinite(done):
+            return done  # a reactive row ends right after its event
+        if windowing.policy is not None:
+            return _align_down(done, windowing.slide)  # rows end at multiples of slide
+        return _align_down(done - windowing.size, windowing.step, windowing.offset) + windowing.step  # first open
+
+    def _in_a_row(self, time: int) -> bool:
+        """Whether some row holds an event at ``time`` (not so between windows when slide > size)."""
+        windowing = self.windowing
+        if windowing.emit == "event" or windowing.policy is not None:
+            return True
+        return time - _align_down(time, windowing.step, windowing.offset) < windowing.size
+
+    def _first_open(self, time: int) -> int:
+        """The start (time windows) or end (policy windows) of the first open row holding ``time``."""
+        windowing = self.windowing
+        if windowing.policy is not None:
+            return _align_up(time + 1, windowing.slide)
+        first, open_from = _align_up(time - windowing.size + 1, windowing.step, windowing.offset), self._open_from()
+        return first if first >= open_from else int(open_from)
+
+
+class KeyWindow(LateRule):
     """The window of one key. ``add`` takes events in any order; ``advance(until)``
     reports every row whose events all lie before ``until`` (the watermark).
 
@@ -220,16 +289,9 @@ class KeyWindow:
         check_times(times)
         if not times:
             return []
-        open_from = self._open_from()
-        late = [i for i, t in enumerate(times) if t < open_from and self._in_a_row(t)] \
-            if min(times) < open_from else []
-        if late:
-            dropped = set(late)
-            times = [t for i, t in enumerate(times) if i not in dropped]
-            values = [v for i, v in enumerate(values) if i not in dropped]
-            self.late += len(late)
-            if not times:
-                return late
+        late, times, values = self._drop_late(times, values)
+        if not times:
+            return late
         oldest = min(times)
         if self.windowing.emit == "window" and self.next is not None:
             self.next = min(self.next, self._first_open(oldest))  # it may open a row before the next one
@@ -278,31 +340,6 @@ class KeyWindow:
                 return None
         return start + windowing.size
 
-    def _open_from(self) -> float:
-        """The oldest time an added event may have: before it, every row that would hold
-        it ended at or before ``done`` (the event is late)."""
-        done, windowing = self.done, self.windowing
-        if windowing.emit == "event" or not math.isfinite(done):
-            return done  # a reactive row ends right after its event
-        if windowing.policy is not None:
-            return _align_down(done, windowing.slide)  # rows end at multiples of slide
-        return _align_down(done - windowing.size, windowing.step, windowing.offset) + windowing.step  # first open
-
-    def _in_a_row(self, time: int) -> bool:
-        """Whether some row holds an event at ``time`` (not so between windows when slide > size)."""
-        windowing = self.windowing
-        if windowing.emit == "event" or windowing.policy is not None:
-            return True
-        return time - _align_down(time, windowing.step, windowing.offset) < windowing.size
-
-    def _first_open(self, time: int) -> int:
-        """The start (time windows) or end (policy windows) of the first open row holding ``time``."""
-        windowing = self.windowing
-        if windowing.policy is not None:
-            return _align_up(time + 1, windowing.slide)
-        first, open_from = _align_up(time - windowing.size + 1, windowing.step, windowing.offset), self._open_from()
-        return first if first >= open_from else int(open_from)
-
     def _restart(self, first: int | None) -> int | None:
         """Where time windows go on after an empty one: the first open window of the next
         pending event (``first``) or of a straggler, whichever is earlier."""
@@ -341,23 +378,9 @@ class KeyWindow:
         if q > c:
             times, values = self.pending_times[c:q], self.pending_values[c:q]
             if self.pane is not None:
-                times, values = self._panes(times, values)
+                times, values = fold_panes(times, values, self.pane, self.pane_offset, self.fold, self.identity)
             self.events.insert(times, values)
             self._cursor = q
-
-    def _panes(self, times: list[int], values: list[Any]) -> tuple[list[int], list[Any]]:
-        """Sorted events folded by pane: (pane starts, pane partials). A window end is a
-        pane boundary, so a pane is inserted once, whole."""
-        pane, offset, fold, identity = self.pane, self.pane_offset, self.fold, self.identity
-        starts, partials = [], []
-        i, n = 0, len(times)
-        while i < n:
-            start = times[i] - (times[i] - offset) % pane
-            j = bisect.bisect_left(times, start + pane, i)
-            starts.append(start)
-            partials.append(values[i] if j == i + 1 else fold(identity, values[i:j]))
-            i = j
-        return starts, partials
 
     def _time_windows(self, until: float) -> list[tuple[int, int, Any]]:
         size, slide = self.windowing.size, self.windowing.step

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from mta.monoid import Monoid
 from spark_integration.engine import KeyWindow, Windowing, check_times
+from spark_integration.panes import PaneWindow, takes
 
 
 @dataclass(frozen=True)
@@ -185,10 +186,14 @@ SESSION_WATERMARK = "mta_session_watermark"
 
 
 def key_window(monoid: Monoid, windowing: Windowing | Sessions, state: dict[str, Any] | None = None
-               ) -> KeyWindow | SessionWindow:
-    """The window of one key for ``windowing``: session windows or the others."""
+               ) -> KeyWindow | PaneWindow | SessionWindow:
+    """The window of one key for ``windowing``: session windows, time windows of a
+    commutative monoid (their events go into panes as they come, :mod:`spark_integration.panes`),
+    or the others (events held back until the watermark)."""
     if isinstance(windowing, Sessions):
         return SessionWindow(monoid, windowing, state)
+    if takes(monoid, windowing) and not (state and "pending_times" in state):  # (a key of an older checkpoint
+        return PaneWindow(monoid, windowing, state)                         # goes on holding events back)
     return KeyWindow(monoid, windowing, state)
 
 

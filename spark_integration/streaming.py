@@ -2,7 +2,8 @@
 
 Each key keeps one value in Spark's state store (RocksDB), read and written once
 per call (every state access is a round trip to the JVM): its timer and its whole
-:class:`~spark_integration.engine.KeyWindow` state (``kvs.codec``: msgpack keeping
+window's state (:class:`~spark_integration.engine.KeyWindow` or
+:class:`~spark_integration.panes.PaneWindow`; ``kvs.codec``: msgpack keeping
 tuples), or, when the window lives in a store, only the step that makes a replayed
 micro-batch idempotent (:mod:`spark_integration.stored`). An event-time timer at
 the key's next window end (plus the allowed lateness) reports windows even when the

@@ -8,9 +8,9 @@ streaming DataFrames; a drop-in for Spark's ``groupBy(keys, window(...)).agg(...
 
 A batch DataFrame is grouped by key (``applyInPandas``); a streaming one runs
 ``transformWithStateInPandas`` (Spark 4, RocksDB state store provider) with the
-watermark, event-time timers at window ends and the allowed lateness. Both feed
-:class:`spark_integration.engine.KeyWindow`, so a stream gives the rows the batch
-run gives (for the windows its watermark closed).
+watermark, event-time timers at window ends and the allowed lateness. Both feed the
+same per-key window (:func:`spark_integration.sessions.key_window`), so a stream gives
+the rows the batch run gives (for the windows its watermark closed).
 
 Output columns, as Spark's: the keys, a ``window`` struct of ``start`` and ``end`` (typed
 like the time column: ``timestamp`` or ``timestamp_ntz``), the aggregations in the order

@@ -23,6 +23,7 @@ from hypothesis import settings
 from kvs import MemoryStore
 from kvs.base import Level, LevelStore
 from mta.algorithms import ALGORITHMS, Aggregator, FiBA
+from mta.counting import CountingMonoid  # noqa: F401  (test modules import it from here)
 from mta.monoid import Count, First, Last, Max, Monoid, Record, Sum
 from mta.policy import Agg
 
@@ -156,34 +157,6 @@ class WindowOracle:
 
 # --------------------------------------------------------------------------- instrumentation
 
-class CountingMonoid(Monoid):
-    """Wraps a monoid; ``calls`` counts every ``combine`` (the algorithms call nothing else)."""
-
-    def __init__(self, inner: Monoid) -> None:
-        self.inner = inner
-        self.identity = inner.identity
-        self.commutative = inner.commutative
-        self.invertible = inner.invertible
-        self.selection = inner.selection
-        self.calls = 0
-        combine = inner.combine
-
-        def counting_combine(a: Any, b: Any) -> Any:
-            self.calls += 1
-            return combine(a, b)
-
-        self.combine = counting_combine
-
-    def lift(self, value: Any) -> Any:
-        return self.inner.lift(value)
-
-    def lower(self, partial: Any) -> Any:
-        return self.inner.lower(partial)
-
-    def invert(self, total: Any, front: Any) -> Any:
-        return self.inner.invert(total, front)
-
-
 class CountingLevel(Level):
     """A MemoryLevel whose calls are tallied in a shared Counter as ``(method, level)``."""
 
@@ -306,6 +279,34 @@ def spark():
     session = local_session("mta-tests", cores=2)
     yield session
     session.stop()
+
+
+class Flaky(kvs.FileBackend):
+    """A file store that fails every call while ``down``."""
+
+    down = False
+
+    def _gate(self) -> None:
+        if self.down:
+            raise kvs.StoreError("injected: the store is down")
+
+    def fetch(self, window_id: str, keys: list[bytes]) -> list[bytes | None]:
+        self._gate()
+        return super().fetch(window_id, keys)
+
+    def commit(self, window_id: str, writes: dict, deletes: list, checkpoint: bytes, lease: Any) -> None:
+        self._gate()
+        super().commit(window_id, writes, deletes, checkpoint, lease)
+
+    def load(self, window_id: str, lease: Any = None) -> bytes | None:
+        self._gate()
+        return super().load(window_id, lease)
+
+
+@pytest.fixture(scope="module")
+def flaky(tmp_path_factory) -> Flaky:
+    """A file store that tests take down (``flaky.down = True``) and bring back."""
+    return Flaky(tmp_path_factory.mktemp("flaky") / "w.db")
 
 
 def open_store(kind: str, request) -> tuple[LevelStore, Callable[[], LevelStore]]:

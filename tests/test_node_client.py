@@ -1,6 +1,7 @@
 """`mta serve` seen from Node.js (@grpc/grpc-js, @grpc/proto-loader): a client in another
 language describes the server, is refused with the field's path, streams batches waiting
-for each ack (none may be withheld), and reads the results.
+for each ack (none may be withheld), sends an out-of-order batch and queries a time range
+(algorithm "fiba"), and reads the results.
 
 Needs `node` and `npm` (and the npm registry, or npm's cache): the packages pinned in
 tests/node/package-lock.json are installed into a temporary directory by `npm ci`."""
@@ -51,6 +52,13 @@ def test_a_node_client_describes_the_server_and_gets_field_paths(node_client, tm
                         "nan": ("INVALID_ARGUMENT", 'updates[1].dimensions["peak"]')}
     # every ack came while the producer waited for it (the stream stayed open after the last)
     assert seen["acks"] == [f"n{i}" for i in range(5)]
+    # out of order into "ooo" (TimeRange(5)): 7, 2, 9, 4, 4 keep 7 and 9, and 4 is the frontier
+    assert (seen["ooo"]["inserted"], seen["ooo"]["evicted"]) == (5, 3)
+    assert (seen["ooo_late"]["code"], seen["ooo_late"]["details"].partition(" is late")[0]) == \
+        ("INVALID_ARGUMENT", "columns.ts[1]: timestamp 3")
+    assert [(r["window"], r["length"], r["values"]) for r in seen["ooo_range"]] == [("ooo", 1, {"value": 4})]
+    assert (seen["ooo_range_refused"]["code"], seen["ooo_range_refused"]["details"].partition(": ")[0]) == \
+        ("INVALID_ARGUMENT", "range, windows[0]")
     # nothing was inserted in "node": empty, and mean and max have no result of nothing; "acks" has 1+2+3+4+5
     results = {r["window"]: (r.get("length", 0), r.get("values", {})) for r in seen["query"]}
-    assert results == {"node": (0, {}), "acks": (5, {"value": 15})}
+    assert results == {"node": (0, {}), "acks": (5, {"value": 15}), "ooo": (2, {"value": 5})}

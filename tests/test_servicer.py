@@ -469,3 +469,78 @@ def test_the_path_names_the_first_bad_update_of_any_batch(n, data, as_columns, f
         assert await _state(servicer) == before
 
     asyncio.run(main())
+
+
+# -- out-of-order windows (algorithm "fiba", issue #16) ----------------------------------------
+
+
+def test_a_range_query_waits_for_the_batch_being_applied() -> None:
+    """A plain query reads the last complete results; a range query reads the window
+    itself, so it waits for the batch in progress and sees all of it, never a slice."""
+    from mta.service import servicer as module
+
+    async def main() -> None:
+        servicer = AggregationServicer(kvs.connect("memory://"), builtin_registry())
+        context = Context()
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=spec("w", policy=None, algorithm="fiba")), context)
+        n = module.SLICE * 8
+        times = [(i * 7919) % n for i in range(n)]  # a permutation of 0..n-1
+        call = asyncio.ensure_future(servicer.Insert(
+            pb.InsertRequest(window="w", columns=pb.Columns(ts=times, values=[1.0] * n)), context))
+        window = servicer.windows["w"].window
+        await _until(lambda: 0 < len(window) < n)  # the batch is being applied, slice by slice
+        plain = (await servicer.Query(pb.QueryRequest(windows=["w"]), context)).results[0]
+        ranged = await servicer.Query(pb.QueryRequest(windows=["w"], range=pb.TimeInterval(to_ts=n // 2 - 1)),
+                                      context)
+        ranged = ranged.results[0]
+        assert not call.done()
+        await call
+        assert plain.length == 0  # before the batch
+        assert (ranged.length, ranged.values["value"]) == (n // 2, n // 2)  # after all of it
+
+    asyncio.run(main())
+
+
+def test_out_of_order_batches_and_retractions_while_the_store_is_down_count_once(flaky) -> None:
+    """A fiba window (keyed, tiny cache: its nodes are read back from the store) whose store
+    goes down: calls fail with UNAVAILABLE, retries under the same batch id once it is back
+    count once, and the windows are the sorted-list oracle's."""
+    from test_server_out_of_order import Oracle
+
+    async def main() -> None:
+        flaky.down = False
+        servicer = AggregationServicer(flaky, builtin_registry())
+        context = Context()
+        window_spec = spec("ooo-flaky", policy=("max_size", {"n": 30}), algorithm="fiba", keyed=True)
+        window_spec.store.cache_size, window_spec.store.buffer_size = 2, 4
+        await servicer.CreateWindow(pb.CreateWindowRequest(spec=window_spec, if_not_exists=True), context)
+        oracles = {key: Oracle(("max_size", {"n": 30})) for key in "ab"}
+        for b in range(6):  # each batch a permutation of its 20 timestamps: none is late
+            triples = [(b * 20 + i * 7 % 20, float(i % 5), "ab"[i % 2]) for i in range(20)]
+            request = keyed_batch("ooo-flaky", triples, batch_id=f"b{b}")
+            if b % 2:
+                flaky.down = True
+                with pytest.raises(Aborted) as failed:
+                    await servicer.Insert(request, context)
+                assert failed.value.args[0] == grpc.StatusCode.UNAVAILABLE, failed.value.args
+                flaky.down = False
+            await servicer.Insert(request, context)
+            for key in "ab":
+                oracles[key].insert([(ts, v) for ts, v, k in triples if k == key])
+        flaky.down = True
+        with pytest.raises(Aborted) as failed:
+            await servicer.Retract(pb.RetractRequest(window="ooo-flaky", key="a", ts=104), context)
+        assert failed.value.args[0] == grpc.StatusCode.UNAVAILABLE
+        flaky.down = False
+        await servicer.Retract(pb.RetractRequest(window="ooo-flaky", key="a", ts=104), context)
+        assert oracles["a"].retract(104) == 1
+        for low, high in [(None, None), (70, 100), (105, None)]:
+            request = pb.QueryRequest(windows=["ooo-flaky"])
+            if low is not None or high is not None:
+                request.range.CopyFrom(pb.TimeInterval(**{k: v for k, v in (("from_ts", low), ("to_ts", high))
+                                                          if v is not None}))
+            results = (await servicer.Query(request, context)).results
+            assert {r.key: (r.length, r.values["value"]) for r in results} == \
+                {k: (o.result(low, high)[0], o.result(low, high)[1]["total"]) for k, o in oracles.items()}
+
+    asyncio.run(main())

@@ -147,7 +147,7 @@ bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
 @bench_smoke
 @pytest.mark.parametrize("script", ["exp1_constant_window", "exp2_bulk_eviction", "table2_stream_analytics",
                                     "exp1_2_redis", "exp4_memory", "exp5_dimensions", "server_ingest",
-                                    "server_memory", "spark_windows", "spark_streaming"])
+                                    "server_memory", "server_out_of_order", "spark_windows", "spark_streaming"])
 def test_benchmark_quick_mode(tmp_path, script):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)],
@@ -161,3 +161,37 @@ def test_benchmark_quick_mode(tmp_path, script):
         assert key in machine
     assert (tmp_path / f"{script}_quick.csv").read_text().count("\n") > 2
     assert (tmp_path / f"{script}_quick.png").stat().st_size > 1000
+
+
+@bench_smoke
+def test_fiba_benchmark_quick_mode(tmp_path):
+    """benchmarks.fiba runs five experiments in one driver, one PNG each, one merged JSON and CSV."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.fiba", "--quick", "--out", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((tmp_path / "fiba_quick.json").read_text())
+    assert data["quick"] is True
+    experiments = data["experiments"]
+    assert list(experiments) == ["fig11", "fig12", "fig13", "fig14", "bulk"]
+    for name, exp in experiments.items():
+        assert exp["results"], name
+        assert "| " in exp["markdown"], name
+        assert exp["machine"]["git_commit"] == data["machine"]["git_commit"]
+        assert (tmp_path / f"fiba_quick_{name}.png").stat().st_size > 1000, name
+    for name in ("fig11", "fig13", "bulk"):
+        assert experiments[name]["targets"] and all(isinstance(t["met"], bool) for t in experiments[name]["targets"])
+    # combines are counted: FiBA's in-order round costs fewer than the B-tree's O(log n) repair
+    at0 = next(e for e in experiments["fig11"]["results"] if e["d"] == 0)["combines_per_round"]
+    assert 0 < at0["FiBA-2"] < at0["BTree-2"]
+    rows = (tmp_path / "fiba_quick.csv").read_text().splitlines()
+    assert rows[0] == "experiment,n,d,variant,metric,value"
+    assert {r.split(",")[0] for r in rows[1:]} == set(experiments)
+    # a single experiment keeps the others' results already in the JSON
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.fiba", "--quick", "--exp", "bulk", "--no-plot",
+                           "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads((tmp_path / "fiba_quick.json").read_text())["experiments"]
+    assert list(again) == list(experiments)
+    assert again["fig11"] == experiments["fig11"]
+    assert "--exp bulk" in again["bulk"]["command"] and "--exp" not in again["fig11"]["command"]

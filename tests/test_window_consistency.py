@@ -163,33 +163,6 @@ def test_a_checkpoint_has_a_unit_of_work_and_its_note_or_neither(tmp_path, algor
 
 # --------------------------------------------------------------------------- the store fails
 
-class Flaky(kvs.FileBackend):
-    """A file store that fails every call while ``down``."""
-
-    down = False
-
-    def _gate(self) -> None:
-        if self.down:
-            raise kvs.StoreError("injected: the store is down")
-
-    def fetch(self, window_id: str, keys: list[bytes]) -> list[bytes | None]:
-        self._gate()
-        return super().fetch(window_id, keys)
-
-    def commit(self, window_id: str, writes: dict, deletes: list, checkpoint: bytes, lease: Any) -> None:
-        self._gate()
-        super().commit(window_id, writes, deletes, checkpoint, lease)
-
-    def load(self, window_id: str, lease: Any = None) -> bytes | None:
-        self._gate()
-        return super().load(window_id, lease)
-
-
-@pytest.fixture(scope="module")
-def flaky(tmp_path_factory) -> Flaky:
-    return Flaky(tmp_path_factory.mktemp("flaky") / "w.db")
-
-
 def user_count(total: Any, old: Any) -> bool:
     return total.count - old.count >= 40
 

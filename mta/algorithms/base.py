@@ -180,6 +180,11 @@ class OrderedAggregator(ABC):
     def query_range(self, low: Any, high: Any) -> Any:
         """The aggregate of the entries with ``low <= key <= high``, in key order."""
 
+    def entries(self, low: Any, high: Any) -> list[tuple[Any, Any]]:
+        """The entries ``(key, partial)`` with ``low <= key <= high``, in key order (here
+        by a full walk; the trees visit O(log n + k) nodes)."""
+        return [(key, partial) for key, partial in self if low <= key <= high]
+
     @abstractmethod
     def search(self, pred: Callable[[Any], bool]) -> tuple[Any, Any] | None:
         """The longest prefix P (in key order) with ``pred(aggregate(P))``, as

@@ -105,10 +105,15 @@ class FiBA(OrderedAggregator):
             cls = StoredFiBA
         return super().__new__(cls)
 
-    def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
+    def __init__(self, monoid: Monoid, *, min_arity: int = 16, buffer_size: int = 1, cache_size: int = 1) -> None:
+        """``buffer_size`` and ``cache_size`` are the stored tree's (``FiBA(store=...)``):
+        checked here, as the MTAs' are, so that a window's options are valid with or without a store."""
         super().__init__(monoid)
         if isinstance(min_arity, bool) or not isinstance(min_arity, int) or min_arity < 2:
             raise ValueError(f"min_arity must be an int >= 2, got {min_arity!r}")
+        for name, value in (("buffer_size", buffer_size), ("cache_size", cache_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         self.min_arity = min_arity
         #: The most entries a node holds (max arity 2 * min_arity, minus one).
         self._max_keys = 2 * min_arity - 1
@@ -343,7 +348,11 @@ class FiBA(OrderedAggregator):
             # The sibling may be on a spine (DESIGN.md, the Fig. 7 defect): its aggregate changes too.
             hit_left |= sibling.left
             hit_right |= sibling.right
-            if len(sibling.keys) <= min_keys:
+            # Merge when the sibling is at its minimum (the classic rule), and on the left
+            # spine whenever both fit in one node: FIFO eviction then finds a full left
+            # finger (min_arity evictions on the fast path) instead of borrowing one entry
+            # per eviction from siblings that in-order splits left half full.
+            if len(sibling.keys) <= min_keys or (node.left and len(node.keys) + len(sibling.keys) < self._max_keys):
                 node = self._merge(parent, min(index, other))
                 if parent.parent is None and not parent.keys:
                     self._height_decrease()
@@ -375,6 +384,10 @@ class FiBA(OrderedAggregator):
             finger.suffix = None  # (when it is the left finger too: the root leaf)
             self._touched(finger)
             return True
+        if keys and key > keys[-1] and self.FINGERS and finger.parent is not None and finger.parent.keys \
+                and not finger.parent.left and len(finger.parent.keys) < self._max_keys:
+            self._append_split(finger, key, partial)
+            return True
         node = self._search_node(key)
         keys = node.keys
         i = bisect_left(keys, key)
@@ -392,6 +405,33 @@ class FiBA(OrderedAggregator):
         self._recalc_if_up(node)
         self._repair(*self._rebalance_after_insert(node))
         return True
+
+    def _append_split(self, finger: _Node, key: Any, partial: Any) -> None:
+        """In order, the right finger full, its parent not: split the finger, and update
+        the parent's aggregate in place. The parent (the root, or on the right spine)
+        aggregates its entries up to its last child, which it leaves out (Fig. 2): the old
+        finger, now second to last, and the entry promoted after it join its end. Two
+        combines instead of recomputing the parent from all its children."""
+        if self._journal is not None:
+            self._journal.append((key, _NEW))
+        keys, values = finger.keys, finger.values
+        keys.append(key)
+        values.append(partial)
+        a = self.min_arity
+        parent = finger.parent
+        right = self._new(keys[a + 1:], values[a + 1:], None)
+        parent.keys.append(keys[a])
+        parent.values.append(values[a])
+        parent.children.append(right)
+        del keys[a:], values[a:]
+        right.parent, right.right, finger.right = parent, True, False
+        finger.suffix = None
+        self._right_finger = right
+        self._recalc(finger)  # now an up aggregate
+        parent.agg = self._combine(self._combine(parent.agg, finger.agg), parent.values[-1])
+        parent.size += finger.size + 1
+        self._touched(parent)
+        self._recalc(right)  # right aggregate: its entries after the parent's
 
     def evict(self, key: Any) -> bool:
         finger = self._left_finger
@@ -714,6 +754,25 @@ class FiBA(OrderedAggregator):
                 a, b = a.parent, b.parent
             top = a
         return self._range(top, low, high)
+
+    def entries(self, low: Any, high: Any) -> list[tuple[Any, Any]]:
+        found: list[tuple[Any, Any]] = []
+        if not high < low:
+            self._collect(self._root, low, high, found)
+        return found
+
+    def _collect(self, node: _Node, low: Any, high: Any, found: list[tuple[Any, Any]]) -> None:
+        """Append ``node``'s entries in ``[low, high]``: only the children between the
+        bounds' positions can hold any (``children[i]`` lies between ``keys[i-1]`` and ``keys[i]``)."""
+        keys, values, children = node.keys, node.values, node.children
+        start, stop = bisect_left(keys, low), bisect_right(keys, high)
+        if children is None:
+            found.extend(zip(keys[start:stop], values[start:stop]))
+            return
+        for i in range(start, stop + 1):
+            self._collect(children[i], low, high, found)
+            if i < stop:
+                found.append((keys[i], values[i]))
 
     @staticmethod
     def _depth(node: _Node) -> int:

@@ -26,12 +26,10 @@ that fails (the store is down) leaves the tree as it was.
 
 from __future__ import annotations
 
-import copy
 from bisect import bisect_right
 from typing import Any, Iterator
 
 from kvs import LevelStore, StoreError
-from mta.algorithms.base import OrderedAggregator
 from mta.algorithms.fiba import FiBA, _Node
 from mta.monoid import Monoid
 
@@ -63,8 +61,6 @@ class StoredFiBA(FiBA):
 
     def __init__(self, monoid: Monoid, *, store: LevelStore, state: dict[str, Any] | None = None,
                  min_arity: int = 16, buffer_size: int = BUFFER_SIZE, cache_size: int = CACHE_SIZE) -> None:
-        if buffer_size < 1 or cache_size < 1:
-            raise ValueError("buffer_size and cache_size must be >= 1")
         self.store = store
         self.buffer_size = buffer_size
         self.cache_size = cache_size
@@ -74,10 +70,10 @@ class StoredFiBA(FiBA):
         self._dirty: dict[int, _Node] = {}     # changed since the last flush, by id()
         self._resident: dict[int, _Node] = {}  # clean, loaded and not local, oldest first
         self._updates = 0                      # since the last flush
+        super().__init__(monoid, min_arity=min_arity, buffer_size=buffer_size, cache_size=cache_size)
         if state is None:
             store.clear()
         self._level = store.level(0)
-        super().__init__(monoid, min_arity=min_arity)
         if state is not None:
             self._restore(state)
 
@@ -152,20 +148,27 @@ class StoredFiBA(FiBA):
         self._updated()
         return new
 
+    # Evictions do not count towards the write buffer, as in the MTAs: a caller's unit of
+    # work (``mta.Window.insert_checked``, evictions, then its note and a flush) commits
+    # only when inserted updates fill a buffer outside a hold, or at its own flush.
+
     def evict(self, key: Any) -> bool:
         found = FiBA.evict(self, key)
-        if found:
-            self._updated()
+        self._trim()
         return found
 
     def evict_upto(self, key: Any) -> int:
         count = FiBA.evict_upto(self, key)
-        if count:
-            self._updated()
+        self._trim()
         return count
 
     def query_range(self, low: Any, high: Any) -> Any:
         result = FiBA.query_range(self, low, high)
+        self._trim()
+        return result
+
+    def entries(self, low: Any, high: Any) -> list[tuple[Any, Any]]:
+        result = FiBA.entries(self, low, high)
         self._trim()
         return result
 
@@ -190,11 +193,13 @@ class StoredFiBA(FiBA):
         for key, node in list(resident.items()):
             if len(resident) <= self.cache_size // 2:
                 break
-            if key not in resident or key in dirty or self._local(node):
-                continue  # written or checkpointed first
-            if not self._live(node):
+            if key not in resident or key in dirty:
+                continue  # written first
+            if not self._live(node):  # (a node can leave the tree while on a spine)
                 del resident[key]
                 continue
+            if self._local(node):
+                continue  # checkpointed, not stored: stays loaded
             self._unload(node)
 
     def _unload(self, node: _Node) -> None:
@@ -243,6 +248,7 @@ class StoredFiBA(FiBA):
         for node in written:
             self._resident[id(node)] = node
         level.drop_until(self._lowest())
+        self._trim()  # the written nodes joined the cache
 
     def _lowest(self) -> int:
         """The smallest position a local node reaches: every record below it is garbage."""
@@ -306,16 +312,46 @@ class StoredFiBA(FiBA):
         return due
 
     def snapshot(self) -> Any:
-        """The local state (the loaded nodes, not the store): valid while :attr:`hold`.
+        """The state to :meth:`restore` while :attr:`hold`: records of the nodes that are
+        not in the store as they are (the root, the spines, and the nodes changed since the
+        last flush), every other child by its stored position. O(spines + changes): the
+        cache is not copied (a restored tree starts with it cold) and nothing is read.
         (Not FiBA's undo journal: undoing may need reads, which may fail.)"""
-        keep = {id(x): x for x in (self.monoid, self.store, self._level, self.annotate, self)}
-        return copy.deepcopy(self.__dict__, keep)
+        return self._save(self._root), self._updates, self._flush_due
+
+    def _save(self, node: _Node) -> tuple:
+        children = node.children
+        if children is not None:
+            children = tuple(self._save(c) if _loaded(c) and (self._local(c) or id(c) in self._dirty) else
+                             (c.pos, c.agg, c.size, c.minpos) for c in children)
+        return (list(node.keys), list(node.values), children, node.agg, node.size,
+                getattr(node, "pos", None), getattr(node, "minpos", None), id(node) in self._dirty)
 
     def restore(self, snapshot: Any) -> None:
-        OrderedAggregator.restore(self, snapshot)
-        # Both tables are keyed by id(): the snapshot's nodes are copies.
-        self._dirty = {id(node): node for node in self._dirty.values()}
-        self._resident = {id(node): node for node in self._resident.values()}
+        record, self._updates, self._flush_due = snapshot
+        self._dirty = {}
+        self._resident = {}
+        self._root = self._revive(record, None, False, False)
+        self._left_finger = self._leftmost(self._root)
+        self._right_finger = self._rightmost(self._root)
+
+    def _revive(self, record: tuple, parent: _Node | None, left: bool, right: bool) -> _Node:
+        """A node of :meth:`_save`'s record, aggregates as they were (no recomputation)."""
+        keys, values, children, agg, size, pos, minpos, dirty = record
+        node = self._new(keys, values, None)
+        node.parent, node.left, node.right, node.agg, node.size = parent, left, right, agg, size
+        if pos is not None:
+            node.pos, node.minpos = pos, minpos
+        if dirty:
+            self._dirty[id(node)] = node
+        if children is not None:
+            top = parent is None
+            last = len(children) - 1
+            node.children = [
+                self._revive(child, node, i == 0 and (top or left), i == last and (top or right))
+                if len(child) == 8 else self._stub(node, *child)
+                for i, child in enumerate(children)]
+        return node
 
     @property
     def commit_error(self) -> Exception | None:

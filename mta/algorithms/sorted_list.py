@@ -55,6 +55,11 @@ class SortedList(OrderedAggregator):
         values = self._values[bisect_left(self._keys, low):bisect_right(self._keys, high)]
         return reduce(self.monoid.combine, values, self.monoid.identity)
 
+    def entries(self, low: Any, high: Any) -> list[tuple[Any, Any]]:
+        keys = self._keys
+        start, stop = bisect_left(keys, low), bisect_right(keys, high)
+        return list(zip(keys[start:stop], self._values[start:stop]))
+
     def search(self, pred: Callable[[Any], bool]) -> tuple[Any, Any] | None:
         combine = self.monoid.combine
         acc = self.monoid.identity

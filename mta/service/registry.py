@@ -31,6 +31,8 @@ REQUIRED: Any = object()
 ALGORITHMS = {
     "amta": "Amortized MTA (paper section 4.2): O(1) amortized insert and evict, O(log n) bulk evict",
     "log_mta": "Log MTA (paper section 4.1): O(log n) insert and evict, O(log n) bulk evict",
+    "fiba": "Finger B-tree aggregator (FiBA): updates in any timestamp order, O(log d) insert at distance d "
+            "from the newest, range queries and retractions, O(log n) bulk evict",
 }
 
 

@@ -29,7 +29,9 @@ import grpc
 import msgpack
 
 import kvs
+from mta.algorithms import ORDERED_ALGORITHMS
 from mta.monoid import Record
+from mta.ordered_window import LATE
 from mta.service.metrics import Metrics
 from mta.service.registry import ALGORITHMS, Entry, Registry, RegistryError, map_key
 from mta.v1 import aggregation_pb2 as pb
@@ -48,6 +50,8 @@ SHUTTING_DOWN = "server shutting down: open a new stream (to this server once re
 #: queries up for longer than this many updates take.
 SLICE = 256
 STORE_ALGORITHMS = tuple(ALGORITHMS)
+#: The algorithms of STORE_ALGORITHMS that take updates in any timestamp order.
+OUT_OF_ORDER = tuple(a for a in STORE_ALGORITHMS if a in ORDERED_ALGORITHMS)
 #: Longest key of a keyed window, in characters.
 MAX_KEY = 1024
 #: Marks the stored windows that hold one key of a keyed window.
@@ -229,6 +233,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         if algorithm not in STORE_ALGORITHMS:
             raise _invalid("spec.algorithm", f"{algorithm!r} is not one of {', '.join(STORE_ALGORITHMS)}")
         options: dict[str, Any] = {"algorithm": algorithm}
+        if spec.late:
+            if algorithm not in OUT_OF_ORDER:
+                raise _invalid("spec.late, spec.algorithm", f"late is an option of the out-of-order algorithms "
+                               f"({', '.join(OUT_OF_ORDER)}); {algorithm!r} takes updates in timestamp order")
+            if spec.late not in LATE:
+                raise _invalid("spec.late", f"{spec.late!r} is not one of {', '.join(LATE)}")
+            options["late"] = spec.late
         for name in ("buffer_size", "cache_size", "block_size"):
             if getattr(spec.store, name):
                 options[name] = getattr(spec.store, name)
@@ -323,13 +334,17 @@ class AggregationServicer(pb_grpc.AggregationServicer):
     # -- results ---------------------------------------------------------------------
 
     @staticmethod
-    def _result(name: str, window: Window | None, key: str = "") -> pb.Result:
-        """The result of ``window`` (None: a key without updates)."""
+    def _result(name: str, window: Window | None, key: str = "", bounds: tuple[Any, Any] | None = None) -> pb.Result:
+        """The result of ``window`` (None: a key without updates), or of its updates in the
+        time range ``bounds`` (``Window.query(t_from, t_to)``: it may read the store)."""
         if window is None:
             return pb.Result(window=name, key=key)
-        lowered = window.query()
+        if bounds is None:
+            lowered, length = window.query(), len(window)
+        else:
+            lowered, length = window.query(*bounds), window.count(*bounds)
         values = lowered if isinstance(window.monoid, Record) else {"value": lowered}
-        result = pb.Result(window=name, key=key, length=len(window))
+        result = pb.Result(window=name, key=key, length=length)
         other = False
         for dimension, value in values.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
@@ -660,18 +675,99 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         return [(name, self._hosted(name, f"windows[{i}]")) for i, name in enumerate(windows)]
 
     async def Query(self, request: pb.QueryRequest, context: Any) -> pb.QueryResponse:
-        hosted = self._named(request.windows)
+        named = self._named(request.windows)
+        bounds = self._bounds(request)
+        if bounds is not None:
+            for i, (name, h) in enumerate(named):
+                self._out_of_order(name, h, f"range, windows[{i}]" if request.windows else "range", "a time range")
         response = pb.QueryResponse()
-        for name, h in hosted:
-            response.results.extend(self._results(name, h, self._keys(name, h, request.keys)))
+        for name, h in named:
+            keys = self._keys(name, h, request.keys)
+            if bounds is None:
+                response.results.extend(self._results(name, h, keys))
+            else:
+                response.results.extend(await self._range_results(name, h, keys, bounds))
         return response
 
-    async def Evict(self, request: pb.EvictRequest, context: Any) -> pb.EvictResponse:
-        hosted = self._hosted(request.window)
+    @staticmethod
+    def _bounds(request: pb.QueryRequest) -> tuple[Any, Any] | None:
+        """``request.range`` as (t_from, t_to), None for an open bound (None: no range)."""
+        if not request.HasField("range"):
+            return None
+        interval = request.range
+        fields = [interval.WhichOneof(side) for side in ("from", "to")]
+        bounds = [None if f is None else getattr(interval, f) for f in fields]
+        for f, bound in zip(fields, bounds):
+            if bound is not None and math.isnan(bound):
+                raise _invalid(f"range.{f}", "not a number")
+        low, high = bounds
+        if low is not None and high is not None and low > high:
+            raise _invalid(f"range.{fields[0]}, range.{fields[1]}", f"from {low!r} is after to {high!r}")
+        return low, high
+
+    @staticmethod
+    def _out_of_order(name: str, hosted: Hosted, where: str, what: str) -> None:
+        """Refuse ``what`` (a range, a retraction) on a window that keeps timestamp order."""
+        algorithm = hosted.window.algorithm
+        if algorithm not in ORDERED_ALGORITHMS:
+            raise _invalid(where, f"{what} needs an out-of-order window (algorithm {' or '.join(OUT_OF_ORDER)}); "
+                                  f"window {name!r} is {algorithm!r}, in timestamp order")
+
+    async def _range_results(self, name: str, hosted: Hosted, keys: list[str] | None,
+                             bounds: tuple[Any, Any]) -> list[pb.Result]:
+        """The results of ``keys`` (None: every key) over a time range, read from the windows
+        themselves: after the batch being applied, if any (they are not half of one)."""
+        async with hosted.lock:
+            parts = hosted.parts()
+            keys = sorted(parts) if keys is None else keys
+            windows = [(k, parts[k] if k in parts else hosted.window) for k in keys]
+            try:
+                return await self._off_loop(hosted.window.durable,
+                                            lambda: [self._result(name, w, k, bounds) for k, w in windows])
+            except kvs.StoreError as error:
+                raise store_failure(error) from None
+
+    async def _off_loop(self, durable: bool, work: Callable[[], Any]) -> Any:
+        """``work()``, which may read the store: for a durable store in the applier thread, so
+        that the store's round trips do not hold the event loop up."""
+        if durable:
+            return await asyncio.get_running_loop().run_in_executor(self.applier, work)
+        return work()
+
+    @staticmethod
+    def _one_key(request: pb.EvictRequest | pb.RetractRequest, hosted: Hosted) -> None:
+        """``request.key`` (Evict, Retract): required for a keyed window, refused by another."""
         if hosted.spec.keyed and not request.key:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"key: required for keyed window {request.window!r}")
         if request.key and not hosted.spec.keyed:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"key: window {request.window!r} is not keyed")
+
+    async def Retract(self, request: pb.RetractRequest, context: Any) -> pb.RetractResponse:
+        hosted = self._hosted(request.window)
+        kind = request.WhichOneof("time")
+        if kind is None:
+            raise _invalid("ts", "required (ts or ts_float)")
+        self._out_of_order(request.window, hosted, kind, "a retraction")
+        self._one_key(request, hosted)
+        timestamp = getattr(request, kind)
+        if not math.isfinite(timestamp):
+            raise _invalid(kind, f"must be finite, got {timestamp!r}")
+        async with hosted.lock:
+            window = hosted.parts().get(request.key)
+            if window is None:
+                return pb.RetractResponse(retracted=0)
+            try:
+                count = await self._off_loop(window.durable, functools.partial(window.retract, timestamp))
+            except kvs.StoreError as error:
+                raise store_failure(error) from None
+            window.flush(wait=False)
+            self._publish(request.window, hosted, [request.key])
+        await self._durable([window])
+        return pb.RetractResponse(retracted=count)
+
+    async def Evict(self, request: pb.EvictRequest, context: Any) -> pb.EvictResponse:
+        hosted = self._hosted(request.window)
+        self._one_key(request, hosted)
         async with hosted.lock:
             window = hosted.parts().get(request.key)
             if window is None:

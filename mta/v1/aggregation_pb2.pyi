@@ -52,7 +52,7 @@ class StoreOptions(_message.Message):
     def __init__(self, buffer_size: _Optional[int] = ..., cache_size: _Optional[int] = ..., block_size: _Optional[int] = ...) -> None: ...
 
 class WindowSpec(_message.Message):
-    __slots__ = ("name", "monoid", "dimensions", "policy", "algorithm", "store", "keyed")
+    __slots__ = ("name", "monoid", "dimensions", "policy", "algorithm", "store", "keyed", "late")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MONOID_FIELD_NUMBER: _ClassVar[int]
     DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -60,6 +60,7 @@ class WindowSpec(_message.Message):
     ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
     KEYED_FIELD_NUMBER: _ClassVar[int]
+    LATE_FIELD_NUMBER: _ClassVar[int]
     name: str
     monoid: Component
     dimensions: _containers.RepeatedCompositeFieldContainer[Dimension]
@@ -67,7 +68,8 @@ class WindowSpec(_message.Message):
     algorithm: str
     store: StoreOptions
     keyed: bool
-    def __init__(self, name: _Optional[str] = ..., monoid: _Optional[_Union[Component, _Mapping]] = ..., dimensions: _Optional[_Iterable[_Union[Dimension, _Mapping]]] = ..., policy: _Optional[_Union[Component, _Mapping]] = ..., algorithm: _Optional[str] = ..., store: _Optional[_Union[StoreOptions, _Mapping]] = ..., keyed: _Optional[bool] = ...) -> None: ...
+    late: str
+    def __init__(self, name: _Optional[str] = ..., monoid: _Optional[_Union[Component, _Mapping]] = ..., dimensions: _Optional[_Iterable[_Union[Dimension, _Mapping]]] = ..., policy: _Optional[_Union[Component, _Mapping]] = ..., algorithm: _Optional[str] = ..., store: _Optional[_Union[StoreOptions, _Mapping]] = ..., keyed: _Optional[bool] = ..., late: _Optional[str] = ...) -> None: ...
 
 class WindowInfo(_message.Message):
     __slots__ = ("spec", "length", "keys")
@@ -216,13 +218,27 @@ class InsertResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[Result]
     def __init__(self, batch_id: _Optional[str] = ..., inserted: _Optional[int] = ..., evicted: _Optional[int] = ..., duplicate: _Optional[bool] = ..., results: _Optional[_Iterable[_Union[Result, _Mapping]]] = ...) -> None: ...
 
+class TimeInterval(_message.Message):
+    __slots__ = ("from_ts", "from_ts_float", "to_ts", "to_ts_float")
+    FROM_TS_FIELD_NUMBER: _ClassVar[int]
+    FROM_TS_FLOAT_FIELD_NUMBER: _ClassVar[int]
+    TO_TS_FIELD_NUMBER: _ClassVar[int]
+    TO_TS_FLOAT_FIELD_NUMBER: _ClassVar[int]
+    from_ts: int
+    from_ts_float: float
+    to_ts: int
+    to_ts_float: float
+    def __init__(self, from_ts: _Optional[int] = ..., from_ts_float: _Optional[float] = ..., to_ts: _Optional[int] = ..., to_ts_float: _Optional[float] = ...) -> None: ...
+
 class QueryRequest(_message.Message):
-    __slots__ = ("windows", "keys")
+    __slots__ = ("windows", "keys", "range")
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
     windows: _containers.RepeatedScalarFieldContainer[str]
     keys: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, windows: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+    range: TimeInterval
+    def __init__(self, windows: _Optional[_Iterable[str]] = ..., keys: _Optional[_Iterable[str]] = ..., range: _Optional[_Union[TimeInterval, _Mapping]] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("results",)
@@ -245,6 +261,24 @@ class EvictResponse(_message.Message):
     EVICTED_FIELD_NUMBER: _ClassVar[int]
     evicted: int
     def __init__(self, evicted: _Optional[int] = ...) -> None: ...
+
+class RetractRequest(_message.Message):
+    __slots__ = ("window", "key", "ts", "ts_float")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TS_FIELD_NUMBER: _ClassVar[int]
+    TS_FLOAT_FIELD_NUMBER: _ClassVar[int]
+    window: str
+    key: str
+    ts: int
+    ts_float: float
+    def __init__(self, window: _Optional[str] = ..., key: _Optional[str] = ..., ts: _Optional[int] = ..., ts_float: _Optional[float] = ...) -> None: ...
+
+class RetractResponse(_message.Message):
+    __slots__ = ("retracted",)
+    RETRACTED_FIELD_NUMBER: _ClassVar[int]
+    retracted: int
+    def __init__(self, retracted: _Optional[int] = ...) -> None: ...
 
 class FlushRequest(_message.Message):
     __slots__ = ("windows",)

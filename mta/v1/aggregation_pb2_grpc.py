@@ -74,6 +74,11 @@ class AggregationStub:
                 request_serializer=mta_dot_v1_dot_aggregation__pb2.EvictRequest.SerializeToString,
                 response_deserializer=mta_dot_v1_dot_aggregation__pb2.EvictResponse.FromString,
                 _registered_method=True)
+        self.Retract = channel.unary_unary(
+                '/mta.v1.Aggregation/Retract',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.RetractRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.RetractResponse.FromString,
+                _registered_method=True)
         self.Flush = channel.unary_unary(
                 '/mta.v1.Aggregation/Flush',
                 request_serializer=mta_dot_v1_dot_aggregation__pb2.FlushRequest.SerializeToString,
@@ -144,6 +149,13 @@ class AggregationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Retract(self, request, context):
+        """Out-of-order windows: remove every update at a timestamp (the frontier stays).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Flush(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -206,6 +218,11 @@ def add_AggregationServicer_to_server(servicer, server):
                     servicer.Evict,
                     request_deserializer=mta_dot_v1_dot_aggregation__pb2.EvictRequest.FromString,
                     response_serializer=mta_dot_v1_dot_aggregation__pb2.EvictResponse.SerializeToString,
+            ),
+            'Retract': grpc.unary_unary_rpc_method_handler(
+                    servicer.Retract,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.RetractRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.RetractResponse.SerializeToString,
             ),
             'Flush': grpc.unary_unary_rpc_method_handler(
                     servicer.Flush,
@@ -439,6 +456,33 @@ class Aggregation:
             '/mta.v1.Aggregation/Evict',
             mta_dot_v1_dot_aggregation__pb2.EvictRequest.SerializeToString,
             mta_dot_v1_dot_aggregation__pb2.EvictResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Retract(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/Retract',
+            mta_dot_v1_dot_aggregation__pb2.RetractRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.RetractResponse.FromString,
             options,
             channel_credentials,
             insecure,

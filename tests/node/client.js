@@ -1,7 +1,8 @@
 // A Node.js client of `mta serve` (@grpc/grpc-js, @grpc/proto-loader), as a user in
 // another language would write it: it loads aggregation.proto, calls Describe and a
 // few bad requests, streams batches through Ingest waiting for each ack before sending
-// the next, and prints what it saw as one JSON line for tests/test_node_client.py.
+// the next, sends an out-of-order batch to a "fiba" window and queries a time range of it,
+// and prints what it saw as one JSON line for tests/test_node_client.py.
 // Usage: node client.js ADDRESS PROTO_DIR TOKEN
 "use strict";
 const grpc = require("@grpc/grpc-js");
@@ -68,6 +69,13 @@ async function main() {
     { ts: 1, dimensions: { avg: 1, peak: 1 } }, { ts: 2, dimensions: { avg: 2, peak: NaN } }] });
   await call("CreateWindow", { spec: { name: "acks", monoid: { name: "sum" } } });
   seen.acks = await ingestWaitingForEachAck("acks", 5);
+  // Out of order: the window keeps (newest - 5, newest]; 2, 4 and 4 leave, 4 is the frontier.
+  await call("CreateWindow", { spec: {
+    name: "ooo", monoid: { name: "sum" }, algorithm: "fiba", policy: { name: "time_range", params: { width: { float_value: 5 } } } } });
+  seen.ooo = await call("Insert", { window: "ooo", columns: { ts: [7, 2, 9, 4, 4], values: [1, 2, 4, 8, 16] } });
+  seen.ooo_late = await refusal("Insert", { window: "ooo", columns: { ts: [8, 3], values: [1, 1] } });
+  seen.ooo_range = (await call("Query", { windows: ["ooo"], range: { from_ts: 8 } })).results;
+  seen.ooo_range_refused = await refusal("Query", { windows: ["acks"], range: { from_ts: 1, to_ts: 2 } });
   seen.query = (await call("Query", { windows: [] })).results;
   console.log(JSON.stringify(seen));
 }
