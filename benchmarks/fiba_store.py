@@ -4,7 +4,7 @@ Part 1, throughput: a window of n entries (in order, Sum of 1s) in a ``FiBA`` in
 and in a ``FiBA(store=Redis)`` (its own ``redis-server``, no persistence; blocks of 512
 records, buffer 512 updates, cache 256 nodes); rounds of ``evict(oldest); insert(next);
 query()`` at out-of-order distance d (d = 0: in order; d > 0: the insert goes d entries
-below the newest, keys spaced so that the distance stays exact). The variants take turns,
+below the newest: the d newest keys are "high" ones that later keys stay under). The variants take turns,
 three timed runs each; medians per round, and the ratio Redis/memory. Round trips to
 Redis are counted (``backend.round_trips``); the last run's background commit is waited
 for inside the timing.
@@ -39,18 +39,26 @@ NAME = "fiba_store"
 MIN_RATIO = 0.5
 
 
-def fill(tree: FiBA, n: int) -> None:
-    for i in range(n):
-        tree.insert(2 * i, 1)  # even keys: an out-of-order insert takes an odd one
+#: Above every key a round inserts: the d newest keys of a window at distance d.
+HIGH = 1 << 62
 
 
-def rounds(tree: FiBA, start: int, count: int, d: int) -> int:
-    """``count`` rounds from key ``2 * start``; return the next start. At d > 0 the new key
-    goes between the (d+1)-th and d-th newest (odd keys stay below the next even one)."""
+def fill(tree: FiBA, n: int, d: int = 0) -> None:
+    """n entries: keys 0 .. n-d-1, and the d "high" keys that stay the newest (the FiBA
+    paper's generator), so that every round's insert has exactly d newer keys."""
+    for i in range(n - d):
+        tree.insert(i, 1)
+    for j in range(d):
+        tree.insert(HIGH + j, 1)
+
+
+def rounds(tree: FiBA, start: int, count: int) -> int:
+    """``count`` rounds inserting keys ``start, start + 1, ...`` (below the high keys);
+    return the next start."""
     evict, insert, query, oldest = tree.evict, tree.insert, tree.query, tree.oldest
     for i in range(start, start + count):
         evict(oldest()[0])
-        insert(2 * i if d == 0 else 2 * (i - d) - 1, 1)
+        insert(i, 1)
         query()
     return start + count
 
@@ -64,17 +72,17 @@ def throughput(run: common.Run, n: int, steps: int, ds: list[int], url: str) -> 
         trees["redis"] = FiBA(Sum(), store=backend.store(f"fiba-bench-{d}", lease, block_size=512))
         starts = {}
         for name, tree in trees.items():
-            fill(tree, n)
+            fill(tree, n, d)
             if isinstance(tree, StoredFiBA):
                 tree.flush()
-            starts[name] = n
+            starts[name] = n - d
         times: dict[str, list[float]] = {name: [] for name in trees}
         trips_before = backend.round_trips.reads + backend.round_trips.writes
         for _ in range(3):
             for name, tree in trees.items():
                 with common.gc_paused():
                     t0 = now_ns()
-                    starts[name] = rounds(tree, starts[name], steps, d)
+                    starts[name] = rounds(tree, starts[name], steps)
                     if isinstance(tree, StoredFiBA):
                         tree.flush()
                     times[name].append((now_ns() - t0) / steps / 1000)
@@ -133,7 +141,7 @@ def memory(run: common.Run, sizes: list[int], url: str) -> list[list[Any]]:
         lease = backend.create("fiba-memory", {}, replace=True)
         tree = FiBA(Sum(), store=backend.store("fiba-memory", lease, block_size=512))
         fill(tree, n)
-        rounds(tree, n, n // 4, 0)
+        rounds(tree, n, n // 4)
         tree.flush()
         loaded, stubs, entries, size = held(tree, small)
         used = backend.client.info("memory")["used_memory"] if hasattr(backend, "client") else None
