@@ -133,6 +133,16 @@ def held(tree: StoredFiBA, small: set[int]) -> tuple[int, int, int, int]:
     return tuple(totals)
 
 
+def blocks_size(tree: StoredFiBA, small: set[int]) -> int:
+    """Bytes of the store blocks the tree's level keeps after its reads (decoded records)."""
+    def size(x: Any) -> int:
+        if isinstance(x, (tuple, list)):
+            return sys.getsizeof(x) + sum(size(y) for y in x)
+        return 0 if id(x) in small else sys.getsizeof(x)
+    recent = getattr(tree._level, "_recent", {})
+    return sum(size(block) for block in recent.values())
+
+
 def memory(run: common.Run, sizes: list[int], url: str) -> list[list[Any]]:
     backend = kvs.connect(url)
     small = {id(i) for i in range(-5, 257)}  # interned ints are no one's memory
@@ -144,16 +154,19 @@ def memory(run: common.Run, sizes: list[int], url: str) -> list[list[Any]]:
         rounds(tree, n, n // 4)
         tree.flush()
         loaded, stubs, entries, size = held(tree, small)
+        blocks = blocks_size(tree, small)
         used = backend.client.info("memory")["used_memory"] if hasattr(backend, "client") else None
-        rows.append([pow2(n), loaded, stubs, entries, round(size / 2 ** 10, 1),
-                     round(used / 2 ** 20, 1) if used else "-"])
-        run.log(f"n={pow2(n)}: {loaded} nodes, {entries} entries, {size / 2 ** 10:.0f} KiB local")
+        rows.append([pow2(n), loaded, stubs, entries, round(size / 2 ** 10, 1), round(blocks / 2 ** 10, 1),
+                     round((size + blocks) / 2 ** 10, 1), round(used / 2 ** 20, 1) if used else "-"])
+        run.log(f"n={pow2(n)}: {loaded} nodes, {entries} entries, {size / 2 ** 10:.0f} KiB local "
+                f"+ {blocks / 2 ** 10:.0f} KiB of store blocks")
         backend.delete("fiba-memory")
     reference = FiBA(Sum())
     fill(reference, sizes[0])
     _, _, entries, size = deep_size(reference._root, small)
     run.table("Local memory of a FiBA on Redis against the window size (steady state, after a flush)",
-              ["n", "loaded nodes", "stubs", "entries held", "local KiB", "Redis used_memory (MiB)"], rows,
+              ["n", "loaded nodes", "stubs", "entries held", "nodes KiB", "kept store blocks KiB", "local KiB",
+               "Redis used_memory (MiB)"], rows,
               note=f"For comparison, FiBA in memory at n = {pow2(sizes[0])}: {entries} entries, "
                    f"{size / 2 ** 10:.0f} KiB (linear in n).")
     return rows

@@ -227,7 +227,7 @@ class BlockBackend(Backend):
 
 class BlockLevel(Level):
     __slots__ = ("head", "tail", "number", "generation", "purged", "_store", "_open", "_packed", "_dirty",
-                 "_recent")
+                 "_recent", "keep_blocks")
 
     def __init__(self, store: BlockStore, number: int, generation: int,
                  head: int = 0, tail: int = 0, purged: int | None = None,
@@ -245,7 +245,10 @@ class BlockLevel(Level):
         self._packed: tuple[bytes, int] = (b"", 0)
         # block -> (packed prefix, its count, values): changed since the last commit
         self._dirty: dict[int, tuple[bytes, int, list[Any]]] = {}
-        self._recent: dict[int, list[Any]] = {}   # blocks of the last read
+        self._recent: dict[int, list[Any]] = {}   # blocks of the latest reads, oldest first
+        #: How many fetched blocks to keep (0: only those of the last read, which the MTAs'
+        #: level caches read in runs; a stored FiBA's node reads alternate between a few).
+        self.keep_blocks = 0
 
     def key(self, block: int) -> bytes:
         return b"%d:%d:%d" % (self.number, self.generation, block)
@@ -280,9 +283,13 @@ class BlockLevel(Level):
         missing = self.missing(start, stop)
         if missing:
             fetched = self._store.fetch([self.key(b) for b in missing])
-            recent = {b: recent[b] for b in wanted if b in recent}
             recent.update(zip(missing, fetched))
-            self._recent = recent
+            # Keep the blocks of this read and, up to ``keep_blocks`` in all, the latest others.
+            for block in list(recent):
+                if len(recent) <= max(self.keep_blocks, len(wanted)):
+                    break
+                if block not in wanted:
+                    del recent[block]
         base = first << shift
         if first == last:  # one block (a stored FiBA reads one node at a time): slice, no copy of it
             block = dirty[first][2] if first in dirty else self._open if first == open_block else recent[first]

@@ -38,6 +38,10 @@ BUFFER_SIZE = 512
 #: Nodes read back from the store kept in memory at most (beyond the spines and the
 #: nodes changed since the last flush).
 CACHE_SIZE = 256
+#: Store blocks kept after a read (a block store's ``keep_blocks``): node reads alternate
+#: between a few blocks (leaves in order, their parents rewritten since); measured at
+#: 2^18, blocks of 512: 131 fetches per 50,000 FIFO rounds keeping none, 16 keeping 4.
+KEEP_BLOCKS = 4
 
 _CHILDREN = _Node.children  # the slot itself: reading through it never loads a stub
 
@@ -73,11 +77,17 @@ class StoredFiBA(FiBA):
         super().__init__(monoid, min_arity=min_arity, buffer_size=buffer_size, cache_size=cache_size)
         if state is None:
             store.clear()
-        self._level = store.level(0)
+        self._level = self._open_level()
         if state is not None:
             self._restore(state)
 
     # -- the node store ----------------------------------------------------------------
+
+    def _open_level(self) -> Any:
+        level = self.store.level(0)
+        if hasattr(level, "keep_blocks"):
+            level.keep_blocks = KEEP_BLOCKS
+        return level
 
     def _new(self, keys: list[Any], values: list[Any], children: list[_Node] | None) -> _Node:
         return _Node(keys, values, children, None, self._identity, self)
@@ -360,7 +370,7 @@ class StoredFiBA(FiBA):
 
     def clear(self) -> None:
         self.store.clear()
-        self._level = self.store.level(0)
+        self._level = self._open_level()
         self._dirty.clear()
         self._resident.clear()
         self._reset()
