@@ -41,7 +41,6 @@ class TimeOrdered(Aggregator):
         super().__init__(monoid)
         self.late = late
         self.name = tree_cls.name
-        self.uses_store = tree_cls.uses_store
         self.tree = tree_cls(monoid, **options, **({"state": state} if state is not None else {}))
         order = (state or {}).get("annotations", {}).get("order", {})
         #: The next arrival number (keeps equal timestamps apart, in arrival order).
@@ -195,10 +194,6 @@ class TimeOrdered(Aggregator):
 
     def _oldest(self) -> Any:
         return self.tree.oldest()[1]
-
-    def newest_timestamp(self) -> Any:
-        newest = self.tree.newest()
-        return newest[0][0] if newest is not None else None
 
     def __len__(self) -> int:
         return len(self.tree)

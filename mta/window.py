@@ -679,12 +679,14 @@ class Window:
             total = self._range(t_from, t_to)
         return total[2] if self._timed else total
 
-    def count(self, t_from: int | float | None = None, t_to: int | float | None = None) -> int:
-        """How many updates the window holds (``len``), or, out of order, how many have
-        ``t_from <= timestamp <= t_to`` (as :meth:`partial`; the server's range results)."""
+    def tally(self, t_from: int | float | None = None, t_to: int | float | None = None) -> tuple[int, Any]:
+        """``(how many updates, query())`` of the window or, out of order, of its updates
+        with ``t_from <= timestamp <= t_to`` (as :meth:`partial`), from one range query:
+        the server's results."""
         if t_from is None and t_to is None:
-            return len(self)
-        return self._range(t_from, t_to)[0]
+            return len(self), self.query()
+        total = self._range(t_from, t_to)
+        return total[0], self.monoid.lower(total[2])
 
     def _range(self, t_from: int | float | None, t_to: int | float | None) -> tuple:
         """The timed total (count, newest timestamp, partial) of a time range (out of order)."""

@@ -135,7 +135,8 @@ def same(window: Window, oracle: OrderedOracle, ranges: list[tuple[int, int]] = 
     assert window.oldest_timestamp() == (oracle.items[0][0] if oracle.items else None)
     for low, high in ranges:
         assert window.query(low, high) == oracle.query(low, high)
-        assert window.count(low, high) == sum(1 for t, _, _ in oracle.items if low <= t <= high)
+        assert window.tally(low, high) == (sum(1 for t, _, _ in oracle.items if low <= t <= high),
+                                           oracle.query(low, high))
         assert window.query(t_from=low) == oracle.query(low=low)
         assert window.query(t_to=high) == oracle.query(high=high)
 
@@ -302,9 +303,9 @@ def test_bad_arguments_raise_before_anything_is_built() -> None:
         Window(Sum(), algorithm="btree", store="memory://")
     w = Window(Sum(), TimeRange(5), algorithm="fiba")
     w.insert(1, 1)
-    for bad in ("1", None, math.nan):
+    for bad in ("1", math.nan):
         with pytest.raises(TypeError, match="t_from"):
-            w.query(bad if bad is not None else "x", 2)
+            w.query(bad, 2)
     with pytest.raises(TypeError, match="t_to"):
         w.query(0, "2")
     with pytest.raises(ValueError, match="finite"):

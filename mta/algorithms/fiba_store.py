@@ -359,7 +359,7 @@ class StoredFiBA(FiBA):
             last = len(children) - 1
             node.children = [
                 self._revive(child, node, i == 0 and (top or left), i == last and (top or right))
-                if len(child) == 8 else self._stub(node, *child)
+                if len(child) == 8 else self._stub(node, *child)  # a record of _save, or (pos, agg, size, minpos)
                 for i, child in enumerate(children)]
         return node
 

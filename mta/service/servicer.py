@@ -339,10 +339,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         time range ``bounds`` (``Window.query(t_from, t_to)``: it may read the store)."""
         if window is None:
             return pb.Result(window=name, key=key)
-        if bounds is None:
-            lowered, length = window.query(), len(window)
-        else:
-            lowered, length = window.query(*bounds), window.count(*bounds)
+        length, lowered = window.tally(*(bounds or ()))
         values = lowered if isinstance(window.monoid, Record) else {"value": lowered}
         result = pb.Result(window=name, key=key, length=length)
         other = False
