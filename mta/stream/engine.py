@@ -36,7 +36,7 @@ from kvs.blocks import Backend
 from kvs.urls import connect
 from mta.monoid import Monoid
 from mta.stream.counted import CountSlices
-from mta.stream.final import FINALS, FinalAggregation
+from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SlidingRunner,
                                 _EveryRunner, runner_class)
 from mta.stream.slices import TimeSlices
@@ -63,25 +63,22 @@ class Stream:
     ``allowed_lateness``: how far behind the watermark a tuple is still taken (it then
     updates the windows it belongs to); older tuples are dropped, counted in
     :attr:`dropped` and passed to ``on_late(ts, value)``. ``final``: the final
-    aggregation over slices, ``"eager"`` (an Amortized MTA per query when nothing
-    can be late, a FiBA tree over slices otherwise), ``"lazy"`` (fold the slices when
-    a window ends), or ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
+    aggregation over slices: ``"auto"`` (fold windows of few slices, eager for the
+    others), ``"eager"`` (an Amortized MTA per query when nothing can be late, a FiBA
+    tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends), or
+    ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
     tuples in timestamp order (an older one is refused).
 
     Every call is all or nothing: bad input raises before anything changes.
     """
 
-    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "eager",
+    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "auto",
                  on_late: Callable[[Any, Any], Any] | None = None, ordered: bool = False) -> None:
         if not isinstance(monoid, Monoid):
             raise TypeError(f"monoid must be an mta.Monoid, got {monoid!r}")
         if (isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float))
                 or not 0 <= allowed_lateness < _INF):
             raise ValueError(f"allowed_lateness must be a finite number >= 0, got {allowed_lateness!r}")
-        if final == "eager":
-            final = "amta" if allowed_lateness == 0 else "fiba"
-        if final not in FINALS:
-            raise ValueError(f"final must be 'eager', 'lazy', 'amta' or 'fiba', got {final!r}")
         if on_late is not None and not callable(on_late):
             raise TypeError(f"on_late must be callable(ts, value), got {on_late!r}")
         self.monoid = monoid
@@ -97,7 +94,8 @@ class Stream:
         self._runners: dict[str, Runner] = {}
         self._order = 0
         self.slices = TimeSlices(monoid, self._edges, keep_tuples=False)
-        self.final: FinalAggregation = FINALS[final](self.slices)
+        self._final_name = final
+        self.final: FinalAggregation = final_aggregation(final, self.slices, allowed_lateness == 0)
         self.slices.on_change = self.final.changed
         self._counts: dict[Any, CountSlices] = {}
         self.buffer_ts: list = []
@@ -150,7 +148,8 @@ class Stream:
         """Derive the per-tuple routing from the queries (Fig. 4: which stores keep tuples)."""
         runners = list(self._runners.values())
         self._sliding = [r for r in runners if isinstance(r, SlidingRunner)]
-        self._cf = [r.spec for r in self._sliding]
+        # distinct context-free specs: their edges cut the slices (queries often repeat a window)
+        self._cf = list({(r.spec.size, r.spec.slide, r.spec.offset): r.spec for r in self._sliding}.values())
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
         self._every = [r for r in runners if isinstance(r, _EveryRunner)]
@@ -355,9 +354,9 @@ class Stream:
     def _retain(self) -> None:
         """Forget what no window can need any more (the horizon: watermark - lateness)."""
         horizon = self.horizon
-        time_runners = self._sliding + self._aware
-        if time_runners:
-            need = min(r.needed_from(horizon) for r in time_runners)
+        if self._time:
+            need = min([s.start(s.first_ending_after(horizon)) for s in self._cf]
+                       + [r.needed_from(horizon) for r in self._aware])
             if self.slices.drop_before(need):
                 self.final.dropped()
             self.slices.release_tuples(horizon)
@@ -420,7 +419,7 @@ class Stream:
         self._order = order_next
         self._pending = [tuple(e) for e in pending]
         self.slices.load(slices)
-        self.final = type(self.final)(self.slices)
+        self.final = final_aggregation(self._final_name, self.slices, self.allowed_lateness == 0)
         self.slices.on_change = self.final.changed
         self.buffer_ts, self.buffer_partials = list(buffer[0]), list(buffer[1])
         for begin, store_state in counts:

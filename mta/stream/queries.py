@@ -79,6 +79,7 @@ class SlidingRunner(Runner):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.late: list = []  # timestamps of late tuples since the last advance
+        self.next_end: Any = -_INF  # no window ending before it is left to report
 
     def on_late(self, ts: Any) -> None:
         self.late.append(ts)
@@ -96,6 +97,8 @@ class SlidingRunner(Runner):
         return k
 
     def close(self, prev: Any, wm: Any, updates: list, closes: list) -> None:
+        if self.next_end > wm and not self.late:  # nothing ends before the watermark
+            return
         spec, slices = self.spec, self.stream.slices
         size, starts, counts = spec.size, slices.starts, slices.counts
         seen = set()
@@ -116,6 +119,7 @@ class SlidingRunner(Runner):
             s = spec.start(k)
             e = s + size
             if e > wm:
+                self.next_end = e  # every window before it was reported or empty
                 return
             i, j = slices.span(s, e)
             if i == j:
@@ -126,9 +130,6 @@ class SlidingRunner(Runner):
             if sum(counts[i:j]):
                 self._result(closes, s, e, i, j, True, False)
             k += 1
-
-    def needed_from(self, horizon: Any) -> Any:
-        return self.spec.start(self.spec.first_ending_after(horizon))
 
     def state(self) -> Any:
         return self.late
