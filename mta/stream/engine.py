@@ -153,7 +153,7 @@ class Stream:
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
         self._every = [r for r in runners if isinstance(r, _EveryRunner)]
-        self._predicates = [(r.bit, r.spec.predicate) for r in runners if isinstance(r, PunctuationRunner)]
+        self._predicates = [(r.bit, r.spec.predicate, r.name) for r in runners if isinstance(r, PunctuationRunner)]
         punctuation = bool(self._predicates)
         self.slices.keep_tuples = self.allowed_lateness > 0 and (not self.monoid.commutative or punctuation)
         if not self._every:
@@ -182,9 +182,13 @@ class Stream:
 
     def _mask(self, value: Any) -> int:
         mask = 0
-        for bit, predicate in self._predicates:
-            if predicate(value):
-                mask |= bit
+        for bit, predicate, name in self._predicates:
+            try:
+                if predicate(value):
+                    mask |= bit
+            except Exception as error:
+                raise ValueError(f"the predicate of punctuation query {name!r} raised {type(error).__name__}: "
+                                 f"{error} (on value {value!r})") from error
         return mask
 
     def insert(self, ts: int | float, value: Any) -> bool:
@@ -254,8 +258,8 @@ class Stream:
             for i, value in enumerate(values):
                 try:
                     masks[i] = self._mask(value)
-                except Exception as error:
-                    raise type(error)(f"updates[{i}]: punctuation predicate raised: {error}") from error
+                except ValueError as error:
+                    raise ValueError(f"updates[{i}]: {error}") from error.__cause__
         taken = 0
         pending, watermark, arrival = self._pending, self.watermark, self._arrival
         for ts, value, partial, mask in zip(timestamps, values, partials, masks):
@@ -355,7 +359,7 @@ class Stream:
         """Forget what no window can need any more (the horizon: watermark - lateness)."""
         horizon = self.horizon
         if self._time:
-            need = min([s.start(s.first_ending_after(horizon)) for s in self._cf]
+            need = min([s.start(s.first_ending_after(horizon)) if horizon < _INF else _INF for s in self._cf]
                        + [r.needed_from(horizon) for r in self._aware])
             if self.slices.drop_before(need):
                 self.final.dropped()
@@ -429,36 +433,39 @@ class Stream:
         self._configure()
 
     def save(self, store: Backend | str, stream_id: str) -> None:
-        """Write the state to a ``kvs`` backend (or URL) as ``stream_id``. The first save
-        creates it there and holds its lease: this stream is its one writer until
-        :meth:`close` (another writer's save fails with ``kvs.WindowBusy``/``WindowFenced``)."""
-        backend = store if isinstance(store, Backend) else connect(store)
-        lease = getattr(self, "_lease", None)
-        if lease is None or lease.window_id != stream_id:
-            lease = backend.create(stream_id, {"kind": "stream", "monoid": repr(self.monoid)}, replace=False)
-            self._lease, self._backend = lease, backend
-        backend.commit(stream_id, {}, [], self.snapshot(), lease)
+        """Write the state to a ``kvs`` backend (or URL) as ``stream_id``, all or nothing.
+
+        The first save creates it there and holds it: this stream is its one writer until
+        :meth:`close` (another stream's :meth:`load` meets ``kvs.WindowBusy`` meanwhile, and
+        with ``take_over`` fences this one: its next save raises ``kvs.WindowFenced``)."""
+        level_store = getattr(self, "_store", None)
+        if level_store is None or self._store_id != stream_id:
+            backend = store if isinstance(store, Backend) else connect(store)
+            lease = backend.create(stream_id, {"kind": "stream", "monoid": repr(self.monoid),
+                                               "queries": self._fingerprint()[2]})
+            self._store, self._store_id = backend.store(stream_id, lease), stream_id
+        self._store.commit(self.snapshot())
 
     def load(self, store: Backend | str, stream_id: str, *, take_over: bool = False) -> None:
-        """Continue from the state saved as ``stream_id`` (this stream becomes its writer)."""
+        """Continue from the state saved as ``stream_id``; this stream becomes its writer."""
         backend = store if isinstance(store, Backend) else connect(store)
-        lease = backend.acquire(stream_id, take_over=take_over)
+        level_store = backend.store(stream_id, take_over=take_over)
         try:
-            data = backend.load(stream_id, lease)
+            data = level_store.load()
             if data is None:
                 raise ValueError(f"stream {stream_id!r} has no saved state")
             self.restore(data)
         except BaseException:
-            backend.release(lease)
+            level_store.release()
             raise
-        self._lease, self._backend = lease, backend
+        self._store, self._store_id = level_store, stream_id
 
     def close(self) -> None:
-        """Release the stored stream's lease (if :meth:`save` or :meth:`load` took one)."""
-        lease = getattr(self, "_lease", None)
-        if lease is not None:
-            self._backend.release(lease)
-            self._lease = None
+        """Give up the stored stream (if :meth:`save` or :meth:`load` opened one): others may open it."""
+        level_store = getattr(self, "_store", None)
+        if level_store is not None:
+            level_store.release()
+            self._store = None
 
     def __repr__(self) -> str:
         return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "

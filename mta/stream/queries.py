@@ -112,7 +112,7 @@ class SlidingRunner(Runner):
                     self._result(updates, s, s + size, i, j, False, True)
                 k += 1
         self.late.clear()
-        if not starts:
+        if not starts or prev == _INF:
             return
         k = self._first(max(prev, starts[0]))
         while True:
