@@ -8,8 +8,8 @@
 
 from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, GeometricMean, Last, Max, MaxCount,
                         Mean, Min, MinCount, Monoid, MonoidError, Record, StdDev, Sum, Variance)
-from mta.quantiles import ApproxQuantile, Median, Quantile
 from mta.policy import Agg, MaxSize, TimeRange, all_of, any_of
+from mta.quantiles import ApproxQuantile, Median, Quantile
 from mta.window import Window
 
 __version__ = "0.1.0"

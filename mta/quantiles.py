@@ -33,9 +33,16 @@ __all__ = ["Quantile", "Median", "ApproxQuantile"]
 _VALUE = itemgetter(0)
 _COUNT = itemgetter(1)
 
-#: A side with at most this many runs is applied to the other by binary search and
-#: list insertion (C memmoves) instead of a linear merge in Python.
-_FEW = 8
+#: A side with at most this many runs, and at most a quarter of the other's, goes into
+#: the other by binary search and list insertion (C memmoves) instead of a linear merge
+#: in Python (measured: 5x faster for one run into 1,000, 8x for 32 into 10,000).
+_FEW = 32
+
+
+def _few(small: tuple, big: tuple) -> bool:
+    """Whether ``small`` goes into ``big`` faster by binary search than by merging."""
+    n = len(small)
+    return n <= _FEW and 4 * n <= len(big)
 
 
 def _fraction(q: Any, who: str) -> Any:
@@ -112,9 +119,9 @@ def _merge(a: Sequence, b: Sequence) -> tuple:
         return a + b
     if b[-1][0] < a[0][0]:
         return b + a
-    if len(b) <= _FEW:
+    if _few(b, a):
         return _adjust(a, b, 1)
-    if len(a) <= _FEW:
+    if _few(a, b):
         return _adjust(b, a, 1)
     out: list[tuple] = []
     append = out.append
@@ -188,8 +195,10 @@ class Quantile(Monoid):
     def invert(self, total: Sequence, front: Sequence) -> tuple:
         """``total`` without ``front``'s values (ValueError if ``front`` is not part of it)."""
         total = _runs(total)
+        if not front:
+            return total
         front = _runs(front)
-        if len(front) <= _FEW:
+        if _few(front, total):
             return _adjust(total, front, -1)
         left = dict(front)
         out: list[tuple] = []
@@ -237,7 +246,8 @@ class ApproxQuantile(Monoid):
     "double-sided" one for PMF/CDF queries is 1.65%: DataSketches' KllSketch docs,
     https://apache.github.io/datasketches-java/6.1.1/org/apache/datasketches/kll/KllSketch.html).
     The sketch is exact (the nearest-rank :class:`Quantile`) until it first compacts,
-    i.e. for windows of at most k values. Compaction is randomized: the same window may
+    i.e. for windows of at most k values, and q = 0 and 1 are always the exact minimum
+    and maximum. Compaction is randomized: the same window may
     give slightly different results on different runs or combine orders.
 
     Partials are immutable and need no codec: ``None`` (empty, the identity), a
@@ -311,7 +321,14 @@ class ApproxQuantile(Monoid):
     def lower(self, partial: Any) -> float | None:
         if partial is None or partial.__class__ is not bytes:
             return partial
-        return self.sketch(partial).get_quantile(self.q, True)
+        sketch = self.sketch(partial)
+        # the library answers q = 0 and 1 from the values it retained; it also keeps
+        # the exact minimum and maximum
+        if self.q == 0:
+            return sketch.get_min_value()
+        if self.q == 1:
+            return sketch.get_max_value()
+        return sketch.get_quantile(self.q, True)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.q!r}, k={self.k})"
