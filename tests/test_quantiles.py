@@ -182,20 +182,34 @@ def test_invert_is_multiset_difference(values, keep):
     assert m.combine(partial_of(m, front), x) == total
 
 
-def test_invert_refuses_a_front_that_is_not_in_the_total():
-    m = Median()
+@pytest.mark.parametrize("front", [[5, 100], list(range(60)) + [100]], ids=["few", "many"])
+def test_invert_refuses_a_value_the_total_lacks(front):
+    with pytest.raises(ValueError, match="holds 100, which the total does not"):
+        Median().invert(rle(list(range(100))), rle(front))
+
+
+@pytest.mark.parametrize("front", [[5, 5], list(range(60)) + [5]], ids=["few", "many"])
+def test_invert_refuses_more_copies_than_the_total_has(front):
+    with pytest.raises(ValueError, match="holds 2 of 5, the total only 1"):
+        Median().invert(rle(list(range(100))), rle(front))
+
+
+def test_invert_of_nothing_and_everything():
     total = rle([1, 2, 2, 3])
-    with pytest.raises(ValueError, match="4"):
-        m.invert(total, rle([4]))
-    with pytest.raises(ValueError, match="3 of 2"):
-        m.invert(total, rle([2, 2, 2]))
-    many = rle(list(range(100)))
-    with pytest.raises(ValueError, match="100"):
-        m.invert(many, rle(list(range(1, 101))))
-    with pytest.raises(ValueError, match="2 of 5"):
-        m.invert(many, rle(list(range(60)) + [5]))
-    assert m.invert(total, ()) == total
-    assert m.invert(total, total) == ()
+    assert Median().invert(total, ()) == total
+    assert Median().invert(total, total) == ()
+
+
+def test_quantiles_as_record_fields():
+    from mta import Record
+
+    m = Record(median=Median(), p90=ApproxQuantile(0.9), top=Quantile(1))
+    rng = random.Random(4)
+    values = [rng.randint(0, 1000) for _ in range(150)]
+    parts = [m.fold(m.identity, m.lift_many(c)) for c in chunks(values, [10, 40, 41, 90, 120])]
+    result = m.lower(m.fold(m.identity, parts))
+    assert result == {"median": statistics.median_low(values), "p90": float(nearest_rank(values, 0.9)),
+                      "top": max(values)}
 
 
 # --------------------------------------------------------------------------- exact: partials through a codec
