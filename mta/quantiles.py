@@ -4,8 +4,8 @@ approximate quantile on a mergeable KLL sketch (Apache DataSketches).
 Both use the *nearest-rank* (inverted CDF) rule: the q-quantile of n values is the
 value at 1-based rank ``max(1, ceil(q * n))`` in sorted order, i.e. the smallest
 value with at least a fraction q of the values at or below it. It is always one of
-the inputs (no interpolation), so it is exact for ints, Fractions and infinities;
-it equals ``numpy.quantile(values, q, method="inverted_cdf")``, the median is the
+the inputs (no interpolation: :class:`Quantile` returns ints, Fractions and
+infinities as they came); it equals ``numpy.quantile(values, q, method="inverted_cdf")``, the median is the
 *lower* median (``statistics.median_low``), q = 0 is the minimum and q = 1 the
 maximum. ``q * n`` is computed as written: with a float q it is rounded as
 DataSketches rounds it (``0.07 * 100 == 7.000000000000001``, so rank 8); pass a
@@ -45,7 +45,7 @@ def _few(small: tuple, big: tuple) -> bool:
     return n <= _FEW and 4 * n <= len(big)
 
 
-def _fraction(q: Any, who: str) -> Any:
+def _check_q(q: Any, who: str) -> Any:
     """Check that ``q`` is a real number in [0, 1] (bool and NaN refused); return it."""
     if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 <= q <= 1:
         raise ValueError(f"{who} takes a quantile q with 0 <= q <= 1, got {q!r}")
@@ -176,7 +176,7 @@ class Quantile(Monoid):
     combine = staticmethod(_merge)
 
     def __init__(self, q: float) -> None:
-        self.q = _fraction(q, type(self).__name__)
+        self.q = _check_q(q, type(self).__name__)
 
     def lift(self, value: Any) -> tuple:
         return ((_ordered(value, type(self).__name__), 1),)
@@ -265,7 +265,7 @@ class ApproxQuantile(Monoid):
         from datasketches import kll_doubles_sketch  # imported here: 70 ms that `import mta` need not pay
 
         who = type(self).__name__
-        self.q = float(_fraction(q, who))
+        self.q = float(_check_q(q, who))
         if isinstance(k, bool) or not isinstance(k, int) or not 8 <= k <= 65_535:
             raise ValueError(f"{who} takes a sketch size k with 8 <= k <= 65535, got {k!r}")
         self.k = k
