@@ -437,3 +437,71 @@ def test_repr_and_pickle():
             m.lower(m.fold(m.identity, m.lift_many([3, 1, 2])))
     assert repr(ApproxQuantile(0.9, k=64)) == "ApproxQuantile(0.9, k=64)"
     assert repr(Median()) == "Median()" and repr(Quantile(0.25)) == "Quantile(0.25)"
+
+
+# --------------------------------------------------------------------------- through the Stream engine
+
+
+def stream_oracle(events: list[tuple], gap: float) -> dict:
+    """Every window's values from the raw (ts, value) events (arrival order), by (query, start, end)."""
+    out: dict = {}
+    for ts, v in events:
+        for start in (ts // 10 * 10,):
+            out.setdefault(("tumble", start, start + 10), []).append(v)
+        for start in range(ts // 5 * 5 - 15, ts + 1, 5):
+            if start <= ts < start + 20:
+                out.setdefault(("slide", start, start + 20), []).append(v)
+    ordered = [v for _, _, v in sorted((ts, i, v) for i, (ts, v) in enumerate(events))]
+    for end in range(3, len(ordered) + 1, 3):
+        out[("count", max(0, end - 7), end)] = ordered[max(0, end - 7):end]
+    session: list[tuple] = []
+    for ts, v in sorted(events, key=lambda e: e[0]):
+        if session and ts - session[-1][0] >= gap:
+            out[("session", session[0][0], session[-1][0] + gap)] = [w for _, w in session]
+            session = []
+        session.append((ts, v))
+    out[("session", session[0][0], session[-1][0] + gap)] = [w for _, w in session]
+    return out
+
+
+@pytest.mark.parametrize("final", ["eager", "lazy"])
+@pytest.mark.parametrize("monoid", [Median(), Quantile(0.9), ApproxQuantile(0.25)], ids=repr)
+def test_stream_windows_against_recomputation(monoid, final):
+    """Tumbling, sliding, count (invert for the exact ones) and session windows over
+    out-of-order data with late tuples, snapshot and restore half way: the last report
+    of every window is its nearest-rank value (the sketch's windows are under k values)."""
+    from mta import Stream
+    from mta.windows import Count, Session, Sliding, Tumbling
+
+    def stream() -> Stream:
+        s = Stream(monoid, allowed_lateness=10**6, final=final)
+        s.add("tumble", Tumbling(10))
+        s.add("slide", Sliding(20, 5))
+        s.add("count", Count(7, 3))
+        s.add("session", Session(gap=3))
+        return s
+
+    rng = random.Random(23)
+    events = [(t + rng.randint(-6, 6) if t > 6 else t, rng.choice([rng.randint(-5, 5), rng.uniform(-5, 5)]))
+              for t in range(300) if rng.random() < 0.7]
+    s = stream()
+    latest: dict = {}
+    for i, (ts, v) in enumerate(events):
+        assert s.insert(ts, v)
+        if i % 5 == 4:  # watermark ahead of the data: many late tuples, merged sessions
+            for r in s.advance(ts + 2):
+                for start, end in r.replaces:
+                    del latest[(r.query, start, end)]
+                latest[(r.query, r.start, r.end)] = r.value
+        if i == len(events) // 2:
+            restored = stream()
+            restored.restore(s.snapshot())
+            s = restored
+    for r in s.advance(10**6):
+        for start, end in r.replaces:
+            del latest[(r.query, start, end)]
+        latest[(r.query, r.start, r.end)] = r.value
+    expected = {key: nearest_rank(values, monoid.q) for key, values in stream_oracle(events, 3).items()}
+    if isinstance(monoid, ApproxQuantile):
+        expected = {key: float(v) for key, v in expected.items()}
+    assert latest == expected
