@@ -225,12 +225,11 @@ class Stream:
         """Add ``(ts, value)`` pairs in order; return how many were taken. All or nothing:
         a bad pair raises (naming its index) before any is added."""
         updates = list(updates)
-        try:
-            timestamps = [u[0] for u in updates]
-            values = [u[1] for u in updates]
-        except (TypeError, IndexError):
-            bad = next(i for i, u in enumerate(updates) if not (isinstance(u, (tuple, list)) and len(u) == 2))
-            raise TypeError(f"updates[{bad}]: expected a (timestamp, value) pair, got {updates[bad]!r}") from None
+        for i, update in enumerate(updates):
+            if type(update) is not tuple and type(update) is not list or len(update) != 2:
+                raise TypeError(f"updates[{i}]: expected a (timestamp, value) pair, got {update!r}")
+        timestamps = [u[0] for u in updates]
+        values = [u[1] for u in updates]
         newest = self._newest
         for i, ts in enumerate(timestamps):
             kind = type(ts)
