@@ -17,6 +17,8 @@ from mta.v1 import aggregation_pb2 as pb
 
 #: Longest key of a keyed window or stream, in characters.
 MAX_KEY = 1024
+#: The message that ends open streams at shutdown (code UNAVAILABLE: retry elsewhere or later).
+SHUTTING_DOWN = "server shutting down: open a new stream (to this server once restarted, or another)"
 
 
 def store_failure(error: kvs.StoreError) -> "BadRequest":

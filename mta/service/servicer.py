@@ -33,7 +33,8 @@ from mta.monoid import Record
 from mta.ordered_window import LATE
 from mta.service.metrics import Metrics
 from mta.service.registry import ALGORITHMS, Entry, Registry, RegistryError, map_key
-from mta.service.requests import BadRequest, fill_values, invalid, param_value, read_batch, store_failure, update_fault
+from mta.service.streams import STREAM_LABEL, HostedStream, StreamRPCs
+from mta.service.requests import SHUTTING_DOWN, BadRequest, fill_values, invalid, param_value, read_batch, store_failure, update_fault
 from mta.v1 import aggregation_pb2 as pb
 from mta.v1 import aggregation_pb2_grpc as pb_grpc
 from mta.window import Window
@@ -44,8 +45,6 @@ log = logging.getLogger("mta.service")
 REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
 INGEST_PIPELINE = 2
-#: The message that ends open streams at shutdown (code UNAVAILABLE: retry elsewhere or later).
-SHUTTING_DOWN = "server shutting down: open a new stream (to this server once restarted, or another)"
 #: Updates applied between two turns of the event loop: a large batch never holds
 #: queries up for longer than this many updates take.
 SLICE = 256
@@ -98,7 +97,7 @@ class Hosted:
         return self.keys if self.spec.keyed else {"": self.window}
 
 
-class AggregationServicer(pb_grpc.AggregationServicer):
+class AggregationServicer(StreamRPCs, pb_grpc.AggregationServicer):
     def __init__(self, backend: kvs.Backend, registry: Registry, *, max_batch: int = 100_000) -> None:
         self.backend = backend
         # One thread applies the batches of durable windows: more would only fight
@@ -107,6 +106,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         self.registry = registry
         self.max_batch = max_batch
         self.windows: dict[str, Hosted] = {}
+        self.streams: dict[str, HostedStream] = {}
         self.metrics = Metrics(backend)
         #: Set at shutdown: open streams have been ended and new ones are refused.
         self.closing = False
@@ -170,7 +170,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             raise invalid(f"{where}.{error.field}", str(error)) from None
 
     async def load(self) -> None:
-        """Reopen every window of the store (at start); drop the keys of deleted keyed windows."""
+        """Reopen every window and stream of the store (at start); drop the keys of deleted keyed windows."""
         started = time.monotonic()
         parts, failed = [], set()
         for name in sorted(await asyncio.to_thread(self.backend.windows)):
@@ -179,9 +179,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 if "parent" in labels:
                     parts.append((name, labels["parent"], labels["key"]))
                     continue
+                if STREAM_LABEL in labels:
+                    await self._open_stream(name, labels, started)
+                    continue
                 spec = pb.WindowSpec.FromString(labels["spec"])
                 monoid, policy, _ = self._build(spec)  # the stored record has the options
-                window = await self._reopen(name, monoid, policy, started)
+                window = await self._reopen(name, functools.partial(Window.open, self.backend, name, monoid, policy),
+                                            started)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
                 self._load_failed(name, error)
                 failed.add(name)
@@ -196,27 +200,29 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     await asyncio.to_thread(self.backend.delete, name)
                     continue
                 monoid, policy, _ = self._build(hosted.spec)
-                hosted.keys[key] = await self._reopen(name, monoid, policy, started)
+                hosted.keys[key] = await self._reopen(
+                    name, functools.partial(Window.open, self.backend, name, monoid, policy), started)
             except Exception as error:  # noqa: BLE001
                 self._load_failed(name, error)
         for name, hosted in self.windows.items():
             self._publish(name, hosted, list(hosted.parts()))
-        log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
+        log.info("loaded %d windows and %d streams from %s", len(self.windows), len(self.streams), self.backend.url)
 
-    async def _reopen(self, name: str, monoid: Any, policy: Any, started: float) -> Window:
-        """Window.open; a window with another writer is waited for until the lease of a
-        writer that was gone when loading ``started`` (this server before a crash) has
-        expired, then opened once more: WindowBusy again means a live writer (another
-        server on the same store) and the window is not served here."""
+    async def _reopen(self, name: str, open_it: Callable[[], Any], started: float) -> Any:
+        """``open_it()`` (Window.open, or a stream's level store); a window or stream with
+        another writer is waited for until the lease of a writer that was gone when loading
+        ``started`` (this server before a crash) has expired, then opened once more:
+        WindowBusy again means a live writer (another server on the same store) and it is
+        not served here."""
         try:
-            return await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+            return await asyncio.to_thread(open_it)
         except kvs.WindowBusy as busy:
             wait = started + busy.ttl + 0.1 - time.monotonic()
             log.warning("window %r has another writer (%s): waiting %.1f s for its lease to expire (a crashed "
                         "earlier run; `mta serve --owner NAME` takes its windows back at once)", name, busy.owner,
                         max(0.0, wait), extra={"event": "lease_wait", "window": name})
             await asyncio.sleep(max(0.0, wait))
-            return await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+            return await asyncio.to_thread(open_it)
 
     @staticmethod
     def _load_failed(name: str, error: Exception) -> None:
@@ -327,6 +333,9 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         return pb.ListWindowsResponse(windows=[self._info(n, h) for n, h in sorted(self.windows.items())])
 
     async def DeleteWindow(self, request: pb.DeleteWindowRequest, context: Any) -> pb.DeleteWindowResponse:
+        if request.name in self.streams:
+            raise BadRequest(grpc.StatusCode.NOT_FOUND, f"name: {request.name!r} is a stream, not a window "
+                                                        "(DeleteStream)")
         hosted = self.windows.pop(request.name, None)
         keys: list[str] = []
         if hosted is not None:
@@ -452,6 +461,12 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         does next: requests are read by a task of their own, so a producer that waits for
         every ack never waits for the server to read its next batch first.
         At shutdown the stream stops reading, acks the batches it read, then ends."""
+        async for reply in self._ingest(request_iterator, context, self.Insert):
+            yield reply
+
+    async def _ingest(self, request_iterator: AsyncIterator[Any], context: Any,
+                      insert: Callable[[Any, Any], Any]) -> AsyncIterator[Any]:
+        """An Ingest stream (see Ingest) whose batches ``insert(request, context)`` applies."""
         self._refuse_when_closing()
         replies: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()  # None: no more
         slots = asyncio.Semaphore(INGEST_PIPELINE)  # batches read and not yet acknowledged
@@ -459,7 +474,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         async def read() -> None:
             await slots.acquire()
             async for request in request_iterator:
-                replies.put_nowait(asyncio.ensure_future(self.Insert(request, context)))
+                replies.put_nowait(asyncio.ensure_future(insert(request, context)))
                 await slots.acquire()
 
         reader = asyncio.ensure_future(read())
@@ -671,12 +686,14 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             monoids=[_component_info(e) for e in self.registry.entries("monoid")],
             policies=[_component_info(e) for e in self.registry.entries("policy")],
             algorithms=[pb.AlgorithmInfo(name=name, description=doc, is_default=name == STORE_ALGORITHMS[0])
-                        for name, doc in ALGORITHMS.items()])
+                        for name, doc in ALGORITHMS.items()],
+            predicates=[_component_info(e) for e in self.registry.entries("predicate")])
 
     async def flush_all(self) -> None:
-        """Make every window durable (graceful shutdown)."""
+        """Make every window and stream durable (graceful shutdown)."""
         for hosted in list(self.windows.values()):
             await self._flush(hosted)
+        await self.flush_streams()
 
 
 def _status(method: Any) -> Any:
