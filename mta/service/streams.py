@@ -32,7 +32,6 @@ import grpc
 import msgpack
 
 import kvs
-from kvs import codec
 from kvs.base import LevelStore
 from mta.monoid import Record
 from mta.stream import KeyedStream, Result, Stream
@@ -141,10 +140,9 @@ class HostedStream:
             setattr(info, f"watermark{suffix}", value)
         self.info = info
 
-    def state(self) -> bytes:
+    def state(self) -> dict[str, Any]:
         """Everything a restarted server needs, as one commit's state."""
-        return codec.pack({"spec": self.spec.SerializeToString(), "engine": self.engine.snapshot(),
-                           "batches": self.batches})
+        return {"spec": self.spec.SerializeToString(), "engine": self.engine.snapshot(), "batches": self.batches}
 
 
 class StreamRPCs:
@@ -436,7 +434,10 @@ class StreamRPCs:
         def add() -> tuple[None, list]:
             if name in hosted.engine.queries:
                 raise BadRequest(grpc.StatusCode.ALREADY_EXISTS, f"query.name: {hosted.what()} has a query {name!r}")
-            hosted.engine.add(name, window)
+            try:
+                hosted.engine.add(name, window)
+            except ValueError as error:  # a predicate that raises on an update waiting for the watermark
+                raise invalid("query.window.punctuation.predicate", str(error)) from None
             hosted.spec.queries.append(request.query)
             if predicate is not None:
                 hosted.predicates[name] = predicate
