@@ -411,3 +411,38 @@ def test_streams_need_the_token_and_honour_deadlines(tmp_path) -> None:
         assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     finally:
         server.stop()
+
+
+def test_one_writer_per_stream_on_a_shared_redis() -> None:
+    """A second server on the same store leaves the first one's stream alone; once another
+    writer takes the stream over, the first server refuses changes (FAILED_PRECONDITION)
+    and lands none of them."""
+    import kvs
+    from kvs.servers import RedisProcess
+
+    with RedisProcess() as redis:
+        first = Server(redis.url, "--lease-ttl", "3", owner=None)
+        try:
+            first.stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("s", queries=["t10"])))
+            first.stub.StreamInsert(insert("s", [(1, 5.0)]))
+            second = Server(redis.url, "--lease-ttl", "3", owner=None)  # waits out one lease, then leaves "s"
+            try:
+                assert not second.stub.ListStreams(pb.ListStreamsRequest()).streams
+                assert error_of(second.stub.StreamInsert, insert("s", [(2, 1.0)])).code() == grpc.StatusCode.NOT_FOUND
+                assert error_of(second.stub.CreateStream, pb.CreateStreamRequest(spec=stream_spec("s"))).code() == \
+                    grpc.StatusCode.ALREADY_EXISTS
+            finally:
+                second.stop()
+            reply = first.stub.StreamInsert(insert("s", [(3, 7.0)], watermark=10))
+            assert seen(reply.results) == [("t10", "", 0, 10, 2, {"value": 12.0}, True, ())]
+            backend = kvs.connect(redis.url)
+            taker = backend.store("s", take_over=True)
+            state = taker.load()
+            taker.commit(state)
+            refused = error_of(first.stub.StreamInsert, insert("s", [(11, 1.0)], watermark=20))
+            assert refused.code() == grpc.StatusCode.FAILED_PRECONDITION and "'s'" in refused.details()
+            assert taker.load() == state  # nothing of the refused batch landed
+            taker.release()
+            kvs.disconnect(redis.url)
+        finally:
+            first.stop()

@@ -286,6 +286,8 @@ class AggregationServicer:
     def StreamWatch(self, request, context):
         """The results of every advance from now on (and, with late = "side_output", the
         updates dropped as too late), until the client leaves or the stream is deleted.
+        Sent as the change is applied, before it is durable: after a crash, the changes
+        retried by their clients are reported again (at least once).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
