@@ -173,7 +173,7 @@ class Client:
         return self._call(self.stub.Retract, request).retracted
 
     def describe(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """What the server offers: ``{"monoids"|"policies": {name: {"description", "params",
+        """What the server offers: ``{"monoids"|"policies"|"predicates": {name: {"description", "params",
         "uses_timestamps"}}, "algorithms": {name: {"description", "is_default"}}}``; ``params``
         maps each parameter's name to ``{"type", "required", "default"}`` (``default`` is
         None for a required parameter)."""
@@ -186,6 +186,7 @@ class Client:
 
         return {"monoids": {m.name: entry(m) for m in reply.monoids},
                 "policies": {p.name: entry(p) for p in reply.policies},
+                "predicates": {p.name: entry(p) for p in reply.predicates},
                 "algorithms": {a.name: {"description": a.description, "is_default": a.is_default}
                                for a in reply.algorithms}}
 
