@@ -357,6 +357,31 @@ def test_a_keyed_stream_runs_the_queries_per_key_and_watch_follows_keys(server) 
     assert (error.code(), error.details().partition(": ")[0]) == (grpc.StatusCode.INVALID_ARGUMENT, "columns.keys[0]")
 
 
+def test_a_punctuation_query_refused_by_a_keyed_stream_leaves_every_key_as_it_was(server) -> None:
+    """The predicate raises on key "b"'s waiting update, not on "a" (none waiting): the query
+    is refused, and neither key keeps it, through a restart too."""
+    stub = server.stub
+    stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("k", queries=["t10"], keyed=True)))
+    engine = local_stream(["t10"], keyed=True)
+    for key, ts, watermark in [("a", 1, 5), ("b", 6, None)]:
+        stub.StreamInsert(insert("k", [(ts, 1.0)], keys=[key], watermark=watermark))
+        engine.insert(key, ts, 1.0)
+        if watermark is not None:
+            engine.advance(watermark)
+    peak = pb.StreamQuery(name="peaks", window=pb.StreamWindow(punctuation=pb.PunctuationWindow(
+        predicate=component("above", threshold=1.0, dimension="peak"))))  # the values are numbers
+    error = error_of(stub.AddQuery, pb.AddQueryRequest(stream="k", query=peak))
+    assert (error.code(), error.details().partition(": ")[0]) == \
+        (grpc.StatusCode.INVALID_ARGUMENT, "query.window.punctuation.predicate")
+    stub.AddQuery(pb.AddQueryRequest(stream="k", query=query("gap")))
+    engine.add("gap", QUERIES["gap"][1])
+    server.restart(signal.SIGKILL)
+    reply = server.stub.StreamInsert(insert("k", [(7, 2.0), (8, 4.0)], keys=["a", "b"], watermark=30))
+    engine.insert_many([("a", 7, 2.0), ("b", 8, 4.0)])
+    assert seen(reply.results) == expected(engine.advance(30))
+    assert {r.query for r in reply.results} == {"t10", "gap"}
+
+
 def test_ingest_acks_batches_in_order_with_their_results(server) -> None:
     stub = server.stub
     stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("i", queries=["t10", "c4"])))
