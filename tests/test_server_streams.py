@@ -471,3 +471,20 @@ def test_one_writer_per_stream_on_a_shared_redis() -> None:
             kvs.disconnect(redis.url)
         finally:
             first.stop()
+
+
+def test_sigterm_ends_stream_watches_at_once_and_keeps_every_acknowledged_change(server) -> None:
+    stub = server.stub
+    stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("w", queries=["t10"])))
+    watch = stub.StreamWatch(pb.StreamWatchRequest(stream="w"))
+    stub.StreamInsert(insert("w", [(1, 1.0), (12, 2.0)], watermark=10, batch_id="b1"))
+    assert next(watch).result.window == pb.Bounds(start=0, end=10)
+    server.proc.send_signal(signal.SIGTERM)
+    with pytest.raises(grpc.RpcError) as ended:
+        next(watch)
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE and "server shutting down" in ended.value.details()
+    out, _ = server.proc.communicate(timeout=60)
+    assert server.proc.returncode == 0 and "every window flushed" in out
+    server.start()
+    reply = server.stub.Advance(pb.AdvanceRequest(stream="w", watermark=20))
+    assert seen(reply.results) == [("t10", "", 10, 20, 1, {"value": 2.0}, True, ())]
