@@ -233,12 +233,6 @@ class StreamRPCs:
                 hosted.predicates[query.name] = predicate
         return hosted
 
-    def _restored(self, hosted: HostedStream, snapshot: bytes) -> None:
-        """Give ``hosted`` a new engine of its spec, restored from ``snapshot``."""
-        fresh = self._engine(hosted.spec)
-        fresh.engine.restore(snapshot)
-        hosted.engine, hosted.late = fresh.engine, fresh.late
-
     def _stream(self, name: str, where: str = "stream") -> HostedStream:
         try:
             return self.streams[name]
@@ -255,7 +249,7 @@ class StreamRPCs:
             spec = pb.StreamSpec.FromString(state["spec"] if state else labels[STREAM_LABEL])
             hosted = self._engine(spec)
             if state:
-                self._restored(hosted, state["engine"])
+                hosted.engine.restore(state["engine"])
                 hosted.batches = list(state["batches"])
         except BaseException:
             store.release()
@@ -440,14 +434,9 @@ class StreamRPCs:
         def add() -> tuple[None, list]:
             if name in hosted.engine.queries:
                 raise BadRequest(grpc.StatusCode.ALREADY_EXISTS, f"query.name: {hosted.what()} has a query {name!r}")
-            # A predicate may raise on an update waiting for the watermark; a keyed engine may
-            # have added the query to some keys by then: it goes back to this state.
-            before = hosted.engine.snapshot() if predicate is not None and hosted.spec.keyed else None
             try:
                 hosted.engine.add(name, window)
-            except ValueError as error:
-                if before is not None:
-                    self._restored(hosted, before)
+            except ValueError as error:  # a predicate that raises on an update waiting for the watermark
                 raise invalid("query.window.punctuation.predicate", str(error)) from None
             hosted.spec.queries.append(request.query)
             if predicate is not None:
