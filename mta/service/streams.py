@@ -159,7 +159,8 @@ class StreamRPCs:
         where = f"{where}.{kind}"
         if kind == "tumbling":
             w = window.tumbling
-            return Tumbling(_length(w.size, f"{where}.size"), _length(w.offset, f"{where}.offset", positive=False)), None
+            offset = _length(w.offset, f"{where}.offset", positive=False)
+            return Tumbling(_length(w.size, f"{where}.size"), offset), None
         if kind == "sliding":
             w = window.sliding
             return Sliding(_length(w.size, f"{where}.size"), _length(w.slide, f"{where}.slide"),
@@ -505,8 +506,8 @@ class StreamRPCs:
         watermark = _watermark(request, required=True)
 
         def advance() -> tuple[pb.AdvanceResponse, list[pb.StreamResult]]:
-            reply = pb.AdvanceResponse(results=[self._stream_result(hosted, r) for r in hosted.engine.advance(watermark)])
-            return reply, list(reply.results)
+            results = [self._stream_result(hosted, r) for r in hosted.engine.advance(watermark)]
+            return pb.AdvanceResponse(results=results), results
         return await self._change(hosted, advance)
 
     async def StreamWatch(self, request: pb.StreamWatchRequest, context: Any) -> AsyncIterator[pb.StreamEvent]:
