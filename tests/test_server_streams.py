@@ -127,6 +127,7 @@ def test_a_stream_of_many_queries_reports_what_the_engine_reports_and_watch_sees
     assert [q.name for q in info.spec.queries] == list(QUERIES) and not info.HasField("watermark")
     engine = local_stream()
     watch = stub.StreamWatch(pb.StreamWatchRequest(stream="s"))
+    assert next(watch).info == info  # the watch is in place before the first batch
     events: list[pb.StreamEvent] = []
     replies = []
     for i, (batch, watermark) in enumerate(workload(1)):
@@ -329,6 +330,7 @@ def test_a_keyed_stream_runs_the_queries_per_key_and_watch_follows_keys(server) 
     engine.on_late = lambda key, ts, value: dropped_x.append(pb.Update(ts=ts, key=key, value=value)) if key == "x" \
         else None
     watch = stub.StreamWatch(pb.StreamWatchRequest(stream="k", keys=["x"], queries=["gap"]))
+    assert next(watch).info.spec.name == "k"
     events: list = []
     everything = []
     for batch, watermark in workload(5, keys="xy"):
@@ -402,6 +404,7 @@ def test_deleting_a_stream_ends_its_watchers_and_frees_its_name(server) -> None:
         name="gone", monoid=pb.Component(name="sum")))).code() == grpc.StatusCode.ALREADY_EXISTS
     assert error_of(stub.DeleteWindow, pb.DeleteWindowRequest(name="gone")).code() == grpc.StatusCode.NOT_FOUND
     watch = stub.StreamWatch(pb.StreamWatchRequest(stream="gone"))
+    assert next(watch).HasField("info")
     stub.StreamInsert(insert("gone", [(1, 1.0)], watermark=10))
     assert next(watch).result.window == pb.Bounds(start=0, end=10)
     assert stub.DeleteStream(pb.DeleteStreamRequest(name="gone")).deleted
@@ -477,6 +480,7 @@ def test_sigterm_ends_stream_watches_at_once_and_keeps_every_acknowledged_change
     stub = server.stub
     stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("w", queries=["t10"])))
     watch = stub.StreamWatch(pb.StreamWatchRequest(stream="w"))
+    assert next(watch).HasField("info")
     stub.StreamInsert(insert("w", [(1, 1.0), (12, 2.0)], watermark=10, batch_id="b1"))
     assert next(watch).result.window == pb.Bounds(start=0, end=10)
     server.proc.send_signal(signal.SIGTERM)
@@ -488,3 +492,34 @@ def test_sigterm_ends_stream_watches_at_once_and_keeps_every_acknowledged_change
     server.start()
     reply = server.stub.Advance(pb.AdvanceRequest(stream="w", watermark=20))
     assert seen(reply.results) == [("t10", "", 10, 20, 1, {"value": 2.0}, True, ())]
+
+
+def test_the_python_client_runs_streams_and_returns_the_librarys_results(server) -> None:
+    from mta.client import Client, policy_window, punctuation, stream_window
+
+    engine = local_stream()
+    with Client(server.address) as client:
+        windows = {name: QUERIES[name][1] for name in ("t10", "s20", "gap", "c4", "last5")}
+        windows.update(marks=punctuation("above", threshold=8.5), newest3=policy_window("max_size", 10, n=3))
+        client.create_stream("py", windows, monoid="sum", allowed_lateness=LATENESS)
+        for batch, watermark in workload(7):
+            engine.insert_many(batch)
+            assert client.stream_insert("py", batch, watermark) == engine.advance(watermark)
+        assert client.advance("py", 10_000.5) == engine.advance(10_000.5)
+        client.add_query("py", "t5", Tumbling(5))
+        engine.add("t5", Tumbling(5))
+        client.remove_query("py", "gap")
+        engine.remove("gap")
+        batch = [(10_001, 1.0), (10_003, 2.0), (10_002, 4.0)]
+        engine.insert_many(batch)
+        assert client.stream_insert("py", batch, 10_020) == engine.advance(10_020)
+        assert client.stream_info("py").dropped == engine.dropped
+        watch = client.watch_stream("py", queries=["t5"])
+        batch = [(10_021, 1.0), (10_024, 2.0), (10_030, 8.0)]
+        engine.insert_many(batch)
+        wanted = [r for r in engine.advance(10_040) if r.query == "t5"]
+        assert [r for r in client.stream_insert("py", batch, 10_040) if r.query == "t5"] == wanted
+        assert [next(watch) for _ in wanted] == wanted and len(wanted) == 2
+        watch.close()
+        with pytest.raises(TypeError, match="holds code"):
+            stream_window(QUERIES["marks"][1])

@@ -511,9 +511,10 @@ class StreamRPCs:
         return await self._change(hosted, advance)
 
     async def StreamWatch(self, request: pb.StreamWatchRequest, context: Any) -> AsyncIterator[pb.StreamEvent]:
-        """The results of every advance from now on, and the updates dropped as too late
-        (late = "side_output"), until the client leaves, the stream is deleted (NOT_FOUND) or
-        the server shuts down (UNAVAILABLE, after the events queued before)."""
+        """The stream's info (the watch is in place), then the results of every advance, and
+        the updates dropped as too late (late = "side_output"), until the client leaves, the
+        stream is deleted (NOT_FOUND) or the server shuts down (UNAVAILABLE, after the events
+        queued before)."""
         hosted = self._stream(request.stream)
         if request.keys and not hosted.spec.keyed:
             raise invalid("keys", f"{hosted.what()} is not keyed")
@@ -523,6 +524,7 @@ class StreamRPCs:
         stop = functools.partial(queue.put_nowait, None)
         self._streams.add(stop)
         try:
+            yield pb.StreamEvent(info=hosted.info)
             while (event := await queue.get()) is not None:
                 if event is _DELETED:
                     raise BadRequest(grpc.StatusCode.NOT_FOUND, f"stream: {hosted.what()} was deleted")

@@ -602,9 +602,11 @@ class StreamWatchRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., keys: _Optional[_Iterable[str]] = ..., queries: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamEvent(_message.Message):
-    __slots__ = ("result", "late")
+    __slots__ = ("result", "late", "info")
     RESULT_FIELD_NUMBER: _ClassVar[int]
     LATE_FIELD_NUMBER: _ClassVar[int]
+    INFO_FIELD_NUMBER: _ClassVar[int]
     result: StreamResult
     late: Update
-    def __init__(self, result: _Optional[_Union[StreamResult, _Mapping]] = ..., late: _Optional[_Union[Update, _Mapping]] = ...) -> None: ...
+    info: StreamInfo
+    def __init__(self, result: _Optional[_Union[StreamResult, _Mapping]] = ..., late: _Optional[_Union[Update, _Mapping]] = ..., info: _Optional[_Union[StreamInfo, _Mapping]] = ...) -> None: ...

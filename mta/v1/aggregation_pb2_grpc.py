@@ -284,8 +284,9 @@ class AggregationServicer:
         raise NotImplementedError('Method not implemented!')
 
     def StreamWatch(self, request, context):
-        """The results of every advance from now on (and, with late = "side_output", the
-        updates dropped as too late), until the client leaves or the stream is deleted.
+        """The stream's info, then the results of every advance from then on (and, with late =
+        "side_output", the updates dropped as too late), until the client leaves or the
+        stream is deleted.
         Sent as the change is applied, before it is durable: after a crash, the changes
         retried by their clients are reported again (at least once).
         """

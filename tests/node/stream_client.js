@@ -42,8 +42,14 @@ async function main() {
   const watched = [];
   const watch = client.StreamWatch({ stream: "node" }, metadata);
   const done = new Promise((resolve) => watch.on("error", () => resolve()));
-  watch.on("data", (event) => watched.push(row(event.result)));
-  await new Promise((resolve) => setTimeout(resolve, 200)); // the watcher is in place
+  const inPlace = new Promise((resolve) => watch.on("data", (event) => {
+    if (event.info) {
+      resolve(); // the first event: the watcher is in place
+    } else {
+      watched.push(row(event.result));
+    }
+  }));
+  await inPlace;
   const inserted = await call("StreamInsert", { stream: "node", batch_id: "n1",
     columns: { ts: [12, 1, 5, 3, 14], values: [1, 2, 4, 8, 16] } });
   seen.inserted = [inserted.inserted, inserted.dropped || 0];
