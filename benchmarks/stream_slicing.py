@@ -511,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="tumbling lengths are multiples of this (1000: whole seconds)")
     p.add_argument("--bucket-work", type=float, default=1e7, help="tuple-window steps per buckets run")
     p.add_argument("--window-work", type=float, default=1e6, help="tuple-window steps per Window-per-query run")
+    p.add_argument("--flink-python", default=None,
+                   help="python of a virtualenv with apache-flink (default: $MTA_FLINK_PYTHON)")
     p.add_argument("--peers-seconds", type=float, default=20, help="event-time seconds of the peers' stream")
     args = p.parse_args(argv)
     exps = [e for e in EXPERIMENTS if e != "peers"] if args.exp == "all" else [args.exp]
