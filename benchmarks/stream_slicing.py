@@ -206,11 +206,11 @@ def windows_experiment(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
     rows = []
     for n in ns:
         queries = tumbling_queries(n, args.granularity_ms) + ([SESSION] if ooo else [])
-        full = Workload(seconds=seconds, ooo=0.2 if ooo else 0.0)
+        full = Workload(seconds=seconds, rate=args.rate, ooo=0.2 if ooo else 0.0)
 
         def prefix(work: float) -> Workload:
             """The slow baselines' stream: about ``work`` tuple-query steps, 1 s at least."""
-            return Workload(seconds=max(1.0, min(seconds, round(work / 1000 / n, 1))), ooo=full.ooo)
+            return Workload(seconds=max(1.0, min(seconds, round(work / args.rate / n, 1))), rate=args.rate, ooo=full.ooo)
 
         competitors = [Competitor(engine(f), full) for f in FINALS]
         competitors += [Competitor(labelled(TupleBuffer), full),
@@ -236,7 +236,8 @@ def windows_experiment(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
               ["windows"] + [f"{l} t/s" for l in labels] + [f"best slicing / {l}" for l in base]
               + [f"{l} combines/tuple" for l in labels] + ["baselines' stream (s)"], rows,
               note=f"Median of {reps} alternated runs. Slicing runs {seconds} s of event time "
-                   f"({int(seconds * 1000):,} tuples); the baselines the stream seconds in the last column "
+                   f"({int(seconds * args.rate):,} tuples at {args.rate:,}/s, lengths in steps of "
+                   f"{args.granularity_ms} ms); the baselines the stream seconds in the last column "
                    "(a prefix of the same stream). Every run's window results equal the tuple buffer's.")
     first, last = results[0], results[-1]
     best_last = last["competitors"][f"slicing ({last['best_final']})"]["tps"]
@@ -249,7 +250,7 @@ def windows_experiment(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
         targets.append([f"best slicing at {last['n']} windows >= 10x {label}", fmt_x(x), x >= 10])
     _target_table(run, f"{exp} targets", targets)
     if not args.no_plot:
-        common.plot_lines(run.path(f"_{exp}.png"),
+        common.plot_lines(run.path(f"_{exp}{_png_suffix(args)}.png"),
                           {l: (ns, [e["competitors"][l]["tps"] for e in results]) for l in labels},
                           title=f"{'Fig. 9' if ooo else 'Fig. 8'}: throughput against concurrent windows",
                           xlabel="concurrent tumbling windows", ylabel="tuples / s (log)", logx=10)
@@ -366,8 +367,8 @@ def fig12(run: common.Run, args: Any) -> dict[str, Any]:
     rows = []
     labels: list[str] = []
     for f in fractions:
-        buffered = Workload(seconds=seconds, ooo=f)
-        late = Workload(seconds=seconds, ooo=f, mode="late")
+        buffered = Workload(seconds=seconds, rate=args.rate, ooo=f)
+        late = Workload(seconds=seconds, rate=args.rate, ooo=f, mode="late")
         competitors = [Competitor(engine(x), buffered) for x in FINALS]
         competitors += [Competitor(labelled(TupleBuffer), buffered), Competitor(labelled(Buckets), buffered)]
         lates = [Competitor(engine(x, late.allowed_lateness), late) for x in FINALS]
@@ -394,7 +395,7 @@ def fig12(run: common.Run, args: Any) -> dict[str, Any]:
             targets.append([f"{l} at {fractions[-1]:.0%} out of order >= 0.8x of in order", fmt_x(x), x >= 0.8])
     _target_table(run, "fig12 targets", targets)
     if not args.no_plot:
-        common.plot_lines(run.path("_fig12.png"),
+        common.plot_lines(run.path(f"_fig12{_png_suffix(args)}.png"),
                           {l: ([100 * e["ooo"] for e in results], [e["competitors"][l]["tps"] for e in results])
                            for l in labels},
                           title="Fig. 12: throughput against out-of-order tuples", xlabel="out-of-order tuples (%)",
@@ -414,7 +415,7 @@ AGGREGATIONS: dict[str, Callable[[], Monoid]] = {
 def fig13(run: common.Run, args: Any) -> dict[str, Any]:
     seconds = 4 if args.quick else args.seconds
     reps = 1 if args.quick else args.reps
-    workload = Workload(seconds=seconds, ooo=0.2, mode="late")
+    workload = Workload(seconds=seconds, rate=args.rate, ooo=0.2, mode="late")
     kinds = {"time": tumbling_queries(20, args.granularity_ms) + [SESSION], "count": count_queries(20)}
     results: list[dict[str, Any]] = []
     csv: list[list[Any]] = []
@@ -448,8 +449,8 @@ def fig16(run: common.Run, args: Any) -> dict[str, Any]:
     ns = [1, 10] if args.quick else [1, 10, 20, 40, 100, 1000]
     seconds = 4 if args.quick else args.seconds
     reps = 1 if args.quick else args.reps
-    late = Workload(seconds=seconds, ooo=0.2, mode="late")
-    buffered = Workload(seconds=seconds, ooo=0.2)
+    late = Workload(seconds=seconds, rate=args.rate, ooo=0.2, mode="late")
+    buffered = Workload(seconds=seconds, rate=args.rate, ooo=0.2)
     results: list[dict[str, Any]] = []
     csv: list[list[Any]] = []
     rows = []
@@ -502,10 +503,23 @@ RUNS: dict[str, Callable[[common.Run, Any], dict[str, Any]]] = {
     "fig8": fig8, "fig9": fig9, "fig11": fig11, "fig12": fig12, "fig13": fig13, "fig16": fig16, "peers": peers}
 
 
+def _setting(args: Any) -> str:
+    """The key suffix of a run with a non-default workload (kept beside the default one)."""
+    parts = [f"rate={args.rate}"] if args.rate != 1000 else []
+    parts += [f"granularity={args.granularity_ms}ms"] if args.granularity_ms != 1000 else []
+    return f"[{', '.join(parts)}]" if parts else ""
+
+
+def _png_suffix(args: Any) -> str:
+    return "".join(c for c in _setting(args).replace(", ", "_") if c.isalnum() or c in "=_").replace("=", "")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = common.parser(__doc__.splitlines()[0])
     p.add_argument("--exp", choices=EXPERIMENTS + ["all"], default="all", help="all: every experiment but peers")
-    p.add_argument("--seconds", type=float, default=60, help="event-time seconds of the stream (1,000 tuples/s)")
+    p.add_argument("--seconds", type=float, default=60, help="event-time seconds of the stream")
+    p.add_argument("--rate", type=int, default=1000, help="tuples per second of event time (divides 1000 or is a "
+                   "multiple of it)")
     p.add_argument("--reps", type=int, default=3, help="timed runs per competitor (median reported)")
     p.add_argument("--granularity-ms", type=int, default=1000, choices=[1, 10, 100, 1000],
                    help="tumbling lengths are multiples of this (1000: whole seconds)")
@@ -530,9 +544,10 @@ def main(argv: list[str] | None = None) -> int:
         out["machine"] = dict(run.data["machine"], loadavg_end=common._loadavg())
         out["elapsed_s"] = round((now_ns() - started) / 1e9, 1)
         out["markdown"] = "\n".join(run.markdown[first_table:])
-        done[exp] = out
+        done[exp + _setting(args)] = out
         run.log(f"{exp}: {out['elapsed_s']} s")
-    experiments = {e: done.get(e, previous.get(e)) for e in EXPERIMENTS if e in done or e in previous}
+    experiments = dict(previous)
+    experiments.update(done)
     run.data["experiments"] = experiments
     run.finish(CSV_HEADERS, [row for e in experiments.values() for row in e["csv"]])
     return 0
