@@ -37,8 +37,8 @@ from kvs.urls import connect
 from mta.monoid import Monoid
 from mta.stream.counted import CountSlices
 from mta.stream.final import FinalAggregation, final_aggregation
-from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SlidingRunner,
-                                _EveryRunner, runner_class)
+from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
+                                SlidingRunner, _EveryRunner, runner_class)
 from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
@@ -90,7 +90,9 @@ class Stream:
         self.dropped = 0
         self._arrival = 0
         self._newest: Any = -_INF
-        self._pending: list[tuple] = []  # (ts, arrival, partial, punctuation mask), ts >= watermark
+        # (ts, arrival, partial, punctuation mask, value), ts >= watermark (values: for a
+        # punctuation query added later)
+        self._pending: list[tuple] = []
         self._runners: dict[str, Runner] = {}
         self._order = 0
         self.slices = TimeSlices(monoid, self._edges, keep_tuples=False)
@@ -119,7 +121,17 @@ class Stream:
         if name in self._runners:
             raise ValueError(f"query {name!r} exists already")
         cls = runner_class(window)
-        bit = 1 << sum(isinstance(r, PunctuationRunner) for r in self._runners.values())
+        used = {r.bit for r in self._runners.values() if isinstance(r, PunctuationRunner)}
+        bit = next(1 << n for n in range(len(used) + 1) if 1 << n not in used)  # a free bit
+        if cls is PunctuationRunner and self._pending:  # the tuples waiting are the new query's too
+            marked = []
+            for entry in self._pending:
+                try:
+                    marked.append(entry[3] | bit if window.predicate(entry[4]) else entry[3])
+                except Exception as error:
+                    raise ValueError(f"the predicate of punctuation query {name!r} raised {type(error).__name__}: "
+                                     f"{error} (on value {entry[4]!r})") from error
+            self._pending = [e[:3] + (m,) + e[4:] for e, m in zip(self._pending, marked)]
         if cls is CountRunner:
             self._counts.setdefault(begin, CountSlices(self.monoid, lambda p, b=begin: self._count_edge(b, p),
                                                        keep_tuples=self.allowed_lateness > 0))
@@ -178,6 +190,17 @@ class Stream:
     def count_store(self, begin: Any) -> CountSlices:
         return self._counts[begin]
 
+    def punctuation_at_watermark(self, bit: int) -> bool:
+        """Whether a tuple waiting at exactly the watermark is a punctuation of query ``bit``
+        (it closes the window before it, though it is sliced at the next advance)."""
+        watermark = self.watermark
+        for entry in self._pending:  # sorted by the advance that calls this
+            if entry[0] != watermark:
+                return False
+            if entry[3] & bit:
+                return True
+        return False
+
     # -- tuples ------------------------------------------------------------------------
 
     def _mask(self, value: Any) -> int:
@@ -203,7 +226,7 @@ class Stream:
                 return self._drop(ts, value)
             self._late(ts, partial, mask)
         else:
-            self._pending.append((ts, self._arrival, partial, mask))
+            self._pending.append((ts, self._arrival, partial, mask, value))
         self._arrival += 1
         if ts > self._newest:
             self._newest = ts
@@ -263,7 +286,7 @@ class Stream:
         pending, watermark, arrival = self._pending, self.watermark, self._arrival
         for ts, value, partial, mask in zip(timestamps, values, partials, masks):
             if ts >= watermark:
-                pending.append((ts, arrival, partial, mask))
+                pending.append((ts, arrival, partial, mask, value))
             elif ts < self.horizon:
                 self._drop(ts, value)
                 continue
@@ -310,11 +333,9 @@ class Stream:
             raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
         prev = self.watermark
         if watermark > prev:
-            self._release(watermark)
             self.watermark = watermark
             self.horizon = watermark - self.allowed_lateness
-        else:
-            prev = self.watermark
+        self._release(self.watermark)
         updates: list = []
         closes: list = []
         for r in self._runners.values():
@@ -328,7 +349,11 @@ class Stream:
     def _release(self, watermark: Any) -> None:
         """Hand the pending tuples older than ``watermark`` to the stores, in event-time order."""
         pending = self._pending
+        if not pending:
+            return
         pending.sort(key=_ts)  # stable: equal timestamps stay in arrival order
+        # Strictly older than the watermark: slices never hold a tuple at or after it, so a
+        # query added now starts its windows at an edge that splits no slice.
         k = bisect_left(pending, watermark, key=_ts)
         if not k:
             return
@@ -338,18 +363,27 @@ class Stream:
             append = self.slices.append
             aware = self._aware
             if aware:
-                for ts, _, partial, mask in ready:
-                    for r in aware:
-                        r.observe(ts, mask)
-                    append(ts, partial)
+                # Each run of equal timestamps is observed before it is sliced, so that a
+                # punctuation cuts its slice before the tuples of its own timestamp.
+                n, i = len(ready), 0
+                while i < n:
+                    ts = ready[i][0]
+                    j = i
+                    while j < n and ready[j][0] == ts:
+                        for r in aware:
+                            r.observe(ts, ready[j][3])
+                        j += 1
+                    for entry in ready[i:j]:
+                        append(ts, entry[2])
+                    i = j
             else:
-                for ts, _, partial, _ in ready:
-                    append(ts, partial)
+                for entry in ready:
+                    append(entry[0], entry[2])
         for begin, store in self._counts.items():
             append = store.append
-            for ts, arrival, partial, _ in ready:
-                if ts >= begin:
-                    append((ts, arrival), partial)
+            for entry in ready:
+                if entry[0] >= begin:
+                    append((entry[0], entry[1]), entry[2])
         if self._every:
             self.buffer_ts.extend([e[0] for e in ready])
             self.buffer_partials.extend([e[2] for e in ready])
@@ -359,7 +393,10 @@ class Stream:
         horizon = self.horizon
         if self._time:
             need = min([s.start(s.first_ending_after(horizon)) if horizon < _INF else _INF for s in self._cf]
-                       + [r.needed_from(horizon) for r in self._aware])
+                       + [r.needed_from(horizon) for r in self._aware if not isinstance(r, SessionRunner)],
+                       default=_INF)
+            # sessions fold what only they still need into a prefix of their oldest session
+            need = min([need] + [r.needed_from(horizon, need) for r in self._aware if isinstance(r, SessionRunner)])
             if self.slices.drop_before(need):
                 self.final.dropped()
             self.slices.release_tuples(horizon)

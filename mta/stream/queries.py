@@ -12,6 +12,7 @@ with timestamps >= begin only.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,11 +55,18 @@ class Runner:
         self.stream = stream
 
     def _result(self, out: list, start: Any, end: Any, i: int, j: int, final: bool, again: bool,
-                replaces: tuple = ()) -> None:
-        """Report the time window [start, end) made of slices i:j."""
+                replaces: tuple = (), prefix: tuple | None = None) -> None:
+        """Report the time window [start, end) made of ``prefix`` (an aggregate and its count,
+        of slices gone from the store) and slices i:j."""
         stream = self.stream
-        value = stream.final.aggregate(self.name, i, j, again)
-        count = sum(stream.slices.counts[i:j])
+        if prefix is None:
+            value = stream.final.aggregate(self.name, i, j, again)
+            count = sum(stream.slices.counts[i:j])
+        else:
+            value, count = prefix
+            if i < j:
+                value = stream.monoid.combine(value, stream.final.aggregate(self.name, i, j, again))
+                count += sum(stream.slices.counts[i:j])
         out.append(((end, self.order, start),
                     Result(self.name, start, end, stream.monoid.lower(value), count, final, replaces)))
 
@@ -152,6 +160,9 @@ class SessionRunner(Runner):
         self.lasts: list = []
         self.shown: list[list] = []
         self.dirty: list[bool] = []
+        # (aggregate, count, up to) of the oldest session's slices before ``up to``, which the
+        # store dropped: an open session does not hold every slice since its start
+        self.prefix: tuple | None = None
 
     def idle(self) -> bool:
         return not self.firsts
@@ -208,13 +219,16 @@ class SessionRunner(Runner):
             bounds = (first, end)
             replaces = tuple(b for b in shown if b != bounds)
             final = not shown and end > prev
-            i, j = slices.span(first, end)
-            self._result(closes if final else updates, first, end, i, j, final, not final, replaces)
+            prefix = self.prefix[:2] if n == 0 and self.prefix is not None else None
+            i, j = slices.span(first if prefix is None else self.prefix[2], end)
+            self._result(closes if final else updates, first, end, i, j, final, not final, replaces, prefix)
             self.shown[n] = [bounds]
             self.dirty[n] = False
 
-    def needed_from(self, horizon: Any) -> Any:
-        """Forget the sessions that no late tuple can reach (ended at or before ``horizon``)."""
+    def needed_from(self, horizon: Any, limit: Any = -_INF) -> Any:
+        """Forget the sessions that no late tuple can reach (ended at or before ``horizon``),
+        fold the oldest session's slices that end by ``limit`` (no other query needs them,
+        and no late tuple reaches them) into its prefix, and say where its slices begin."""
         gap, lasts = self.gap, self.lasts
         k = 0
         while k < len(lasts) and lasts[k] + gap <= horizon and self.shown[k] and not self.dirty[k]:
@@ -222,15 +236,31 @@ class SessionRunner(Runner):
         if k:
             for column in (self.firsts, lasts, self.shown, self.dirty):
                 del column[:k]
-        return min(self.firsts[0], horizon) if self.firsts else horizon
+            self.prefix = None
+        if not self.firsts:
+            return horizon
+        upto = self.firsts[0] if self.prefix is None else self.prefix[2]
+        limit = min(limit, horizon)
+        if upto < limit:
+            slices = self.stream.slices
+            i, j = slices.span(upto, _INF)
+            j = bisect_right(slices.ends, limit, i)
+            if i < j:
+                agg, count = self.stream.final.aggregate(self.name, i, j, True), sum(slices.counts[i:j])
+                if self.prefix is not None:
+                    agg, count = self.stream.monoid.combine(self.prefix[0], agg), self.prefix[1] + count
+                self.prefix = (agg, count, slices.ends[j - 1])
+                upto = slices.ends[j - 1]
+        return min(upto, horizon)
 
     def state(self) -> Any:
-        return (self.firsts, self.lasts, [[tuple(b) for b in s] for s in self.shown], self.dirty)
+        return (self.firsts, self.lasts, [[tuple(b) for b in s] for s in self.shown], self.dirty, self.prefix)
 
     def load(self, state: Any) -> None:
-        firsts, lasts, shown, dirty = state
+        firsts, lasts, shown, dirty, prefix = state
         self.firsts, self.lasts, self.dirty = list(firsts), list(lasts), list(dirty)
         self.shown = [[tuple(b) for b in s] for s in shown]
+        self.prefix = None if prefix is None else tuple(prefix)
 
 
 class PunctuationRunner(Runner):
@@ -244,6 +274,7 @@ class PunctuationRunner(Runner):
         self.points: list = []
         self.shown: dict = {}  # start -> end of the windows reported
         self.dirty: set = set()  # starts of reported windows changed since
+        self.born_late: set = set()  # starts of windows a late punctuation made
 
     def idle(self) -> bool:
         return not self.points
@@ -260,6 +291,7 @@ class PunctuationRunner(Runner):
         i = bisect_right(points, ts) - 1
         if mask & self.bit and (i < 0 or points[i] != ts):
             insort(points, ts)
+            self.born_late.add(ts)
             self.stream.slices.cut(ts)
         if i >= 0 and points[i] in self.shown:
             self.dirty.add(points[i])
@@ -274,26 +306,39 @@ class PunctuationRunner(Runner):
             if was is not None and start not in self.dirty and was == end:
                 continue
             replaces = ((start, was),) if was is not None and was != end else ()
-            final = was is None and end > prev
+            final = was is None and self._on_time(start, end, prev)
             i, j = slices.span(start, end)
             self._result(closes if final else updates, start, end, i, j, final, not final, replaces)
             shown[start] = end
         self.dirty.clear()
+        if points and points[-1] < wm and points[-1] not in shown and self.stream.punctuation_at_watermark(self.bit):
+            final = self._on_time(points[-1], wm, prev)
+            i, j = slices.span(points[-1], wm)
+            self._result(closes if final else updates, points[-1], wm, i, j, final, not final)
+            shown[points[-1]] = wm
+
+    def _on_time(self, start: Any, end: Any, prev: Any) -> bool:
+        """A window reported for the first time is final unless late data made it: it ended
+        at or before the previous watermark and a late punctuation is one of its edges (an
+        on-time punctuation at the previous watermark closes the window before it now)."""
+        return end > prev or (start not in self.born_late and end not in self.born_late)
 
     def needed_from(self, horizon: Any) -> Any:
         points = self.points
         k = max(bisect_right(points, horizon) - 1, 0)  # [points[k], points[k + 1]) ends after the horizon
         for p in points[:k]:
             self.shown.pop(p, None)
+            self.born_late.discard(p)
         del points[:k]
         return min(points[0], horizon) if points else horizon
 
     def state(self) -> Any:
-        return (self.points, list(self.shown.items()), sorted(self.dirty))
+        return (self.points, list(self.shown.items()), sorted(self.dirty), sorted(self.born_late))
 
     def load(self, state: Any) -> None:
-        points, shown, dirty = state
+        points, shown, dirty, born_late = state
         self.points, self.shown, self.dirty = list(points), {s: e for s, e in shown}, set(dirty)
+        self.born_late = set(born_late)
 
 
 class CountRunner(Runner):
@@ -304,11 +349,13 @@ class CountRunner(Runner):
         self.store = self.stream.count_store(self.begin)
         self.reported = 0  # windows 1..reported were reported
         self.dirty_from: int | None = None  # the first reported window a late tuple changed
+        self.seen = 0  # tuples older than the previous watermark (late ones included)
 
     def on_late(self, position: int) -> None:
         k = position // self.spec.slide + 1
         if k <= self.reported and (self.dirty_from is None or k < self.dirty_from):
             self.dirty_from = k
+        self.seen += 1
 
     def _window(self, out: list, k: int, final: bool) -> None:
         store, monoid = self.store, self.stream.monoid
@@ -328,13 +375,16 @@ class CountRunner(Runner):
         slide, n = self.spec.slide, self.store.n
         while (self.reported + 1) * slide <= n:
             self.reported += 1
-            self._window(closes, self.reported, True)
+            # closed by the watermark's move, or complete at the previous one through late tuples
+            on_time = self.reported * slide > self.seen
+            self._window(closes if on_time else updates, self.reported, on_time)
+        self.seen = n
 
     def state(self) -> Any:
-        return (self.reported, self.dirty_from)
+        return (self.reported, self.dirty_from, self.seen)
 
     def load(self, state: Any) -> None:
-        self.reported, self.dirty_from = state
+        self.reported, self.dirty_from, self.seen = state
 
 
 class _EveryRunner(Runner):
@@ -347,6 +397,7 @@ class _EveryRunner(Runner):
         super().__init__(*args)
         self.every = self.spec.every
         self.times: list = []  # report times reported, within the lateness
+        self.shown: dict = {}  # report time -> (start, count, value) it was reported with
         self.late: list = []
 
     def on_late(self, ts: Any) -> None:
@@ -380,22 +431,42 @@ class _EveryRunner(Runner):
             pos = bisect_left(buffer, e)
         for e in sorted(redo):
             if e <= prev:
-                self._report(updates, e, False)
-                if e not in self.times:
+                new = e not in self.shown
+                self._emit(updates, e, False)
+                if new and e in self.shown:
                     insort(self.times, e)
         for e in due:
-            self._report(closes, e, True)
+            self._emit(closes, e, True)
             self.times.append(e)
 
+    def _emit(self, out: list, e: Any, final: bool) -> None:
+        """Report time e, unless it is as reported before; name the bounds it was reported
+        with before if its start moved."""
+        n = len(out)
+        self._report(out, e, final)
+        if len(out) > n:
+            key, result = out[-1]
+            was = self.shown.get(e)
+            if was == (result.start, result.count, result.value):
+                del out[-1]  # a late tuple outside this window
+                return
+            if was is not None and was[0] != result.start:
+                out[-1] = (key, dataclasses.replace(result, replaces=((was[0], e),)))
+            self.shown[e] = (result.start, result.count, result.value)
+
     def needed_from(self, horizon: Any) -> Any:
-        del self.times[:bisect_right(self.times, horizon)]
+        k = bisect_right(self.times, horizon)
+        for e in self.times[:k]:
+            self.shown.pop(e, None)
+        del self.times[:k]
         return horizon
 
     def state(self) -> Any:
-        return (self.times, self.late)
+        return (self.times, [[e, *v] for e, v in self.shown.items()], self.late)
 
     def load(self, state: Any) -> None:
-        self.times, self.late = list(state[0]), list(state[1])
+        self.times, self.late = list(state[0]), list(state[2])
+        self.shown = {e: (start, count, value) for e, start, count, value in state[1]}
 
 
 class MultiMeasureRunner(_EveryRunner):
@@ -415,7 +486,8 @@ class MultiMeasureRunner(_EveryRunner):
 
     def needed_index(self, horizon: Any) -> int:
         buffer = self.stream.buffer_ts
-        return max(bisect_left(buffer, max(horizon, self.begin)) - self.spec.size, 0)
+        keep = min(horizon, self.stream.watermark - self.every)  # a report due next may start there
+        return max(bisect_left(buffer, max(keep, self.begin)) - self.spec.size, 0)
 
 
 class PolicyRunner(_EveryRunner):
@@ -468,14 +540,14 @@ class PolicyRunner(_EveryRunner):
             self.fed = horizon
 
     def needed_index(self, horizon: Any) -> int:
-        return bisect_left(self.stream.buffer_ts, min(self.fed, horizon))
+        return bisect_left(self.stream.buffer_ts, min(self.fed, horizon, self.stream.watermark - self.every))
 
     def state(self) -> Any:
-        return (self.times, self.late, self.fed, self.held)
+        return (super().state(), self.fed, self.held)
 
     def load(self, state: Any) -> None:
-        times, late, self.fed, held = state
-        self.times, self.late = list(times), list(late)
+        every, self.fed, held = state
+        super().load(every)
         self.window = self._new_window()
         self.held = []
         if held:
