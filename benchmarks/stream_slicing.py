@@ -209,8 +209,9 @@ def windows_experiment(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
         full = Workload(seconds=seconds, rate=args.rate, ooo=0.2 if ooo else 0.0)
 
         def prefix(work: float) -> Workload:
-            """The slow baselines' stream: about ``work`` tuple-query steps, 1 s at least."""
-            return Workload(seconds=max(1.0, min(seconds, round(work / args.rate / n, 1))), rate=args.rate, ooo=full.ooo)
+            """The slow baselines' stream: about ``work`` tuple-query steps, 1,000 tuples at least."""
+            return Workload(seconds=max(1000 / args.rate, min(seconds, round(work / args.rate / n, 1))), rate=args.rate,
+                            ooo=full.ooo)
 
         competitors = [Competitor(engine(f), full) for f in FINALS]
         competitors += [Competitor(labelled(TupleBuffer), full),
