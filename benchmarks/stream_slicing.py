@@ -271,6 +271,7 @@ def fig9(run: common.Run, args: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- fig 11
 
 LATENCY_FINALS = ["lazy", "eager", "amta", "fiba", "auto"]
+ALL_LATENCY = [f"slicing ({f})" for f in LATENCY_FINALS] + ["tuple buffer", "buckets"]
 
 
 def fig11(run: common.Run, args: Any) -> dict[str, Any]:
@@ -352,8 +353,6 @@ def fig11(run: common.Run, args: Any) -> dict[str, Any]:
     return {"params": {"ns": ns, "windows": windows, "slice_ms": slice_ms}, "results": results, "targets": [],
             "csv": csv}
 
-
-ALL_LATENCY = [f"slicing ({f})" for f in LATENCY_FINALS] + ["tuple buffer", "buckets"]
 
 
 # --------------------------------------------------------------------------- fig 12
