@@ -36,7 +36,7 @@ experiments' results already in NAME.json):
 * ``peers``: the same workloads on bytewax, river and PyFlink (see
   :mod:`benchmarks.stream_peers`).
 
-    python -m benchmarks.stream_slicing                # everything but peers (~15 min)
+    python -m benchmarks.stream_slicing                # everything but peers (~9 min)
     python -m benchmarks.stream_slicing --exp fig9     # one experiment
     python -m benchmarks.stream_slicing --quick        # smoke run (seconds)
 """
