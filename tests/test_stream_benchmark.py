@@ -64,8 +64,6 @@ def test_stream_slicing_quick_checks_every_competitor(tmp_path):
 
 @bench_smoke
 def test_stream_slicing_quick_peers(tmp_path):
-    pytest.importorskip("bytewax")
-    pytest.importorskip("river")
     data = _run(tmp_path, "--exp", "peers", "--no-plot")
     peers = data["experiments"]["peers"]
     assert {r["peer"].split()[0] for r in peers["results"]} == {"bytewax", "river"}
