@@ -372,11 +372,13 @@ class Stream:
         for leader, *others in self._groups:
             u, c = len(updates), len(closes)
             leader.close(prev, self.watermark, updates, closes)
-            if others:  # the same windows under other names
+            if others and (len(updates) > u or len(closes) > c):  # the same windows under other names
                 made = (updates[u:], closes[c:])
                 for r in others:
                     for out, results in zip((updates, closes), made):
-                        out.extend([((key[0], r.order, key[2]), _renamed(result, r.name)) for key, result in results])
+                        if results:
+                            out.extend([((key[0], r.order, key[2]), _renamed(result, r.name))
+                                        for key, result in results])
         self.late_slices.clear()
         if watermark > prev:
             self._retain()
