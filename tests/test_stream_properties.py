@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
-from mta import Collect, KeyedStream, Max, MaxSize, Monoid, Stream, Sum, TimeRange
+from mta import Collect, KeyedStream, Last, Max, MaxSize, Monoid, Record, Stream, Sum, TimeRange
 from stream_oracle import (Count, CountEvery, Expected, KeyedOracle, PolicyEvery, Punctuation, Session, Sliding,
                            StreamOracle, Tumbling, result_tuple)
 
@@ -41,6 +41,12 @@ class SumNoInverse(Monoid):
 
 def is_punctuation(value: Any) -> bool:
     return value % 3 == 0
+
+
+def sum_at_most_10(total: Any, old: Any) -> bool:
+    """The MTA paper's section 3.2 policy over Record(max, sum, last): the newest updates whose
+    sum stays <= 10."""
+    return total.value.sum - old.value.sum + old.value.last > 10
 
 
 def keep_two(total: Any, old: Any) -> bool:
@@ -79,13 +85,14 @@ any_window = st.sampled_from(KINDS).flatmap(window_spec)
 @st.composite
 def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False, max_ops: int = 30,
               lateness: st.SearchStrategy = st.integers(0, 8), extra_queries: int = 1, mid_queries: bool = False,
-              snapshots: bool = False, keys: tuple | None = None) -> tuple[list, list, int]:
+              snapshots: bool = False, keys: tuple | None = None,
+              values: st.SearchStrategy = st.integers(0, 99)) -> tuple[list, list, int]:
     """(queries, ops, allowed_lateness): one query of each of ``kinds`` plus up to ``extra_queries``
     of any type, then inserts and advances.
 
     In order: every tuple's ts is >= the watermark and >= the previous ts. Out of order: tuples
     land up to lateness + 2 below the watermark (some dropped) and up to 6 above it; some
-    advances go back (no-ops). ``mid_queries``: queries are added and removed between them;
+    advances go back (no-ops). Some inserts come in batches (``insert_many``). ``mid_queries``: queries are added and removed between them;
     ``snapshots``: the engine is snapshot and restored into a new one; ``keys``: KeyedStream ops.
     """
     allowed = draw(lateness)
@@ -97,12 +104,15 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
     for i in range(draw(st.integers(1, max_ops))):
         choice = draw(st.integers(0, 9))
         if choice < 6:
-            if in_order:
-                ts = cur = cur + draw(st.integers(0, 3))
-            else:
-                ts = watermark + draw(st.integers(-(allowed + 2), 6))
-            value = draw(st.integers(0, 99))
-            ops.append(("insert", draw(st.sampled_from(keys)), ts, value) if keys else ("insert", ts, value))
+            batch = []
+            for _ in range(draw(st.sampled_from([1, 1, 1, 1, 2, 3, 4]))):
+                if in_order:
+                    ts = cur = cur + draw(st.integers(0, 3))
+                else:
+                    ts = watermark + draw(st.integers(-(allowed + 2), 6))
+                value = draw(values)
+                batch.append((draw(st.sampled_from(keys)), ts, value) if keys else (ts, value))
+            ops.append(("insert", *batch[0]) if len(batch) == 1 else ("insert_many", batch))
         elif choice < 8 or not (mid_queries or snapshots):
             if in_order:
                 w = cur = cur + draw(st.integers(0, 4))
@@ -157,6 +167,9 @@ class Run:
         kind, args = op[0], op[1:]
         if kind == "insert":
             assert self.engine.insert(*args) == self.oracle.insert(*args), op
+        elif kind == "insert_many":
+            (batch,) = args
+            assert self.engine.insert_many(iter(batch)) == sum(self.oracle.insert(*t) for t in batch), op
         elif kind == "advance":
             got = [result_tuple(r) for r in self.engine.advance(*args)]
             want = self.oracle.advance(*args)
@@ -281,6 +294,18 @@ def test_keyed_stream_against_per_key_oracles(data: st.DataObject) -> None:
                                                 snapshots=True, keys=("a", "b", "c")), label="scenario")
     monoid = data.draw(st.sampled_from(["sum", "collect"]))
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS)), keyed=True).run(ops)
+
+
+@hsettings(max_examples=25)
+@given(data=st.data())
+def test_policy_of_the_paper_on_a_record(data: st.DataObject) -> None:
+    """Policy(wsp) with a user policy reading a Record's fields, next to a session and a count."""
+    every = data.draw(st.integers(1, 6))
+    queries, ops, allowed = data.draw(scenarios(("session", "count"), extra_queries=0, values=st.integers(0, 6)),
+                                      label="scenario")
+    queries.append(("paper", PolicyEvery(sum_at_most_10, every)))
+    monoid = Record(max=Max(), sum=Sum(), last=Last())
+    Run(monoid, queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
 @hsettings(max_examples=25)
