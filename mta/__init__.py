@@ -9,12 +9,13 @@
 from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, GeometricMean, Last, Max, MaxCount,
                         Mean, Min, MinCount, Monoid, MonoidError, Record, StdDev, Sum, Variance)
 from mta.policy import Agg, MaxSize, TimeRange, all_of, any_of
+from mta.stream import KeyedStream, Result, Stream
 from mta.window import Window
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Window", "Agg", "MaxSize", "TimeRange", "any_of", "all_of",
+    "Window", "Stream", "KeyedStream", "Result", "Agg", "MaxSize", "TimeRange", "any_of", "all_of",
     "Monoid", "MonoidError", "Count", "Sum", "Min", "Max", "Mean", "Variance", "StdDev", "GeometricMean",
     "ArgMin", "ArgMax", "MinCount", "MaxCount", "First", "Last", "Collect", "Record",
 ]

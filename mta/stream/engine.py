@@ -1,0 +1,472 @@
+"""The Stream engine: many window queries over one stream, sharing slices (general stream slicing).
+
+    s = Stream(Record(avg=Mean(), peak=Max()), allowed_lateness=5.0)
+    s.add("1m", Sliding(60, 10))
+    s.add("session", Session(gap=30))
+    s.insert(ts, value)               # any order
+    for r in s.advance(watermark):    # the windows the watermark closed, and updates
+        r.query, r.start, r.end, r.value, r.final
+
+How it works (the slicing paper's Fig. 7): tuples at or after the watermark wait,
+unsorted, in ``pending``; ``advance`` sorts those the watermark passes (timsort on
+nearly sorted data) and hands them in event-time order to the stores: the time slice
+store (one combine per tuple, into the one slice that covers it; slice edges are the
+edges of every query), one count store per group of count windows, and a tuple buffer
+for forward-context-aware windows. Each query's runner then reports the windows the
+watermark closed, using the final aggregation over slices. A late tuple (behind the
+watermark, within the allowed lateness) goes straight into its slice, splitting,
+shifting or recomputing slices as the decision trees of Figs. 4-6 say, and the
+runners report the windows it changed at the next ``advance``.
+
+Holding the tuples before the watermark unaggregated costs their memory, and buys:
+exact results for any associative monoid without keeping tuples of every slice (a
+non-commutative aggregate is only built in order), queries added at run time that
+see every tuple from their start, and no slice work for out-of-order tuples that
+arrive before the watermark (they are sorted, not shifted).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from typing import Any, Callable, Iterable
+
+from kvs import codec
+from kvs.blocks import Backend
+from kvs.urls import connect
+from mta.monoid import Monoid
+from mta.stream.counted import CountSlices
+from mta.stream.final import FINALS, FinalAggregation
+from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SlidingRunner,
+                                _EveryRunner, runner_class)
+from mta.stream.slices import TimeSlices
+from mta.windows import WindowType
+
+_INF = math.inf
+_SNAPSHOT_VERSION = 1
+
+
+def _ts(entry: tuple) -> Any:
+    return entry[0]
+
+
+def _check_time(ts: Any, what: str = "timestamp") -> None:
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+        raise TypeError(f"{what} must be an int or a float, got {type(ts).__name__} {ts!r}")
+    if not math.isfinite(ts):
+        raise ValueError(f"{what} must be finite, got {ts!r}")
+
+
+class Stream:
+    """One stream, many window queries (see the module docstring and ``mta.windows``).
+
+    ``allowed_lateness``: how far behind the watermark a tuple is still taken (it then
+    updates the windows it belongs to); older tuples are dropped, counted in
+    :attr:`dropped` and passed to ``on_late(ts, value)``. ``final``: the final
+    aggregation over slices, ``"eager"`` (an Amortized MTA per query when nothing
+    can be late, a FiBA tree over slices otherwise), ``"lazy"`` (fold the slices when
+    a window ends), or ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
+    tuples in timestamp order (an older one is refused).
+
+    Every call is all or nothing: bad input raises before anything changes.
+    """
+
+    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "eager",
+                 on_late: Callable[[Any, Any], Any] | None = None, ordered: bool = False) -> None:
+        if not isinstance(monoid, Monoid):
+            raise TypeError(f"monoid must be an mta.Monoid, got {monoid!r}")
+        if (isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float))
+                or not 0 <= allowed_lateness < _INF):
+            raise ValueError(f"allowed_lateness must be a finite number >= 0, got {allowed_lateness!r}")
+        if final == "eager":
+            final = "amta" if allowed_lateness == 0 else "fiba"
+        if final not in FINALS:
+            raise ValueError(f"final must be 'eager', 'lazy', 'amta' or 'fiba', got {final!r}")
+        if on_late is not None and not callable(on_late):
+            raise TypeError(f"on_late must be callable(ts, value), got {on_late!r}")
+        self.monoid = monoid
+        self.allowed_lateness = allowed_lateness
+        self.on_late = on_late
+        self.ordered = ordered
+        self.watermark: Any = -_INF
+        self.horizon: Any = -_INF  # watermark - allowed_lateness: nothing older can come
+        self.dropped = 0
+        self._arrival = 0
+        self._newest: Any = -_INF
+        self._pending: list[tuple] = []  # (ts, arrival, partial, punctuation mask), ts >= watermark
+        self._runners: dict[str, Runner] = {}
+        self._order = 0
+        self.slices = TimeSlices(monoid, self._edges, keep_tuples=False)
+        self.final: FinalAggregation = FINALS[final](self.slices)
+        self.slices.on_change = self.final.changed
+        self._counts: dict[Any, CountSlices] = {}
+        self.buffer_ts: list = []
+        self.buffer_partials: list = []
+        self._configure()
+
+    # -- queries ---------------------------------------------------------------------
+
+    @property
+    def queries(self) -> dict[str, WindowType]:
+        """The window queries by name, in the order they were added."""
+        return {name: r.spec for name, r in self._runners.items()}
+
+    def add(self, name: str, window: WindowType) -> None:
+        """Add a window query; it sees the tuples from the current watermark on."""
+        self._add(name, window, self.watermark)
+
+    def _add(self, name: str, window: WindowType, begin: Any) -> Runner:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a query name must be a non-empty string, got {name!r}")
+        if name in self._runners:
+            raise ValueError(f"query {name!r} exists already")
+        cls = runner_class(window)
+        bit = 1 << sum(isinstance(r, PunctuationRunner) for r in self._runners.values())
+        if cls is CountRunner:
+            self._counts.setdefault(begin, CountSlices(self.monoid, lambda p, b=begin: self._count_edge(b, p),
+                                                       keep_tuples=self.allowed_lateness > 0))
+        runner = (cls(name, window, begin, self._order, self, bit=bit) if cls is PunctuationRunner
+                  else cls(name, window, begin, self._order, self))
+        self._order += 1
+        self._runners[name] = runner
+        self._configure()
+        if begin > -_INF and (isinstance(runner, SlidingRunner) or runner.aware):
+            self.slices.cut(begin)  # no slice straddles the start of the new query's windows
+            self.slices.reopen_last()
+        return runner
+
+    def remove(self, name: str) -> None:
+        """Remove a query: no more results from it (KeyError if there is none)."""
+        if name not in self._runners:
+            raise KeyError(f"no query {name!r}")
+        runner = self._runners.pop(name)
+        self.final.forget(name)
+        if isinstance(runner, CountRunner) and not any(
+                isinstance(r, CountRunner) and r.begin == runner.begin for r in self._runners.values()):
+            del self._counts[runner.begin]
+        self._configure()
+
+    def _configure(self) -> None:
+        """Derive the per-tuple routing from the queries (Fig. 4: which stores keep tuples)."""
+        runners = list(self._runners.values())
+        self._sliding = [r for r in runners if isinstance(r, SlidingRunner)]
+        self._cf = [r.spec for r in self._sliding]
+        self._aware = [r for r in runners if r.aware]
+        self._time = bool(self._sliding or self._aware)
+        self._every = [r for r in runners if isinstance(r, _EveryRunner)]
+        self._predicates = [(r.bit, r.spec.predicate) for r in runners if isinstance(r, PunctuationRunner)]
+        punctuation = bool(self._predicates)
+        self.slices.keep_tuples = self.allowed_lateness > 0 and (not self.monoid.commutative or punctuation)
+        if not self._every:
+            self.buffer_ts, self.buffer_partials = [], []
+
+    def _edges(self, t: Any) -> tuple[Any, Any]:
+        """The largest and smallest context-free window edges around t."""
+        cf = self._cf
+        if not cf:
+            return -_INF, _INF
+        return max(s.floor_edge(t) for s in cf), min(s.next_edge(t) for s in cf)
+
+    def _count_edge(self, begin: Any, p: int) -> int:
+        """The next count-window edge after position p, for the count windows starting at begin."""
+        nxt = _INF
+        for r in self._runners.values():
+            if isinstance(r, CountRunner) and r.begin == begin:
+                slide, size = r.spec.slide, r.spec.size
+                nxt = min(nxt, (p // slide + 1) * slide, ((p + size) // slide + 1) * slide - size)
+        return nxt
+
+    def count_store(self, begin: Any) -> CountSlices:
+        return self._counts[begin]
+
+    # -- tuples ------------------------------------------------------------------------
+
+    def _mask(self, value: Any) -> int:
+        mask = 0
+        for bit, predicate in self._predicates:
+            if predicate(value):
+                mask |= bit
+        return mask
+
+    def insert(self, ts: int | float, value: Any) -> bool:
+        """Add one tuple; False if it was dropped as too late (see ``allowed_lateness``)."""
+        kind = type(ts)
+        if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < self._newest)):
+            self._check(ts)
+        partial = self.monoid.lift(value)
+        mask = self._mask(value) if self._predicates else 0
+        if ts < self.watermark:
+            if ts < self.horizon:
+                return self._drop(ts, value)
+            self._late(ts, partial, mask)
+        else:
+            self._pending.append((ts, self._arrival, partial, mask))
+        self._arrival += 1
+        if ts > self._newest:
+            self._newest = ts
+        return True
+
+    def _check(self, ts: Any) -> None:
+        _check_time(ts)
+        if self.ordered and ts < self._newest:
+            raise ValueError(f"timestamp {ts!r} is older than the newest, {self._newest!r}, in a stream "
+                             "declared ordered=True")
+
+    def _drop(self, ts: Any, value: Any) -> bool:
+        if self.on_late is not None:
+            self.on_late(ts, value)
+        self.dropped += 1
+        return False
+
+    def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
+        """Add ``(ts, value)`` pairs in order; return how many were taken. All or nothing:
+        a bad pair raises (naming its index) before any is added."""
+        updates = list(updates)
+        try:
+            timestamps = [u[0] for u in updates]
+            values = [u[1] for u in updates]
+        except (TypeError, IndexError):
+            bad = next(i for i, u in enumerate(updates) if not (isinstance(u, (tuple, list)) and len(u) == 2))
+            raise TypeError(f"updates[{bad}]: expected a (timestamp, value) pair, got {updates[bad]!r}") from None
+        newest = self._newest
+        for i, ts in enumerate(timestamps):
+            kind = type(ts)
+            if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < newest)):
+                try:
+                    _check_time(ts)
+                    if self.ordered and ts < newest:
+                        raise ValueError(f"timestamp {ts!r} is older than the newest, {newest!r}, in a stream "
+                                         "declared ordered=True")
+                except (TypeError, ValueError) as error:
+                    raise type(error)(f"updates[{i}]: {error}") from None
+            if ts > newest:
+                newest = ts
+        try:
+            partials = self.monoid.lift_many(values)
+        except (TypeError, ValueError):
+            for i, value in enumerate(values):
+                try:
+                    self.monoid.lift(value)
+                except (TypeError, ValueError) as error:
+                    raise type(error)(f"updates[{i}]: {error}") from None
+            raise
+        masks = [0] * len(values)
+        if self._predicates:
+            for i, value in enumerate(values):
+                try:
+                    masks[i] = self._mask(value)
+                except Exception as error:
+                    raise type(error)(f"updates[{i}]: punctuation predicate raised: {error}") from error
+        taken = 0
+        pending, watermark, arrival = self._pending, self.watermark, self._arrival
+        for ts, value, partial, mask in zip(timestamps, values, partials, masks):
+            if ts >= watermark:
+                pending.append((ts, arrival, partial, mask))
+            elif ts < self.horizon:
+                self._drop(ts, value)
+                continue
+            else:
+                self._arrival = arrival
+                self._late(ts, partial, mask)
+            arrival += 1
+            taken += 1
+        self._arrival = arrival
+        if timestamps:
+            self._newest = max(self._newest, max(timestamps))
+        return taken
+
+    def _late(self, ts: Any, partial: Any, mask: int) -> None:
+        """A tuple behind the watermark, within the allowed lateness: into its slices now."""
+        if self._time:
+            for r in self._aware:
+                r.observe_late(ts, mask)
+            self.slices.insert_late(ts, partial)
+            for r in self._sliding:
+                if ts >= r.begin:
+                    r.on_late(ts)
+        for begin, store in self._counts.items():
+            if ts >= begin:
+                position = store.insert_late((ts, self._arrival), partial)
+                for r in self._runners.values():
+                    if isinstance(r, CountRunner) and r.begin == begin:
+                        r.on_late(position)
+        if self._every:
+            i = bisect_right(self.buffer_ts, ts)
+            self.buffer_ts.insert(i, ts)
+            self.buffer_partials.insert(i, partial)
+            for r in self._every:
+                if ts >= r.begin:
+                    r.on_late(ts)
+
+    # -- watermarks ------------------------------------------------------------------------
+
+    def advance(self, watermark: int | float) -> list[Result]:
+        """Move the watermark (a smaller one changes nothing) and return the results: first
+        the updates of windows reported before, then the windows it closed, each sorted
+        by (end, query order, start)."""
+        if isinstance(watermark, bool) or not isinstance(watermark, (int, float)) or math.isnan(watermark):
+            raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
+        prev = self.watermark
+        if watermark > prev:
+            self._release(watermark)
+            self.watermark = watermark
+            self.horizon = watermark - self.allowed_lateness
+        else:
+            prev = self.watermark
+        updates: list = []
+        closes: list = []
+        for r in self._runners.values():
+            r.close(prev, self.watermark, updates, closes)
+        if watermark > prev:
+            self._retain()
+        updates.sort(key=_ts)
+        closes.sort(key=_ts)
+        return [r for _, r in updates] + [r for _, r in closes]
+
+    def _release(self, watermark: Any) -> None:
+        """Hand the pending tuples older than ``watermark`` to the stores, in event-time order."""
+        pending = self._pending
+        pending.sort(key=_ts)  # stable: equal timestamps stay in arrival order
+        k = bisect_left(pending, watermark, key=_ts)
+        if not k:
+            return
+        ready = pending[:k]
+        del pending[:k]
+        if self._time:
+            append = self.slices.append
+            aware = self._aware
+            if aware:
+                for ts, _, partial, mask in ready:
+                    for r in aware:
+                        r.observe(ts, mask)
+                    append(ts, partial)
+            else:
+                for ts, _, partial, _ in ready:
+                    append(ts, partial)
+        for begin, store in self._counts.items():
+            append = store.append
+            for ts, arrival, partial, _ in ready:
+                if ts >= begin:
+                    append((ts, arrival), partial)
+        if self._every:
+            self.buffer_ts.extend([e[0] for e in ready])
+            self.buffer_partials.extend([e[2] for e in ready])
+
+    def _retain(self) -> None:
+        """Forget what no window can need any more (the horizon: watermark - lateness)."""
+        horizon = self.horizon
+        time_runners = self._sliding + self._aware
+        if time_runners:
+            need = min(r.needed_from(horizon) for r in time_runners)
+            if self.slices.drop_before(need):
+                self.final.dropped()
+            self.slices.release_tuples(horizon)
+        elif len(self.slices):
+            self.slices.drop_before(_INF)
+            self.final.dropped()
+        for begin, store in self._counts.items():
+            size = max(r.spec.size for r in self._runners.values() if isinstance(r, CountRunner) and r.begin == begin)
+            position = store.position_of(horizon)
+            store.drop_before(position - size)
+            store.release_tuples(position)
+        if self._every:
+            for r in self._every:
+                if isinstance(r, PolicyRunner):
+                    r.advance_to(horizon)
+            for r in self._every:
+                r.needed_from(horizon)
+            keep = min(r.needed_index(horizon) for r in self._every)
+            del self.buffer_ts[:keep]
+            del self.buffer_partials[:keep]
+
+    def idle(self) -> bool:
+        """True when nothing is held: no tuple, slice or window context (a keyed stream then
+        drops the key's state)."""
+        return (not self._pending and not len(self.slices) and not self.buffer_ts
+                and not any(store.n for store in self._counts.values())
+                and all(r.idle() for r in self._runners.values()))
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _fingerprint(self) -> list:
+        return [repr(self.monoid), self.allowed_lateness, [[name, repr(r.spec)] for name, r in self._runners.items()]]
+
+    def snapshot(self) -> bytes:
+        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec)."""
+        return codec.pack([
+            _SNAPSHOT_VERSION, self._fingerprint(), self.watermark, self.horizon, self.dropped, self._arrival,
+            self._newest, self._order, self._pending, self.slices.state(),
+            [[begin, store.state()] for begin, store in self._counts.items()],
+            [self.buffer_ts, self.buffer_partials],
+            [[name, r.begin, r.order, r.state()] for name, r in self._runners.items()],
+        ])
+
+    def restore(self, data: bytes) -> None:
+        """Continue from :meth:`snapshot` bytes. This stream must have the same monoid,
+        allowed lateness and queries (names and windows, in the same order)."""
+        state = codec.unpack(data)
+        if not isinstance(state, tuple) or not state or state[0] != _SNAPSHOT_VERSION:
+            raise ValueError("not a Stream snapshot (or one of another version)")
+        fingerprint = _listify(state[1])
+        if fingerprint != self._fingerprint():
+            raise ValueError(f"the snapshot is of a stream {fingerprint!r}; this one is {self._fingerprint()!r}")
+        (_, _, self.watermark, self.horizon, self.dropped, self._arrival, self._newest, self._order, pending,
+         slices, counts, buffer, runners) = state
+        order_next = self._order
+        old = self._runners
+        self._runners, self._counts = {}, {}
+        for (name, begin, order, _) in runners:
+            self._add(name, old[name].spec, begin).order = order
+        self._order = order_next
+        self._pending = [tuple(e) for e in pending]
+        self.slices.load(slices)
+        self.final = type(self.final)(self.slices)
+        self.slices.on_change = self.final.changed
+        self.buffer_ts, self.buffer_partials = list(buffer[0]), list(buffer[1])
+        for begin, store_state in counts:
+            self._counts[begin].load(store_state)
+        for (name, _, _, runner_state) in runners:
+            self._runners[name].load(runner_state)
+        self._configure()
+
+    def save(self, store: Backend | str, stream_id: str) -> None:
+        """Write the state to a ``kvs`` backend (or URL) as ``stream_id``. The first save
+        creates it there and holds its lease: this stream is its one writer until
+        :meth:`close` (another writer's save fails with ``kvs.WindowBusy``/``WindowFenced``)."""
+        backend = store if isinstance(store, Backend) else connect(store)
+        lease = getattr(self, "_lease", None)
+        if lease is None or lease.window_id != stream_id:
+            lease = backend.create(stream_id, {"kind": "stream", "monoid": repr(self.monoid)}, replace=False)
+            self._lease, self._backend = lease, backend
+        backend.commit(stream_id, {}, [], self.snapshot(), lease)
+
+    def load(self, store: Backend | str, stream_id: str, *, take_over: bool = False) -> None:
+        """Continue from the state saved as ``stream_id`` (this stream becomes its writer)."""
+        backend = store if isinstance(store, Backend) else connect(store)
+        lease = backend.acquire(stream_id, take_over=take_over)
+        try:
+            data = backend.load(stream_id, lease)
+            if data is None:
+                raise ValueError(f"stream {stream_id!r} has no saved state")
+            self.restore(data)
+        except BaseException:
+            backend.release(lease)
+            raise
+        self._lease, self._backend = lease, backend
+
+    def close(self) -> None:
+        """Release the stored stream's lease (if :meth:`save` or :meth:`load` took one)."""
+        lease = getattr(self, "_lease", None)
+        if lease is not None:
+            self._backend.release(lease)
+            self._lease = None
+
+    def __repr__(self) -> str:
+        return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "
+                f"queries={list(self._runners)!r}, watermark={self.watermark!r})")
+
+
+def _listify(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_listify(v) for v in value]
+    return value

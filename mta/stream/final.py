@@ -1,0 +1,153 @@
+"""The final aggregation step: combining a window's slices into its aggregate (paper Fig. 7, step 3).
+
+One small interface, :class:`FinalAggregation`, so that the multi-query algorithms can
+serve it later. The engine asks for the aggregate of the slices ``i:j`` of its
+:class:`~mta.stream.slices.TimeSlices` (a window's run of slices), and tells the final
+aggregation when a slice changed out of order (``changed``) or old slices were
+dropped (``dropped``). Every slice it is asked for has ended before the watermark, so
+in-order appends never change them; only late tuples and splits do, and those are
+reported.
+
+- ``lazy``: fold the slices when the window ends (the paper's lazy slicing).
+- ``fiba``: a FiBA tree over the slices, keyed by slice start; a window is one range
+  query, O(log n) for n slices, and a changed slice one delete and insert (eager slicing).
+- ``amta``: one Amortized MTA per query, fed the slices in order and evicting those
+  that left the window: O(1) amortized combines per slice and query, for streams in
+  order; a changed slice inside it, or a window that is not the next one, rebuilds it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from bisect import bisect_right
+from typing import Any, ClassVar
+
+from mta.algorithms.amta import AmortizedMTA
+from mta.algorithms.fiba import FiBA
+from mta.stream.slices import TimeSlices
+
+
+class FinalAggregation(ABC):
+    """Window aggregates from the slices of one :class:`TimeSlices`."""
+
+    name: ClassVar[str]
+
+    def __init__(self, slices: TimeSlices) -> None:
+        self.slices = slices
+        self.monoid = slices.monoid
+
+    @abstractmethod
+    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+        """The aggregate of slices ``i:j`` (``i < j``) for window query ``query``; ``again``:
+        a window reported before (an update), not the query's next window."""
+
+    def changed(self, start: Any) -> None:
+        """The slice starting at ``start`` changed, appeared or was split out of order."""
+
+    def dropped(self) -> None:
+        """Slices were dropped from the front of the store."""
+
+    def forget(self, query: str) -> None:
+        """``query`` was removed."""
+
+
+class LazyFinal(FinalAggregation):
+    name = "lazy"
+
+    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+        aggs = self.slices.aggs
+        return self.monoid.fold(aggs[i], aggs[i + 1:j])
+
+
+class FiBAFinal(FinalAggregation):
+    """Eager slicing: the slices that ended are mirrored into a FiBA keyed by start."""
+
+    name = "fiba"
+
+    def __init__(self, slices: TimeSlices) -> None:
+        super().__init__(slices)
+        self.tree = FiBA(self.monoid)
+        self.newest: Any = None  # the largest start in the tree
+        self.stale: set = set()
+
+    def changed(self, start: Any) -> None:
+        if self.newest is not None and start <= self.newest:
+            self.stale.add(start)
+
+    def _sync(self, j: int) -> None:
+        slices, tree = self.slices, self.tree
+        starts, aggs = slices.starts, slices.aggs
+        for start in self.stale:
+            tree.evict(start)
+            k = bisect_right(starts, start) - 1
+            if k >= 0 and starts[k] == start:
+                tree.insert(start, aggs[k])
+        self.stale.clear()
+        first = 0 if self.newest is None else bisect_right(starts, self.newest)
+        for k in range(first, j):
+            tree.insert(starts[k], aggs[k])
+        if j > first:
+            self.newest = starts[j - 1]
+
+    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+        self._sync(j)
+        starts = self.slices.starts
+        return self.tree.query_range(starts[i], starts[j - 1])
+
+    def dropped(self) -> None:
+        starts = self.slices.starts
+        if not starts:
+            self.tree.clear()
+            self.newest = None
+            return
+        oldest = self.tree.oldest()
+        while oldest is not None and oldest[0] < starts[0]:
+            self.tree.evict(oldest[0])
+            oldest = self.tree.oldest()
+
+
+class AMTAFinal(FinalAggregation):
+    """Per query, an Amortized MTA over the run of slices of its latest window."""
+
+    name = "amta"
+
+    def __init__(self, slices: TimeSlices) -> None:
+        super().__init__(slices)
+        #: query -> [its AMTA, the starts of the slices in it (oldest first), offset of the oldest]
+        self.fifos: dict[str, list] = {}
+
+    def changed(self, start: Any) -> None:
+        for query, (_, keys, first) in list(self.fifos.items()):
+            if first < len(keys) and keys[first] <= start <= keys[-1]:
+                del self.fifos[query]
+
+    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+        starts, aggs = self.slices.starts, self.slices.aggs
+        if again:
+            return self.monoid.fold(aggs[i], aggs[i + 1:j])
+        fifo = self.fifos.get(query)
+        if fifo is not None and fifo[2] < len(fifo[1]) and fifo[1][fifo[2]] > starts[i]:
+            fifo = None  # the window starts before what the AMTA holds
+        if fifo is None:
+            fifo = self.fifos[query] = [AmortizedMTA(self.monoid), [], 0]
+        amta, keys, first = fifo
+        gone = first
+        while gone < len(keys) and keys[gone] < starts[i]:
+            gone += 1
+        if gone > first:
+            amta.evict(gone - first)
+        if gone > 1024 and gone * 2 > len(keys):
+            del keys[:gone]
+            gone = 0
+        fifo[2] = gone
+        k = i if len(keys) == gone else bisect_right(starts, keys[-1])
+        for k in range(k, j):
+            amta.insert(aggs[k])
+            keys.append(starts[k])
+        return amta.query()
+
+    def forget(self, query: str) -> None:
+        self.fifos.pop(query, None)
+
+
+FINALS: dict[str, type[FinalAggregation]] = {cls.name: cls for cls in (LazyFinal, FiBAFinal, AMTAFinal)}

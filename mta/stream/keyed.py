@@ -1,0 +1,163 @@
+"""A keyed stream: one :class:`~mta.stream.engine.Stream` state per key, the same queries for all.
+
+What the server and the Spark operator need: events of many keys (users, sensors)
+under one watermark. A key's state is created on its first tuple, with the queries
+as they were added (each keeps the watermark it was added at as its start), and
+dropped when nothing of it is left. Each key's state snapshots on its own
+(:meth:`KeyedStream.snapshot_key`), for Spark's per-key state, or all together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable
+
+from kvs import codec
+from mta.monoid import Monoid
+from mta.stream.engine import Stream, _check_time
+from mta.stream.queries import Result
+from mta.windows import WindowType
+
+
+class KeyedStream:
+    """Keyed window queries: ``insert(key, ts, value)``; results carry ``key``.
+
+    Options are :class:`Stream`'s; ``on_late(key, ts, value)`` gets the dropped tuples.
+    Keys must be hashable and, for snapshots, msgpack-encodable (str, int, bytes, tuples).
+    """
+
+    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "eager",
+                 on_late: Callable[[Any, Any, Any], Any] | None = None, ordered: bool = False) -> None:
+        self._options = {"allowed_lateness": allowed_lateness, "final": final, "ordered": ordered}
+        self._template = Stream(monoid, **self._options)  # validates the options; holds the queries
+        self.monoid = monoid
+        self.on_late = on_late
+        self.dropped = 0
+        self._keys: dict[Any, Stream] = {}
+
+    @property
+    def watermark(self) -> Any:
+        return self._template.watermark
+
+    @property
+    def queries(self) -> dict[str, WindowType]:
+        return self._template.queries
+
+    def keys(self) -> list[Any]:
+        """The keys that have state."""
+        return list(self._keys)
+
+    def add(self, name: str, window: WindowType) -> None:
+        """Add a query to every key, from the current watermark on."""
+        self._template.add(name, window)
+        for stream in self._keys.values():
+            stream.add(name, window)
+
+    def remove(self, name: str) -> None:
+        self._template.remove(name)
+        for stream in self._keys.values():
+            stream.remove(name)
+
+    def _stream(self, key: Any) -> Stream:
+        stream = self._keys.get(key)
+        if stream is None:
+            hash(key)
+            stream = Stream(self.monoid, **self._options)
+            for name, runner in self._template._runners.items():
+                stream._add(name, runner.spec, runner.begin)
+            stream.watermark, stream.horizon = self._template.watermark, self._template.horizon
+            self._keys[key] = stream
+        return stream
+
+    def _late(self, key: Any) -> Callable[[Any, Any], None] | None:
+        if self.on_late is None:
+            return None
+        return lambda ts, value: self.on_late(key, ts, value)
+
+    def insert(self, key: Any, ts: int | float, value: Any) -> bool:
+        """Add one tuple of ``key``; False if it was dropped as too late."""
+        existed = key in self._keys
+        stream = self._stream(key)
+        stream.on_late = self._late(key)
+        try:
+            taken = stream.insert(ts, value)
+        except BaseException:
+            if not existed:
+                del self._keys[key]
+            raise
+        if not taken:
+            self.dropped += 1
+        return taken
+
+    def insert_many(self, updates: Iterable[tuple[Any, int | float, Any]]) -> int:
+        """Add ``(key, ts, value)`` triples; all or nothing (a bad one raises, naming its index,
+        before any is added). Returns how many were taken."""
+        updates = list(updates)
+        groups: dict[Any, list[tuple[int, Any, Any]]] = {}
+        for i, update in enumerate(updates):
+            if not (isinstance(update, (tuple, list)) and len(update) == 3):
+                raise TypeError(f"updates[{i}]: expected a (key, timestamp, value) triple, got {update!r}")
+            key, ts, value = update
+            try:
+                hash(key)
+                _check_time(ts)
+                self.monoid.lift(value)
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"updates[{i}]: {error}") from None
+            groups.setdefault(key, []).append((i, ts, value))
+        taken = 0
+        for key, group in groups.items():
+            stream = self._stream(key)
+            stream.on_late = self._late(key)
+            before = stream.dropped
+            taken += stream.insert_many([(ts, value) for _, ts, value in group])
+            self.dropped += stream.dropped - before
+        return taken
+
+    def advance(self, watermark: int | float) -> list[Result]:
+        """Advance every key; results as :meth:`Stream.advance`, keys in first-seen order."""
+        self._template.advance(watermark)
+        out: list[Result] = []
+        empty = []
+        for key, stream in self._keys.items():
+            out.extend(dataclasses.replace(r, key=key) for r in stream.advance(watermark))
+            if stream.idle():
+                empty.append(key)
+        for key in empty:
+            del self._keys[key]
+        return out
+
+    def snapshot_key(self, key: Any) -> bytes | None:
+        """One key's state (None if the key has none), for a per-key state store."""
+        stream = self._keys.get(key)
+        return None if stream is None else stream.snapshot()
+
+    def restore_key(self, key: Any, data: bytes) -> None:
+        """Set one key's state from :meth:`snapshot_key` bytes."""
+        stream = Stream(self.monoid, **self._options)
+        for name, runner in self._template._runners.items():
+            stream._add(name, runner.spec, runner.begin)
+        stream.restore(data)
+        self._keys[key] = stream
+
+    def snapshot(self) -> bytes:
+        """Every key's state and the queries' starts, as bytes."""
+        return codec.pack([self._template.snapshot(), self.dropped,
+                           [[key, stream.snapshot()] for key, stream in self._keys.items()]])
+
+    def restore(self, data: bytes) -> None:
+        """Continue from :meth:`snapshot` bytes (same monoid, options and queries)."""
+        template, dropped, keys = codec.unpack(data)
+        self._template.restore(template)
+        restored = {}
+        for key, state in keys:
+            stream = Stream(self.monoid, **self._options)
+            for name, runner in self._template._runners.items():
+                stream._add(name, runner.spec, runner.begin)
+            stream.restore(state)
+            restored[key] = stream
+        self._keys, self.dropped = restored, dropped
+
+    def __repr__(self) -> str:
+        return f"KeyedStream({self.monoid!r}, queries={list(self.queries)!r}, keys={len(self._keys)})"
+

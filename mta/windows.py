@@ -1,0 +1,180 @@
+"""Window types for :class:`mta.Stream`: what a query asks for, not how it is computed.
+
+Every time window is half-open, ``[start, end)``, in event time. The classification of
+the slicing paper (section 4.4) decides how the engine serves each type:
+
+- context free (``Tumbling``, ``Sliding``): every edge is known in advance;
+- forward context free (``Punctuation``): edges come with the tuples (a late punctuation
+  splits a slice);
+- context aware (``Session``): edges move as tuples arrive, but never need a split
+  that recomputes a slice (paper section 5.1, condition 2);
+- count measure (``Count``): positions in event-time order, shifted by late tuples;
+- forward context aware (``Count(size, every=...)``, ``Policy``): where a window starts
+  depends on the tuples before its end, so the engine keeps their tuples.
+
+The specs are plain immutable records: a stream's snapshot checks them by ``repr``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["WindowType", "Tumbling", "Sliding", "Session", "Count", "Punctuation", "Policy"]
+
+
+def _positive(value: Any, what: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{what} must be an int > 0, got {value!r}")
+    return value
+
+
+class WindowType:
+    """Base of the window specs."""
+
+    #: "time" or "count": the measure the window's bounds are in
+    measure = "time"
+
+
+@dataclass(frozen=True)
+class Sliding(WindowType):
+    """Windows ``[k*slide + offset, k*slide + offset + size)`` for every integer k.
+
+    Reported when the watermark reaches the end. ``slide > size`` leaves gaps that
+    belong to no window.
+    """
+
+    size: float
+    slide: float
+    offset: float = 0
+
+    def __post_init__(self) -> None:
+        _positive(self.size, "size")
+        _positive(self.slide, "slide")
+        if isinstance(self.offset, bool) or not isinstance(self.offset, (int, float)) or not math.isfinite(self.offset):
+            raise ValueError(f"offset must be a finite number, got {self.offset!r}")
+
+    # Window k is [start(k), start(k) + size). Floor division keeps ints exact; the
+    # loops correct the float rounding of k so that start(k) <= t < start(k + 1).
+    def start(self, k: int) -> Any:
+        return self.offset + k * self.slide
+
+    def first_starting_after(self, t: Any) -> int:
+        """The smallest k with start(k) > t."""
+        k = int((t - self.offset) // self.slide) + 1
+        while self.start(k - 1) > t:
+            k -= 1
+        while self.start(k) <= t:
+            k += 1
+        return k
+
+    def first_ending_after(self, t: Any) -> int:
+        """The smallest k with end(k) > t."""
+        return self.first_starting_after(t - self.size)
+
+    def next_edge(self, t: Any) -> Any:
+        """The smallest window start or end > t (the Stream Slicer's ``getNextEdge``)."""
+        return min(self.start(self.first_starting_after(t)),
+                   self.start(self.first_ending_after(t)) + self.size)
+
+    def floor_edge(self, t: Any) -> Any:
+        """The largest window start or end <= t."""
+        return max(self.start(self.first_starting_after(t) - 1),
+                   self.start(self.first_ending_after(t) - 1) + self.size)
+
+
+class Tumbling(Sliding):
+    """``Sliding(size, size, offset)``: windows that tile time."""
+
+    def __init__(self, size: float, offset: float = 0) -> None:
+        super().__init__(size, size, offset)
+
+    def __repr__(self) -> str:
+        return f"Tumbling(size={self.size!r}, offset={self.offset!r})"
+
+
+@dataclass(frozen=True)
+class Session(WindowType):
+    """Runs of tuples less than ``gap`` apart; a session is ``[first, last + gap)``.
+
+    Reported when the watermark reaches ``last + gap``. A late tuple may extend a
+    session or merge two: the result then names the windows it replaces.
+    """
+
+    gap: float
+
+    def __post_init__(self) -> None:
+        _positive(self.gap, "gap")
+
+
+@dataclass(frozen=True)
+class Count(WindowType):
+    """Count windows: positions in event-time order.
+
+    ``Count(size, slide)``: windows end at positions ``k*slide`` (k >= 1) and cover
+    ``[max(0, end - size), end)``; reported when ``end`` tuples are behind the
+    watermark. ``Count(size, every=T)`` (multi-measure): at every ``k*T`` the
+    watermark reaches, the last ``size`` tuples before it.
+    """
+
+    size: int
+    slide: int | None = None
+    every: float | None = None
+
+    def __post_init__(self) -> None:
+        _count(self.size, "size")
+        if self.every is not None:
+            if self.slide is not None:
+                raise ValueError("Count takes a slide in tuples or every= in time, not both")
+            _positive(self.every, "every")
+        else:
+            object.__setattr__(self, "slide", _count(self.slide if self.slide is not None else self.size, "slide"))
+
+    @property
+    def measure(self) -> str:  # type: ignore[override]
+        return "time" if self.every is not None else "count"
+
+
+@dataclass(frozen=True)
+class Punctuation(WindowType):
+    """A tuple whose value satisfies ``predicate`` starts a window ``[its ts, next punctuation)``.
+
+    Tuples before the first punctuation belong to no window. ``predicate`` is called
+    once per tuple when it is inserted (an exception there refuses the tuple).
+    """
+
+    predicate: Callable[[Any], bool]
+
+    def __post_init__(self) -> None:
+        if not callable(self.predicate):
+            raise TypeError(f"Punctuation takes a callable predicate(value) -> bool, got {self.predicate!r}")
+
+    def __repr__(self) -> str:
+        return f"Punctuation({getattr(self.predicate, '__qualname__', repr(self.predicate))})"
+
+
+@dataclass(frozen=True)
+class Policy(WindowType):
+    """Any MTA window slide policy, reported every ``every`` time units.
+
+    At each ``k*every`` the watermark reaches, the aggregate of an ``mta.Window`` with
+    this policy fed in event-time order with every tuple before that time.
+    """
+
+    policy: Callable[[Any, Any], bool]
+    every: float
+
+    def __post_init__(self) -> None:
+        if not callable(self.policy):
+            raise TypeError(f"Policy takes a callable wsp(total, old) -> bool, got {self.policy!r}")
+        _positive(self.every, "every")
+
+    def __repr__(self) -> str:
+        return f"Policy({getattr(self.policy, '__qualname__', repr(self.policy))}, every={self.every!r})"
