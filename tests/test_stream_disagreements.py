@@ -1,0 +1,119 @@
+"""Where the Stream engine and STREAM-SPEC disagree: minimal reproductions found by the oracle
+(tests/stream_oracle.py) and test_stream_properties.py, one test each, expected values from the
+spec. They fail until the engine (or the spec) is fixed; then they stay as regressions.
+
+The last two are readings of the spec where it is silent or ambiguous (marked so): the oracle
+takes the reading written in their docstrings."""
+
+from __future__ import annotations
+
+import pytest
+
+from mta import MaxSize, Stream, Sum
+from mta.windows import Count, Policy, Punctuation, Tumbling
+
+
+def rows(results):
+    return [(r.query, r.start, r.end, r.value, r.count, r.final, tuple(r.replaces)) for r in results]
+
+
+def is_zero(value):
+    return value == 0
+
+
+@pytest.mark.parametrize("window", [Count(3, every=10), Policy(MaxSize(3), every=10)], ids=["count", "policy"])
+def test_every_reports_each_time_the_watermark_reaches(window):
+    """Spec: at each E = k*T the watermark reaches, not reported only if the window is empty.
+    The engine skips the E with no new tuple since the previous E."""
+    s = Stream(Sum())
+    s.add("q", window)
+    s.insert(0, 1)
+    assert rows(s.advance(30)) == [("q", 0, 10, 1, 1, True, ()), ("q", 0, 20, 1, 1, True, ()),
+                                   ("q", 0, 30, 1, 1, True, ())]
+
+
+def test_policy_every_keeps_the_times_an_earlier_advance_stopped_before():
+    """Policy(every=10): advance(5) then advance(20) loses E=10 (Count(every=) gets it)."""
+    s = Stream(Sum())
+    s.add("q", Policy(MaxSize(3), every=10))
+    s.insert(0, 1)
+    s.insert(15, 2)
+    assert s.advance(5) == []
+    assert rows(s.advance(20)) == [("q", 0, 10, 1, 1, True, ()), ("q", 0, 20, 3, 2, True, ())]
+
+
+def test_punctuation_window_closes_when_the_watermark_reaches_the_next_punctuation():
+    """Spec: closed when watermark >= p_i+1. The engine waits for watermark > p_i+1, and then
+    reports the window as an update (final=False) though it was never reported."""
+    s = Stream(Sum())
+    s.add("p", Punctuation(is_zero))
+    s.insert(0, 0)
+    s.insert(6, 0)
+    assert rows(s.advance(6)) == [("p", 0, 6, 0, 1, True, ())]
+
+
+def test_punctuation_at_the_timestamp_of_an_earlier_tuple():
+    """An on-time punctuation with the ts of a tuple already inserted: the engine raises
+    AssertionError('internal: a split through a slice whose tuples were not kept')."""
+    s = Stream(Sum())
+    s.add("p", Punctuation(is_zero))
+    s.insert(0, 0)
+    s.insert(1, 1)
+    s.insert(1, 0)
+    assert rows(s.advance(40)) == [("p", 0, 1, 0, 1, True, ())]
+
+
+def test_punctuation_query_added_mid_stream_sees_the_punctuations_already_in_the_stream():
+    """Spec: a query added at w sees the accepted tuples with ts >= w already in the stream.
+    The engine's new punctuation query ignores them (no window)."""
+    s = Stream(Sum())
+    s.insert(0, 0)
+    s.insert(1, 0)
+    s.add("p", Punctuation(is_zero))
+    assert rows(s.advance(40)) == [("p", 0, 1, 0, 1, True, ())]
+
+
+def test_count_window_late_tuple_with_no_tuple_below_the_watermark():
+    """Count(2), lateness 5: insert(0), advance(0), insert(-1) raises IndexError in
+    mta/stream/counted.py insert_late."""
+    s = Stream(Sum(), allowed_lateness=5)
+    s.add("c", Count(2))
+    s.insert(0, 0)
+    assert s.advance(0) == []
+    assert s.insert(-1, 7)
+    assert rows(s.advance(40)) == [("c", 0, 2, 7, 2, True, ())]
+
+
+def test_count_window_completed_by_a_late_tuple_is_an_update():
+    """Spec ambiguity (the oracle's reading): a window that exists only through late tuples and
+    was already closed at the previous watermark is final=False, as the engine does for an empty
+    time window filled by a late tuple, for a multi-measure report, and as the spec says of a
+    session created between emitted ones and of "advance(smaller w): only pending updates".
+    The engine reports a count window completed so as final=True, even from an advance that does
+    not move the watermark."""
+    t = Stream(Sum(), allowed_lateness=100)  # the engine's time windows: final=False
+    t.add("t", Tumbling(10))
+    t.insert(25, 1)
+    assert rows(t.advance(30)) == [("t", 20, 30, 1, 1, True, ())]
+    t.insert(15, 2)  # fills the empty [10, 20), closed at 30 already
+    assert rows(t.advance(30)) == [("t", 10, 20, 2, 1, False, ())]
+
+    s = Stream(Sum(), allowed_lateness=100)
+    s.add("c", Count(2))
+    for ts in (1, 2, 3):
+        s.insert(ts, ts)
+    assert rows(s.advance(30)) == [("c", 0, 2, 3, 2, True, ())]
+    s.insert(0, 5)  # completes count window [2, 4) = 2 + 3, closed at 30 already
+    assert rows(s.advance(30)) == [("c", 0, 2, 6, 2, False, ()), ("c", 2, 4, 5, 2, False, ())]
+
+
+def test_multi_measure_report_whose_oldest_tuple_changed_replaces_the_old_bounds():
+    """Spec gap (the oracle's reading): a late tuple moves the start of the report at E; the
+    report (3, 20) supersedes the reported (15, 20), so replaces=((15, 20),) as for sessions.
+    The engine says replaces=()."""
+    s = Stream(Sum(), allowed_lateness=100)
+    s.add("m", Count(2, every=10))
+    s.insert(15, 1)
+    assert rows(s.advance(20)) == [("m", 15, 20, 1, 1, True, ())]
+    s.insert(3, 2)
+    assert rows(s.advance(20)) == [("m", 3, 10, 2, 1, False, ()), ("m", 3, 20, 3, 2, False, ((15, 20),))]
