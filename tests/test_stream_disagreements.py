@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mta import MaxSize, Stream, Sum
-from mta.windows import Count, Policy, Punctuation, Tumbling
+from mta.windows import Count, Policy, Punctuation, Session, Tumbling
 
 
 def rows(results):
@@ -117,3 +117,18 @@ def test_multi_measure_report_whose_oldest_tuple_changed_replaces_the_old_bounds
     assert rows(s.advance(20)) == [("m", 15, 20, 1, 1, True, ())]
     s.insert(3, 2)
     assert rows(s.advance(20)) == [("m", 3, 10, 2, 1, False, ()), ("m", 3, 20, 3, 2, False, ((15, 20),))]
+
+
+def test_session_keeps_an_on_time_tuple_after_a_late_one_created_a_session():
+    """Session(4), lateness 8: a late tuple makes session [-4, 0); then the on-time tuple at 4
+    (= the watermark) and a late one at 3 merge into [0, 8): the engine's value misses the tuple
+    at 4 (9 = 1 + 8 instead of 13) while its count says 3."""
+    s = Stream(Sum(), allowed_lateness=8)
+    s.add("s", Session(4))
+    s.insert(0, 1)
+    assert rows(s.advance(4)) == [("s", 0, 4, 1, 1, True, ())]
+    s.insert(-4, 2)
+    s.insert(4, 4)
+    s.insert(3, 8)
+    assert rows(s.advance(4)) == [("s", -4, 0, 2, 1, False, ())]
+    assert rows(s.advance(44)) == [("s", 0, 8, 13, 3, False, ((0, 4),))]
