@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvs import connect
 from mta import MaxSize, Stream, Sum
 from mta.windows import Count, Policy, Punctuation, Session, Tumbling
 
@@ -132,3 +133,18 @@ def test_session_keeps_an_on_time_tuple_after_a_late_one_created_a_session():
     s.insert(3, 8)
     assert rows(s.advance(4)) == [("s", -4, 0, 2, 1, False, ())]
     assert rows(s.advance(44)) == [("s", 0, 8, 13, 3, False, ((0, 4),))]
+
+
+def test_save_and_load_through_a_memory_backend():
+    """Spec: s.save(backend, stream_id) to a kvs Backend. With ``memory://`` the engine raises
+    AttributeError: 'MemoryBackend' object has no attribute 'commit' (a sqlite file works)."""
+    backend = connect("memory://")
+    s = Stream(Sum())
+    s.add("t", Tumbling(10))
+    s.insert(1, 1)
+    s.save(backend, "s")
+    s.close()
+    again = Stream(Sum())
+    again.add("t", Tumbling(10))
+    again.load(backend, "s")
+    assert rows(again.advance(10)) == [("t", 0, 10, 1, 1, True, ())]

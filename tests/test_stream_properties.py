@@ -13,7 +13,11 @@ with a tolerance).
 
 from __future__ import annotations
 
+import functools
 import operator
+import os
+import tempfile
+import uuid
 from collections import defaultdict
 from contextlib import nullcontext
 from typing import Any
@@ -23,6 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
+from kvs import connect
 from mta import Collect, KeyedStream, Last, Max, MaxSize, Monoid, Record, Stream, Sum, TimeRange
 from stream_oracle import (Count, CountEvery, Expected, KeyedOracle, PolicyEvery, Punctuation, Session, Sliding,
                            StreamOracle, Tumbling, result_tuple)
@@ -130,12 +135,18 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
                 names.append(name)
                 ops.append(("add", name, draw(any_window)))
         else:
-            ops.append(("snapshot",))
+            ops.append(("snapshot", "bytes" if keys else draw(st.sampled_from(["bytes", "kvs"]))))
     ops.append(("advance", max(watermark, cur) + 40))  # closes every time window still open
     return queries, ops, allowed
 
 
 # --------------------------------------------------------------------------- the harness
+
+@functools.cache
+def _backend() -> Any:
+    """One sqlite kvs backend for the module's save/load runs (each run its own stream id)."""
+    return connect(os.path.join(tempfile.mkdtemp(prefix="stream-props-"), "streams.db"))
+
 
 def _approx(results: list[Expected], tolerance: float | None) -> list:
     if tolerance is None:
@@ -196,13 +207,20 @@ class Run:
             if name in self.specs:
                 self.oracle.remove(name)
                 del self.specs[name]
-        elif kind == "snapshot":
-            data = self.engine.snapshot()
-            assert isinstance(data, bytes)
+        elif kind == "snapshot":  # bytes: snapshot/restore; kvs: save, close, load
+            (via,) = args
             restored = self._new_engine()
             for name, spec in self.specs.items():
                 restored.add(name, spec.engine())
-            restored.restore(data)
+            if via == "bytes":
+                data = self.engine.snapshot()
+                assert isinstance(data, bytes)
+                restored.restore(data)
+            else:
+                stream_id = uuid.uuid4().hex  # a new one: the old id's writer may be a stream restored since
+                self.engine.save(_backend(), stream_id)
+                self.engine.close()
+                restored.load(_backend(), stream_id)
             self.engine = restored
         else:
             raise ValueError(op)
@@ -280,7 +298,8 @@ def test_queries_added_and_removed_mid_stream(data: st.DataObject) -> None:
 @hsettings(max_examples=40)
 @given(data=st.data())
 def test_snapshot_restore_mid_stream(data: st.DataObject) -> None:
-    """The run goes on in a new Stream restored from a snapshot (taken between any two ops)."""
+    """The run goes on in a new Stream restored from a snapshot or loaded from a kvs (sqlite)
+    backend, taken between any two ops."""
     queries, ops, allowed = data.draw(scenarios(KINDS, max_ops=30, mid_queries=True, snapshots=True),
                                       label="scenario")
     monoid = data.draw(st.sampled_from(["sum", "collect"]))
