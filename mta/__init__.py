@@ -9,6 +9,7 @@
 from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, GeometricMean, Last, Max, MaxCount,
                         Mean, Min, MinCount, Monoid, MonoidError, Record, StdDev, Sum, Variance)
 from mta.policy import Agg, MaxSize, TimeRange, all_of, any_of
+from mta.quantiles import ApproxQuantile, Median, Quantile
 from mta.stream import KeyedStream, Result, Stream
 from mta.window import Window
 
@@ -18,4 +19,5 @@ __all__ = [
     "Window", "Stream", "KeyedStream", "Result", "Agg", "MaxSize", "TimeRange", "any_of", "all_of",
     "Monoid", "MonoidError", "Count", "Sum", "Min", "Max", "Mean", "Variance", "StdDev", "GeometricMean",
     "ArgMin", "ArgMax", "MinCount", "MaxCount", "First", "Last", "Collect", "Record",
+    "Median", "Quantile", "ApproxQuantile",
 ]

@@ -56,8 +56,8 @@ class CountSlices:
         """Add a tuple older than the newest; return its position (later ones move up by one)."""
         monoid = self.monoid
         j = max(bisect_right(self.firsts, key) - 1, 0)
-        if self.starts and self.lasts[j] <= key[0] and self.firsts[j] <= key:  # after every tuple of slice j
-            if j + 1 == len(self.starts):
+        if not self.starts or self.lasts[j] <= key[0] and self.firsts[j] <= key:  # after every tuple of slice j
+            if j + 1 >= len(self.starts):
                 position = self.n
                 self.append(key, partial)
                 return position

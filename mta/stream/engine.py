@@ -36,7 +36,7 @@ from kvs.blocks import Backend
 from kvs.urls import connect
 from mta.monoid import Monoid
 from mta.stream.counted import CountSlices
-from mta.stream.final import FINALS, FinalAggregation
+from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SlidingRunner,
                                 _EveryRunner, runner_class)
 from mta.stream.slices import TimeSlices
@@ -63,25 +63,22 @@ class Stream:
     ``allowed_lateness``: how far behind the watermark a tuple is still taken (it then
     updates the windows it belongs to); older tuples are dropped, counted in
     :attr:`dropped` and passed to ``on_late(ts, value)``. ``final``: the final
-    aggregation over slices, ``"eager"`` (an Amortized MTA per query when nothing
-    can be late, a FiBA tree over slices otherwise), ``"lazy"`` (fold the slices when
-    a window ends), or ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
+    aggregation over slices: ``"auto"`` (fold windows of few slices, eager for the
+    others), ``"eager"`` (an Amortized MTA per query when nothing can be late, a FiBA
+    tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends), or
+    ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
     tuples in timestamp order (an older one is refused).
 
     Every call is all or nothing: bad input raises before anything changes.
     """
 
-    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "eager",
+    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "auto",
                  on_late: Callable[[Any, Any], Any] | None = None, ordered: bool = False) -> None:
         if not isinstance(monoid, Monoid):
             raise TypeError(f"monoid must be an mta.Monoid, got {monoid!r}")
         if (isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float))
                 or not 0 <= allowed_lateness < _INF):
             raise ValueError(f"allowed_lateness must be a finite number >= 0, got {allowed_lateness!r}")
-        if final == "eager":
-            final = "amta" if allowed_lateness == 0 else "fiba"
-        if final not in FINALS:
-            raise ValueError(f"final must be 'eager', 'lazy', 'amta' or 'fiba', got {final!r}")
         if on_late is not None and not callable(on_late):
             raise TypeError(f"on_late must be callable(ts, value), got {on_late!r}")
         self.monoid = monoid
@@ -93,11 +90,14 @@ class Stream:
         self.dropped = 0
         self._arrival = 0
         self._newest: Any = -_INF
-        self._pending: list[tuple] = []  # (ts, arrival, partial, punctuation mask), ts >= watermark
+        # (ts, arrival, partial, punctuation mask, value), ts >= watermark (values: for a
+        # punctuation query added later)
+        self._pending: list[tuple] = []
         self._runners: dict[str, Runner] = {}
         self._order = 0
         self.slices = TimeSlices(monoid, self._edges, keep_tuples=False)
-        self.final: FinalAggregation = FINALS[final](self.slices)
+        self._final_name = final
+        self.final: FinalAggregation = final_aggregation(final, self.slices, allowed_lateness == 0)
         self.slices.on_change = self.final.changed
         self._counts: dict[Any, CountSlices] = {}
         self.buffer_ts: list = []
@@ -122,6 +122,15 @@ class Stream:
             raise ValueError(f"query {name!r} exists already")
         cls = runner_class(window)
         bit = 1 << sum(isinstance(r, PunctuationRunner) for r in self._runners.values())
+        if cls is PunctuationRunner and self._pending:  # the tuples waiting are the new query's too
+            marked = []
+            for entry in self._pending:
+                try:
+                    marked.append(entry[3] | bit if window.predicate(entry[4]) else entry[3])
+                except Exception as error:
+                    raise ValueError(f"the predicate of punctuation query {name!r} raised {type(error).__name__}: "
+                                     f"{error} (on value {entry[4]!r})") from error
+            self._pending = [e[:3] + (m,) + e[4:] for e, m in zip(self._pending, marked)]
         if cls is CountRunner:
             self._counts.setdefault(begin, CountSlices(self.monoid, lambda p, b=begin: self._count_edge(b, p),
                                                        keep_tuples=self.allowed_lateness > 0))
@@ -150,11 +159,12 @@ class Stream:
         """Derive the per-tuple routing from the queries (Fig. 4: which stores keep tuples)."""
         runners = list(self._runners.values())
         self._sliding = [r for r in runners if isinstance(r, SlidingRunner)]
-        self._cf = [r.spec for r in self._sliding]
+        # distinct context-free specs: their edges cut the slices (queries often repeat a window)
+        self._cf = list({(r.spec.size, r.spec.slide, r.spec.offset): r.spec for r in self._sliding}.values())
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
         self._every = [r for r in runners if isinstance(r, _EveryRunner)]
-        self._predicates = [(r.bit, r.spec.predicate) for r in runners if isinstance(r, PunctuationRunner)]
+        self._predicates = [(r.bit, r.spec.predicate, r.name) for r in runners if isinstance(r, PunctuationRunner)]
         punctuation = bool(self._predicates)
         self.slices.keep_tuples = self.allowed_lateness > 0 and (not self.monoid.commutative or punctuation)
         if not self._every:
@@ -179,13 +189,28 @@ class Stream:
     def count_store(self, begin: Any) -> CountSlices:
         return self._counts[begin]
 
+    def punctuation_at_watermark(self, bit: int) -> bool:
+        """Whether a tuple waiting at exactly the watermark is a punctuation of query ``bit``
+        (it closes the window before it, though it is sliced at the next advance)."""
+        watermark = self.watermark
+        for entry in self._pending:  # sorted by the advance that calls this
+            if entry[0] != watermark:
+                return False
+            if entry[3] & bit:
+                return True
+        return False
+
     # -- tuples ------------------------------------------------------------------------
 
     def _mask(self, value: Any) -> int:
         mask = 0
-        for bit, predicate in self._predicates:
-            if predicate(value):
-                mask |= bit
+        for bit, predicate, name in self._predicates:
+            try:
+                if predicate(value):
+                    mask |= bit
+            except Exception as error:
+                raise ValueError(f"the predicate of punctuation query {name!r} raised {type(error).__name__}: "
+                                 f"{error} (on value {value!r})") from error
         return mask
 
     def insert(self, ts: int | float, value: Any) -> bool:
@@ -200,7 +225,7 @@ class Stream:
                 return self._drop(ts, value)
             self._late(ts, partial, mask)
         else:
-            self._pending.append((ts, self._arrival, partial, mask))
+            self._pending.append((ts, self._arrival, partial, mask, value))
         self._arrival += 1
         if ts > self._newest:
             self._newest = ts
@@ -222,12 +247,11 @@ class Stream:
         """Add ``(ts, value)`` pairs in order; return how many were taken. All or nothing:
         a bad pair raises (naming its index) before any is added."""
         updates = list(updates)
-        try:
-            timestamps = [u[0] for u in updates]
-            values = [u[1] for u in updates]
-        except (TypeError, IndexError):
-            bad = next(i for i, u in enumerate(updates) if not (isinstance(u, (tuple, list)) and len(u) == 2))
-            raise TypeError(f"updates[{bad}]: expected a (timestamp, value) pair, got {updates[bad]!r}") from None
+        for i, update in enumerate(updates):
+            if type(update) is not tuple and type(update) is not list or len(update) != 2:
+                raise TypeError(f"updates[{i}]: expected a (timestamp, value) pair, got {update!r}")
+        timestamps = [u[0] for u in updates]
+        values = [u[1] for u in updates]
         newest = self._newest
         for i, ts in enumerate(timestamps):
             kind = type(ts)
@@ -255,13 +279,13 @@ class Stream:
             for i, value in enumerate(values):
                 try:
                     masks[i] = self._mask(value)
-                except Exception as error:
-                    raise type(error)(f"updates[{i}]: punctuation predicate raised: {error}") from error
+                except ValueError as error:
+                    raise ValueError(f"updates[{i}]: {error}") from error.__cause__
         taken = 0
         pending, watermark, arrival = self._pending, self.watermark, self._arrival
         for ts, value, partial, mask in zip(timestamps, values, partials, masks):
             if ts >= watermark:
-                pending.append((ts, arrival, partial, mask))
+                pending.append((ts, arrival, partial, mask, value))
             elif ts < self.horizon:
                 self._drop(ts, value)
                 continue
@@ -308,11 +332,9 @@ class Stream:
             raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
         prev = self.watermark
         if watermark > prev:
-            self._release(watermark)
             self.watermark = watermark
             self.horizon = watermark - self.allowed_lateness
-        else:
-            prev = self.watermark
+        self._release(self.watermark)
         updates: list = []
         closes: list = []
         for r in self._runners.values():
@@ -326,7 +348,11 @@ class Stream:
     def _release(self, watermark: Any) -> None:
         """Hand the pending tuples older than ``watermark`` to the stores, in event-time order."""
         pending = self._pending
+        if not pending:
+            return
         pending.sort(key=_ts)  # stable: equal timestamps stay in arrival order
+        # Strictly older than the watermark: slices never hold a tuple at or after it, so a
+        # query added now starts its windows at an edge that splits no slice.
         k = bisect_left(pending, watermark, key=_ts)
         if not k:
             return
@@ -336,18 +362,27 @@ class Stream:
             append = self.slices.append
             aware = self._aware
             if aware:
-                for ts, _, partial, mask in ready:
-                    for r in aware:
-                        r.observe(ts, mask)
-                    append(ts, partial)
+                # Each run of equal timestamps is observed before it is sliced, so that a
+                # punctuation cuts its slice before the tuples of its own timestamp.
+                n, i = len(ready), 0
+                while i < n:
+                    ts = ready[i][0]
+                    j = i
+                    while j < n and ready[j][0] == ts:
+                        for r in aware:
+                            r.observe(ts, ready[j][3])
+                        j += 1
+                    for entry in ready[i:j]:
+                        append(ts, entry[2])
+                    i = j
             else:
-                for ts, _, partial, _ in ready:
-                    append(ts, partial)
+                for entry in ready:
+                    append(entry[0], entry[2])
         for begin, store in self._counts.items():
             append = store.append
-            for ts, arrival, partial, _ in ready:
-                if ts >= begin:
-                    append((ts, arrival), partial)
+            for entry in ready:
+                if entry[0] >= begin:
+                    append((entry[0], entry[1]), entry[2])
         if self._every:
             self.buffer_ts.extend([e[0] for e in ready])
             self.buffer_partials.extend([e[2] for e in ready])
@@ -355,9 +390,9 @@ class Stream:
     def _retain(self) -> None:
         """Forget what no window can need any more (the horizon: watermark - lateness)."""
         horizon = self.horizon
-        time_runners = self._sliding + self._aware
-        if time_runners:
-            need = min(r.needed_from(horizon) for r in time_runners)
+        if self._time:
+            need = min([s.start(s.first_ending_after(horizon)) if horizon < _INF else _INF for s in self._cf]
+                       + [r.needed_from(horizon) for r in self._aware])
             if self.slices.drop_before(need):
                 self.final.dropped()
             self.slices.release_tuples(horizon)
@@ -420,7 +455,7 @@ class Stream:
         self._order = order_next
         self._pending = [tuple(e) for e in pending]
         self.slices.load(slices)
-        self.final = type(self.final)(self.slices)
+        self.final = final_aggregation(self._final_name, self.slices, self.allowed_lateness == 0)
         self.slices.on_change = self.final.changed
         self.buffer_ts, self.buffer_partials = list(buffer[0]), list(buffer[1])
         for begin, store_state in counts:
@@ -430,36 +465,39 @@ class Stream:
         self._configure()
 
     def save(self, store: Backend | str, stream_id: str) -> None:
-        """Write the state to a ``kvs`` backend (or URL) as ``stream_id``. The first save
-        creates it there and holds its lease: this stream is its one writer until
-        :meth:`close` (another writer's save fails with ``kvs.WindowBusy``/``WindowFenced``)."""
-        backend = store if isinstance(store, Backend) else connect(store)
-        lease = getattr(self, "_lease", None)
-        if lease is None or lease.window_id != stream_id:
-            lease = backend.create(stream_id, {"kind": "stream", "monoid": repr(self.monoid)}, replace=False)
-            self._lease, self._backend = lease, backend
-        backend.commit(stream_id, {}, [], self.snapshot(), lease)
+        """Write the state to a ``kvs`` backend (or URL) as ``stream_id``, all or nothing.
+
+        The first save creates it there and holds it: this stream is its one writer until
+        :meth:`close` (another stream's :meth:`load` meets ``kvs.WindowBusy`` meanwhile, and
+        with ``take_over`` fences this one: its next save raises ``kvs.WindowFenced``)."""
+        level_store = getattr(self, "_store", None)
+        if level_store is None or self._store_id != stream_id:
+            backend = store if isinstance(store, Backend) else connect(store)
+            lease = backend.create(stream_id, {"kind": "stream", "monoid": repr(self.monoid),
+                                               "queries": self._fingerprint()[2]})
+            self._store, self._store_id = backend.store(stream_id, lease), stream_id
+        self._store.commit(self.snapshot())
 
     def load(self, store: Backend | str, stream_id: str, *, take_over: bool = False) -> None:
-        """Continue from the state saved as ``stream_id`` (this stream becomes its writer)."""
+        """Continue from the state saved as ``stream_id``; this stream becomes its writer."""
         backend = store if isinstance(store, Backend) else connect(store)
-        lease = backend.acquire(stream_id, take_over=take_over)
+        level_store = backend.store(stream_id, take_over=take_over)
         try:
-            data = backend.load(stream_id, lease)
+            data = level_store.load()
             if data is None:
                 raise ValueError(f"stream {stream_id!r} has no saved state")
             self.restore(data)
         except BaseException:
-            backend.release(lease)
+            level_store.release()
             raise
-        self._lease, self._backend = lease, backend
+        self._store, self._store_id = level_store, stream_id
 
     def close(self) -> None:
-        """Release the stored stream's lease (if :meth:`save` or :meth:`load` took one)."""
-        lease = getattr(self, "_lease", None)
-        if lease is not None:
-            self._backend.release(lease)
-            self._lease = None
+        """Give up the stored stream (if :meth:`save` or :meth:`load` opened one): others may open it."""
+        level_store = getattr(self, "_store", None)
+        if level_store is not None:
+            level_store.release()
+            self._store = None
 
     def __repr__(self) -> str:
         return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "

@@ -11,6 +11,7 @@ reported.
 - ``lazy``: fold the slices when the window ends (the paper's lazy slicing).
 - ``fiba``: a FiBA tree over the slices, keyed by slice start; a window is one range
   query, O(log n) for n slices, and a changed slice one delete and insert (eager slicing).
+- ``auto`` (the default): fold windows of up to 16 slices, ``eager`` for longer ones.
 - ``amta``: one Amortized MTA per query, fed the slices in order and evicting those
   that left the window: O(1) amortized combines per slice and query, for streams in
   order; a changed slice inside it, or a window that is not the next one, rebuilds it.
@@ -150,4 +151,43 @@ class AMTAFinal(FinalAggregation):
         self.fifos.pop(query, None)
 
 
+class AutoFinal(FinalAggregation):
+    """Folds a window of few slices (as cheap as any tree), hands longer ones to ``eager``."""
+
+    name = "auto"
+    #: windows of at most this many slices are folded
+    FOLD_AT_MOST = 16
+
+    def __init__(self, slices: TimeSlices, eager: type[FinalAggregation]) -> None:
+        super().__init__(slices)
+        self.eager = eager(slices)
+
+    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+        if j - i <= self.FOLD_AT_MOST:
+            aggs = self.slices.aggs
+            return self.monoid.fold(aggs[i], aggs[i + 1:j])
+        return self.eager.aggregate(query, i, j, again)
+
+    def changed(self, start: Any) -> None:
+        self.eager.changed(start)
+
+    def dropped(self) -> None:
+        self.eager.dropped()
+
+    def forget(self, query: str) -> None:
+        self.eager.forget(query)
+
+
 FINALS: dict[str, type[FinalAggregation]] = {cls.name: cls for cls in (LazyFinal, FiBAFinal, AMTAFinal)}
+
+
+def final_aggregation(name: str, slices: TimeSlices, in_order: bool) -> FinalAggregation:
+    """The final aggregation called ``name``: ``lazy``, ``amta``, ``fiba``, ``eager`` (AMTA
+    for streams in order, FiBA when slices can change out of order) or ``auto`` (fold short
+    windows, eager for the others)."""
+    if name in ("eager", "auto"):
+        eager = AMTAFinal if in_order else FiBAFinal
+        return eager(slices) if name == "eager" else AutoFinal(slices, eager)
+    if name not in FINALS:
+        raise ValueError(f"final must be 'auto', 'eager', 'lazy', 'amta' or 'fiba', got {name!r}")
+    return FINALS[name](slices)

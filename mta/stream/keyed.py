@@ -26,7 +26,7 @@ class KeyedStream:
     Keys must be hashable and, for snapshots, msgpack-encodable (str, int, bytes, tuples).
     """
 
-    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "eager",
+    def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "auto",
                  on_late: Callable[[Any, Any, Any], Any] | None = None, ordered: bool = False) -> None:
         self._options = {"allowed_lateness": allowed_lateness, "final": final, "ordered": ordered}
         self._template = Stream(monoid, **self._options)  # validates the options; holds the queries

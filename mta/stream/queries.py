@@ -12,6 +12,7 @@ with timestamps >= begin only.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,7 @@ class SlidingRunner(Runner):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.late: list = []  # timestamps of late tuples since the last advance
+        self.next_end: Any = -_INF  # no window ending before it is left to report
 
     def on_late(self, ts: Any) -> None:
         self.late.append(ts)
@@ -96,6 +98,8 @@ class SlidingRunner(Runner):
         return k
 
     def close(self, prev: Any, wm: Any, updates: list, closes: list) -> None:
+        if self.next_end > wm and not self.late:  # nothing ends before the watermark
+            return
         spec, slices = self.spec, self.stream.slices
         size, starts, counts = spec.size, slices.starts, slices.counts
         seen = set()
@@ -109,13 +113,14 @@ class SlidingRunner(Runner):
                     self._result(updates, s, s + size, i, j, False, True)
                 k += 1
         self.late.clear()
-        if not starts:
+        if not starts or prev == _INF:
             return
         k = self._first(max(prev, starts[0]))
         while True:
             s = spec.start(k)
             e = s + size
             if e > wm:
+                self.next_end = e  # every window before it was reported or empty
                 return
             i, j = slices.span(s, e)
             if i == j:
@@ -126,9 +131,6 @@ class SlidingRunner(Runner):
             if sum(counts[i:j]):
                 self._result(closes, s, e, i, j, True, False)
             k += 1
-
-    def needed_from(self, horizon: Any) -> Any:
-        return self.spec.start(self.spec.first_ending_after(horizon))
 
     def state(self) -> Any:
         return self.late
@@ -243,6 +245,7 @@ class PunctuationRunner(Runner):
         self.points: list = []
         self.shown: dict = {}  # start -> end of the windows reported
         self.dirty: set = set()  # starts of reported windows changed since
+        self.born_late: set = set()  # starts of windows a late punctuation made
 
     def idle(self) -> bool:
         return not self.points
@@ -259,6 +262,7 @@ class PunctuationRunner(Runner):
         i = bisect_right(points, ts) - 1
         if mask & self.bit and (i < 0 or points[i] != ts):
             insort(points, ts)
+            self.born_late.add(ts)
             self.stream.slices.cut(ts)
         if i >= 0 and points[i] in self.shown:
             self.dirty.add(points[i])
@@ -273,26 +277,33 @@ class PunctuationRunner(Runner):
             if was is not None and start not in self.dirty and was == end:
                 continue
             replaces = ((start, was),) if was is not None and was != end else ()
-            final = was is None and end > prev
+            # first reported now, and not made by a late punctuation: closed by on-time data
+            final = was is None and start not in self.born_late
             i, j = slices.span(start, end)
             self._result(closes if final else updates, start, end, i, j, final, not final, replaces)
             shown[start] = end
         self.dirty.clear()
+        if points and points[-1] < wm and points[-1] not in shown and self.stream.punctuation_at_watermark(self.bit):
+            i, j = slices.span(points[-1], wm)
+            self._result(closes, points[-1], wm, i, j, True, False)
+            shown[points[-1]] = wm
 
     def needed_from(self, horizon: Any) -> Any:
         points = self.points
         k = max(bisect_right(points, horizon) - 1, 0)  # [points[k], points[k + 1]) ends after the horizon
         for p in points[:k]:
             self.shown.pop(p, None)
+            self.born_late.discard(p)
         del points[:k]
         return min(points[0], horizon) if points else horizon
 
     def state(self) -> Any:
-        return (self.points, list(self.shown.items()), sorted(self.dirty))
+        return (self.points, list(self.shown.items()), sorted(self.dirty), sorted(self.born_late))
 
     def load(self, state: Any) -> None:
-        points, shown, dirty = state
+        points, shown, dirty, born_late = state
         self.points, self.shown, self.dirty = list(points), {s: e for s, e in shown}, set(dirty)
+        self.born_late = set(born_late)
 
 
 class CountRunner(Runner):
@@ -303,11 +314,13 @@ class CountRunner(Runner):
         self.store = self.stream.count_store(self.begin)
         self.reported = 0  # windows 1..reported were reported
         self.dirty_from: int | None = None  # the first reported window a late tuple changed
+        self.seen = 0  # tuples older than the previous watermark (late ones included)
 
     def on_late(self, position: int) -> None:
         k = position // self.spec.slide + 1
         if k <= self.reported and (self.dirty_from is None or k < self.dirty_from):
             self.dirty_from = k
+        self.seen += 1
 
     def _window(self, out: list, k: int, final: bool) -> None:
         store, monoid = self.store, self.stream.monoid
@@ -327,13 +340,16 @@ class CountRunner(Runner):
         slide, n = self.spec.slide, self.store.n
         while (self.reported + 1) * slide <= n:
             self.reported += 1
-            self._window(closes, self.reported, True)
+            # closed by the watermark's move, or complete at the previous one through late tuples
+            on_time = self.reported * slide > self.seen
+            self._window(closes if on_time else updates, self.reported, on_time)
+        self.seen = n
 
     def state(self) -> Any:
-        return (self.reported, self.dirty_from)
+        return (self.reported, self.dirty_from, self.seen)
 
     def load(self, state: Any) -> None:
-        self.reported, self.dirty_from = state
+        self.reported, self.dirty_from, self.seen = state
 
 
 class _EveryRunner(Runner):
@@ -346,6 +362,7 @@ class _EveryRunner(Runner):
         super().__init__(*args)
         self.every = self.spec.every
         self.times: list = []  # report times reported, within the lateness
+        self.starts: dict = {}  # report time -> the start it was reported with
         self.late: list = []
 
     def on_late(self, ts: Any) -> None:
@@ -379,22 +396,37 @@ class _EveryRunner(Runner):
             pos = bisect_left(buffer, e)
         for e in sorted(redo):
             if e <= prev:
-                self._report(updates, e, False)
-                if e not in self.times:
+                self._emit(updates, e, False)
+                if e not in self.starts:
                     insort(self.times, e)
         for e in due:
-            self._report(closes, e, True)
+            self._emit(closes, e, True)
             self.times.append(e)
 
+    def _emit(self, out: list, e: Any, final: bool) -> None:
+        """Report time e, naming the bounds it was reported with before if its start moved."""
+        n = len(out)
+        self._report(out, e, final)
+        if len(out) > n:
+            key, result = out[-1]
+            was = self.starts.get(e)
+            if was is not None and was != result.start:
+                out[-1] = (key, dataclasses.replace(result, replaces=((was, e),)))
+            self.starts[e] = result.start
+
     def needed_from(self, horizon: Any) -> Any:
-        del self.times[:bisect_right(self.times, horizon)]
+        k = bisect_right(self.times, horizon)
+        for e in self.times[:k]:
+            self.starts.pop(e, None)
+        del self.times[:k]
         return horizon
 
     def state(self) -> Any:
-        return (self.times, self.late)
+        return (self.times, list(self.starts.items()), self.late)
 
     def load(self, state: Any) -> None:
-        self.times, self.late = list(state[0]), list(state[1])
+        self.times, self.late = list(state[0]), list(state[2])
+        self.starts = dict(state[1])
 
 
 class MultiMeasureRunner(_EveryRunner):
@@ -414,7 +446,8 @@ class MultiMeasureRunner(_EveryRunner):
 
     def needed_index(self, horizon: Any) -> int:
         buffer = self.stream.buffer_ts
-        return max(bisect_left(buffer, max(horizon, self.begin)) - self.spec.size, 0)
+        keep = min(horizon, self.stream.watermark - self.every)  # a report due next may start there
+        return max(bisect_left(buffer, max(keep, self.begin)) - self.spec.size, 0)
 
 
 class PolicyRunner(_EveryRunner):
@@ -467,14 +500,14 @@ class PolicyRunner(_EveryRunner):
             self.fed = horizon
 
     def needed_index(self, horizon: Any) -> int:
-        return bisect_left(self.stream.buffer_ts, min(self.fed, horizon))
+        return bisect_left(self.stream.buffer_ts, min(self.fed, horizon, self.stream.watermark - self.every))
 
     def state(self) -> Any:
-        return (self.times, self.late, self.fed, self.held)
+        return (super().state(), self.fed, self.held)
 
     def load(self, state: Any) -> None:
-        times, late, self.fed, held = state
-        self.times, self.late = list(times), list(late)
+        every, self.fed, held = state
+        super().load(every)
         self.window = self._new_window()
         self.held = []
         if held:
