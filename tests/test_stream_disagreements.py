@@ -148,3 +148,16 @@ def test_save_and_load_through_a_memory_backend():
     again.add("t", Tumbling(10))
     again.load(backend, "s")
     assert rows(again.advance(10)) == [("t", 0, 10, 1, 1, True, ())]
+
+
+def test_multi_measure_report_is_not_repeated_when_a_late_tuple_leaves_it_unchanged():
+    """Spec: each *changed* emitted window is reported again. A late tuple at 3 is not among
+    the last two tuples before 10 (8 and 9): the report at 10 is unchanged. The engine reports
+    it again (final=False, same tuples and value)."""
+    s = Stream(Sum(), allowed_lateness=100)
+    s.add("m", Count(2, every=10))
+    s.insert(8, 1)
+    s.insert(9, 2)
+    assert rows(s.advance(10)) == [("m", 8, 10, 3, 2, True, ())]
+    s.insert(3, 5)
+    assert rows(s.advance(10)) == []
