@@ -5,9 +5,11 @@ recomputes each query's closed windows from scratch (no slices, no incremental s
 compares them with what it reported before to derive the results:
 
 - a closed window never reported before is new; it is ``final=True`` unless it supersedes a
-  reported window (``replaces``) or it was already closed at the previous watermark (it only
-  exists because of late tuples: a session or punctuation window created in the past, a
-  count window completed by late tuples);
+  reported window (``replaces``) or it was already closed at the previous watermark given the
+  tuples known then and the late ones since (it only exists because of late tuples: a session
+  or punctuation window created in the past, a count window completed by late tuples). On-time
+  tuples since the previous advance are left out of that test: an on-time punctuation at the
+  previous watermark closes the window before it for the first time;
 - a reported window whose tuples changed is reported again with ``final=False``;
 - a reported session / punctuation window whose bounds no longer exist (a late tuple extended,
   merged or split it) is *stale*: the new window holding its oldest tuple lists its bounds in
@@ -293,6 +295,7 @@ class StreamOracle:
         self.late: list[tuple[Any, Any]] = []  # what on_late must have been called with
         self.queries: dict[str, _Query] = {}
         self._adds = 0
+        self._on_time: set[int] = set()  # arrival numbers of the on-time tuples since the last advance
 
     def add(self, name: str, spec: Any) -> None:
         if name in self.queries:
@@ -308,6 +311,8 @@ class StreamOracle:
             self.dropped += 1
             self.late.append((ts, value))
             return False
+        if ts >= self.watermark:
+            self._on_time.add(len(self.tuples))
         self.tuples.append(Tup(ts, len(self.tuples), value))
         return True
 
@@ -323,11 +328,13 @@ class StreamOracle:
         for name, q in self.queries.items():
             visible = [t for t in ordered if t.ts >= q.since]
             out.extend(self._diff(name, q, visible, previous))
+        self._on_time.clear()
         return sorted(out, key=sort_key(self.order()))
 
     def _diff(self, name: str, q: _Query, visible: list[Tup], previous: Any) -> list[Expected]:
         spec, monoid = q.spec, self.monoid
-        closed_before = {w.ident for w in spec.closed(monoid, visible, previous, q.since)}
+        known = [t for t in visible if t.seq not in self._on_time]  # at the previous advance, plus late ones
+        closed_before = {w.ident for w in spec.closed(monoid, known, previous, q.since)}
         stale: list[Win] = []
         if spec.context_aware:  # bounds of every window that exists now, closed or not
             alive = {w.ident for w in spec.closed(monoid, visible, _INF, q.since)}

@@ -161,3 +161,16 @@ def test_multi_measure_report_is_not_repeated_when_a_late_tuple_leaves_it_unchan
     assert rows(s.advance(10)) == [("m", 8, 10, 3, 2, True, ())]
     s.insert(3, 5)
     assert rows(s.advance(10)) == []
+
+
+def test_late_punctuation_window_closed_by_this_advance_is_final():
+    """Spec: a window closed by this advance that also received late tuples is simply final=True.
+    A late punctuation at -2 before the first one (0) makes [-2, 0), which closes in this advance
+    (the previous watermark was -1): the engine says final=False (it is not a split of an
+    emitted window, the spec's final=False case)."""
+    s = Stream(Sum(), allowed_lateness=5)
+    s.add("p", Punctuation(is_zero))
+    s.insert(0, 0)
+    assert s.advance(-1) == []
+    s.insert(-2, 0)
+    assert rows(s.advance(40)) == [("p", -2, 0, 0, 1, True, ())]

@@ -132,6 +132,21 @@ def test_punctuation_split_by_a_late_punctuation():
     assert o.advance(10) == [E("p", 0, 3, 1, 2, False, ((0, 5),)), E("p", 3, 5, 0, 1, False)]
 
 
+def test_punctuation_first_closed_by_an_on_time_punctuation_or_by_this_advance_is_final():
+    o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
+    o.insert(0, 0)
+    assert o.advance(1) == []
+    o.insert(1, 0)  # on time, at the watermark: [0, 1) closes now for the first time
+    assert o.advance(1) == [E("p", 0, 1, 0, 1, True)]
+    o.insert(-2, 0)  # late punctuation: [-2, 0), closed at 1 already
+    assert o.advance(1) == [E("p", -2, 0, 0, 1, False)]
+    o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
+    o.insert(0, 0)
+    assert o.advance(-1) == []
+    o.insert(-2, 0)  # late, and [-2, 0) closes in this advance: simply final
+    assert o.advance(40) == [E("p", -2, 0, 0, 1, True)]
+
+
 def test_policy_every_with_collect():
     o = oracle(Collect(), k=PolicyEvery(MaxSize(2), 5))
     for ts, v in [(1, "a"), (2, "b"), (3, "c"), (6, "d")]:
