@@ -5,11 +5,12 @@ recomputes each query's closed windows from scratch (no slices, no incremental s
 compares them with what it reported before to derive the results:
 
 - a closed window never reported before is new; it is ``final=True`` unless it supersedes a
-  reported window (``replaces``) or it was already closed at the previous watermark given the
-  tuples known then and the late ones since (it only exists because of late tuples: a session
-  or punctuation window created in the past, a count window completed by late tuples). On-time
-  tuples since the previous advance are left out of that test: an on-time punctuation at the
-  previous watermark closes the window before it for the first time;
+  reported window (``replaces``) or it is an update made by late tuples: it was closed at the
+  previous watermark already, and without the tuples that came late since the previous
+  advance it would not be there with these tuples (a session or punctuation window created in
+  the past, a count window completed or shifted by late tuples, an empty time window filled).
+  A window closed at the previous watermark only by an on-time tuple since (a punctuation at
+  the watermark) is new: final=True;
 - a reported window whose tuples changed is reported again with ``final=False``;
 - a reported session / punctuation window whose bounds no longer exist (a late tuple extended,
   merged or split it) is *stale*: the new window holding its oldest tuple lists its bounds in
@@ -295,7 +296,7 @@ class StreamOracle:
         self.late: list[tuple[Any, Any]] = []  # what on_late must have been called with
         self.queries: dict[str, _Query] = {}
         self._adds = 0
-        self._on_time: set[int] = set()  # arrival numbers of the on-time tuples since the last advance
+        self._late: set[int] = set()  # arrival numbers of the tuples accepted late since the last advance
 
     def add(self, name: str, spec: Any) -> None:
         if name in self.queries:
@@ -311,8 +312,8 @@ class StreamOracle:
             self.dropped += 1
             self.late.append((ts, value))
             return False
-        if ts >= self.watermark:
-            self._on_time.add(len(self.tuples))
+        if ts < self.watermark:
+            self._late.add(len(self.tuples))
         self.tuples.append(Tup(ts, len(self.tuples), value))
         return True
 
@@ -328,13 +329,14 @@ class StreamOracle:
         for name, q in self.queries.items():
             visible = [t for t in ordered if t.ts >= q.since]
             out.extend(self._diff(name, q, visible, previous))
-        self._on_time.clear()
+        self._late.clear()
         return sorted(out, key=sort_key(self.order()))
 
     def _diff(self, name: str, q: _Query, visible: list[Tup], previous: Any) -> list[Expected]:
         spec, monoid = q.spec, self.monoid
-        known = [t for t in visible if t.seq not in self._on_time]  # at the previous advance, plus late ones
-        closed_before = {w.ident for w in spec.closed(monoid, known, previous, q.since)}
+        closed_before = {w.ident for w in spec.closed(monoid, visible, previous, q.since)}
+        on_time = [t for t in visible if t.seq not in self._late]
+        without_late = {(w.ident, w.ids) for w in spec.closed(monoid, on_time, previous, q.since)}
         stale: list[Win] = []
         if spec.context_aware:  # bounds of every window that exists now, closed or not
             alive = {w.ident for w in spec.closed(monoid, visible, _INF, q.since)}
@@ -348,7 +350,8 @@ class StreamOracle:
             bounds = {(s.start, s.end) for s in replaced}
             if old is not None and (old.start, old.end) != (w.start, w.end):
                 bounds.add((old.start, old.end))  # a multi-measure report whose oldest tuple changed
-            final = old is None and not bounds and w.ident not in closed_before
+            late_made = w.ident in closed_before and (w.ident, w.ids) not in without_late
+            final = old is None and not bounds and not late_made
             out.append(Expected(name, w.start, w.end, w.value, w.count, final, tuple(sorted(bounds))))
             for s in replaced:
                 del q.reported[s.ident]

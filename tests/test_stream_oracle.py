@@ -145,6 +145,11 @@ def test_punctuation_first_closed_by_an_on_time_punctuation_or_by_this_advance_i
     assert o.advance(-1) == []
     o.insert(-2, 0)  # late, and [-2, 0) closes in this advance: simply final
     assert o.advance(40) == [E("p", -2, 0, 0, 1, True)]
+    o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
+    assert o.advance(0) == []
+    o.insert(0, 0)   # on time
+    o.insert(-1, 0)  # late: [-1, 0) is in the past, made by a late punctuation: an update
+    assert o.advance(40) == [E("p", -1, 0, 0, 1, False)]
 
 
 def test_policy_every_with_collect():
