@@ -174,3 +174,15 @@ def test_late_punctuation_window_closed_by_this_advance_is_final():
     assert s.advance(-1) == []
     s.insert(-2, 0)
     assert rows(s.advance(40)) == [("p", -2, 0, 0, 1, True, ())]
+
+
+def test_late_punctuation_window_from_an_advance_that_does_not_move_is_an_update():
+    """Spec: advance(w) with w <= watermark returns only pending updates. [-1, 0) exists only
+    through the late punctuation at -1 and ended at the watermark already: the engine says
+    final=True after advance(0), and final=False for the same window after advance(40)."""
+    s = Stream(Sum(), allowed_lateness=3)
+    s.add("p", Punctuation(is_zero))
+    s.insert(0, 0)
+    assert s.advance(0) == []
+    s.insert(-1, 0)
+    assert rows(s.advance(0)) == [("p", -1, 0, 0, 1, False, ())]
