@@ -5,12 +5,12 @@ recomputes each query's closed windows from scratch (no slices, no incremental s
 compares them with what it reported before to derive the results:
 
 - a closed window never reported before is new; it is ``final=True`` unless it supersedes a
-  reported window (``replaces``) or it is an update made by late tuples: it was closed at the
-  previous watermark already, and without the tuples that came late since the previous
-  advance it would not be there with these tuples (a session or punctuation window created in
-  the past, a count window completed or shifted by late tuples, an empty time window filled).
-  A window closed at the previous watermark only by an on-time tuple since (a punctuation at
-  the watermark) is new: final=True;
+  reported window (``replaces``) or late tuples made it in the past: it was closed at the
+  previous watermark already, and only because of the tuples that came late since the
+  previous advance (a session or punctuation window created in the past, a count window
+  completed by late tuples, an empty time window filled). A window that the previous
+  watermark closes through an on-time tuple since (a punctuation at the watermark) is new,
+  late tuples in it or not: final=True;
 - a reported window whose tuples changed is reported again with ``final=False``;
 - a reported session / punctuation window whose bounds no longer exist (a late tuple extended,
   merged or split it) is *stale*: the new window holding its oldest tuple lists its bounds in
@@ -336,7 +336,7 @@ class StreamOracle:
         spec, monoid = q.spec, self.monoid
         closed_before = {w.ident for w in spec.closed(monoid, visible, previous, q.since)}
         on_time = [t for t in visible if t.seq not in self._late]
-        without_late = {(w.ident, w.ids) for w in spec.closed(monoid, on_time, previous, q.since)}
+        closed_without_late = {w.ident for w in spec.closed(monoid, on_time, previous, q.since)}
         stale: list[Win] = []
         if spec.context_aware:  # bounds of every window that exists now, closed or not
             alive = {w.ident for w in spec.closed(monoid, visible, _INF, q.since)}
@@ -350,7 +350,7 @@ class StreamOracle:
             bounds = {(s.start, s.end) for s in replaced}
             if old is not None and (old.start, old.end) != (w.start, w.end):
                 bounds.add((old.start, old.end))  # a multi-measure report whose oldest tuple changed
-            late_made = w.ident in closed_before and (w.ident, w.ids) not in without_late
+            late_made = w.ident in closed_before and w.ident not in closed_without_late
             final = old is None and not bounds and not late_made
             out.append(Expected(name, w.start, w.end, w.value, w.count, final, tuple(sorted(bounds))))
             for s in replaced:

@@ -150,6 +150,12 @@ def test_punctuation_first_closed_by_an_on_time_punctuation_or_by_this_advance_i
     o.insert(0, 0)   # on time
     o.insert(-1, 0)  # late: [-1, 0) is in the past, made by a late punctuation: an update
     assert o.advance(40) == [E("p", -1, 0, 0, 1, False)]
+    o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
+    o.insert(0, 0)
+    assert o.advance(1) == []
+    o.insert(1, 0)  # on time: closes [0, 1) at the previous watermark
+    o.insert(0, 2)  # late, into that window: still its first report
+    assert o.advance(41) == [E("p", 0, 1, 2, 2, True)]
 
 
 def test_policy_every_with_collect():
