@@ -186,3 +186,16 @@ def test_late_punctuation_window_from_an_advance_that_does_not_move_is_an_update
     assert s.advance(0) == []
     s.insert(-1, 0)
     assert rows(s.advance(0)) == [("p", -1, 0, 0, 1, False, ())]
+
+
+def test_late_tuple_into_an_emitted_punctuation_window_is_reported():
+    """A late (non-punctuation) tuple into the emitted window [0, 2): the engine never reports
+    the update (neither at this advance nor later); the same with a watermark of 10 instead of 2
+    before the late tuple works."""
+    s = Stream(Sum(), allowed_lateness=3)
+    s.add("p", Punctuation(is_zero))
+    s.insert(0, 0)
+    s.insert(2, 0)
+    assert rows(s.advance(2)) == [("p", 0, 2, 0, 1, True, ())]
+    s.insert(1, 5)
+    assert rows(s.advance(2)) == [("p", 0, 2, 5, 2, False, ())]
