@@ -190,8 +190,9 @@ def test_late_punctuation_window_from_an_advance_that_does_not_move_is_an_update
 
 def test_late_tuple_into_an_emitted_punctuation_window_is_reported():
     """A late (non-punctuation) tuple into the emitted window [0, 2): the engine never reports
-    the update (neither at this advance nor later); the same with a watermark of 10 instead of 2
-    before the late tuple works."""
+    the update when the next advance does not move the watermark (advance(2), then advance(10):
+    nothing; advance(10) at once: reported), nor, with punctuations 0, 2, 5, advance(6), late
+    tuple at 1, when it moves (advance(7): nothing)."""
     s = Stream(Sum(), allowed_lateness=3)
     s.add("p", Punctuation(is_zero))
     s.insert(0, 0)
