@@ -17,6 +17,13 @@
         client.query("late", t_from=4, t_to=9)                  # {"value": 5.0}: a time range
         client.retract("late", 5)                                # 1: the updates at 5 are gone
 
+        client.create_stream("clicks", {"1m": Sliding(60, 10), "visit": Session(30),
+                                        "runs": punctuation("above", threshold=100.0)},
+                             monoid="sum", allowed_lateness=5)   # many window queries, one stream
+        client.stream_insert("clicks", [(3, 1.0), (1, 1.0)])    # any timestamp order
+        for r in client.advance("clicks", 65):                   # mta.Result, as the library's Stream
+            r.query, r.start, r.end, r.value, r.final, r.replaces
+
 Every batch carries an id, so a batch retried after a lost reply or a server
 restart is applied once.
 """
@@ -25,12 +32,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import grpc
+import msgpack
 
+from mta.stream import Result
 from mta.v1 import aggregation_pb2 as pb
 from mta.v1 import aggregation_pb2_grpc as pb_grpc
+from mta.windows import Count, Session, Sliding, Tumbling, WindowType
 
 _PARAM_FIELDS = {bool: "bool_value", int: "int_value", float: "float_value", str: "string_value"}
 #: Codes worth retrying: the server is restarting or briefly unreachable.
@@ -100,6 +110,63 @@ def columns(updates: list[tuple[Any, ...]]) -> pb.Columns | None:
     return out
 
 
+def punctuation(predicate: str, **params: Any) -> pb.StreamWindow:
+    """A punctuation window whose predicate is the server's registered ``predicate``."""
+    return pb.StreamWindow(punctuation=pb.PunctuationWindow(predicate=component(predicate, params)))
+
+
+def policy_window(policy: str, every: float, **params: Any) -> pb.StreamWindow:
+    """The server's registered slide ``policy``, reported every ``every`` time units."""
+    return pb.StreamWindow(policy=pb.PolicyWindow(policy=component(policy, params), every=every))
+
+
+def stream_window(window: WindowType | pb.StreamWindow) -> pb.StreamWindow:
+    """A window of :mod:`mta.windows` as a stream query sends it. Punctuation and Policy
+    windows hold code, which never travels: name a registered one with :func:`punctuation`
+    or :func:`policy_window`."""
+    if isinstance(window, pb.StreamWindow):
+        return window
+    if isinstance(window, Tumbling):
+        return pb.StreamWindow(tumbling=pb.TumblingWindow(size=window.size, offset=window.offset))
+    if isinstance(window, Sliding):
+        return pb.StreamWindow(sliding=pb.SlidingWindow(size=window.size, slide=window.slide, offset=window.offset))
+    if isinstance(window, Session):
+        return pb.StreamWindow(session=pb.SessionWindow(gap=window.gap))
+    if isinstance(window, Count):
+        return pb.StreamWindow(count=pb.CountWindow(size=window.size, slide=0 if window.every else window.slide,
+                                                    every=window.every or 0))
+    raise TypeError(f"{window!r} holds code: name a registered predicate or policy with punctuation() or "
+                    "policy_window()")
+
+
+def _time(bounds: pb.Bounds, side: str) -> int | float:
+    return getattr(bounds, bounds.WhichOneof(side))
+
+
+def stream_result(result: pb.StreamResult) -> Result:
+    """A StreamResult as the library's :class:`mta.Result`: ``value`` is the number of a
+    one-monoid stream (None when it has none), or a dict by dimension; other values come
+    from the payload."""
+    values: Any = msgpack.unpackb(result.payload) if result.payload else dict(result.values)
+    if set(values) <= {"value"}:
+        values = values.get("value")
+    return Result(result.query, _time(result.window, "lower"), _time(result.window, "upper"), values, result.count,
+                  result.final, tuple((_time(b, "lower"), _time(b, "upper")) for b in result.replaces),
+                  result.key or None)
+
+
+def _batch(request: Any, updates: list[tuple[Any, ...]]) -> None:
+    """Put ``(ts, value[, key])`` updates into a batch request: in columns when they fit."""
+    try:
+        batch = columns(updates)
+    except (KeyError, TypeError, ValueError):  # uneven updates: as messages, for the server to name the bad one
+        batch = None
+    if batch is not None:
+        request.columns.CopyFrom(batch)
+    else:
+        request.updates.extend(update(*u) for u in updates)
+
+
 class Client:
     """A channel to one server; ``retries`` attempts with exponential backoff on UNAVAILABLE;
     ``credentials`` for TLS, ``token`` for a server started with a token."""
@@ -142,16 +209,8 @@ class Client:
                batch_id: str | None = None) -> pb.InsertResponse:
         """Send one batch of ``(ts, value)`` or, for a keyed window, ``(ts, value, key)``
         (acknowledged once durable); retried with the same id."""
-        updates = list(updates)
         request = pb.InsertRequest(window=window, batch_id=batch_id or uuid.uuid4().hex)
-        try:
-            batch = columns(updates)
-        except (KeyError, TypeError, ValueError):  # uneven updates: as messages, for the server to name the bad one
-            batch = None
-        if batch is not None:
-            request.columns.CopyFrom(batch)
-        else:
-            request.updates.extend(update(*u) for u in updates)
+        _batch(request, list(updates))
         return self._call(self.stub.Insert, request)
 
     def query(self, window: str, key: str = "", *, t_from: int | float | None = None,
@@ -173,7 +232,7 @@ class Client:
         return self._call(self.stub.Retract, request).retracted
 
     def describe(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """What the server offers: ``{"monoids"|"policies": {name: {"description", "params",
+        """What the server offers: ``{"monoids"|"policies"|"predicates": {name: {"description", "params",
         "uses_timestamps"}}, "algorithms": {name: {"description", "is_default"}}}``; ``params``
         maps each parameter's name to ``{"type", "required", "default"}`` (``default`` is
         None for a required parameter)."""
@@ -186,8 +245,62 @@ class Client:
 
         return {"monoids": {m.name: entry(m) for m in reply.monoids},
                 "policies": {p.name: entry(p) for p in reply.policies},
+                "predicates": {p.name: entry(p) for p in reply.predicates},
                 "algorithms": {a.name: {"description": a.description, "is_default": a.is_default}
                                for a in reply.algorithms}}
+
+    # -- streams ------------------------------------------------------------------------
+
+    def create_stream(self, name: str, queries: Mapping[str, WindowType | pb.StreamWindow], monoid: str | None = None,
+                      *, dimensions: Mapping[str, str] | None = None, allowed_lateness: float = 0,
+                      keyed: bool = False, late: str = "", if_not_exists: bool = True) -> pb.StreamInfo:
+        """Create stream ``name`` with window ``queries`` by name (see :func:`stream_window`);
+        ``late="side_output"`` sends the updates dropped as too late to :meth:`watch_stream`."""
+        spec = pb.StreamSpec(name=name, allowed_lateness=allowed_lateness, keyed=keyed, late=late,
+                             queries=[pb.StreamQuery(name=q, window=stream_window(w)) for q, w in queries.items()])
+        if dimensions:
+            spec.dimensions.extend(pb.Dimension(name=d, monoid=component(m)) for d, m in dimensions.items())
+        elif monoid:
+            spec.monoid.CopyFrom(component(monoid))
+        return self._call(self.stub.CreateStream, pb.CreateStreamRequest(spec=spec, if_not_exists=if_not_exists))
+
+    def add_query(self, stream: str, name: str, window: WindowType | pb.StreamWindow) -> pb.StreamInfo:
+        """Add a query; it sees the updates from the stream's current watermark on."""
+        query = pb.StreamQuery(name=name, window=stream_window(window))
+        return self._call(self.stub.AddQuery, pb.AddQueryRequest(stream=stream, query=query))
+
+    def remove_query(self, stream: str, name: str) -> pb.StreamInfo:
+        return self._call(self.stub.RemoveQuery, pb.RemoveQueryRequest(stream=stream, query=name))
+
+    def stream_insert(self, stream: str, updates: Iterable[tuple[Any, ...]], watermark: int | float | None = None,
+                      *, batch_id: str | None = None) -> list[Result]:
+        """Send ``(ts, value)`` or, keyed, ``(ts, value, key)`` updates in any order, then advance
+        to ``watermark`` if given: its results (none when a retry finds the batch applied
+        before: they went to :meth:`watch_stream`)."""
+        request = pb.StreamInsertRequest(stream=stream, batch_id=batch_id or uuid.uuid4().hex)
+        _batch(request, list(updates))
+        if watermark is not None:
+            setattr(request, "watermark" if isinstance(watermark, int) else "watermark_float", watermark)
+        return [stream_result(r) for r in self._call(self.stub.StreamInsert, request).results]
+
+    def advance(self, stream: str, watermark: int | float) -> list[Result]:
+        """Move the stream's watermark: the windows it closed, and updates of windows reported before."""
+        request = pb.AdvanceRequest(stream=stream, **{"watermark" if isinstance(watermark, int)
+                                                      else "watermark_float": watermark})
+        return [stream_result(r) for r in self._call(self.stub.Advance, request).results]
+
+    def stream_info(self, stream: str) -> pb.StreamInfo:
+        """The stream's spec with its queries as they are now, its watermark and dropped count."""
+        return self._call(self.stub.GetStream, pb.GetStreamRequest(name=stream))
+
+    def watch_stream(self, stream: str, keys: Iterable[str] = (), queries: Iterable[str] = ()) -> Iterator[Any]:
+        """The results of every advance from the return on (:class:`mta.Result`) and, with
+        ``late="side_output"``, the updates dropped as too late (``pb.Update``), until the
+        returned iterator's ``close()``."""
+        request = pb.StreamWatchRequest(stream=stream, keys=list(keys), queries=list(queries))
+        call = self.stub.StreamWatch(request, metadata=self.metadata)
+        next(call)  # the stream's info: the watch is in place
+        return _Watch(call)
 
     def batcher(self, window: str, size: int = 1000) -> Batcher:
         return Batcher(self, window, size)
@@ -200,6 +313,23 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _Watch:
+    """The events of a StreamWatch call as results and late updates."""
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+
+    def __iter__(self) -> _Watch:
+        return self
+
+    def __next__(self) -> Any:
+        event = next(self.call)
+        return stream_result(event.result) if event.HasField("result") else event.late
+
+    def close(self) -> None:
+        self.call.cancel()
 
 
 class Batcher:

@@ -67,6 +67,9 @@ def test_describe_needs_the_token_and_lists_builtins_and_plugins(guarded) -> Non
     assert not offered["policies"]["max_size"]["uses_timestamps"]
     assert offered["monoids"]["variance"]["params"] == {"ddof": {"type": "int", "required": False, "default": 0}}
     assert offered["algorithms"]["amta"]["is_default"] and not offered["algorithms"]["log_mta"]["is_default"]
+    assert offered["predicates"]["above"]["params"] == {
+        "threshold": {"type": "float", "required": True, "default": None},
+        "dimension": {"type": "string", "required": False, "default": ""}}
 
 
 def test_errors_over_the_wire_name_the_field_by_its_path(guarded) -> None:

@@ -25,7 +25,7 @@ ROOT = NODE.parent.parent
 def node_client(tmp_path_factory) -> Path:
     """A directory with client.js and its packages installed."""
     where = tmp_path_factory.mktemp("node")
-    for name in ("package.json", "package-lock.json", "client.js"):
+    for name in ("package.json", "package-lock.json", "client.js", "stream_client.js"):
         shutil.copy(NODE / name, where / name)
     subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts"], cwd=where,
                    check=True, capture_output=True, timeout=300)
@@ -62,3 +62,40 @@ def test_a_node_client_describes_the_server_and_gets_field_paths(node_client, tm
     # nothing was inserted in "node": empty, and mean and max have no result of nothing; "acks" has 1+2+3+4+5
     results = {r["window"]: (r.get("length", 0), r.get("values", {})) for r in seen["query"]}
     assert results == {"node": (0, {}), "acks": (5, {"value": 15}), "ooo": (2, {"value": 5})}
+
+
+def test_a_node_client_runs_a_stream(node_client, tmp_path) -> None:
+    """Create, watch, insert out of order, advance, add a query, a late update: what the
+    Node client saw is what the library's engine reports for the same calls."""
+    from mta import Stream, Sum
+    from mta.windows import Count, Session, Tumbling
+
+    server = Server(tmp_path / "w.db", env={"MTA_TOKEN": "s3cret"})
+    try:
+        run = subprocess.run(["node", "stream_client.js", server.address, str(ROOT / "proto"), "s3cret"],
+                             cwd=node_client, capture_output=True, text=True, timeout=60)
+    finally:
+        server.stop()
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert (seen["bad"]["code"], seen["bad"]["details"].partition(": ")[0]) == \
+        ("INVALID_ARGUMENT", "spec.queries[0].window.sliding.slide")
+    engine = Stream(Sum(), allowed_lateness=5)
+    engine.add("t10", Tumbling(10))
+    engine.add("gap", Session(3))
+
+    def rows(results):
+        return [[r.query, r.start, r.end, r.count, r.value, r.final] for r in results]
+
+    engine.insert_many(zip([12, 1, 5, 3, 14], [1.0, 2.0, 4.0, 8.0, 16.0]))
+    first = rows(engine.advance(11))
+    engine.add("c2", Count(2))
+    taken = engine.insert_many(zip([9, 0, 20], [32.0, 64.0, 128.0]))
+    second = rows(engine.advance(30))
+    assert seen["inserted"] == [5, 0] and seen["late"] == [taken, 3 - taken] == [2, 1]
+    assert (seen["first"], seen["second"]) == (first, second)
+    assert any(not final for *_, final in second)  # the late update was reported again
+    assert seen["watched"] == first + second
+    info = seen["info"]
+    assert ([q["name"] for q in info["spec"]["queries"]], info["watermark"], info["dropped"]) == \
+        (["t10", "gap", "c2"], 30, 1)

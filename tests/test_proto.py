@@ -30,6 +30,10 @@ def test_the_service_has_every_rpc_of_the_design() -> None:
 
     methods = aggregation_pb2.DESCRIPTOR.services_by_name["Aggregation"].methods_by_name
     assert set(methods) == {"CreateWindow", "GetWindow", "ListWindows", "DeleteWindow", "Insert", "Ingest",
-                            "Query", "Evict", "Retract", "Flush", "Watch", "Describe"}
+                            "Query", "Evict", "Retract", "Flush", "Watch", "Describe",
+                            "CreateStream", "GetStream", "ListStreams", "DeleteStream", "AddQuery", "RemoveQuery",
+                            "StreamInsert", "StreamIngest", "Advance", "StreamWatch"}
     assert methods["Ingest"].client_streaming and methods["Ingest"].server_streaming
     assert methods["Watch"].server_streaming and not methods["Watch"].client_streaming
+    assert methods["StreamIngest"].client_streaming and methods["StreamIngest"].server_streaming
+    assert methods["StreamWatch"].server_streaming and not methods["StreamWatch"].client_streaming

@@ -1,4 +1,4 @@
-"""The server's registry: monoids and policies by name, with typed parameters and plugins."""
+"""The server's registry: monoids, policies and predicates by name, with typed parameters and plugins."""
 
 from __future__ import annotations
 
@@ -28,7 +28,26 @@ def test_builtins_build_the_library_objects(registry) -> None:
     assert registry.names("policy") == ["max_size", "time_range"]
 
 
+def test_builtin_predicates_compare_the_value_or_one_dimension(registry) -> None:
+    assert registry.names("predicate") == ["above", "at_least", "below", "equals"]
+    cases = {"above": [False, False, True], "at_least": [False, True, True], "below": [True, False, False],
+             "equals": [False, True, False]}
+    for name, wanted in cases.items():
+        predicate = registry.predicate(name, {"threshold": 2})
+        assert [predicate(v) for v in (1.0, 2.0, 3.0)] == wanted, name
+        on_peak = registry.predicate(name, {"threshold": 2.0, "dimension": "peak"})
+        assert [on_peak({"avg": 0.0, "peak": v}) for v in (1.0, 2.0, 3.0)] == wanted, name
+    registry.add_predicate("is_marker", lambda: lambda value: value == -1.0, doc="an update valued -1")
+    assert registry.predicate("is_marker")(-1.0) and not registry.predicate("is_marker")(1.0)
+    registry.add_predicate("nope", lambda: 3)
+    with pytest.raises(RegistryError, match="predicate 'nope': its factory returned int"):
+        registry.predicate("nope")
+
+
 @pytest.mark.parametrize("kind, name, params, message", [
+    ("predicate", "eval", {}, "unknown predicate 'eval'; registered: above"),
+    ("predicate", "above", {}, "predicate 'above': parameter 'threshold' (float) is required"),
+    ("predicate", "above", {"threshold": 1.0, "dimension": 3}, "parameter 'dimension' must be str, got int 3"),
     ("monoid", "median", {}, "unknown monoid 'median'; registered: count"),
     ("policy", "max_size", {}, "policy 'max_size': parameter 'n' (int) is required"),
     ("policy", "max_size", {"n": "5"}, "parameter 'n' must be int, got str '5'"),

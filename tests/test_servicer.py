@@ -544,3 +544,41 @@ def test_out_of_order_batches_and_retractions_while_the_store_is_down_count_once
                 {k: (o.result(low, high)[0], o.result(low, high)[1]["total"]) for k, o in oracles.items()}
 
     asyncio.run(main())
+
+
+# -- streams (issue 17) ------------------------------------------------------------------------
+
+
+def test_a_stream_batch_refused_by_a_down_store_is_acknowledged_once_when_retried(flaky) -> None:
+    """The store goes down: the batch fails with UNAVAILABLE; its retry under the same id once
+    the store is back is a duplicate (applied once), acknowledged only once durable; a server
+    opened on the store afterwards has it, and continues as the library's engine does."""
+    from mta import Stream, Sum
+    from mta.windows import Tumbling
+    from test_server_streams import expected, insert, seen, stream_spec
+
+    async def main() -> None:
+        flaky.down = False
+        servicer = AggregationServicer(flaky, builtin_registry())
+        context = Context()
+        await servicer.CreateStream(pb.CreateStreamRequest(spec=stream_spec("flaky-s", queries=["t10"])), context)
+        engine = Stream(Sum(), allowed_lateness=5)
+        engine.add("t10", Tumbling(10))
+        await servicer.StreamInsert(insert("flaky-s", [(1, 1.0), (4, 2.0)], batch_id="a"), context)
+        flaky.down = True
+        with pytest.raises(Aborted) as failed:
+            await servicer.StreamInsert(insert("flaky-s", [(12, 4.0), (3, 8.0)], batch_id="b"), context)
+        assert failed.value.args[0] == grpc.StatusCode.UNAVAILABLE
+        flaky.down = False
+        retry = await servicer.StreamInsert(insert("flaky-s", [(12, 4.0), (3, 8.0)], batch_id="b"), context)
+        assert retry.duplicate and retry.inserted == 0
+        engine.insert_many([(1, 1.0), (4, 2.0), (12, 4.0), (3, 8.0)])
+        hosted = servicer.streams["flaky-s"]
+        hosted.store.release()  # as a server that stops: another may open the stream
+        reopened = AggregationServicer(flaky, builtin_registry())
+        await reopened.load()
+        reply = await reopened.Advance(pb.AdvanceRequest(stream="flaky-s", watermark=20), context)
+        assert seen(reply.results) == expected(engine.advance(20))
+        assert [r.values["value"] for r in reply.results] == [11.0, 4.0]  # each batch once
+
+    asyncio.run(main())

@@ -283,3 +283,14 @@ def test_keyed_stream_keeps_one_state_per_key():
     assert [(r.key, r.value) for r in whole.advance(200)] == [("c", 4)]
     with pytest.raises(TypeError, match=r"updates\[1\]"):
         k.insert_many([("a", 150, 1), ("a", "x", 1)])
+
+
+def test_a_punctuation_query_added_after_a_removal_gets_a_bit_of_its_own():
+    s = Stream(Sum())
+    s.add("A", Punctuation(lambda v: v == 1))
+    s.add("B", Punctuation(lambda v: v == 2))
+    s.remove("A")
+    s.add("C", Punctuation(lambda v: v == 3))
+    s.insert_many([(0, 2), (1, 5), (2, 3), (3, 5), (4, 2), (5, 3), (6, 5)])
+    got = {(r.query, r.start, r.end): r.value for r in s.advance(100)}
+    assert got == {("B", 0, 4): 15, ("C", 2, 5): 10}

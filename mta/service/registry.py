@@ -1,6 +1,7 @@
-"""Monoids and slide policies by name, with typed parameters: what a remote client may ask for.
+"""Monoids, slide policies and punctuation predicates by name, with typed parameters: what a
+remote client may ask for.
 
-The gRPC server builds every window from this registry; plugin modules add
+The gRPC server builds every window and stream query from this registry; plugin modules add
 their own entries (``mta serve --plugin pkg.module`` imports the module and calls
 its ``register(registry)``). Parameters are checked against their declared types
 before anything is built, and every error names the component and the parameter.
@@ -11,6 +12,8 @@ the server's operator installed. :meth:`Registry.entries` lists what a server of
     def register(registry):
         registry.add_policy("sum_at_most", lambda limit: lambda total, old: old.value <= limit,
                             doc="keep the newest updates whose sum is at most `limit`", limit=float)
+        registry.add_predicate("is_marker", lambda: lambda value: value == -1.0,
+                               doc="an update valued -1 starts a window")
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -127,7 +131,7 @@ class Registry:
     """Named monoid and policy factories."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, dict[str, Entry]] = {"monoid": {}, "policy": {}}
+        self._entries: dict[str, dict[str, Entry]] = {"monoid": {}, "policy": {}, "predicate": {}}
 
     def add_monoid(self, name: str, factory: Callable[..., monoids.Monoid], doc: str = "",
                    **params: type | tuple[type, Any]) -> None:
@@ -142,6 +146,13 @@ class Registry:
         ``timestamps=False`` tells clients that the policy looks only at counts and values
         (a callable may read ``total.last``, so the default is True)."""
         self._add("policy", name, factory, doc, params, timestamps)
+
+    def add_predicate(self, name: str, factory: Callable[..., Callable[[Any], bool]], doc: str = "",
+                      **params: type | tuple[type, Any]) -> None:
+        """Register ``factory(**params) -> predicate(value) -> bool`` as ``name``: the predicate
+        of punctuation windows (an update whose value satisfies it starts a window). It gets
+        the update's value as sent: a number, a dict of dimensions, or a payload's object."""
+        self._add("predicate", name, factory, doc, params)
 
     def _add(self, kind: str, name: str, factory: Callable[..., Any], doc: str, params: Mapping[str, Any],
              timestamps: bool = False) -> None:
@@ -173,11 +184,17 @@ class Registry:
             raise RegistryError(f"policy {name!r}: its factory returned {type(built).__name__}, not a callable")
         return built
 
+    def predicate(self, name: str, params: Mapping[str, Any] | None = None) -> Callable[[Any], bool]:
+        built = self.entry("predicate", name).build(params or {})
+        if not callable(built):
+            raise RegistryError(f"predicate {name!r}: its factory returned {type(built).__name__}, not a callable")
+        return built
+
     def names(self, kind: str) -> list[str]:
         return sorted(self._entries[kind])
 
     def entries(self, kind: str) -> list[Entry]:
-        """Every ``kind`` ("monoid" or "policy") entry, by name."""
+        """Every ``kind`` ("monoid", "policy" or "predicate") entry, by name."""
         return [self._entries[kind][name] for name in self.names(kind)]
 
     def load_plugin(self, module: str) -> None:
@@ -192,8 +209,17 @@ class Registry:
         register(self)
 
 
+def _comparison(compare: Callable[[Any, Any], bool]) -> Callable[..., Callable[[Any], bool]]:
+    """A predicate factory: ``compare(value, threshold)``, on the value or on one of its dimensions."""
+    def factory(threshold: float, dimension: str = "") -> Callable[[Any], bool]:
+        if dimension:
+            return lambda value: compare(value[dimension], threshold)
+        return lambda value: compare(value, threshold)
+    return factory
+
+
 def builtin_registry() -> Registry:
-    """The monoids of :mod:`mta.monoid` over numbers and the built-in policies."""
+    """The monoids of :mod:`mta.monoid` over numbers, the built-in policies and predicates."""
     registry = Registry()
     ddof = {"ddof": (int, 0)}  # 0: population, 1: sample
     for name, cls, params, doc in [
@@ -214,4 +240,9 @@ def builtin_registry() -> Registry:
                         n=int)
     registry.add_policy("time_range", TimeRange,
                         doc="keep the updates newer than `width` time units (paper Listing 1)", width=float)
+    for name, compare, says in [("above", operator.gt, "greater than"), ("at_least", operator.ge, "at least"),
+                                ("below", operator.lt, "less than"), ("equals", operator.eq, "equal to")]:
+        registry.add_predicate(name, _comparison(compare), threshold=float, dimension=(str, ""),
+                               doc=f"the value (or its `dimension`, for a stream with dimensions) is {says} "
+                                   "`threshold`")
     return registry

@@ -23,10 +23,9 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping
+from typing import Any, AsyncIterator, Callable
 
 import grpc
-import msgpack
 
 import kvs
 from mta.algorithms import ORDERED_ALGORITHMS
@@ -34,6 +33,8 @@ from mta.monoid import Record
 from mta.ordered_window import LATE
 from mta.service.metrics import Metrics
 from mta.service.registry import ALGORITHMS, Entry, Registry, RegistryError, map_key
+from mta.service.streams import STREAM_LABEL, HostedStream, StreamRPCs
+from mta.service.requests import SHUTTING_DOWN, BadRequest, fill_values, invalid, param_value, read_batch, store_failure, update_fault
 from mta.v1 import aggregation_pb2 as pb
 from mta.v1 import aggregation_pb2_grpc as pb_grpc
 from mta.window import Window
@@ -44,16 +45,12 @@ log = logging.getLogger("mta.service")
 REMEMBERED_BATCHES = 1024
 #: Batches of one Ingest stream applied ahead of their replies.
 INGEST_PIPELINE = 2
-#: The message that ends open streams at shutdown (code UNAVAILABLE: retry elsewhere or later).
-SHUTTING_DOWN = "server shutting down: open a new stream (to this server once restarted, or another)"
 #: Updates applied between two turns of the event loop: a large batch never holds
 #: queries up for longer than this many updates take.
 SLICE = 256
 STORE_ALGORITHMS = tuple(ALGORITHMS)
 #: The algorithms of STORE_ALGORITHMS that take updates in any timestamp order.
 OUT_OF_ORDER = tuple(a for a in STORE_ALGORITHMS if a in ORDERED_ALGORITHMS)
-#: Longest key of a keyed window, in characters.
-MAX_KEY = 1024
 #: Marks the stored windows that hold one key of a keyed window.
 KEY_MARK = ":key:"
 
@@ -63,89 +60,8 @@ def key_window_id(name: str, key: str) -> str:
     return f"{name}{KEY_MARK}{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}"
 
 
-def store_failure(error: kvs.StoreError) -> "BadRequest":
-    """UNAVAILABLE (retry later), or FAILED_PRECONDITION when another writer (another server
-    on the same store) has taken the window over: retrying here cannot succeed."""
-    fenced = any(isinstance(e, (kvs.WindowFenced, kvs.WindowBusy)) for e in (error, error.__cause__))
-    return BadRequest(grpc.StatusCode.FAILED_PRECONDITION if fenced else grpc.StatusCode.UNAVAILABLE,
-                      f"store: {error}")
-
-
-class BadRequest(Exception):
-    """Maps to a gRPC status; the message starts with the path of the field at fault in
-    the request (proto field names, ``[i]`` for repeated fields, ``["key"]`` for maps)."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _unpack(payload: bytes, where: str) -> Any:
-    try:
-        return msgpack.unpackb(payload, use_list=False)
-    except Exception:  # noqa: BLE001 - any malformed payload is the client's error
-        raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: not valid msgpack") from None
-
-
-def _invalid(where: str, reason: str) -> BadRequest:
-    return BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {reason}")
-
-
-def _same_length(where: str, length: int, n: int) -> None:
-    if length != n:
-        raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"{where}: {length} entries for {n} timestamps")
-
-
-def _param(value: pb.Param, where: str) -> Any:
-    kind = value.WhichOneof("kind")
-    if kind is None:
-        raise _invalid(where, "no value set (int_value, float_value, string_value or bool_value)")
-    return getattr(value, kind)
-
-
 _PARAM_TYPES = {int: ("int", "int_value"), float: ("float", "float_value"), str: ("string", "string_value"),
                 bool: ("bool", "bool_value")}
-
-
-def _update_fault(request: pb.InsertRequest, monoid: Any, error: Exception) -> BadRequest:
-    """The INVALID_ARGUMENT for an update that ``Window.check`` refused, naming its
-    field: the timestamp or the value (down to the dimension) of ``error.position``."""
-    position = getattr(error, "position", None)
-    columns = request.HasField("columns")
-    if position is None:  # not about one update (Window.check names them all)
-        return _invalid("columns" if columns else "updates", str(error))
-    reason = error.reason
-    if columns:
-        batch = request.columns
-        if error.part == "timestamp":
-            return _invalid(f"columns.{'ts' if len(batch.ts) else 'ts_float'}[{position}]", reason)
-        if len(batch.payloads):
-            return _invalid(f"columns.payloads[{position}]", reason)
-        if not len(batch.values) and isinstance(monoid, Record):
-            row = {name: column.values[position] for name, column in batch.dimensions.items()}
-            name, reason, number = _dimension_fault(monoid, row)
-            where = "columns.dimensions" if name is None else f"columns.dimensions{map_key(name)}"
-            return _invalid(f"{where}.values[{position}]" if number else where, reason)
-        return _invalid(f"columns.values[{position}]", reason)
-    update = request.updates[position]
-    if error.part == "timestamp":
-        return _invalid(f"updates[{position}].{update.WhichOneof('time')}", reason)
-    if update.payload:
-        return _invalid(f"updates[{position}].payload", reason)
-    if isinstance(monoid, Record):
-        name, reason, _ = _dimension_fault(monoid, dict(update.dimensions))
-        return _invalid(f"updates[{position}].dimensions{'' if name is None else map_key(name)}", reason)
-    return _invalid(f"updates[{position}].value", reason)
-
-
-def _no_dimensions(request: pb.InsertRequest, values: list) -> None:
-    """Refuse updates of a one-monoid window that carry ``dimensions``. Only those with a
-    zero (unset) value can: reading a map field costs more than the rest of the rows
-    loop, so only they are looked at."""
-    for i, value in enumerate(values):
-        if not value and request.updates[i].dimensions:
-            raise _invalid(f"updates[{i}].dimensions",
-                           f"window {request.window!r} has one monoid and no dimensions: send value")
 
 
 def _component_info(entry: Entry) -> pb.ComponentInfo:
@@ -157,24 +73,6 @@ def _component_info(entry: Entry) -> pb.ComponentInfo:
         if not spec.required:
             setattr(param.default_value, field_name, spec.default)
     return info
-
-
-def _dimension_fault(monoid: Record, value: Mapping[str, Any]) -> tuple[str | None, str, bool]:
-    """Why ``monoid`` cannot lift ``value`` (a mapping it failed on): (the dimension at
-    fault, None when one is missing; the reason; whether its number is the fault rather
-    than its name)."""
-    fields = monoid.fields
-    for name in value:
-        if name not in fields:
-            return name, f"the window has no dimension {name!r} (dimensions: {', '.join(fields)})", False
-    for name, dimension in fields.items():
-        if name not in value:
-            return None, f"dimension {name!r} is missing (dimensions: {', '.join(fields)})", False
-        try:
-            dimension.lift(value[name])
-        except (TypeError, ValueError) as error:
-            return name, str(error), True
-    raise AssertionError(f"{monoid!r} lifts {value!r}")  # the caller saw it fail
 
 
 @dataclass
@@ -199,7 +97,7 @@ class Hosted:
         return self.keys if self.spec.keyed else {"": self.window}
 
 
-class AggregationServicer(pb_grpc.AggregationServicer):
+class AggregationServicer(StreamRPCs, pb_grpc.AggregationServicer):
     def __init__(self, backend: kvs.Backend, registry: Registry, *, max_batch: int = 100_000) -> None:
         self.backend = backend
         # One thread applies the batches of durable windows: more would only fight
@@ -208,6 +106,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         self.registry = registry
         self.max_batch = max_batch
         self.windows: dict[str, Hosted] = {}
+        self.streams: dict[str, HostedStream] = {}
         self.metrics = Metrics(backend)
         #: Set at shutdown: open streams have been ended and new ones are refused.
         self.closing = False
@@ -227,18 +126,18 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         elif spec.HasField("monoid"):
             monoid = self._component("monoid", spec.monoid, "spec.monoid")
         else:
-            raise _invalid("spec.monoid", "required (or spec.dimensions)")
+            raise invalid("spec.monoid", "required (or spec.dimensions)")
         policy = self._component("policy", spec.policy, "spec.policy") if spec.HasField("policy") else None
         algorithm = spec.algorithm or STORE_ALGORITHMS[0]
         if algorithm not in STORE_ALGORITHMS:
-            raise _invalid("spec.algorithm", f"{algorithm!r} is not one of {', '.join(STORE_ALGORITHMS)}")
+            raise invalid("spec.algorithm", f"{algorithm!r} is not one of {', '.join(STORE_ALGORITHMS)}")
         options: dict[str, Any] = {"algorithm": algorithm}
         if spec.late:
             if algorithm not in OUT_OF_ORDER:
-                raise _invalid("spec.late, spec.algorithm", f"late is an option of the out-of-order algorithms "
+                raise invalid("spec.late, spec.algorithm", f"late is an option of the out-of-order algorithms "
                                f"({', '.join(OUT_OF_ORDER)}); {algorithm!r} takes updates in timestamp order")
             if spec.late not in LATE:
-                raise _invalid("spec.late", f"{spec.late!r} is not one of {', '.join(LATE)}")
+                raise invalid("spec.late", f"{spec.late!r} is not one of {', '.join(LATE)}")
             options["late"] = spec.late
         for name in ("buffer_size", "cache_size", "block_size"):
             if getattr(spec.store, name):
@@ -252,26 +151,26 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         for i, dimension in enumerate(dimensions):
             where = f"spec.dimensions[{i}]"
             if dimension.name in first:
-                raise _invalid(f"{where}.name", f"{dimension.name!r} is also spec.dimensions[{first[dimension.name]}]"
+                raise invalid(f"{where}.name", f"{dimension.name!r} is also spec.dimensions[{first[dimension.name]}]"
                                                 ".name: names must be unique")
             first[dimension.name] = i
             fields[dimension.name] = self._component("monoid", dimension.monoid, f"{where}.monoid")
             try:
                 Record({dimension.name: fields[dimension.name]})  # Record's own rule for field names
             except ValueError as error:
-                raise _invalid(f"{where}.name", str(error)) from None
+                raise invalid(f"{where}.name", str(error)) from None
         return Record(fields)
 
     def _component(self, kind: str, component: pb.Component, where: str) -> Any:
         """The monoid or policy ``component`` names (``where``: its path in the request)."""
-        params = {k: _param(v, f"{where}.params{map_key(k)}") for k, v in component.params.items()}
+        params = {k: param_value(v, f"{where}.params{map_key(k)}") for k, v in component.params.items()}
         try:
             return getattr(self.registry, kind)(component.name, params)
         except RegistryError as error:
-            raise _invalid(f"{where}.{error.field}", str(error)) from None
+            raise invalid(f"{where}.{error.field}", str(error)) from None
 
     async def load(self) -> None:
-        """Reopen every window of the store (at start); drop the keys of deleted keyed windows."""
+        """Reopen every window and stream of the store (at start); drop the keys of deleted keyed windows."""
         started = time.monotonic()
         parts, failed = [], set()
         for name in sorted(await asyncio.to_thread(self.backend.windows)):
@@ -280,9 +179,13 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 if "parent" in labels:
                     parts.append((name, labels["parent"], labels["key"]))
                     continue
+                if STREAM_LABEL in labels:
+                    await self._open_stream(name, labels, started)
+                    continue
                 spec = pb.WindowSpec.FromString(labels["spec"])
                 monoid, policy, _ = self._build(spec)  # the stored record has the options
-                window = await self._reopen(name, monoid, policy, started)
+                window = await self._reopen(name, functools.partial(Window.open, self.backend, name, monoid, policy),
+                                            started)
             except Exception as error:  # noqa: BLE001 - one bad window must not keep the others down
                 self._load_failed(name, error)
                 failed.add(name)
@@ -297,27 +200,29 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                     await asyncio.to_thread(self.backend.delete, name)
                     continue
                 monoid, policy, _ = self._build(hosted.spec)
-                hosted.keys[key] = await self._reopen(name, monoid, policy, started)
+                hosted.keys[key] = await self._reopen(
+                    name, functools.partial(Window.open, self.backend, name, monoid, policy), started)
             except Exception as error:  # noqa: BLE001
                 self._load_failed(name, error)
         for name, hosted in self.windows.items():
             self._publish(name, hosted, list(hosted.parts()))
-        log.info("loaded %d windows from %s", len(self.windows), self.backend.url)
+        log.info("loaded %d windows and %d streams from %s", len(self.windows), len(self.streams), self.backend.url)
 
-    async def _reopen(self, name: str, monoid: Any, policy: Any, started: float) -> Window:
-        """Window.open; a window with another writer is waited for until the lease of a
-        writer that was gone when loading ``started`` (this server before a crash) has
-        expired, then opened once more: WindowBusy again means a live writer (another
-        server on the same store) and the window is not served here."""
+    async def _reopen(self, name: str, open_it: Callable[[], Any], started: float) -> Any:
+        """``open_it()`` (Window.open, or a stream's level store); a window or stream with
+        another writer is waited for until the lease of a writer that was gone when loading
+        ``started`` (this server before a crash) has expired, then opened once more:
+        WindowBusy again means a live writer (another server on the same store) and it is
+        not served here."""
         try:
-            return await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+            return await asyncio.to_thread(open_it)
         except kvs.WindowBusy as busy:
             wait = started + busy.ttl + 0.1 - time.monotonic()
             log.warning("window %r has another writer (%s): waiting %.1f s for its lease to expire (a crashed "
                         "earlier run; `mta serve --owner NAME` takes its windows back at once)", name, busy.owner,
                         max(0.0, wait), extra={"event": "lease_wait", "window": name})
             await asyncio.sleep(max(0.0, wait))
-            return await asyncio.to_thread(Window.open, self.backend, name, monoid, policy)
+            return await asyncio.to_thread(open_it)
 
     @staticmethod
     def _load_failed(name: str, error: Exception) -> None:
@@ -340,16 +245,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         if window is None:
             return pb.Result(window=name, key=key)
         length, lowered = window.tally(*(bounds or ()))
-        values = lowered if isinstance(window.monoid, Record) else {"value": lowered}
         result = pb.Result(window=name, key=key, length=length)
-        other = False
-        for dimension, value in values.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                result.values[dimension] = value
-            elif value is not None and not (isinstance(value, float) and math.isinf(value)):
-                other = True
-        if other:
-            result.payload = msgpack.packb(values, default=str)
+        fill_values(result, lowered, isinstance(window.monoid, Record))
         return result
 
     @classmethod
@@ -399,7 +296,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                                  f"spec.name: at most {200 - len(key_window_id('', ''))} characters "
                                  "for a keyed window") from None
         if spec.dimensions and spec.HasField("monoid"):
-            raise _invalid("spec.monoid, spec.dimensions", "a window has one monoid or named dimensions, not both")
+            raise invalid("spec.monoid, spec.dimensions", "a window has one monoid or named dimensions, not both")
         if spec.name in self.windows:
             if request.if_not_exists and self.windows[spec.name].spec == spec:
                 return self._info(spec.name, self.windows[spec.name])
@@ -436,6 +333,9 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         return pb.ListWindowsResponse(windows=[self._info(n, h) for n, h in sorted(self.windows.items())])
 
     async def DeleteWindow(self, request: pb.DeleteWindowRequest, context: Any) -> pb.DeleteWindowResponse:
+        if request.name in self.streams:
+            raise BadRequest(grpc.StatusCode.NOT_FOUND, f"name: {request.name!r} is a stream, not a window "
+                                                        "(DeleteStream)")
         hosted = self.windows.pop(request.name, None)
         keys: list[str] = []
         if hosted is not None:
@@ -449,89 +349,23 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         log.info("window deleted", extra={"event": "delete", "window": request.name})
         return pb.DeleteWindowResponse(deleted=deleted or hosted is not None)
 
-    def _updates(self, hosted: Hosted, request: pb.InsertRequest) -> dict[str, tuple[Any, list, list]]:
+    @staticmethod
+    def _updates(hosted: Hosted, request: pb.InsertRequest) -> dict[str, tuple[Any, list, list]]:
         """The request's updates by key, each group as (positions in the request or None
         for all of them in order, timestamps, values) (BadRequest naming the field)."""
-        if request.HasField("columns"):
-            if request.updates:
-                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "updates, columns: send one of them, not both")
-            keys, timestamps, values = self._columns(hosted, request.columns)
-            where = "columns.keys[{}]"
-        else:
-            keys, timestamps, values = self._rows(hosted, request)
-            where = "updates[{}].key"
+        keys, timestamps, values, _ = read_batch(request, hosted.window.monoid, hosted.spec.keyed,
+                                                 f"window {request.window!r}")
         if not hosted.spec.keyed:
-            if any(keys):
-                i = next(i for i, key in enumerate(keys) if key)
-                raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
-                                 f"{where.format(i)}: window {request.window!r} is not keyed")
             return {"": (None, timestamps, values)} if timestamps else {}
-        keys = keys or [""] * len(timestamps)
         groups: dict[str, tuple[list, list, list]] = {}
         for i, key in enumerate(keys):
             group = groups.get(key)
             if group is None:
-                if not key or len(key) > MAX_KEY:
-                    raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT,
-                                     f"{where.format(i)}: 1 to {MAX_KEY} characters in keyed window "
-                                     f"{request.window!r}, got {len(key)}")
                 group = groups[key] = ([], [], [])
             group[0].append(i)
             group[1].append(timestamps[i])
             group[2].append(values[i])
         return groups
-
-    @staticmethod
-    def _rows(hosted: Hosted, request: pb.InsertRequest) -> tuple[list[str], list, list]:
-        """Keys, timestamps and values of ``request.updates``."""
-        record = isinstance(hosted.window.monoid, Record)
-        keys, timestamps, values = [], [], []
-        for i, update in enumerate(request.updates):
-            kind = update.WhichOneof("time")
-            if kind is None:
-                raise _invalid(f"updates[{i}].ts", "required (ts or ts_float)")
-            if update.payload:
-                values.append(_unpack(update.payload, f"updates[{i}].payload"))
-            elif record:
-                values.append(dict(update.dimensions))
-            else:
-                values.append(update.value)
-            timestamps.append(getattr(update, kind))
-            keys.append(update.key)
-        if not record and not all(values):
-            _no_dimensions(request, values)
-        return keys, timestamps, values
-
-    @staticmethod
-    def _columns(hosted: Hosted, columns: pb.Columns) -> tuple[list[str], list, list]:
-        """Keys, timestamps and values of a batch in columns."""
-        if columns.ts and columns.ts_float:
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "columns.ts, columns.ts_float: send one of them")
-        timestamps = list(columns.ts) if columns.ts else list(columns.ts_float)
-        n = len(timestamps)
-        used = [name for name in ("values", "dimensions", "payloads") if len(getattr(columns, name))]
-        if len(used) > 1:
-            raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, f"columns.{used[0]}, columns.{used[1]}: send one")
-        record = isinstance(hosted.window.monoid, Record)
-        if used == ["dimensions"] and not record:
-            raise _invalid("columns.dimensions", f"window {hosted.spec.name!r} has one monoid and no dimensions: "
-                                                 "send values")
-        if used == ["dimensions"] or (not used and record):
-            names = list(columns.dimensions)
-            series = [columns.dimensions[name].values for name in names]
-            for name, column in zip(names, series):
-                _same_length(f"columns.dimensions{map_key(name)}.values", len(column), n)
-            values = [dict(zip(names, row)) for row in zip(*series)] if names else [{}] * n
-        elif used == ["payloads"]:
-            _same_length("columns.payloads", len(columns.payloads), n)
-            values = [_unpack(p, f"columns.payloads[{i}]") for i, p in enumerate(columns.payloads)]
-        else:
-            values = list(columns.values)
-            _same_length("columns.values", len(values), n)
-        keys = list(columns.keys)
-        if keys:
-            _same_length("columns.keys", len(keys), n)
-        return keys, timestamps, values
 
     def _new_key(self, name: str, hosted: Hosted, key: str) -> Window:
         monoid, policy, options = self._build(hosted.spec)
@@ -569,7 +403,8 @@ class AggregationServicer(pb_grpc.AggregationServicer):
                 try:
                     todo.append((key, window, (window or hosted.window).check(timestamps, values, positions)))
                 except (TypeError, ValueError) as error:  # a MonoidError is a ValueError
-                    raise _update_fault(request, hosted.window.monoid, error) from None
+                    raise update_fault(request, hosted.window.monoid, getattr(error, "position", None),
+                                       getattr(error, "part", ""), getattr(error, "reason", str(error))) from None
             inserted = evicted = 0
             touched = []
             try:
@@ -626,6 +461,12 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         does next: requests are read by a task of their own, so a producer that waits for
         every ack never waits for the server to read its next batch first.
         At shutdown the stream stops reading, acks the batches it read, then ends."""
+        async for reply in self._ingest(request_iterator, context, self.Insert):
+            yield reply
+
+    async def _ingest(self, request_iterator: AsyncIterator[Any], context: Any,
+                      insert: Callable[[Any, Any], Any]) -> AsyncIterator[Any]:
+        """An Ingest stream (see Ingest) whose batches ``insert(request, context)`` applies."""
         self._refuse_when_closing()
         replies: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()  # None: no more
         slots = asyncio.Semaphore(INGEST_PIPELINE)  # batches read and not yet acknowledged
@@ -633,7 +474,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         async def read() -> None:
             await slots.acquire()
             async for request in request_iterator:
-                replies.put_nowait(asyncio.ensure_future(self.Insert(request, context)))
+                replies.put_nowait(asyncio.ensure_future(insert(request, context)))
                 await slots.acquire()
 
         reader = asyncio.ensure_future(read())
@@ -696,10 +537,10 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         bounds = [None if f is None else getattr(interval, f) for f in fields]
         for f, bound in zip(fields, bounds):
             if bound is not None and math.isnan(bound):
-                raise _invalid(f"range.{f}", "not a number")
+                raise invalid(f"range.{f}", "not a number")
         low, high = bounds
         if low is not None and high is not None and low > high:
-            raise _invalid(f"range.{fields[0]}, range.{fields[1]}", f"from {low!r} is after to {high!r}")
+            raise invalid(f"range.{fields[0]}, range.{fields[1]}", f"from {low!r} is after to {high!r}")
         return low, high
 
     @staticmethod
@@ -707,7 +548,7 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         """Refuse ``what`` (a range, a retraction) on a window that keeps timestamp order."""
         algorithm = hosted.window.algorithm
         if algorithm not in ORDERED_ALGORITHMS:
-            raise _invalid(where, f"{what} needs an out-of-order window (algorithm {' or '.join(OUT_OF_ORDER)}); "
+            raise invalid(where, f"{what} needs an out-of-order window (algorithm {' or '.join(OUT_OF_ORDER)}); "
                                   f"window {name!r} is {algorithm!r}, in timestamp order")
 
     async def _range_results(self, name: str, hosted: Hosted, keys: list[str] | None,
@@ -743,12 +584,12 @@ class AggregationServicer(pb_grpc.AggregationServicer):
         hosted = self._hosted(request.window)
         kind = request.WhichOneof("time")
         if kind is None:
-            raise _invalid("ts", "required (ts or ts_float)")
+            raise invalid("ts", "required (ts or ts_float)")
         self._out_of_order(request.window, hosted, kind, "a retraction")
         self._one_key(request, hosted)
         timestamp = getattr(request, kind)
         if not math.isfinite(timestamp):
-            raise _invalid(kind, f"must be finite, got {timestamp!r}")
+            raise invalid(kind, f"must be finite, got {timestamp!r}")
         async with hosted.lock:
             window = hosted.parts().get(request.key)
             if window is None:
@@ -845,12 +686,14 @@ class AggregationServicer(pb_grpc.AggregationServicer):
             monoids=[_component_info(e) for e in self.registry.entries("monoid")],
             policies=[_component_info(e) for e in self.registry.entries("policy")],
             algorithms=[pb.AlgorithmInfo(name=name, description=doc, is_default=name == STORE_ALGORITHMS[0])
-                        for name, doc in ALGORITHMS.items()])
+                        for name, doc in ALGORITHMS.items()],
+            predicates=[_component_info(e) for e in self.registry.entries("predicate")])
 
     async def flush_all(self) -> None:
-        """Make every window durable (graceful shutdown)."""
+        """Make every window and stream durable (graceful shutdown)."""
         for hosted in list(self.windows.values()):
             await self._flush(hosted)
+        await self.flush_streams()
 
 
 def _status(method: Any) -> Any:

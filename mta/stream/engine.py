@@ -121,7 +121,8 @@ class Stream:
         if name in self._runners:
             raise ValueError(f"query {name!r} exists already")
         cls = runner_class(window)
-        bit = 1 << sum(isinstance(r, PunctuationRunner) for r in self._runners.values())
+        used = {r.bit for r in self._runners.values() if isinstance(r, PunctuationRunner)}
+        bit = next(1 << n for n in range(len(used) + 1) if 1 << n not in used)  # a free bit
         if cls is PunctuationRunner and self._pending:  # the tuples waiting are the new query's too
             marked = []
             for entry in self._pending:

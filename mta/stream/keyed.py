@@ -50,8 +50,15 @@ class KeyedStream:
     def add(self, name: str, window: WindowType) -> None:
         """Add a query to every key, from the current watermark on."""
         self._template.add(name, window)
-        for stream in self._keys.values():
-            stream.add(name, window)
+        added = []
+        try:
+            for stream in self._keys.values():
+                stream.add(name, window)  # a punctuation predicate may refuse a waiting value
+                added.append(stream)
+        except BaseException:
+            for stream in added + [self._template]:
+                stream.remove(name)
+            raise
 
     def remove(self, name: str) -> None:
         self._template.remove(name)

@@ -277,16 +277,22 @@ class PunctuationRunner(Runner):
             if was is not None and start not in self.dirty and was == end:
                 continue
             replaces = ((start, was),) if was is not None and was != end else ()
-            # first reported now, and not made by a late punctuation: closed by on-time data
-            final = was is None and start not in self.born_late
+            final = was is None and self._on_time(start, end, prev)
             i, j = slices.span(start, end)
             self._result(closes if final else updates, start, end, i, j, final, not final, replaces)
             shown[start] = end
         self.dirty.clear()
         if points and points[-1] < wm and points[-1] not in shown and self.stream.punctuation_at_watermark(self.bit):
+            final = self._on_time(points[-1], wm, prev)
             i, j = slices.span(points[-1], wm)
-            self._result(closes, points[-1], wm, i, j, True, False)
+            self._result(closes if final else updates, points[-1], wm, i, j, final, not final)
             shown[points[-1]] = wm
+
+    def _on_time(self, start: Any, end: Any, prev: Any) -> bool:
+        """A window reported for the first time is final unless late data made it: it ended
+        at or before the previous watermark and a late punctuation is one of its edges (an
+        on-time punctuation at the previous watermark closes the window before it now)."""
+        return end > prev or (start not in self.born_late and end not in self.born_late)
 
     def needed_from(self, horizon: Any) -> Any:
         points = self.points
@@ -362,7 +368,7 @@ class _EveryRunner(Runner):
         super().__init__(*args)
         self.every = self.spec.every
         self.times: list = []  # report times reported, within the lateness
-        self.starts: dict = {}  # report time -> the start it was reported with
+        self.shown: dict = {}  # report time -> (start, count, value) it was reported with
         self.late: list = []
 
     def on_late(self, ts: Any) -> None:
@@ -396,37 +402,42 @@ class _EveryRunner(Runner):
             pos = bisect_left(buffer, e)
         for e in sorted(redo):
             if e <= prev:
+                new = e not in self.shown
                 self._emit(updates, e, False)
-                if e not in self.starts:
+                if new and e in self.shown:
                     insort(self.times, e)
         for e in due:
             self._emit(closes, e, True)
             self.times.append(e)
 
     def _emit(self, out: list, e: Any, final: bool) -> None:
-        """Report time e, naming the bounds it was reported with before if its start moved."""
+        """Report time e, unless it is as reported before; name the bounds it was reported
+        with before if its start moved."""
         n = len(out)
         self._report(out, e, final)
         if len(out) > n:
             key, result = out[-1]
-            was = self.starts.get(e)
-            if was is not None and was != result.start:
-                out[-1] = (key, dataclasses.replace(result, replaces=((was, e),)))
-            self.starts[e] = result.start
+            was = self.shown.get(e)
+            if was == (result.start, result.count, result.value):
+                del out[-1]  # a late tuple outside this window
+                return
+            if was is not None and was[0] != result.start:
+                out[-1] = (key, dataclasses.replace(result, replaces=((was[0], e),)))
+            self.shown[e] = (result.start, result.count, result.value)
 
     def needed_from(self, horizon: Any) -> Any:
         k = bisect_right(self.times, horizon)
         for e in self.times[:k]:
-            self.starts.pop(e, None)
+            self.shown.pop(e, None)
         del self.times[:k]
         return horizon
 
     def state(self) -> Any:
-        return (self.times, list(self.starts.items()), self.late)
+        return (self.times, [[e, *v] for e, v in self.shown.items()], self.late)
 
     def load(self, state: Any) -> None:
         self.times, self.late = list(state[0]), list(state[2])
-        self.starts = dict(state[1])
+        self.shown = {e: (start, count, value) for e, start, count, value in state[1]}
 
 
 class MultiMeasureRunner(_EveryRunner):

@@ -94,6 +94,56 @@ class AggregationStub:
                 request_serializer=mta_dot_v1_dot_aggregation__pb2.DescribeRequest.SerializeToString,
                 response_deserializer=mta_dot_v1_dot_aggregation__pb2.DescribeResponse.FromString,
                 _registered_method=True)
+        self.CreateStream = channel.unary_unary(
+                '/mta.v1.Aggregation/CreateStream',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.CreateStreamRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+                _registered_method=True)
+        self.GetStream = channel.unary_unary(
+                '/mta.v1.Aggregation/GetStream',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.GetStreamRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+                _registered_method=True)
+        self.ListStreams = channel.unary_unary(
+                '/mta.v1.Aggregation/ListStreams',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.ListStreamsRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.ListStreamsResponse.FromString,
+                _registered_method=True)
+        self.DeleteStream = channel.unary_unary(
+                '/mta.v1.Aggregation/DeleteStream',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.DeleteStreamRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.DeleteStreamResponse.FromString,
+                _registered_method=True)
+        self.AddQuery = channel.unary_unary(
+                '/mta.v1.Aggregation/AddQuery',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.AddQueryRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+                _registered_method=True)
+        self.RemoveQuery = channel.unary_unary(
+                '/mta.v1.Aggregation/RemoveQuery',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.RemoveQueryRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+                _registered_method=True)
+        self.StreamInsert = channel.unary_unary(
+                '/mta.v1.Aggregation/StreamInsert',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertResponse.FromString,
+                _registered_method=True)
+        self.StreamIngest = channel.stream_stream(
+                '/mta.v1.Aggregation/StreamIngest',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertResponse.FromString,
+                _registered_method=True)
+        self.Advance = channel.unary_unary(
+                '/mta.v1.Aggregation/Advance',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.AdvanceRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.AdvanceResponse.FromString,
+                _registered_method=True)
+        self.StreamWatch = channel.unary_stream(
+                '/mta.v1.Aggregation/StreamWatch',
+                request_serializer=mta_dot_v1_dot_aggregation__pb2.StreamWatchRequest.SerializeToString,
+                response_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamEvent.FromString,
+                _registered_method=True)
 
 
 class AggregationServicer:
@@ -176,6 +226,74 @@ class AggregationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateStream(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStream(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListStreams(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteStream(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddQuery(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveQuery(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StreamInsert(self, request, context):
+        """One batch (and an advance), acknowledged once the stream's state is durable.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StreamIngest(self, request_iterator, context):
+        """Continuous ingest: one response per request, in order (as Ingest).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Advance(self, request, context):
+        """Move the watermark: the results of the windows it closed, and updates.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StreamWatch(self, request, context):
+        """The stream's info, then the results of every advance from then on (and, with late =
+        "side_output", the updates dropped as too late), until the client leaves or the
+        stream is deleted.
+        Sent as the change is applied, before it is durable: after a crash, the changes
+        retried by their clients are reported again (at least once).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AggregationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -238,6 +356,56 @@ def add_AggregationServicer_to_server(servicer, server):
                     servicer.Describe,
                     request_deserializer=mta_dot_v1_dot_aggregation__pb2.DescribeRequest.FromString,
                     response_serializer=mta_dot_v1_dot_aggregation__pb2.DescribeResponse.SerializeToString,
+            ),
+            'CreateStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateStream,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.CreateStreamRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.SerializeToString,
+            ),
+            'GetStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStream,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.GetStreamRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.SerializeToString,
+            ),
+            'ListStreams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStreams,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.ListStreamsRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.ListStreamsResponse.SerializeToString,
+            ),
+            'DeleteStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteStream,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.DeleteStreamRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.DeleteStreamResponse.SerializeToString,
+            ),
+            'AddQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddQuery,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.AddQueryRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.SerializeToString,
+            ),
+            'RemoveQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveQuery,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.RemoveQueryRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInfo.SerializeToString,
+            ),
+            'StreamInsert': grpc.unary_unary_rpc_method_handler(
+                    servicer.StreamInsert,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertResponse.SerializeToString,
+            ),
+            'StreamIngest': grpc.stream_stream_rpc_method_handler(
+                    servicer.StreamIngest,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamInsertResponse.SerializeToString,
+            ),
+            'Advance': grpc.unary_unary_rpc_method_handler(
+                    servicer.Advance,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.AdvanceRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.AdvanceResponse.SerializeToString,
+            ),
+            'StreamWatch': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamWatch,
+                    request_deserializer=mta_dot_v1_dot_aggregation__pb2.StreamWatchRequest.FromString,
+                    response_serializer=mta_dot_v1_dot_aggregation__pb2.StreamEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -564,6 +732,276 @@ class Aggregation:
             '/mta.v1.Aggregation/Describe',
             mta_dot_v1_dot_aggregation__pb2.DescribeRequest.SerializeToString,
             mta_dot_v1_dot_aggregation__pb2.DescribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/CreateStream',
+            mta_dot_v1_dot_aggregation__pb2.CreateStreamRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/GetStream',
+            mta_dot_v1_dot_aggregation__pb2.GetStreamRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStreams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/ListStreams',
+            mta_dot_v1_dot_aggregation__pb2.ListStreamsRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.ListStreamsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/DeleteStream',
+            mta_dot_v1_dot_aggregation__pb2.DeleteStreamRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.DeleteStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/AddQuery',
+            mta_dot_v1_dot_aggregation__pb2.AddQueryRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/RemoveQuery',
+            mta_dot_v1_dot_aggregation__pb2.RemoveQueryRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamInsert(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/StreamInsert',
+            mta_dot_v1_dot_aggregation__pb2.StreamInsertRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamInsertResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamIngest(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/mta.v1.Aggregation/StreamIngest',
+            mta_dot_v1_dot_aggregation__pb2.StreamInsertRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamInsertResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Advance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mta.v1.Aggregation/Advance',
+            mta_dot_v1_dot_aggregation__pb2.AdvanceRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.AdvanceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamWatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/mta.v1.Aggregation/StreamWatch',
+            mta_dot_v1_dot_aggregation__pb2.StreamWatchRequest.SerializeToString,
+            mta_dot_v1_dot_aggregation__pb2.StreamEvent.FromString,
             options,
             channel_credentials,
             insecure,
