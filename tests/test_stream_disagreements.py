@@ -200,3 +200,18 @@ def test_late_tuple_into_an_emitted_punctuation_window_is_reported():
     assert rows(s.advance(2)) == [("p", 0, 2, 0, 1, True, ())]
     s.insert(1, 5)
     assert rows(s.advance(2)) == [("p", 0, 2, 5, 2, False, ())]
+
+
+def test_window_first_closed_by_an_on_time_punctuation_is_final_even_with_an_older_late_tuple():
+    """Spec: windows first emitted in this advance are final=True, "a window closed by this
+    advance that also received late tuples is simply final=True". The late punctuation at -1
+    came before advance(0) closed nothing; the on-time punctuation at 0 closes [-1, 0) now (as
+    for [0, 1) after the on-time punctuation at 1, which the engine reports final=True). The
+    engine says final=False because the window holds a late tuple."""
+    s = Stream(Sum(), allowed_lateness=1)
+    s.add("p", Punctuation(is_zero))
+    assert s.advance(0) == []
+    s.insert(-1, 0)
+    assert s.advance(0) == []
+    s.insert(0, 0)
+    assert rows(s.advance(40)) == [("p", -1, 0, 0, 1, True, ())]
