@@ -97,8 +97,9 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
 
     In order: every tuple's ts is >= the watermark and >= the previous ts. Out of order: tuples
     land up to lateness + 2 below the watermark (some dropped) and up to 6 above it; some
-    advances go back (no-ops). Some inserts come in batches (``insert_many``). ``mid_queries``: queries are added and removed between them;
-    ``snapshots``: the engine is snapshot and restored into a new one; ``keys``: KeyedStream ops.
+    advances go back (no-ops). Some inserts come in batches (``insert_many``). ``mid_queries``:
+    queries are added and removed between them; ``snapshots``: the engine is snapshot (or saved)
+    and restored (or loaded) into a new one; ``keys``: KeyedStream ops.
     """
     allowed = draw(lateness)
     queries = [(f"q{i}", draw(window_spec(k))) for i, k in enumerate(kinds)]
