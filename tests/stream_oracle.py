@@ -18,7 +18,8 @@ compares them with what it reported before to derive the results:
 
 "Changed" compares the identities of the tuples a window holds (their arrival numbers), not
 the values: a late tuple that shifts a count window reports it again even if its sum is the
-same, as the spec says.
+same, as the spec says. The periodic reports (``Count(size, every=)``, ``Policy``) are one per
+time E: one is reported again when what it shows (start, value, count) changed.
 
 Window specs are the oracle's own small classes (``Sliding``, ``Tumbling``, ``Session``,
 ``Count``, ``CountEvery``, ``Punctuation``, ``PolicyEvery``) so that the oracle never reads
@@ -114,6 +115,7 @@ class Sliding:
     slide: Any
     offset: Any = 0
     context_aware = False
+    periodic = False
 
     def engine(self) -> Any:
         from mta.windows import Sliding as EngineSliding
@@ -153,6 +155,7 @@ class Session:
 
     gap: Any
     context_aware = True
+    periodic = False
 
     def engine(self) -> Any:
         from mta.windows import Session as EngineSession
@@ -180,6 +183,7 @@ class Count:
     size: int
     slide: int | None = None
     context_aware = False
+    periodic = False
 
     def engine(self) -> Any:
         from mta.windows import Count as EngineCount
@@ -211,6 +215,7 @@ class CountEvery:
     size: int
     every: Any
     context_aware = False
+    periodic = True  # one report per E: "changed" is what the report shows (start, value, count)
 
     def engine(self) -> Any:
         from mta.windows import Count as EngineCount
@@ -231,6 +236,7 @@ class Punctuation:
 
     predicate: Callable[[Any], bool]
     context_aware = True
+    periodic = False
 
     def engine(self) -> Any:
         from mta.windows import Punctuation as EnginePunctuation
@@ -254,6 +260,7 @@ class PolicyEvery:
     wsp: Callable[[Any, Any], bool]
     every: Any
     context_aware = False
+    periodic = True
 
     def engine(self) -> Any:
         from mta.windows import Policy as EnginePolicy
@@ -274,6 +281,13 @@ class PolicyEvery:
 
 
 # --------------------------------------------------------------------------- the oracle
+
+
+def _shown(w: Win) -> tuple:
+    """What a report shows besides its end: a periodic report whose tuples changed for others
+    with the same start, value and count is not reported again."""
+    return (w.start, w.value, w.count)
+
 
 
 @dataclass
@@ -344,7 +358,7 @@ class StreamOracle:
         out = []
         for w in spec.closed(monoid, visible, self.watermark, q.since):
             old = q.reported.get(w.ident)
-            if old is not None and old.ids == w.ids:
+            if old is not None and (_shown(old) == _shown(w) if spec.periodic else old.ids == w.ids):
                 continue
             replaced = [s for s in stale if s.ids[0] in w.ids]
             bounds = {(s.start, s.end) for s in replaced}

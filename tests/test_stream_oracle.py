@@ -120,6 +120,11 @@ def test_count_every_multi_measure():
     assert o.advance(10) == [E("m", 3, 5, 7, 2, False, ((2, 5),)), E("m", 4, 10, 10, 2, False, ((3, 10),))]
     o.insert(0, 100)  # too old to be among the last two of any report
     assert o.advance(10) == []
+    o = oracle(lateness=10, m=CountEvery(1, 1))
+    o.insert(0, 5)
+    assert o.advance(1) == [E("m", 0, 1, 5, 1, True)]
+    o.insert(0, 5)  # the report at 1 now holds the new tuple, and shows the same: not repeated
+    assert o.advance(1) == []
 
 
 def test_punctuation_split_by_a_late_punctuation():
