@@ -294,3 +294,33 @@ def test_a_punctuation_query_added_after_a_removal_gets_a_bit_of_its_own():
     s.insert_many([(0, 2), (1, 5), (2, 3), (3, 5), (4, 2), (5, 3), (6, 5)])
     got = {(r.query, r.start, r.end): r.value for r in s.advance(100)}
     assert got == {("B", 0, 4): 15, ("C", 2, 5): 10}
+
+
+@pytest.mark.parametrize("lateness", [0, 3])
+def test_an_open_session_does_not_hold_every_slice_since_its_start(lateness):
+    """A session that never ends while a tumbling query cuts a slice a second: the session
+    folds the slices no other query needs into a prefix, so memory stays flat."""
+    def build() -> Stream:
+        s = Stream(Collect(), allowed_lateness=lateness)
+        s.add("t", Tumbling(1))
+        s.add("s", Session(gap=5))
+        return s
+
+    s = build()
+    sizes = []
+    for second in range(200):
+        s.insert_many((second + k / 4, second * 4 + k) for k in range(4))
+        s.advance(second + 1)
+        sizes.append(len(s.slices))
+        if second == 100:
+            copy = build()
+            copy.restore(s.snapshot())
+            s = copy
+    assert max(sizes[50:]) <= lateness + 3
+    late = 200 - lateness  # late (and taken) when lateness > 0
+    s.insert(late, -1)
+    [session] = [r for r in s.advance(math.inf) if r.query == "s"]
+    expected = list(range(800))  # values in time order
+    expected.insert(next((i for i, v in enumerate(expected) if v / 4 > late), 800), -1)
+    assert (session.start, session.end, session.count) == (0, max(199.75, late) + 5, 801)
+    assert session.value == expected

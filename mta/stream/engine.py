@@ -37,8 +37,8 @@ from kvs.urls import connect
 from mta.monoid import Monoid
 from mta.stream.counted import CountSlices
 from mta.stream.final import FinalAggregation, final_aggregation
-from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SlidingRunner,
-                                _EveryRunner, runner_class)
+from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
+                                SlidingRunner, _EveryRunner, runner_class)
 from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
@@ -393,7 +393,10 @@ class Stream:
         horizon = self.horizon
         if self._time:
             need = min([s.start(s.first_ending_after(horizon)) if horizon < _INF else _INF for s in self._cf]
-                       + [r.needed_from(horizon) for r in self._aware])
+                       + [r.needed_from(horizon) for r in self._aware if not isinstance(r, SessionRunner)],
+                       default=_INF)
+            # sessions fold what only they still need into a prefix of their oldest session
+            need = min([need] + [r.needed_from(horizon, need) for r in self._aware if isinstance(r, SessionRunner)])
             if self.slices.drop_before(need):
                 self.final.dropped()
             self.slices.release_tuples(horizon)

@@ -55,11 +55,18 @@ class Runner:
         self.stream = stream
 
     def _result(self, out: list, start: Any, end: Any, i: int, j: int, final: bool, again: bool,
-                replaces: tuple = ()) -> None:
-        """Report the time window [start, end) made of slices i:j."""
+                replaces: tuple = (), prefix: tuple | None = None) -> None:
+        """Report the time window [start, end) made of ``prefix`` (an aggregate and its count,
+        of slices gone from the store) and slices i:j."""
         stream = self.stream
-        value = stream.final.aggregate(self.name, i, j, again)
-        count = sum(stream.slices.counts[i:j])
+        if prefix is None:
+            value = stream.final.aggregate(self.name, i, j, again)
+            count = sum(stream.slices.counts[i:j])
+        else:
+            value, count = prefix
+            if i < j:
+                value = stream.monoid.combine(value, stream.final.aggregate(self.name, i, j, again))
+                count += sum(stream.slices.counts[i:j])
         out.append(((end, self.order, start),
                     Result(self.name, start, end, stream.monoid.lower(value), count, final, replaces)))
 
@@ -153,6 +160,9 @@ class SessionRunner(Runner):
         self.lasts: list = []
         self.shown: list[list] = []
         self.dirty: list[bool] = []
+        # (aggregate, count, up to) of the oldest session's slices before ``up to``, which the
+        # store dropped: an open session does not hold every slice since its start
+        self.prefix: tuple | None = None
 
     def idle(self) -> bool:
         return not self.firsts
@@ -209,13 +219,16 @@ class SessionRunner(Runner):
             bounds = (first, end)
             replaces = tuple(b for b in shown if b != bounds)
             final = not shown and end > prev
-            i, j = slices.span(first, end)
-            self._result(closes if final else updates, first, end, i, j, final, not final, replaces)
+            prefix = self.prefix[:2] if n == 0 and self.prefix is not None else None
+            i, j = slices.span(first if prefix is None else self.prefix[2], end)
+            self._result(closes if final else updates, first, end, i, j, final, not final, replaces, prefix)
             self.shown[n] = [bounds]
             self.dirty[n] = False
 
-    def needed_from(self, horizon: Any) -> Any:
-        """Forget the sessions that no late tuple can reach (ended at or before ``horizon``)."""
+    def needed_from(self, horizon: Any, limit: Any = -_INF) -> Any:
+        """Forget the sessions that no late tuple can reach (ended at or before ``horizon``),
+        fold the oldest session's slices that end by ``limit`` (no other query needs them,
+        and no late tuple reaches them) into its prefix, and say where its slices begin."""
         gap, lasts = self.gap, self.lasts
         k = 0
         while k < len(lasts) and lasts[k] + gap <= horizon and self.shown[k] and not self.dirty[k]:
@@ -223,15 +236,31 @@ class SessionRunner(Runner):
         if k:
             for column in (self.firsts, lasts, self.shown, self.dirty):
                 del column[:k]
-        return min(self.firsts[0], horizon) if self.firsts else horizon
+            self.prefix = None
+        if not self.firsts:
+            return horizon
+        upto = self.firsts[0] if self.prefix is None else self.prefix[2]
+        limit = min(limit, horizon)
+        if upto < limit:
+            slices = self.stream.slices
+            i, j = slices.span(upto, _INF)
+            j = bisect_right(slices.ends, limit, i)
+            if i < j:
+                agg, count = self.stream.final.aggregate(self.name, i, j, True), sum(slices.counts[i:j])
+                if self.prefix is not None:
+                    agg, count = self.stream.monoid.combine(self.prefix[0], agg), self.prefix[1] + count
+                self.prefix = (agg, count, slices.ends[j - 1])
+                upto = slices.ends[j - 1]
+        return min(upto, horizon)
 
     def state(self) -> Any:
-        return (self.firsts, self.lasts, [[tuple(b) for b in s] for s in self.shown], self.dirty)
+        return (self.firsts, self.lasts, [[tuple(b) for b in s] for s in self.shown], self.dirty, self.prefix)
 
     def load(self, state: Any) -> None:
-        firsts, lasts, shown, dirty = state
+        firsts, lasts, shown, dirty, prefix = state
         self.firsts, self.lasts, self.dirty = list(firsts), list(lasts), list(dirty)
         self.shown = [[tuple(b) for b in s] for s in shown]
+        self.prefix = None if prefix is None else tuple(prefix)
 
 
 class PunctuationRunner(Runner):
