@@ -98,13 +98,15 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
     In order: every tuple's ts is >= the watermark and >= the previous ts. Out of order: tuples
     land up to lateness + 2 below the watermark (some dropped) and up to 6 above it; some
     advances go back (no-ops). Some inserts come in batches (``insert_many``). ``mid_queries``:
-    queries are added and removed between them; ``snapshots``: the engine is snapshot (or saved)
+    queries are added, removed, added again under a removed name, and refused (a name in use, an
+    absent one) between them; ``snapshots``: the engine is snapshot (or saved)
     and restored (or loaded) into a new one; ``keys``: KeyedStream ops.
     """
     allowed = draw(lateness)
     queries = [(f"q{i}", draw(window_spec(k))) for i, k in enumerate(kinds)]
     queries += [(f"x{i}", draw(any_window)) for i in range(draw(st.integers(0, extra_queries)))]
     names = [n for n, _ in queries]
+    removed: list[str] = []
     ops: list[tuple] = []
     watermark = cur = 0  # cur: the in-order clock (newest ts or watermark)
     for i in range(draw(st.integers(1, max_ops))):
@@ -127,12 +129,18 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
             watermark = max(watermark, w)
             ops.append(("advance", w))
         elif mid_queries and (choice == 8 or not snapshots):
-            if names and draw(st.booleans()):
+            what = draw(st.sampled_from(["remove", "add", "add", "readd", "bad"]))
+            if what == "remove" and names:
                 name = draw(st.sampled_from(names))
                 names.remove(name)
+                removed.append(name)
                 ops.append(("remove", name))
+            elif what == "bad":  # refused: a name in use (ValueError), an absent one (KeyError)
+                ops.append(("add", names[0], draw(any_window)) if names else ("remove", "absent"))
             else:
-                name = f"m{i}"
+                name = draw(st.sampled_from(removed)) if what == "readd" and removed else f"m{i}"
+                if name in removed:
+                    removed.remove(name)
                 names.append(name)
                 ops.append(("add", name, draw(any_window)))
         else:
