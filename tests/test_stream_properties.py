@@ -324,6 +324,36 @@ def test_keyed_stream_against_per_key_oracles(data: st.DataObject) -> None:
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS)), keyed=True).run(ops)
 
 
+@st.composite
+def open_sessions(draw: Any) -> tuple[list, list, int]:
+    """Dense data (no gap): one session stays open while the watermark moves on, tuples late
+    by up to the lateness + 1, queries of any type added on the way, snapshots."""
+    allowed = draw(st.integers(0, 6))
+    ops: list[tuple] = []
+    for t in range(draw(st.integers(10, 60))):
+        ops.append(("insert", t, draw(st.integers(0, 99))))
+        if draw(st.integers(0, 4)) == 0:
+            ops.append(("insert", t - draw(st.integers(0, allowed + 1)), draw(st.integers(0, 99))))
+        if draw(st.integers(0, 2)) == 0:
+            ops.append(("advance", t - draw(st.integers(0, 3))))
+        if draw(st.integers(0, 15)) == 0:
+            ops.append(("add", f"m{t}", draw(any_window)))
+        if draw(st.integers(0, 20)) == 0:
+            ops.append(("snapshot", "bytes"))
+    ops.append(("advance", 200))
+    return [("s", Session(draw(st.integers(4, 8))))], ops, allowed
+
+
+@hsettings(max_examples=25)
+@given(data=st.data())
+def test_long_open_session_with_queries_added_later(data: st.DataObject) -> None:
+    """Queries added while a session is open must still see every tuple from their watermark
+    on, and late tuples reach back into the open session."""
+    queries, ops, allowed = data.draw(open_sessions(), label="scenario")
+    monoid = data.draw(st.sampled_from(["sum", "collect"]))
+    Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
+
+
 @hsettings(max_examples=25)
 @given(data=st.data())
 def test_policy_of_the_paper_on_a_record(data: st.DataObject) -> None:
