@@ -190,16 +190,17 @@ class Stream:
     def count_store(self, begin: Any) -> CountSlices:
         return self._counts[begin]
 
-    def punctuation_at_watermark(self, bit: int) -> bool:
-        """Whether a tuple waiting at exactly the watermark is a punctuation of query ``bit``
-        (it closes the window before it, though it is sliced at the next advance)."""
+    def punctuation_at_watermark(self, bit: int) -> int | None:
+        """The arrival number of a tuple waiting at exactly the watermark that is a punctuation
+        of query ``bit`` (it closes the window before it, though it is sliced at the next
+        advance), or None."""
         watermark = self.watermark
         for entry in self._pending:  # sorted by the advance that calls this
             if entry[0] != watermark:
-                return False
+                return None
             if entry[3] & bit:
-                return True
-        return False
+                return entry[1]
+        return None
 
     # -- tuples ------------------------------------------------------------------------
 
@@ -304,7 +305,7 @@ class Stream:
         """A tuple behind the watermark, within the allowed lateness: into its slices now."""
         if self._time:
             for r in self._aware:
-                r.observe_late(ts, mask)
+                r.observe_late(ts, mask, self._arrival)
             self.slices.insert_late(ts, partial)
             for r in self._sliding:
                 if ts >= r.begin:
@@ -371,7 +372,7 @@ class Stream:
                     j = i
                     while j < n and ready[j][0] == ts:
                         for r in aware:
-                            r.observe(ts, ready[j][3])
+                            r.observe(ts, ready[j][3], ready[j][1])
                         j += 1
                     for entry in ready[i:j]:
                         append(ts, entry[2])

@@ -12,7 +12,6 @@ with timestamps >= begin only.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -167,7 +166,7 @@ class SessionRunner(Runner):
     def idle(self) -> bool:
         return not self.firsts
 
-    def observe(self, ts: Any, mask: int) -> None:
+    def observe(self, ts: Any, mask: int, arrival: int) -> None:
         """An in-order tuple."""
         if ts < self.begin:
             return
@@ -184,7 +183,7 @@ class SessionRunner(Runner):
         self.dirty.insert(i, False)
         self.stream.slices.cut(ts)
 
-    def observe_late(self, ts: Any, mask: int) -> None:
+    def observe_late(self, ts: Any, mask: int, arrival: int) -> None:
         if ts < self.begin:
             return
         firsts, lasts, gap = self.firsts, self.lasts, self.gap
@@ -272,73 +271,71 @@ class PunctuationRunner(Runner):
         super().__init__(*args)
         self.bit = bit  # this query's bit in a tuple's punctuation mask
         self.points: list = []
+        self.arrived: dict = {}  # point -> (arrival number, whether it came late)
         self.shown: dict = {}  # start -> end of the windows reported
         self.dirty: set = set()  # starts of reported windows changed since
-        self.born_late: set = set()  # starts of windows a late punctuation made
 
     def idle(self) -> bool:
         return not self.points
 
-    def observe(self, ts: Any, mask: int) -> None:
+    def observe(self, ts: Any, mask: int, arrival: int) -> None:
         if mask & self.bit and ts >= self.begin and (not self.points or ts > self.points[-1]):
             self.points.append(ts)
+            self.arrived[ts] = (arrival, False)
             self.stream.slices.cut(ts)
 
-    def observe_late(self, ts: Any, mask: int) -> None:
+    def observe_late(self, ts: Any, mask: int, arrival: int) -> None:
         if ts < self.begin:
             return
         points = self.points
         i = bisect_right(points, ts) - 1
         if mask & self.bit and (i < 0 or points[i] != ts):
             insort(points, ts)
-            self.born_late.add(ts)
+            self.arrived[ts] = (arrival, True)
             self.stream.slices.cut(ts)
         if i >= 0 and points[i] in self.shown:
             self.dirty.add(points[i])
 
     def close(self, prev: Any, wm: Any, updates: list, closes: list) -> None:
-        slices, points, shown = self.stream.slices, self.points, self.shown
-        for n in range(len(points) - 1):
-            start, end = points[n], points[n + 1]
+        slices, points, shown, arrived = self.stream.slices, self.points, self.shown, self.arrived
+        windows = list(zip(points, points[1:]))
+        waiting = self.stream.punctuation_at_watermark(self.bit)
+        if waiting is not None and points and points[-1] < wm:
+            # a punctuation waiting at exactly the watermark closes the window before it now
+            windows.append((points[-1], wm))
+            arrived = {**arrived, wm: (waiting, False)}
+        for start, end in windows:
             if end > wm:
                 break
             was = shown.get(start)
-            if was is not None and start not in self.dirty and was == end:
+            if was == end and start not in self.dirty:
                 continue
             replaces = ((start, was),) if was is not None and was != end else ()
-            final = was is None and self._on_time(start, end, prev)
+            # A first report is final unless late data made it: it ended by the previous
+            # watermark and the edge that arrived last (completing it) came late.
+            final = was is None and (end > prev or not max(arrived[start], arrived[end])[1])
             i, j = slices.span(start, end)
             self._result(closes if final else updates, start, end, i, j, final, not final, replaces)
             shown[start] = end
         self.dirty.clear()
-        if points and points[-1] < wm and points[-1] not in shown and self.stream.punctuation_at_watermark(self.bit):
-            final = self._on_time(points[-1], wm, prev)
-            i, j = slices.span(points[-1], wm)
-            self._result(closes if final else updates, points[-1], wm, i, j, final, not final)
-            shown[points[-1]] = wm
-
-    def _on_time(self, start: Any, end: Any, prev: Any) -> bool:
-        """A window reported for the first time is final unless late data made it: it ended
-        at or before the previous watermark and a late punctuation is one of its edges (an
-        on-time punctuation at the previous watermark closes the window before it now)."""
-        return end > prev or (start not in self.born_late and end not in self.born_late)
 
     def needed_from(self, horizon: Any) -> Any:
         points = self.points
         k = max(bisect_right(points, horizon) - 1, 0)  # [points[k], points[k + 1]) ends after the horizon
         for p in points[:k]:
             self.shown.pop(p, None)
-            self.born_late.discard(p)
+            self.arrived.pop(p, None)
         del points[:k]
         return min(points[0], horizon) if points else horizon
 
     def state(self) -> Any:
-        return (self.points, list(self.shown.items()), sorted(self.dirty), sorted(self.born_late))
+        return (self.points, [[p, a, late] for p, (a, late) in self.arrived.items()], list(self.shown.items()),
+                sorted(self.dirty))
 
     def load(self, state: Any) -> None:
-        points, shown, dirty, born_late = state
+        points, arrived, shown, dirty = state
         self.points, self.shown, self.dirty = list(points), {s: e for s, e in shown}, set(dirty)
-        self.born_late = set(born_late)
+        self.arrived = {p: (a, late) for p, a, late in arrived}
 
 
 class CountRunner(Runner):
@@ -442,17 +439,17 @@ class _EveryRunner(Runner):
     def _emit(self, out: list, e: Any, final: bool) -> None:
         """Report time e, unless it is as reported before; name the bounds it was reported
         with before if its start moved."""
-        n = len(out)
-        self._report(out, e, final)
-        if len(out) > n:
-            key, result = out[-1]
-            was = self.shown.get(e)
-            if was == (result.start, result.count, result.value):
-                del out[-1]  # a late tuple outside this window
-                return
-            if was is not None and was[0] != result.start:
-                out[-1] = (key, dataclasses.replace(result, replaces=((was[0], e),)))
-            self.shown[e] = (result.start, result.count, result.value)
+        window = self._report(e)
+        if window is None:
+            return
+        was = self.shown.get(e)
+        if was == window:  # a late tuple outside this window
+            return
+        start, count, partial = window
+        replaces = ((was[0], e),) if was is not None and was[0] != start else ()
+        out.append(((e, self.order, start),
+                    Result(self.name, start, e, self.stream.monoid.lower(partial), count, final, replaces)))
+        self.shown[e] = window
 
     def needed_from(self, horizon: Any) -> Any:
         k = bisect_right(self.times, horizon)
@@ -466,23 +463,22 @@ class _EveryRunner(Runner):
 
     def load(self, state: Any) -> None:
         self.times, self.late = list(state[0]), list(state[2])
-        self.shown = {e: (start, count, value) for e, start, count, value in state[1]}
+        self.shown = {e: (start, count, partial) for e, start, count, partial in state[1]}
 
 
 class MultiMeasureRunner(_EveryRunner):
     """``Count(size, every=T)``: the last ``size`` tuples before each report time."""
 
-    def _report(self, out: list, e: Any, final: bool) -> None:
+    def _report(self, e: Any) -> tuple | None:
+        """(start, count, partial) of the window at report time e (None if empty)."""
         stream = self.stream
         buffer = stream.buffer_ts
         stop = bisect_left(buffer, e)
         first = max(stop - self.spec.size, bisect_left(buffer, self.begin))
         if stop <= first:
-            return
+            return None
         partials = stream.buffer_partials
-        value = stream.monoid.fold(partials[first], partials[first + 1:stop])
-        out.append(((e, self.order, buffer[first]),
-                    Result(self.name, buffer[first], e, stream.monoid.lower(value), stop - first, final)))
+        return buffer[first], stop - first, stream.monoid.fold(partials[first], partials[first + 1:stop])
 
     def needed_index(self, horizon: Any) -> int:
         buffer = self.stream.buffer_ts
@@ -515,7 +511,8 @@ class PolicyRunner(_EveryRunner):
             held.extend(zip(ts, ps))
             del held[:len(held) - len(window)]
 
-    def _report(self, out: list, e: Any, final: bool) -> None:
+    def _report(self, e: Any) -> tuple | None:
+        """(start, count, partial) of the window at report time e (None if empty)."""
         buffer = self.stream.buffer_ts
         self.advance_to(min(e, self.stream.horizon))
         if e < self.fed:
@@ -526,9 +523,8 @@ class PolicyRunner(_EveryRunner):
             window, held = copy.deepcopy(window, memo), list(held)
             self._feed(window, held, self.fed, e)
         if not len(window):
-            return
-        out.append(((e, self.order, held[0][0]),
-                    Result(self.name, held[0][0], e, window.query(), len(window), final)))
+            return None
+        return held[0][0], len(window), window.partial()
 
     def idle(self) -> bool:
         return super().idle() and not len(self.window)
