@@ -5,12 +5,12 @@ recomputes each query's closed windows from scratch (no slices, no incremental s
 compares them with what it reported before to derive the results:
 
 - a closed window never reported before is new; it is ``final=True`` unless it supersedes a
-  reported window (``replaces``) or late tuples made it in the past: it was closed at the
-  previous watermark already, and only because of the tuples that came late since the
-  previous advance (a session or punctuation window created in the past, a count window
-  completed by late tuples, an empty time window filled). A window that the previous
-  watermark closes through an on-time tuple since (a punctuation at the watermark) is new,
-  late tuples in it or not: final=True;
+  reported window (``replaces``) or a late tuple made it in the past: it was closed at the
+  previous watermark already, and the arrival that completed it (replaying the arrivals in
+  order, the first after which it is closed at the previous watermark) was late (a session or
+  punctuation window created in the past, a count window completed by a late tuple, an empty
+  time window filled). A window completed by an on-time tuple (a punctuation at the previous
+  watermark) is new, late tuples in it or not: final=True;
 - a reported window whose tuples changed is reported again with ``final=False``;
 - a reported session / punctuation window whose bounds no longer exist (a late tuple extended,
   merged or split it) is *stale*: the new window holding its oldest tuple lists its bounds in
@@ -310,7 +310,7 @@ class StreamOracle:
         self.late: list[tuple[Any, Any]] = []  # what on_late must have been called with
         self.queries: dict[str, _Query] = {}
         self._adds = 0
-        self._late: set[int] = set()  # arrival numbers of the tuples accepted late since the last advance
+        self._late: set[int] = set()  # arrival numbers of the tuples accepted late
 
     def add(self, name: str, spec: Any) -> None:
         if name in self.queries:
@@ -343,14 +343,11 @@ class StreamOracle:
         for name, q in self.queries.items():
             visible = [t for t in ordered if t.ts >= q.since]
             out.extend(self._diff(name, q, visible, previous))
-        self._late.clear()
         return sorted(out, key=sort_key(self.order()))
 
     def _diff(self, name: str, q: _Query, visible: list[Tup], previous: Any) -> list[Expected]:
         spec, monoid = q.spec, self.monoid
         closed_before = {w.ident for w in spec.closed(monoid, visible, previous, q.since)}
-        on_time = [t for t in visible if t.seq not in self._late]
-        closed_without_late = {w.ident for w in spec.closed(monoid, on_time, previous, q.since)}
         stale: list[Win] = []
         if spec.context_aware:  # bounds of every window that exists now, closed or not
             alive = {w.ident for w in spec.closed(monoid, visible, _INF, q.since)}
@@ -364,13 +361,23 @@ class StreamOracle:
             bounds = {(s.start, s.end) for s in replaced}
             if old is not None and (old.start, old.end) != (w.start, w.end):
                 bounds.add((old.start, old.end))  # a multi-measure report whose oldest tuple changed
-            late_made = w.ident in closed_before and w.ident not in closed_without_late
-            final = old is None and not bounds and not late_made
+            final = old is None and not bounds and not (
+                w.ident in closed_before and self._completed_late(spec, w.ident, visible, previous, q.since))
             out.append(Expected(name, w.start, w.end, w.value, w.count, final, tuple(sorted(bounds))))
             for s in replaced:
                 del q.reported[s.ident]
             q.reported[w.ident] = w
         return out
+
+
+    def _completed_late(self, spec: Any, ident: Any, visible: list[Tup], previous: Any, since: Any) -> bool:
+        """Whether the arrival that made window ``ident`` closed at the watermark ``previous``
+        (replaying the arrivals in order) was a late tuple."""
+        for t in sorted(visible, key=lambda t: t.seq):
+            arrived = [u for u in visible if u.seq <= t.seq]
+            if any(w.ident == ident for w in spec.closed(self.monoid, arrived, previous, since)):
+                return t.seq in self._late
+        raise AssertionError("unreachable: the window is closed on every tuple")
 
 
 class KeyedOracle:

@@ -153,8 +153,13 @@ def test_punctuation_first_closed_by_an_on_time_punctuation_or_by_this_advance_i
     o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
     assert o.advance(0) == []
     o.insert(0, 0)   # on time
-    o.insert(-1, 0)  # late: [-1, 0) is in the past, made by a late punctuation: an update
+    o.insert(-1, 0)  # late: [-1, 0) is in the past, completed by a late punctuation: an update
     assert o.advance(40) == [E("p", -1, 0, 0, 1, False)]
+    o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
+    assert o.advance(0) == []
+    o.insert(-1, 0)  # late first: no window yet
+    o.insert(0, 0)   # on time, completes [-1, 0): new
+    assert o.advance(40) == [E("p", -1, 0, 0, 1, True)]
     o = oracle(lateness=5, p=Punctuation(lambda v: v == 0))
     o.insert(0, 0)
     assert o.advance(1) == []
