@@ -234,3 +234,20 @@ def test_snapshot_keeps_what_a_periodic_report_showed():
     restored = stream()
     restored.restore(s.snapshot())
     assert restored.advance(1) == []
+
+
+def test_restore_after_removing_a_punctuation_query_keeps_the_others():
+    """Two punctuation queries, the first removed, then snapshot and restore into a stream with
+    the remaining one (the same queries, as the spec asks): its windows are lost ([] instead of
+    [0, 1)). Without the snapshot, or without the removal, it is reported."""
+    s = Stream(Sum())
+    s.add("a", Punctuation(is_zero))
+    s.add("b", Punctuation(is_zero))
+    s.advance(0)
+    s.insert(0, 0)
+    s.remove("a")
+    s.insert(1, 0)
+    restored = Stream(Sum())
+    restored.add("b", Punctuation(is_zero))
+    restored.restore(s.snapshot())
+    assert rows(restored.advance(40)) == [("b", 0, 1, 0, 1, True, ())]
