@@ -254,7 +254,7 @@ def _by_key(results: list[Expected]) -> dict:
 @pytest.mark.parametrize("monoid", ["sum", "collect"])
 @pytest.mark.parametrize("in_order", [True, False], ids=["in_order", "out_of_order"])
 @pytest.mark.parametrize("kind", KINDS)
-@hsettings(max_examples=25)
+@hsettings(max_examples=50)
 @given(data=st.data())
 def test_window_type_against_oracle(kind: str, in_order: bool, monoid: str, data: st.DataObject) -> None:
     """One query of ``kind`` (and maybe one of any type sharing the stream) against the oracle."""
@@ -264,7 +264,7 @@ def test_window_type_against_oracle(kind: str, in_order: bool, monoid: str, data
 
 
 @pytest.mark.parametrize("monoid", ["sum", "max", "sum_no_inverse", "collect"])
-@hsettings(max_examples=40)
+@hsettings(max_examples=100)
 @given(data=st.data())
 def test_count_windows_out_of_order(monoid: str, data: st.DataObject) -> None:
     """Count windows shift under late tuples: invertible (Sum), selection (Max), neither
@@ -275,7 +275,7 @@ def test_count_windows_out_of_order(monoid: str, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("final", FINALS)
-@hsettings(max_examples=30)
+@hsettings(max_examples=80)
 @given(data=st.data())
 def test_every_type_on_one_stream(final: str, data: st.DataObject) -> None:
     """All window types on one stream, out of order, per final= store."""
@@ -284,7 +284,7 @@ def test_every_type_on_one_stream(final: str, data: st.DataObject) -> None:
     Run(MONOIDS[monoid](), queries, allowed, final).run(ops)
 
 
-@hsettings(max_examples=40)
+@hsettings(max_examples=100)
 @given(data=st.data())
 def test_context_aware_windows_under_late_tuples(data: st.DataObject) -> None:
     """Sessions and punctuations under tuples late by up to 14: sessions extended, merged,
@@ -295,7 +295,7 @@ def test_context_aware_windows_under_late_tuples(data: st.DataObject) -> None:
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
-@hsettings(max_examples=40)
+@hsettings(max_examples=100)
 @given(data=st.data())
 def test_queries_added_and_removed_mid_stream(data: st.DataObject) -> None:
     queries, ops, allowed = data.draw(scenarios(("sliding", "session"), max_ops=40, mid_queries=True),
@@ -304,7 +304,7 @@ def test_queries_added_and_removed_mid_stream(data: st.DataObject) -> None:
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
-@hsettings(max_examples=40)
+@hsettings(max_examples=100)
 @given(data=st.data())
 def test_snapshot_restore_mid_stream(data: st.DataObject) -> None:
     """The run goes on in a new Stream restored from a snapshot or loaded from a kvs (sqlite)
@@ -315,7 +315,7 @@ def test_snapshot_restore_mid_stream(data: st.DataObject) -> None:
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
-@hsettings(max_examples=30)
+@hsettings(max_examples=60)
 @given(data=st.data())
 def test_keyed_stream_against_per_key_oracles(data: st.DataObject) -> None:
     queries, ops, allowed = data.draw(scenarios(("tumbling", "session", "count"), max_ops=40, mid_queries=True,
@@ -344,7 +344,7 @@ def open_sessions(draw: Any) -> tuple[list, list, int]:
     return [("s", Session(draw(st.integers(4, 8))))], ops, allowed
 
 
-@hsettings(max_examples=25)
+@hsettings(max_examples=40)
 @given(data=st.data())
 def test_long_open_session_with_queries_added_later(data: st.DataObject) -> None:
     """Queries added while a session is open must still see every tuple from their watermark
@@ -354,7 +354,7 @@ def test_long_open_session_with_queries_added_later(data: st.DataObject) -> None
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
-@hsettings(max_examples=25)
+@hsettings(max_examples=50)
 @given(data=st.data())
 def test_policy_of_the_paper_on_a_record(data: st.DataObject) -> None:
     """Policy(wsp) with a user policy reading a Record's fields, next to a session and a count."""
@@ -366,7 +366,7 @@ def test_policy_of_the_paper_on_a_record(data: st.DataObject) -> None:
     Run(monoid, queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
-@hsettings(max_examples=25)
+@hsettings(max_examples=50)
 @given(data=st.data())
 def test_ordered_stream_in_order(data: st.DataObject) -> None:
     """ordered=True with in-order data gives the same results."""
@@ -374,7 +374,7 @@ def test_ordered_stream_in_order(data: st.DataObject) -> None:
     Run(Sum(), queries, allowed, data.draw(st.sampled_from(FINALS)), ordered=True).run(ops)
 
 
-@hsettings(max_examples=30)
+@hsettings(max_examples=80)
 @given(data=st.data())
 def test_float_timestamps(data: st.DataObject) -> None:
     """Dyadic float timestamps (exact bounds) and float values (sums within a tolerance)."""
@@ -405,7 +405,7 @@ def test_lateness_boundary_is_inclusive(allowed: int) -> None:
     assert run.late == [(19 - allowed, 4)]
 
 
-@hsettings(max_examples=60)
+@hsettings(max_examples=80)
 @given(allowed=st.integers(0, 6), watermark=st.integers(-5, 20), offsets=st.lists(st.integers(-8, 3), max_size=8))
 def test_lateness_boundaries(allowed: int, watermark: int, offsets: list[int]) -> None:
     """Tuples around watermark - allowed_lateness: accepted from it on, dropped (counted, on_late) below."""
