@@ -27,6 +27,7 @@ arrive before the watermark (they are sorted, not shifted).
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
 from typing import Any, Callable, Iterable
@@ -43,7 +44,7 @@ from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
 _INF = math.inf
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2
 
 
 def _ts(entry: tuple) -> Any:
@@ -63,8 +64,8 @@ class Stream:
     ``allowed_lateness``: how far behind the watermark a tuple is still taken (it then
     updates the windows it belongs to); older tuples are dropped, counted in
     :attr:`dropped` and passed to ``on_late(ts, value)``. ``final``: the final
-    aggregation over slices: ``"auto"`` (fold windows of few slices, eager for the
-    others), ``"eager"`` (an Amortized MTA per query when nothing can be late, a FiBA
+    aggregation over slices: ``"auto"`` (fold windows of few slices, a FiBA tree
+    over the slices for the others), ``"eager"`` (an Amortized MTA per query when nothing can be late, a FiBA
     tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends), or
     ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
     tuples in timestamp order (an older one is refused).
@@ -102,6 +103,8 @@ class Stream:
         self._counts: dict[Any, CountSlices] = {}
         self.buffer_ts: list = []
         self.buffer_partials: list = []
+        #: starts of the slices late tuples went into since the last advance (for the updates)
+        self.late_slices: set = set()
         self._configure()
 
     # -- queries ---------------------------------------------------------------------
@@ -162,6 +165,16 @@ class Stream:
         self._sliding = [r for r in runners if isinstance(r, SlidingRunner)]
         # distinct context-free specs: their edges cut the slices (queries often repeat a window)
         self._cf = list({(r.spec.size, r.spec.slide, r.spec.offset): r.spec for r in self._sliding}.values())
+        self._edge_heap: list | None = None  # rebuilt at the next edge asked for
+        self._edge_at: Any = -_INF
+        self._edge_floor: Any = -_INF
+        # Queries asking for the same windows from the same start are computed once, by the
+        # first of them, and their results copied to the others (fusing equal queries).
+        groups: dict = {}
+        for r in runners:
+            key = (r.spec.size, r.spec.slide, r.spec.offset, r.begin) if isinstance(r, SlidingRunner) else id(r)
+            groups.setdefault(key, []).append(r)
+        self._groups = list(groups.values())
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
         self._every = [r for r in runners if isinstance(r, _EveryRunner)]
@@ -172,11 +185,29 @@ class Stream:
             self.buffer_ts, self.buffer_partials = [], []
 
     def _edges(self, t: Any) -> tuple[Any, Any]:
-        """The largest and smallest context-free window edges around t."""
+        """The largest context-free window edge <= t and the smallest > t.
+
+        The Stream Slicer caches the next edge (paper section 5.3): for times in order, a
+        heap of each spec's next edge is moved on past t, touching only the specs with an
+        edge in between; an earlier time asks every spec."""
         cf = self._cf
         if not cf:
             return -_INF, _INF
-        return max(s.floor_edge(t) for s in cf), min(s.next_edge(t) for s in cf)
+        heap = self._edge_heap
+        if heap is None or t < self._edge_at:
+            floor = max(s.floor_edge(t) for s in cf)
+            if heap is None:
+                self._edge_heap = heap = [(s.next_edge(t), n) for n, s in enumerate(cf)]
+                heapq.heapify(heap)
+                self._edge_at, self._edge_floor = t, floor
+            return floor, (min(s.next_edge(t) for s in cf) if t < self._edge_at else heap[0][0])
+        floor = self._edge_floor
+        while heap[0][0] <= t:  # the specs with an edge in (last t, t]
+            n = heap[0][1]
+            floor = max(floor, cf[n].floor_edge(t))
+            heapq.heapreplace(heap, (cf[n].next_edge(t), n))
+        self._edge_at, self._edge_floor = t, floor
+        return floor, heap[0][0]
 
     def _count_edge(self, begin: Any, p: int) -> int:
         """The next count-window edge after position p, for the count windows starting at begin."""
@@ -306,10 +337,9 @@ class Stream:
         if self._time:
             for r in self._aware:
                 r.observe_late(ts, mask, self._arrival)
-            self.slices.insert_late(ts, partial)
-            for r in self._sliding:
-                if ts >= r.begin:
-                    r.on_late(ts)
+            start = self.slices.insert_late(ts, partial)
+            if self._sliding:
+                self.late_slices.add(start)
         for begin, store in self._counts.items():
             if ts >= begin:
                 position = store.insert_late((ts, self._arrival), partial)
@@ -339,8 +369,15 @@ class Stream:
         self._release(self.watermark)
         updates: list = []
         closes: list = []
-        for r in self._runners.values():
-            r.close(prev, self.watermark, updates, closes)
+        for leader, *others in self._groups:
+            u, c = len(updates), len(closes)
+            leader.close(prev, self.watermark, updates, closes)
+            if others:  # the same windows under other names
+                made = (updates[u:], closes[c:])
+                for r in others:
+                    for out, results in zip((updates, closes), made):
+                        out.extend([((key[0], r.order, key[2]), _renamed(result, r.name)) for key, result in results])
+        self.late_slices.clear()
         if watermark > prev:
             self._retain()
         updates.sort(key=_ts)
@@ -422,7 +459,7 @@ class Stream:
     def idle(self) -> bool:
         """True when nothing is held: no tuple, slice or window context (a keyed stream then
         drops the key's state)."""
-        return (not self._pending and not len(self.slices) and not self.buffer_ts
+        return (not self._pending and not len(self.slices) and not self.buffer_ts and not self.late_slices
                 and not any(store.n for store in self._counts.values())
                 and all(r.idle() for r in self._runners.values()))
 
@@ -435,7 +472,7 @@ class Stream:
         """The whole state as bytes (partials through ``kvs.codec``: user types need a codec)."""
         return codec.pack([
             _SNAPSHOT_VERSION, self._fingerprint(), self.watermark, self.horizon, self.dropped, self._arrival,
-            self._newest, self._order, self._pending, self.slices.state(),
+            self._newest, self._order, self._pending, self.slices.state(), sorted(self.late_slices),
             [[begin, store.state()] for begin, store in self._counts.items()],
             [self.buffer_ts, self.buffer_partials],
             [[name, r.begin, r.order, r.state()] for name, r in self._runners.items()],
@@ -451,7 +488,7 @@ class Stream:
         if fingerprint != self._fingerprint():
             raise ValueError(f"the snapshot is of a stream {fingerprint!r}; this one is {self._fingerprint()!r}")
         (_, _, self.watermark, self.horizon, self.dropped, self._arrival, self._newest, self._order, pending,
-         slices, counts, buffer, runners) = state
+         slices, late_slices, counts, buffer, runners) = state
         order_next = self._order
         old = self._runners
         self._runners, self._counts = {}, {}
@@ -460,6 +497,7 @@ class Stream:
         self._order = order_next
         self._pending = [tuple(e) for e in pending]
         self.slices.load(slices)
+        self.late_slices = set(late_slices)
         self.final = final_aggregation(self._final_name, self.slices, self.allowed_lateness == 0)
         self.slices.on_change = self.final.changed
         self.buffer_ts, self.buffer_partials = list(buffer[0]), list(buffer[1])
@@ -507,6 +545,13 @@ class Stream:
     def __repr__(self) -> str:
         return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "
                 f"queries={list(self._runners)!r}, watermark={self.watermark!r})")
+
+
+def _renamed(result: Result, query: str) -> Result:
+    value = result.value
+    if type(value) is list or type(value) is dict:  # each result its own container
+        value = value.copy()
+    return Result(query, result.start, result.end, value, result.count, result.final, result.replaces)
 
 
 def _listify(value: Any) -> Any:

@@ -11,7 +11,8 @@ reported.
 - ``lazy``: fold the slices when the window ends (the paper's lazy slicing).
 - ``fiba``: a FiBA tree over the slices, keyed by slice start; a window is one range
   query, O(log n) for n slices, and a changed slice one delete and insert (eager slicing).
-- ``auto`` (the default): fold windows of up to 16 slices, ``eager`` for longer ones.
+- ``auto`` (the default): fold windows of up to 16 slices, ``fiba`` for longer ones (one
+  tree for every query: an AMTA per query pays each slice once per query).
 - ``amta``: one Amortized MTA per query, fed the slices in order and evicting those
   that left the window: O(1) amortized combines per slice and query, for streams in
   order; a changed slice inside it, or a window that is not the next one, rebuilds it.
@@ -184,10 +185,11 @@ FINALS: dict[str, type[FinalAggregation]] = {cls.name: cls for cls in (LazyFinal
 def final_aggregation(name: str, slices: TimeSlices, in_order: bool) -> FinalAggregation:
     """The final aggregation called ``name``: ``lazy``, ``amta``, ``fiba``, ``eager`` (AMTA
     for streams in order, FiBA when slices can change out of order) or ``auto`` (fold short
-    windows, eager for the others)."""
-    if name in ("eager", "auto"):
-        eager = AMTAFinal if in_order else FiBAFinal
-        return eager(slices) if name == "eager" else AutoFinal(slices, eager)
+    windows, FiBA for the others)."""
+    if name == "auto":  # one tree shared by every query: its cost per slice does not grow with them
+        return AutoFinal(slices, FiBAFinal)
+    if name == "eager":
+        return AMTAFinal(slices) if in_order else FiBAFinal(slices)
     if name not in FINALS:
         raise ValueError(f"final must be 'auto', 'eager', 'lazy', 'amta' or 'fiba', got {name!r}")
     return FINALS[name](slices)

@@ -85,14 +85,7 @@ class SlidingRunner(Runner):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.late: list = []  # timestamps of late tuples since the last advance
         self.next_end: Any = -_INF  # no window ending before it is left to report
-
-    def on_late(self, ts: Any) -> None:
-        self.late.append(ts)
-
-    def idle(self) -> bool:
-        return not self.late
 
     def _first(self, t: Any) -> int:
         """The first window with end > t that starts at or after begin."""
@@ -104,21 +97,26 @@ class SlidingRunner(Runner):
         return k
 
     def close(self, prev: Any, wm: Any, updates: list, closes: list) -> None:
-        if self.next_end > wm and not self.late:  # nothing ends before the watermark
+        late = self.stream.late_slices
+        if self.next_end > wm and not late:  # nothing ends before the watermark
             return
         spec, slices = self.spec, self.stream.slices
         size, starts, counts = spec.size, slices.starts, slices.counts
         seen = set()
-        for ts in self.late:  # windows holding a late tuple that closed before this advance
-            k = spec.first_ending_after(ts)
-            while spec.start(k) <= ts and spec.start(k) + size <= prev:
+        # The windows holding a slice late tuples went into, that closed before this advance
+        # (no slice holds an edge of this query, nor its begin: the slice's start stands for
+        # every tuple in it).
+        for t in sorted(late):
+            if t < self.begin:
+                continue
+            k = spec.first_ending_after(t)
+            while spec.start(k) <= t and spec.start(k) + size <= prev:
                 if k not in seen and spec.start(k) >= self.begin:
                     seen.add(k)
                     s = spec.start(k)
                     i, j = slices.span(s, s + size)
                     self._result(updates, s, s + size, i, j, False, True)
                 k += 1
-        self.late.clear()
         if not starts or prev == _INF:
             return
         k = self._first(max(prev, starts[0]))
@@ -137,12 +135,6 @@ class SlidingRunner(Runner):
             if sum(counts[i:j]):
                 self._result(closes, s, e, i, j, True, False)
             k += 1
-
-    def state(self) -> Any:
-        return self.late
-
-    def load(self, state: Any) -> None:
-        self.late = list(state)
 
 
 class SessionRunner(Runner):

@@ -130,8 +130,9 @@ class TimeSlices:
 
     # -- out of order (late tuples) ------------------------------------------------------
 
-    def insert_late(self, ts: Any, partial: Any) -> None:
-        """Add a tuple older than the newest one, after every tuple of equal timestamp."""
+    def insert_late(self, ts: Any, partial: Any) -> Any:
+        """Add a tuple older than the newest one, after every tuple of equal timestamp;
+        return the start of its slice."""
         i = bisect_right(self.starts, ts) - 1
         if i < 0 or ts >= self.ends[i]:  # in a gap between slices: a new slice at its edges
             floor, nxt = self.edges(ts)
@@ -159,6 +160,7 @@ class TimeSlices:
                 tuples.insert(bisect_right(tuples, ts, key=_ts), (ts, partial))
                 self._set(i, tuples)
         self.on_change(self.starts[i])
+        return self.starts[i]
 
     # -- reading and dropping ---------------------------------------------------------------
 
