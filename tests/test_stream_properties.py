@@ -32,7 +32,7 @@ from mta import Collect, KeyedStream, Last, Max, MaxSize, Monoid, Record, Stream
 from stream_oracle import (Count, CountEvery, Expected, KeyedOracle, PolicyEvery, Punctuation, Session, Sliding,
                            StreamOracle, Tumbling, result_tuple)
 
-FINALS = ("lazy", "eager", "amta")
+FINALS = ("auto", "lazy", "eager", "amta", "fiba")
 KINDS = ("tumbling", "sliding", "session", "count", "count_every", "punctuation", "policy")
 
 
@@ -275,7 +275,7 @@ def test_count_windows_out_of_order(monoid: str, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("final", FINALS)
-@hsettings(max_examples=80)
+@hsettings(max_examples=60)
 @given(data=st.data())
 def test_every_type_on_one_stream(final: str, data: st.DataObject) -> None:
     """All window types on one stream, out of order, per final= store."""
@@ -342,6 +342,22 @@ def open_sessions(draw: Any) -> tuple[list, list, int]:
             ops.append(("snapshot", "bytes"))
     ops.append(("advance", 200))
     return [("s", Session(draw(st.integers(4, 8))))], ops, allowed
+
+
+@hsettings(max_examples=60)
+@given(data=st.data())
+def test_equal_queries_under_several_names(data: st.DataObject) -> None:
+    """The same window under two names (the engine may compute it once): both report, also
+    after one is removed and added again, and through snapshots."""
+    kind = data.draw(st.sampled_from(["tumbling", "sliding", "session", "count"]), label="kind")
+    window = data.draw(window_spec(kind), label="window")
+    queries, ops, allowed = data.draw(scenarios((kind,), max_ops=30, snapshots=True), label="scenario")
+    removal = data.draw(st.integers(0, len(ops) - 1), label="removal")
+    back = data.draw(st.integers(removal, len(ops) - 1), label="back")
+    ops = ops[:removal] + [("remove", "a")] + ops[removal:back] + [("add", "a", window)] + ops[back:]
+    monoid = data.draw(st.sampled_from(["sum", "collect"]))
+    Run(MONOIDS[monoid](), [("a", window), ("b", window)] + queries, allowed,
+        data.draw(st.sampled_from(FINALS))).run(ops)
 
 
 @hsettings(max_examples=40)
