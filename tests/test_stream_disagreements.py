@@ -251,3 +251,17 @@ def test_restore_after_removing_a_punctuation_query_keeps_the_others():
     restored.add("b", Punctuation(is_zero))
     restored.restore(s.snapshot())
     assert rows(restored.advance(40)) == [("b", 0, 1, 0, 1, True, ())]
+
+
+def test_late_tuple_after_removing_a_query_reaches_the_session():
+    """After removing a tumbling query, a late tuple that extends an emitted session changes its
+    bounds but not its value or count (1 and 1 instead of 101 and 2). Without the removal the
+    session is right."""
+    s = Stream(Sum(), allowed_lateness=7)
+    s.add("t", Tumbling(1))
+    s.add("s", Session(5))
+    s.insert(-8, 1)
+    assert rows(s.advance(0)) == [("t", -8, -7, 1, 1, True, ()), ("s", -8, -3, 1, 1, True, ())]
+    s.remove("t")
+    s.insert(-4, 100)
+    assert rows(s.advance(40)) == [("s", -8, 1, 101, 2, False, ((-8, -3),))]

@@ -144,7 +144,7 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
                 names.append(name)
                 ops.append(("add", name, draw(any_window)))
         else:
-            ops.append(("snapshot", "bytes" if keys else draw(st.sampled_from(["bytes", "kvs"]))))
+            ops.append(("snapshot", draw(st.sampled_from(["bytes", "keys"] if keys else ["bytes", "kvs"]))))
     ops.append(("advance", max(watermark, cur) + 40))  # closes every time window still open
     return queries, ops, allowed
 
@@ -216,6 +216,9 @@ class Run:
             if name in self.specs:
                 self.oracle.remove(name)
                 del self.specs[name]
+        elif kind == "snapshot" and args == ("keys",):  # KeyedStream: every key's state put back
+            for key in self.engine.keys():
+                self.engine.restore_key(key, self.engine.snapshot_key(key))
         elif kind == "snapshot":  # bytes: snapshot/restore; kvs: save, close, load
             (via,) = args
             restored = self._new_engine()
