@@ -19,7 +19,7 @@ compares them with what it reported before to derive the results:
 "Changed" compares the identities of the tuples a window holds (their arrival numbers), not
 the values: a late tuple that shifts a count window reports it again even if its sum is the
 same, as the spec says. The periodic reports (``Count(size, every=)``, ``Policy``) are one per
-time E: one is reported again when what it shows (start, value, count) changed.
+time E: one is reported again when its start, count or partial changed.
 
 Window specs are the oracle's own small classes (``Sliding``, ``Tumbling``, ``Session``,
 ``Count``, ``CountEvery``, ``Punctuation``, ``PolicyEvery``) so that the oracle never reads
@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import reduce
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
+from conftest import fold
 from mta import Window
 from mta.monoid import Monoid
 
@@ -56,7 +56,7 @@ class Tup(NamedTuple):
 
 class Win(NamedTuple):
     """One window computed from scratch: its identity, bounds, tuples (arrival numbers, in
-    (ts, arrival) order), lowered value and count."""
+    (ts, arrival) order), lowered value, count and partial (the monoid's, before lower)."""
 
     ident: Any
     start: Any
@@ -64,6 +64,7 @@ class Win(NamedTuple):
     ids: tuple[int, ...]
     value: Any
     count: int
+    partial: Any
 
 
 class Expected(NamedTuple):
@@ -91,14 +92,9 @@ def sort_key(order: dict[str, int]) -> Callable[[Expected], tuple]:
     return lambda r: (r.final, r.end, order[r.query], r.start)
 
 
-def aggregate(monoid: Monoid, values: Iterable[Any]) -> Any:
-    """``lower`` of the in-order fold of the lifted values (the definition of a window's value)."""
-    return monoid.lower(reduce(monoid.combine, [monoid.lift(v) for v in values], monoid.identity))
-
-
 def _win(monoid: Monoid, ident: Any, start: Any, end: Any, members: Sequence[Tup]) -> Win:
-    return Win(ident, start, end, tuple(t.seq for t in members), aggregate(monoid, [t.value for t in members]),
-               len(members))
+    partial = fold(monoid, [monoid.lift(t.value) for t in members])  # in (ts, arrival) order
+    return Win(ident, start, end, tuple(t.seq for t in members), monoid.lower(partial), len(members), partial)
 
 
 # --------------------------------------------------------------------------- window specs
@@ -215,7 +211,7 @@ class CountEvery:
     size: int
     every: Any
     context_aware = False
-    periodic = True  # one report per E: "changed" is what the report shows (start, value, count)
+    periodic = True  # one report per E: "changed" is its start, count or partial
 
     def engine(self) -> Any:
         from mta.windows import Count as EngineCount
@@ -276,7 +272,7 @@ class PolicyEvery:
             n = len(window)
             if n:
                 held = fed[-n:]  # a policy evicts a prefix: the window holds the n newest
-                out.append(Win(end, held[0].ts, end, tuple(t.seq for t in held), window.query(), n))
+                out.append(Win(end, held[0].ts, end, tuple(t.seq for t in held), window.query(), n, window.partial()))
         return out
 
 
@@ -284,9 +280,10 @@ class PolicyEvery:
 
 
 def _shown(w: Win) -> tuple:
-    """What a report shows besides its end: a periodic report whose tuples changed for others
-    with the same start, value and count is not reported again."""
-    return (w.start, w.value, w.count)
+    """What a periodic report stands for besides its end: one whose tuples changed for others
+    with the same start, count and partial is not reported again (the partial, not the lowered
+    value: a median of other tuples is another report even when its value is the same)."""
+    return (w.start, w.count, w.partial)
 
 
 

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from conftest import hsettings
 from kvs import connect
-from mta import Collect, KeyedStream, Last, Max, MaxSize, Monoid, Record, Stream, Sum, TimeRange
+from mta import (Collect, KeyedStream, Last, Max, MaxSize, Median, Monoid, Quantile, Record, Stream, Sum,
+                 TimeRange)
 from stream_oracle import (Count, CountEvery, Expected, KeyedOracle, PolicyEvery, Punctuation, Session, Sliding,
                            StreamOracle, Tumbling, result_tuple)
 
@@ -59,7 +60,8 @@ def keep_two(total: Any, old: Any) -> bool:
     return total[0] - old[0] >= 2
 
 
-MONOIDS = {"sum": Sum, "collect": Collect, "max": Max, "sum_no_inverse": SumNoInverse}
+MONOIDS = {"sum": Sum, "collect": Collect, "max": Max, "sum_no_inverse": SumNoInverse, "median": Median,
+           "quantile": lambda: Quantile(0.9)}
 
 
 # --------------------------------------------------------------------------- strategies
@@ -281,9 +283,10 @@ def test_count_windows_out_of_order(monoid: str, data: st.DataObject) -> None:
 @hsettings(max_examples=60)
 @given(data=st.data())
 def test_every_type_on_one_stream(final: str, data: st.DataObject) -> None:
-    """All window types on one stream, out of order, per final= store."""
+    """All window types on one stream, out of order, per final= store; the holistic monoids
+    (exact Median and 0.9-Quantile: sorted run-length-encoded partials) too."""
     queries, ops, allowed = data.draw(scenarios(KINDS, max_ops=40), label="scenario")
-    monoid = data.draw(st.sampled_from(["sum", "collect"]))
+    monoid = data.draw(st.sampled_from(["sum", "collect", "median", "quantile"]))
     Run(MONOIDS[monoid](), queries, allowed, final).run(ops)
 
 
