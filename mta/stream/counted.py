@@ -12,6 +12,7 @@ selected one, and recomputes the slice from its tuples otherwise (section 6.3.2)
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import Any, Callable
 
 
@@ -152,8 +153,7 @@ class CountSlices:
         self.tuples = [None if t is None else [(tuple(k), p) for k, p in t] for t in tuples]
 
 
-def _key(entry: tuple) -> tuple:
-    return entry[0]
+_key = itemgetter(0)
 
 
 def _ts(entry: tuple) -> Any:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from kvs import codec
@@ -47,8 +48,7 @@ _INF = math.inf
 _SNAPSHOT_VERSION = 2
 
 
-def _ts(entry: tuple) -> Any:
-    return entry[0]
+_ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
 
 
 def _check_time(ts: Any, what: str = "timestamp") -> None:
@@ -372,11 +372,13 @@ class Stream:
         for leader, *others in self._groups:
             u, c = len(updates), len(closes)
             leader.close(prev, self.watermark, updates, closes)
-            if others:  # the same windows under other names
+            if others and (len(updates) > u or len(closes) > c):  # the same windows under other names
                 made = (updates[u:], closes[c:])
                 for r in others:
                     for out, results in zip((updates, closes), made):
-                        out.extend([((key[0], r.order, key[2]), _renamed(result, r.name)) for key, result in results])
+                        if results:
+                            out.extend([((key[0], r.order, key[2]), _renamed(result, r.name))
+                                        for key, result in results])
         self.late_slices.clear()
         if watermark > prev:
             self._retain()

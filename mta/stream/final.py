@@ -68,7 +68,7 @@ class FiBAFinal(FinalAggregation):
 
     def __init__(self, slices: TimeSlices) -> None:
         super().__init__(slices)
-        self.tree = FiBA(self.monoid)
+        self.tree = FiBA(self.monoid, min_arity=4)  # fewer combines per range query than 16
         self.newest: Any = None  # the largest start in the tree
         self.stale: set = set()
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 _INF = float("inf")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one is made per window and query, and frozen ones are made slower
 class Result:
     """One window's result. ``final=False``: an update of a window reported before (after
     late tuples) or a window that late tuples created behind the watermark; ``replaces``

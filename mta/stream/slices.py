@@ -17,6 +17,7 @@ tuples of slices the watermark has left behind the allowed lateness.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import Any, Callable
 
 _INF = float("inf")
@@ -194,5 +195,4 @@ class TimeSlices:
         self.tuples = [None if t is None else [tuple(x) for x in t] for t in tuples]
 
 
-def _ts(entry: tuple) -> Any:
-    return entry[0]
+_ts = itemgetter(0)
