@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from mta import Collect, MaxSize, Max, Mean, Record, Stream, Sum
+from mta import Collect, MaxSize, Max, Mean, MonoidError, Record, Stream, Sum
 from mta.windows import Count, Policy, Punctuation, Session, Sliding, Tumbling
 
 
@@ -169,3 +169,17 @@ def test_insert_many_counts_the_accepted():
     assert s.insert_many([(8, 1), (7, 1), (12, 1), (3, 1)]) == 2
     assert s.dropped == 2
     assert rows(s.advance(20)) == [("t", 0, 10, 2, 2, False, ()), ("t", 10, 20, 1, 1, True, ())]
+
+
+def test_a_value_the_monoid_refuses_changes_nothing():
+    s = Stream(Sum(), allowed_lateness=5)
+    s.add("t", Tumbling(10))
+    s.add("c", Count(2))
+    s.insert(1, 1)
+    with pytest.raises(MonoidError):
+        s.insert(2, "x")
+    with pytest.raises(MonoidError):
+        s.insert_many([(3, 2), (4, "x")])  # all or nothing
+    assert s.dropped == 0
+    assert s.insert(5, 4)
+    assert rows(s.advance(10)) == [("c", 0, 2, 5, 2, True, ()), ("t", 0, 10, 5, 2, True, ())]
