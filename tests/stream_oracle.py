@@ -196,17 +196,16 @@ class Count:
 
 
 def _ends(tuples: Sequence[Tup], every: Any, watermark: Any) -> list[Any]:
-    """The times E = k*every with oldest ts < E <= watermark (the others hold no tuple)."""
-    if not tuples or watermark == _NEG_INF:
-        return []
-    first = math.floor(tuples[0].ts / every)
-    return [k * every for k in range(first, math.floor(watermark / every) + 1)
-            if tuples[0].ts < k * every <= watermark]
+    """The report times E = k*every <= watermark with a tuple in [E - every, E) (the spec's
+    clarification: a period without tuples leaves the window as it was, and is not reported)."""
+    ends = {(math.floor(t.ts / every) + 1) * every for t in tuples}  # the first multiple above each ts
+    return sorted(end for end in ends if end <= watermark)
 
 
 @dataclass(frozen=True)
 class CountEvery:
-    """Multi-measure: at each E = k*every the watermark reached, the last ``size`` tuples with ts < E."""
+    """Multi-measure: at each E = k*every the watermark reached after a period with tuples, the
+    last ``size`` tuples with ts < E."""
 
     size: int
     every: Any
@@ -250,8 +249,8 @@ class Punctuation:
 
 @dataclass(frozen=True)
 class PolicyEvery:
-    """At each E = k*every the watermark reached: a fresh ``mta.Window(monoid, wsp)`` fed with
-    the tuples with ts < E, in (ts, arrival) order."""
+    """At each E = k*every the watermark reached after a period with tuples: a fresh
+    ``mta.Window(monoid, wsp)`` fed with the tuples with ts < E, in (ts, arrival) order."""
 
     wsp: Callable[[Any, Any], bool]
     every: Any

@@ -168,6 +168,18 @@ def test_punctuation_first_closed_by_an_on_time_punctuation_or_by_this_advance_i
     assert o.advance(41) == [E("p", 0, 1, 2, 2, True)]
 
 
+def test_periodic_reports_only_after_periods_with_tuples():
+    o = oracle(lateness=30, m=CountEvery(3, 10), k=PolicyEvery(MaxSize(3), 10))
+    o.insert(0, 1)
+    o.insert(25, 2)
+    # 20 and 40 follow periods without tuples: not reported (the window is as it was)
+    assert o.advance(40) == [E("m", 0, 10, 1, 1, True), E("k", 0, 10, 1, 1, True),
+                             E("m", 0, 30, 3, 2, True), E("k", 0, 30, 3, 2, True)]
+    o.insert(15, 4)  # late: its own period's report (20) appears, and 30 changes
+    assert o.advance(40) == [E("m", 0, 20, 5, 2, False), E("k", 0, 20, 5, 2, False),
+                             E("m", 0, 30, 7, 3, False), E("k", 0, 30, 7, 3, False)]
+
+
 def test_policy_every_with_collect():
     o = oracle(Collect(), k=PolicyEvery(MaxSize(2), 5))
     for ts, v in [(1, "a"), (2, "b"), (3, "c"), (6, "d")]:
