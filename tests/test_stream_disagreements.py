@@ -265,3 +265,16 @@ def test_late_tuple_after_removing_a_query_reaches_the_session():
     s.remove("t")
     s.insert(-4, 100)
     assert rows(s.advance(40)) == [("s", -8, 1, 101, 2, False, ((-8, -3),))]
+
+
+def test_removing_a_query_keeps_the_open_session_whole():
+    """In order, no late tuple: removing the tumbling query while a session is open loses the
+    session's newer tuples ([0, 3) reported with value 1 and count 1 instead of 11 and 2)."""
+    s = Stream(Sum())
+    s.add("t", Tumbling(1))
+    s.add("s", Session(2))
+    s.insert(0, 1)
+    assert rows(s.advance(1)) == [("t", 0, 1, 1, 1, True, ())]
+    s.insert(1, 10)
+    s.remove("t")
+    assert rows(s.advance(41)) == [("s", 0, 3, 11, 2, True, ())]
