@@ -310,6 +310,22 @@ def test_queries_added_and_removed_mid_stream(data: st.DataObject) -> None:
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
 
 
+@pytest.mark.parametrize("kinds", [("tumbling", "session"), ("sliding", "session"), ("count", "session"),
+                                   ("punctuation", "session"), ("count_every", "tumbling"), ("policy", "count")],
+                         ids="-".join)
+@hsettings(max_examples=100)
+@given(data=st.data())
+def test_query_removed_while_another_runs(kinds: tuple[str, str], data: st.DataObject) -> None:
+    """One of two queries is removed at any point: the other's results must not change (the
+    slices and tuples it needs stay)."""
+    queries, ops, allowed = data.draw(scenarios(kinds, in_order=data.draw(st.booleans(), label="in order"),
+                                                max_ops=30, extra_queries=0), label="scenario")
+    where = data.draw(st.integers(0, len(ops) - 1), label="removed before op")
+    ops = ops[:where] + [("remove", data.draw(st.sampled_from(["q0", "q1"]), label="removed"))] + ops[where:]
+    monoid = data.draw(st.sampled_from(["sum", "collect"]))
+    Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
+
+
 @hsettings(max_examples=100)
 @given(data=st.data())
 def test_snapshot_restore_mid_stream(data: st.DataObject) -> None:
