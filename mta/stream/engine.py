@@ -45,7 +45,7 @@ from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
 _INF = math.inf
-_SNAPSHOT_VERSION = 2
+_SNAPSHOT_VERSION = 3
 
 
 _ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
@@ -477,7 +477,7 @@ class Stream:
             self._newest, self._order, self._pending, self.slices.state(), sorted(self.late_slices),
             [[begin, store.state()] for begin, store in self._counts.items()],
             [self.buffer_ts, self.buffer_partials],
-            [[name, r.begin, r.order, r.state()] for name, r in self._runners.items()],
+            [[name, r.begin, r.order, getattr(r, "bit", 0), r.state()] for name, r in self._runners.items()],
         ])
 
     def restore(self, data: bytes) -> None:
@@ -494,8 +494,11 @@ class Stream:
         order_next = self._order
         old = self._runners
         self._runners, self._counts = {}, {}
-        for (name, begin, order, _) in runners:
-            self._add(name, old[name].spec, begin).order = order
+        for (name, begin, order, bit, _) in runners:
+            runner = self._add(name, old[name].spec, begin)
+            runner.order = order
+            if bit:
+                runner.bit = bit  # the waiting tuples' marks use the bits of the saved stream
         self._order = order_next
         self._pending = [tuple(e) for e in pending]
         self.slices.load(slices)
@@ -505,7 +508,7 @@ class Stream:
         self.buffer_ts, self.buffer_partials = list(buffer[0]), list(buffer[1])
         for begin, store_state in counts:
             self._counts[begin].load(store_state)
-        for (name, _, _, runner_state) in runners:
+        for (name, _, _, _, runner_state) in runners:
             self._runners[name].load(runner_state)
         self._configure()
 

@@ -39,6 +39,9 @@ class TimeSlices:
         self.lasts: list[Any] = []
         #: per slice, its tuples ``(ts, partial)`` in order (None when not kept)
         self.tuples: list[list | None] = []
+        #: where the dropped slices ended: a new slice never starts before it (what was
+        #: folded out of the store, e.g. into an open session's prefix, stays out)
+        self.low: Any = -_INF
         #: called with the start of a slice changed out of order (late tuple, split, new slice
         #: between others) so that the final aggregation can refresh what it derived from it
         self.on_change: Callable[[Any], None] = lambda start: None
@@ -52,8 +55,7 @@ class TimeSlices:
         """Add the newest tuple (``ts`` >= every tuple here), starting a slice at its edge."""
         if not self.starts or ts >= self.ends[-1]:
             floor, nxt = self.edges(ts)
-            start = floor if not self.starts or floor >= self.ends[-1] else self.ends[-1]
-            self._new(len(self.starts), start, nxt)
+            self._new(len(self.starts), max(floor, self.ends[-1] if self.starts else self.low), nxt)
         self._add_last(-1, ts, partial)
 
     def _add_last(self, i: int, ts: Any, partial: Any) -> None:
@@ -138,7 +140,7 @@ class TimeSlices:
         if i < 0 or ts >= self.ends[i]:  # in a gap between slices: a new slice at its edges
             floor, nxt = self.edges(ts)
             i += 1
-            start = floor if i == 0 or floor >= self.ends[i - 1] else self.ends[i - 1]
+            start = max(floor, self.ends[i - 1] if i else self.low)
             self._new(i, start, nxt if i == len(self.starts) or nxt <= self.starts[i] else self.starts[i])
         if not self.counts[i] or ts >= self.lasts[i]:
             self._add_last(i, ts, partial)
@@ -174,6 +176,7 @@ class TimeSlices:
         """Forget the slices that end at or before ``t``; return how many."""
         k = bisect_right(self.ends, t)
         if k:
+            self.low = max(self.low, self.ends[k - 1])
             for column in (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, self.tuples):
                 del column[:k]
         return k
@@ -188,10 +191,11 @@ class TimeSlices:
     # -- state ---------------------------------------------------------------------------
 
     def state(self) -> tuple:
-        return (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, self.tuples)
+        return (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, self.tuples, self.low)
 
     def load(self, state: tuple) -> None:
-        (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, tuples) = (list(c) for c in state)
+        *columns, self.low = state
+        (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, tuples) = (list(c) for c in columns)
         self.tuples = [None if t is None else [tuple(x) for x in t] for t in tuples]
 
 
