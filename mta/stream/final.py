@@ -4,9 +4,9 @@ One small interface, :class:`FinalAggregation`, so that the multi-query algorith
 serve it later. The engine asks for the aggregate of the slices ``i:j`` of its
 :class:`~mta.stream.slices.TimeSlices` (a window's run of slices), and tells the final
 aggregation when a slice changed out of order (``changed``) or old slices were
-dropped (``dropped``). Every slice it is asked for has ended before the watermark, so
-in-order appends never change them; only late tuples and splits do, and those are
-reported.
+dropped (``dropped``). In-order appends change only the newest slice, which a session's
+window may end inside (its gap): the eager stores never hold the newest slice, and late
+tuples and splits, which change the others, are reported.
 
 - ``lazy``: fold the slices when the window ends (the paper's lazy slicing).
 - ``fiba``: a FiBA tree over the slices, keyed by slice start; a window is one range
@@ -92,8 +92,13 @@ class FiBAFinal(FinalAggregation):
             self.newest = starts[j - 1]
 
     def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+        starts, aggs = self.slices.starts, self.slices.aggs
+        if j == len(starts):  # the newest slice may still grow in order: never in the tree
+            if j - 1 == i:
+                return aggs[i]
+            self._sync(j - 1)
+            return self.monoid.combine(self.tree.query_range(starts[i], starts[j - 2]), aggs[j - 1])
         self._sync(j)
-        starts = self.slices.starts
         return self.tree.query_range(starts[i], starts[j - 1])
 
     def dropped(self) -> None:
@@ -132,6 +137,10 @@ class AMTAFinal(FinalAggregation):
             fifo = None  # the window starts before what the AMTA holds
         if fifo is None:
             fifo = self.fifos[query] = [AmortizedMTA(self.monoid), [], 0]
+        if j == len(starts):  # the newest slice may still grow in order: combined apart
+            if j - 1 == i:
+                return aggs[i]
+            return self.monoid.combine(self.aggregate(query, i, j - 1), aggs[j - 1])
         amta, keys, first = fifo
         gone = first
         while gone < len(keys) and keys[gone] < starts[i]:
