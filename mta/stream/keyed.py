@@ -65,13 +65,18 @@ class KeyedStream:
         for stream in self._keys.values():
             stream.remove(name)
 
+    def _new_stream(self) -> Stream:
+        """A key's stream: the queries as added, each from the watermark it was added at."""
+        stream = Stream(self.monoid, **self._options)
+        for name, runner in self._template._runners.items():
+            stream._add(name, runner.spec, runner.begin)
+        return stream
+
     def _stream(self, key: Any) -> Stream:
         stream = self._keys.get(key)
         if stream is None:
             hash(key)
-            stream = Stream(self.monoid, **self._options)
-            for name, runner in self._template._runners.items():
-                stream._add(name, runner.spec, runner.begin)
+            stream = self._new_stream()
             stream.watermark, stream.horizon = self._template.watermark, self._template.horizon
             self._keys[key] = stream
         return stream
@@ -141,9 +146,7 @@ class KeyedStream:
 
     def restore_key(self, key: Any, data: bytes) -> None:
         """Set one key's state from :meth:`snapshot_key` bytes."""
-        stream = Stream(self.monoid, **self._options)
-        for name, runner in self._template._runners.items():
-            stream._add(name, runner.spec, runner.begin)
+        stream = self._new_stream()
         stream.restore(data)
         self._keys[key] = stream
 
@@ -158,11 +161,8 @@ class KeyedStream:
         self._template.restore(template)
         restored = {}
         for key, state in keys:
-            stream = Stream(self.monoid, **self._options)
-            for name, runner in self._template._runners.items():
-                stream._add(name, runner.spec, runner.begin)
+            restored[key] = stream = self._new_stream()
             stream.restore(state)
-            restored[key] = stream
         self._keys, self.dropped = restored, dropped
 
     def __repr__(self) -> str:

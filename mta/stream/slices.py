@@ -39,8 +39,9 @@ class TimeSlices:
         self.lasts: list[Any] = []
         #: per slice, its tuples ``(ts, partial)`` in order (None when not kept)
         self.tuples: list[list | None] = []
-        #: where the dropped slices ended: a new slice never starts before it (what was
-        #: folded out of the store, e.g. into an open session's prefix, stays out)
+        #: where the dropped slices ended: a new slice starts there at the earliest, unless
+        #: its tuple is older (what was folded out of the store, e.g. into an open session's
+        #: prefix, stays out: such a prefix ends by the horizon, before any tuple to come)
         self.low: Any = -_INF
         #: called with the start of a slice changed out of order (late tuple, split, new slice
         #: between others) so that the final aggregation can refresh what it derived from it
@@ -55,7 +56,7 @@ class TimeSlices:
         """Add the newest tuple (``ts`` >= every tuple here), starting a slice at its edge."""
         if not self.starts or ts >= self.ends[-1]:
             floor, nxt = self.edges(ts)
-            self._new(len(self.starts), max(floor, self.ends[-1] if self.starts else self.low), nxt)
+            self._new(len(self.starts), max(floor, self.ends[-1] if self.starts else min(self.low, ts)), nxt)
         self._add_last(-1, ts, partial)
 
     def _add_last(self, i: int, ts: Any, partial: Any) -> None:
@@ -140,7 +141,7 @@ class TimeSlices:
         if i < 0 or ts >= self.ends[i]:  # in a gap between slices: a new slice at its edges
             floor, nxt = self.edges(ts)
             i += 1
-            start = max(floor, self.ends[i - 1] if i else self.low)
+            start = max(floor, self.ends[i - 1] if i else min(self.low, ts))
             self._new(i, start, nxt if i == len(self.starts) or nxt <= self.starts[i] else self.starts[i])
         if not self.counts[i] or ts >= self.lasts[i]:
             self._add_last(i, ts, partial)
