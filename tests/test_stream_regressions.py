@@ -9,7 +9,7 @@ import pytest
 
 from kvs import connect
 from mta import Collect, MaxSize, Stream, Sum
-from mta.windows import Count, Policy, Punctuation, Session, Tumbling
+from mta.windows import Count, Policy, Punctuation, Session, Sliding, Tumbling
 
 
 def rows(results):
@@ -276,3 +276,15 @@ def test_removing_a_query_keeps_the_open_session_whole():
     s.insert(1, 10)
     s.remove("t")
     assert rows(s.advance(41)) == [("s", 0, 3, 11, 2, True, ())]
+
+
+def test_a_tuple_in_a_gap_between_sliding_windows_belongs_to_none():
+    """Sliding(1, 3): windows [3k, 3k + 1); 1 and 2 fall in gaps. After an advance between them,
+    the engine counts the tuple at 2 into [3, 4) (reported with value 7, count 1): a regression
+    of main 7663eba, fixed since."""
+    s = Stream(Sum())
+    s.add("w", Sliding(1, 3))
+    s.insert(1, 5)
+    assert s.advance(2) == []
+    s.insert(2, 7)
+    assert s.advance(42) == []
