@@ -93,12 +93,12 @@ any_window = st.sampled_from(KINDS).flatmap(window_spec)
 def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False, max_ops: int = 30,
               lateness: st.SearchStrategy = st.integers(0, 8), extra_queries: int = 1, mid_queries: bool = False,
               snapshots: bool = False, keys: tuple | None = None,
-              values: st.SearchStrategy = st.integers(0, 99)) -> tuple[list, list, int]:
+              values: st.SearchStrategy = st.integers(0, 99), ahead: int = 6) -> tuple[list, list, int]:
     """(queries, ops, allowed_lateness): one query of each of ``kinds`` plus up to ``extra_queries``
     of any type, then inserts and advances.
 
     In order: every tuple's ts is >= the watermark and >= the previous ts. Out of order: tuples
-    land up to lateness + 2 below the watermark (some dropped) and up to 6 above it; some
+    land up to lateness + 2 below the watermark (some dropped) and up to ``ahead`` above it; some
     advances go back (no-ops). Some inserts come in batches (``insert_many``). ``mid_queries``:
     queries are added, removed, added again under a removed name, and refused (a name in use, an
     absent one) between them; ``snapshots``: the engine is snapshot (or saved)
@@ -119,7 +119,7 @@ def scenarios(draw: Any, kinds: tuple[str, ...] = KINDS, in_order: bool = False,
                 if in_order:
                     ts = cur = cur + draw(st.integers(0, 3))
                 else:
-                    ts = watermark + draw(st.integers(-(allowed + 2), 6))
+                    ts = watermark + draw(st.integers(-(allowed + 2), ahead))
                 value = draw(values)
                 batch.append((draw(st.sampled_from(keys)), ts, value) if keys else (ts, value))
             ops.append(("insert", *batch[0]) if len(batch) == 1 else ("insert_many", batch))
@@ -277,6 +277,16 @@ def test_count_windows_out_of_order(monoid: str, data: st.DataObject) -> None:
     queries, ops, allowed = data.draw(scenarios(("count", "count", "count_every"), max_ops=40,
                                                 lateness=st.integers(0, 12)), label="scenario")
     Run(MONOIDS[monoid](), queries, allowed, data.draw(st.sampled_from(FINALS))).run(ops)
+
+
+@pytest.mark.parametrize("final", FINALS)
+@hsettings(max_examples=150)
+@given(data=st.data())
+def test_tuples_around_the_watermark(final: str, data: st.DataObject) -> None:
+    """Tuples at and just around the watermark, late ones splitting the slices next to them."""
+    queries, ops, allowed = data.draw(scenarios(("tumbling", "session"), ahead=3, extra_queries=0,
+                                                lateness=st.integers(1, 6)), label="scenario")
+    Run(Sum(), queries, allowed, final).run(ops)
 
 
 @pytest.mark.parametrize("final", FINALS)
