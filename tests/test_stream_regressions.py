@@ -288,3 +288,21 @@ def test_a_tuple_in_a_gap_between_sliding_windows_belongs_to_none():
     assert s.advance(2) == []
     s.insert(2, 7)
     assert s.advance(42) == []
+
+
+@pytest.mark.parametrize("final", ["eager", "fiba", "lazy", "amta", "auto"])
+def test_eager_stores_keep_a_tuple_waiting_at_the_watermark(final):
+    """With final="eager" or "fiba", the tuple at 6 (= the watermark, value 1) was counted in
+    [3, 8) and [4, 7) but missing from their sums (1110 and 1010 instead of 1111 and 1011): the
+    session [4, 6) had put the newest slice [4, 7) into the tree, and in-order tuples still grew
+    it (F19)."""
+    s = Stream(Sum(), allowed_lateness=3, final=final)
+    s.add("t", Tumbling(3, offset=1))
+    s.add("s", Session(2))
+    s.insert(6, 1)
+    s.insert(4, 10)
+    assert rows(s.advance(6)) == [("s", 4, 6, 10, 1, True, ())]
+    s.insert(3, 100)
+    s.insert(5, 1000)
+    assert rows(s.advance(6)) == [("t", 1, 4, 100, 1, False, ())]
+    assert rows(s.advance(46)) == [("s", 3, 8, 1111, 4, False, ((4, 6),)), ("t", 4, 7, 1011, 3, True, ())]
