@@ -1,7 +1,8 @@
 """Minimal reproductions the brute-force oracle (tests/stream_oracle.py) and
 test_stream_properties.py found in the Stream engine, each fixed on main since: regression
 tests. Each docstring says what the spec expects and what the engine did before the fix (the
-two marked as readings settled the spec where it was silent; STREAM-SPEC has them now)."""
+two marked as readings settled the spec where it was silent; ../shared/DESIGN.md, "Many
+windows on one stream", has them now)."""
 
 from __future__ import annotations
 
