@@ -1,5 +1,6 @@
 """Readable examples of the Stream engine (semantics: README "Many windows on one stream"
-and ../shared/DESIGN.md): a dashboard, sessions merged by a late click, the issue's mixed queries, and the input checks. Values computed by hand."""
+and ../shared/DESIGN.md): a dashboard, sessions merged by a late click, the issue's mixed
+queries, and the input checks. Values computed by hand."""
 
 from __future__ import annotations
 
