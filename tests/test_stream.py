@@ -338,3 +338,16 @@ def test_equal_queries_get_equal_results_under_their_own_names():
     s.remove("a")
     s.insert(25, "z")
     assert [(r.query, r.value) for r in s.advance(30)] == [("b", ["z"])]
+
+
+def test_keyed_batch_is_all_or_nothing_across_keys():
+    """A value one key's punctuation predicate refuses leaves every key as it was (each key's
+    batch is checked before any is inserted)."""
+    k = KeyedStream(Sum())
+    k.add("p", Punctuation(lambda v: 1 / v > 0))
+    k.insert("a", 1, 1)
+    before = k.snapshot()
+    with pytest.raises(ValueError, match=r"updates\[2\].*predicate"):
+        k.insert_many([("a", 2, 5), ("b", 3, 1), ("b", 4, 0)])
+    assert k.snapshot() == before and k.keys() == ["a"]
+    assert k.insert_many([("a", 2, 5), ("b", 3, 1)]) == 2

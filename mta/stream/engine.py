@@ -154,10 +154,9 @@ class Stream:
             raise KeyError(f"no query {name!r}")
         runner = self._runners.pop(name)
         self.final.forget(name)
-        if isinstance(runner, CountRunner) and not any(
-                isinstance(r, CountRunner) and r.begin == runner.begin for r in self._runners.values()):
-            del self._counts[runner.begin]
         self._configure()
+        if isinstance(runner, CountRunner) and runner.begin not in self._count_runners:
+            del self._counts[runner.begin]
 
     def _configure(self) -> None:
         """Derive the per-tuple routing from the queries (Fig. 4: which stores keep tuples)."""
@@ -178,6 +177,10 @@ class Stream:
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
         self._every = [r for r in runners if isinstance(r, _EveryRunner)]
+        self._count_runners: dict[Any, list[CountRunner]] = {}  # by the start of their count store
+        for r in runners:
+            if isinstance(r, CountRunner):
+                self._count_runners.setdefault(r.begin, []).append(r)
         self._predicates = [(r.bit, r.spec.predicate, r.name) for r in runners if isinstance(r, PunctuationRunner)]
         punctuation = bool(self._predicates)
         self.slices.keep_tuples = self.allowed_lateness > 0 and (not self.monoid.commutative or punctuation)
@@ -212,10 +215,9 @@ class Stream:
     def _count_edge(self, begin: Any, p: int) -> int:
         """The next count-window edge after position p, for the count windows starting at begin."""
         nxt = _INF
-        for r in self._runners.values():
-            if isinstance(r, CountRunner) and r.begin == begin:
-                slide, size = r.spec.slide, r.spec.size
-                nxt = min(nxt, (p // slide + 1) * slide, ((p + size) // slide + 1) * slide - size)
+        for r in self._count_runners[begin]:
+            slide, size = r.spec.slide, r.spec.size
+            nxt = min(nxt, (p // slide + 1) * slide, ((p + size) // slide + 1) * slide - size)
         return nxt
 
     def count_store(self, begin: Any) -> CountSlices:
@@ -250,7 +252,7 @@ class Stream:
         """Add one tuple; False if it was dropped as too late (see ``allowed_lateness``)."""
         kind = type(ts)
         if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < self._newest)):
-            self._check(ts)
+            self._check(ts, self._newest)
         partial = self.monoid.lift(value)
         mask = self._mask(value) if self._predicates else 0
         if ts < self.watermark:
@@ -264,10 +266,10 @@ class Stream:
             self._newest = ts
         return True
 
-    def _check(self, ts: Any) -> None:
+    def _check(self, ts: Any, newest: Any) -> None:
         _check_time(ts)
-        if self.ordered and ts < self._newest:
-            raise ValueError(f"timestamp {ts!r} is older than the newest, {self._newest!r}, in a stream "
+        if self.ordered and ts < newest:
+            raise ValueError(f"timestamp {ts!r} is older than the newest, {newest!r}, in a stream "
                              "declared ordered=True")
 
     def _drop(self, ts: Any, value: Any) -> bool:
@@ -279,10 +281,18 @@ class Stream:
     def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
         """Add ``(ts, value)`` pairs in order; return how many were taken. All or nothing:
         a bad pair raises (naming its index) before any is added."""
-        updates = list(updates)
+        return self._insert_checked(self._check_batch(list(updates)))
+
+    def _check_batch(self, updates: list, positions: list[int] | None = None) -> tuple[list, list, list, list]:
+        """Validate, lift and mark a batch without changing anything: ``(timestamps, values,
+        partials, masks)``. Errors name ``updates[i]``, i being ``positions[index]`` if given
+        (the place in a larger batch)."""
+        def where(index: int) -> str:
+            return f"updates[{index if positions is None else positions[index]}]"
+
         for i, update in enumerate(updates):
             if type(update) is not tuple and type(update) is not list or len(update) != 2:
-                raise TypeError(f"updates[{i}]: expected a (timestamp, value) pair, got {update!r}")
+                raise TypeError(f"{where(i)}: expected a (timestamp, value) pair, got {update!r}")
         timestamps = [u[0] for u in updates]
         values = [u[1] for u in updates]
         newest = self._newest
@@ -290,12 +300,9 @@ class Stream:
             kind = type(ts)
             if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < newest)):
                 try:
-                    _check_time(ts)
-                    if self.ordered and ts < newest:
-                        raise ValueError(f"timestamp {ts!r} is older than the newest, {newest!r}, in a stream "
-                                         "declared ordered=True")
+                    self._check(ts, newest)
                 except (TypeError, ValueError) as error:
-                    raise type(error)(f"updates[{i}]: {error}") from None
+                    raise type(error)(f"{where(i)}: {error}") from None
             if ts > newest:
                 newest = ts
         try:
@@ -305,7 +312,7 @@ class Stream:
                 try:
                     self.monoid.lift(value)
                 except (TypeError, ValueError) as error:
-                    raise type(error)(f"updates[{i}]: {error}") from None
+                    raise type(error)(f"{where(i)}: {error}") from None
             raise
         masks = [0] * len(values)
         if self._predicates:
@@ -313,7 +320,12 @@ class Stream:
                 try:
                     masks[i] = self._mask(value)
                 except ValueError as error:
-                    raise ValueError(f"updates[{i}]: {error}") from error.__cause__
+                    raise ValueError(f"{where(i)}: {error}") from error.__cause__
+        return timestamps, values, partials, masks
+
+    def _insert_checked(self, checked: tuple[list, list, list, list]) -> int:
+        """Insert a batch from :meth:`_check_batch` (nothing can fail any more but ``on_late``)."""
+        timestamps, values, partials, masks = checked
         taken = 0
         pending, watermark, arrival = self._pending, self.watermark, self._arrival
         for ts, value, partial, mask in zip(timestamps, values, partials, masks):
@@ -343,9 +355,8 @@ class Stream:
         for begin, store in self._counts.items():
             if ts >= begin:
                 position = store.insert_late((ts, self._arrival), partial)
-                for r in self._runners.values():
-                    if isinstance(r, CountRunner) and r.begin == begin:
-                        r.on_late(position)
+                for r in self._count_runners[begin]:
+                    r.on_late(position)
         if self._every:
             i = bisect_right(self.buffer_ts, ts)
             self.buffer_ts.insert(i, ts)
@@ -444,7 +455,7 @@ class Stream:
             self.slices.drop_before(_INF)
             self.final.dropped()
         for begin, store in self._counts.items():
-            size = max(r.spec.size for r in self._runners.values() if isinstance(r, CountRunner) and r.begin == begin)
+            size = max(r.spec.size for r in self._count_runners[begin])
             position = store.position_of(horizon)
             store.drop_before(position - size)
             store.release_tuples(position)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from kvs import codec
 from mta.monoid import Monoid
-from mta.stream.engine import Stream, _check_time
+from mta.stream.engine import Stream
 from mta.stream.queries import Result
 from mta.windows import WindowType
 
@@ -105,24 +105,31 @@ class KeyedStream:
         """Add ``(key, ts, value)`` triples; all or nothing (a bad one raises, naming its index,
         before any is added). Returns how many were taken."""
         updates = list(updates)
-        groups: dict[Any, list[tuple[int, Any, Any]]] = {}
+        groups: dict[Any, tuple[list, list]] = {}  # key -> its (ts, value) pairs, their indexes
         for i, update in enumerate(updates):
             if not (isinstance(update, (tuple, list)) and len(update) == 3):
                 raise TypeError(f"updates[{i}]: expected a (key, timestamp, value) triple, got {update!r}")
-            key, ts, value = update
             try:
-                hash(key)
-                _check_time(ts)
-                self.monoid.lift(value)
-            except (TypeError, ValueError) as error:
-                raise type(error)(f"updates[{i}]: {error}") from None
-            groups.setdefault(key, []).append((i, ts, value))
+                hash(update[0])
+            except TypeError as error:
+                raise TypeError(f"updates[{i}]: the key {update[0]!r} is not hashable ({error})") from None
+            pairs, positions = groups.setdefault(update[0], ([], []))
+            pairs.append((update[1], update[2]))
+            positions.append(i)
+        new = [key for key in groups if key not in self._keys]
+        try:  # every key's batch is checked (and lifted, once) before any is inserted
+            checked = {key: self._stream(key)._check_batch(pairs, positions)
+                       for key, (pairs, positions) in groups.items()}
+        except BaseException:
+            for key in new:
+                del self._keys[key]
+            raise
         taken = 0
-        for key, group in groups.items():
-            stream = self._stream(key)
+        for key, batch in checked.items():
+            stream = self._keys[key]
             stream.on_late = self._late(key)
             before = stream.dropped
-            taken += stream.insert_many([(ts, value) for _, ts, value in group])
+            taken += stream._insert_checked(batch)
             self.dropped += stream.dropped - before
         return taken
 
