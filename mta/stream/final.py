@@ -43,6 +43,11 @@ class FinalAggregation(ABC):
         """The aggregate of slices ``i:j`` (``i < j``) for window query ``query``; ``again``:
         a window reported before (an update), not the query's next window."""
 
+    def fold(self, i: int, j: int) -> Any:
+        """Slices ``i:j`` combined in order, one by one (lazy slicing's final step)."""
+        aggs = self.slices.aggs
+        return self.monoid.fold(aggs[i], aggs[i + 1:j])
+
     def changed(self, start: Any) -> None:
         """The slice starting at ``start`` changed, appeared or was split out of order."""
 
@@ -57,8 +62,7 @@ class LazyFinal(FinalAggregation):
     name = "lazy"
 
     def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
-        aggs = self.slices.aggs
-        return self.monoid.fold(aggs[i], aggs[i + 1:j])
+        return self.fold(i, j)
 
 
 class FiBAFinal(FinalAggregation):
@@ -131,7 +135,7 @@ class AMTAFinal(FinalAggregation):
     def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
         starts, aggs = self.slices.starts, self.slices.aggs
         if again:
-            return self.monoid.fold(aggs[i], aggs[i + 1:j])
+            return self.fold(i, j)
         fifo = self.fifos.get(query)
         if fifo is not None and fifo[2] < len(fifo[1]) and fifo[1][fifo[2]] > starts[i]:
             fifo = None  # the window starts before what the AMTA holds
@@ -174,8 +178,7 @@ class AutoFinal(FinalAggregation):
 
     def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
         if j - i <= self.FOLD_AT_MOST:
-            aggs = self.slices.aggs
-            return self.monoid.fold(aggs[i], aggs[i + 1:j])
+            return self.fold(i, j)
         return self.eager.aggregate(query, i, j, again)
 
     def changed(self, start: Any) -> None:
