@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mta.window import Window
 from mta.windows import Count, Policy, Punctuation, Session, Sliding, WindowType
 
 if TYPE_CHECKING:
@@ -54,13 +55,14 @@ class Runner:
         self.stream = stream
 
     def _result(self, out: list, start: Any, end: Any, i: int, j: int, final: bool, again: bool,
-                replaces: tuple = (), prefix: tuple | None = None) -> None:
+                replaces: tuple = (), prefix: tuple | None = None, count: int | None = None) -> None:
         """Report the time window [start, end) made of ``prefix`` (an aggregate and its count,
-        of slices gone from the store) and slices i:j."""
+        of slices gone from the store) and slices i:j (``count``: their tuples, if known)."""
         stream = self.stream
         if prefix is None:
             value = stream.final.aggregate(self.name, i, j, again)
-            count = sum(stream.slices.counts[i:j])
+            if count is None:
+                count = sum(stream.slices.counts[i:j])
         else:
             value, count = prefix
             if i < j:
@@ -132,8 +134,9 @@ class SlidingRunner(Runner):
                     return
                 k = max(k + 1, spec.first_ending_after(starts[i]))
                 continue
-            if sum(counts[i:j]):
-                self._result(closes, s, e, i, j, True, False)
+            count = sum(counts[i:j])
+            if count:
+                self._result(closes, s, e, i, j, True, False, count=count)
             k += 1
 
 
@@ -489,8 +492,7 @@ class PolicyRunner(_EveryRunner):
         self.fed = self.begin  # the window holds the buffer's tuples in [begin, fed)
         self.held: list = []  # (ts, partial) of what the window holds, oldest first
 
-    def _new_window(self) -> Any:
-        from mta.window import Window  # mta.window is not needed to import the engine
+    def _new_window(self) -> Window:
         return Window(self.stream.monoid, self.spec.policy)
 
     def _feed(self, window: Any, held: list, lo: Any, hi: Any) -> None:
