@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mta.algorithms import ALGORITHMS
 
@@ -187,6 +187,21 @@ class Run:
 
     def log(self, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    def experiment(self, name: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run one experiment of a multi-experiment driver; return its result with the
+        command, start time, machine, elapsed time and the tables it printed."""
+        started = time.perf_counter_ns()
+        first_table = len(self.markdown)
+        out = run()
+        elapsed = (time.perf_counter_ns() - started) / 1e9
+        out["command"] = self.data["command"]
+        out["started_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - elapsed))
+        out["machine"] = dict(self.data["machine"], loadavg_end=_loadavg())
+        out["elapsed_s"] = round(elapsed, 1)
+        out["markdown"] = "\n".join(self.markdown[first_table:])
+        self.log(f"{name}: {out['elapsed_s']} s")
+        return out
 
     def finish(self, csv_headers: Sequence[str], csv_rows: Iterable[Sequence[Any]]) -> None:
         """Write NAME.json and NAME.csv; the plot is the script's (see :func:`plot_lines`)."""

@@ -49,7 +49,6 @@ import gc
 import json
 import math
 import sys
-import time
 from typing import Any, Callable
 
 from benchmarks import common
@@ -670,19 +669,10 @@ def main(argv: list[str] | None = None) -> int:
         previous = json.loads(run.path(".json").read_text()).get("experiments", {})
     done: dict[str, Any] = {}
     for exp in exps:
-        started = now_ns()
-        first_table = len(run.markdown)
         # The cyclic GC stays off through the experiment (a collection over millions of
         # tree nodes takes seconds); it runs once before, and after (trees hold cycles).
         with common.gc_paused():
-            out = RUNS[exp](run, args)
-        out["command"] = run.data["command"]
-        out["started_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - (now_ns() - started) / 1e9))
-        out["machine"] = dict(run.data["machine"], loadavg_end=common._loadavg())
-        out["elapsed_s"] = round((now_ns() - started) / 1e9, 1)
-        out["markdown"] = "\n".join(run.markdown[first_table:])
-        done[exp] = out
-        run.log(f"{exp}: {out['elapsed_s']} s")
+            done[exp] = run.experiment(exp, lambda: RUNS[exp](run, args))
     experiments = {e: done.get(e, previous.get(e)) for e in EXPERIMENTS if e in done or e in previous}
     run.data["experiments"] = experiments
     csv = [row for e in experiments.values() for row in e["csv"]]

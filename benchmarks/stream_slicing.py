@@ -46,7 +46,6 @@ from __future__ import annotations
 import json
 import random
 import sys
-import time
 from typing import Any, Callable
 
 from benchmarks import common
@@ -536,16 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = json.loads(run.path(".json").read_text()).get("experiments", {})
     done: dict[str, Any] = {}
     for exp in exps:
-        started = now_ns()
-        first_table = len(run.markdown)
-        out = RUNS[exp](run, args)
-        out["command"] = run.data["command"]
-        out["started_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - (now_ns() - started) / 1e9))
-        out["machine"] = dict(run.data["machine"], loadavg_end=common._loadavg())
-        out["elapsed_s"] = round((now_ns() - started) / 1e9, 1)
-        out["markdown"] = "\n".join(run.markdown[first_table:])
-        done[exp + _setting(args)] = out
-        run.log(f"{exp}: {out['elapsed_s']} s")
+        done[exp + _setting(args)] = run.experiment(exp, lambda: RUNS[exp](run, args))
     experiments = dict(previous)
     experiments.update(done)
     run.data["experiments"] = experiments
