@@ -25,7 +25,7 @@ ROOT = NODE.parent.parent
 def node_client(tmp_path_factory) -> Path:
     """A directory with client.js and its packages installed."""
     where = tmp_path_factory.mktemp("node")
-    for name in ("package.json", "package-lock.json", "client.js", "stream_client.js"):
+    for name in ("package.json", "package-lock.json", "connect.js", "client.js", "stream_client.js"):
         shutil.copy(NODE / name, where / name)
     subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts"], cwd=where,
                    check=True, capture_output=True, timeout=300)

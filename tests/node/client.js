@@ -5,30 +5,7 @@
 // and prints what it saw as one JSON line for tests/test_node_client.py.
 // Usage: node client.js ADDRESS PROTO_DIR TOKEN
 "use strict";
-const grpc = require("@grpc/grpc-js");
-const loader = require("@grpc/proto-loader");
-
-const [address, protoDir, token] = process.argv.slice(2);
-const definition = loader.loadSync("mta/v1/aggregation.proto",
-  { includeDirs: [protoDir], keepCase: true, longs: Number, defaults: false, oneofs: true });
-const mta = grpc.loadPackageDefinition(definition).mta.v1;
-const client = new mta.Aggregation(address, grpc.credentials.createInsecure());
-const metadata = new grpc.Metadata();
-metadata.set("authorization", `Bearer ${token}`);
-
-function call(method, request) {
-  return new Promise((resolve, reject) =>
-    client[method](request, metadata, (error, reply) => (error ? reject(error) : resolve(reply))));
-}
-
-async function refusal(method, request) {
-  try {
-    await call(method, request);
-    return null;
-  } catch (error) {
-    return { code: grpc.status[error.code], details: error.details };
-  }
-}
+const { client, metadata, call, refusal } = require("./connect");
 
 // A producer that sends its next batch only after the ack of the one before, and
 // keeps the stream open after the last: every ack must come all the same.

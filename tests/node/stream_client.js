@@ -4,30 +4,7 @@
 // tests/test_node_client.py.
 // Usage: node stream_client.js ADDRESS PROTO_DIR TOKEN
 "use strict";
-const grpc = require("@grpc/grpc-js");
-const loader = require("@grpc/proto-loader");
-
-const [address, protoDir, token] = process.argv.slice(2);
-const definition = loader.loadSync("mta/v1/aggregation.proto",
-  { includeDirs: [protoDir], keepCase: true, longs: Number, defaults: false, oneofs: true });
-const mta = grpc.loadPackageDefinition(definition).mta.v1;
-const client = new mta.Aggregation(address, grpc.credentials.createInsecure());
-const metadata = new grpc.Metadata();
-metadata.set("authorization", `Bearer ${token}`);
-
-function call(method, request) {
-  return new Promise((resolve, reject) =>
-    client[method](request, metadata, (error, reply) => (error ? reject(error) : resolve(reply))));
-}
-
-async function refusal(method, request) {
-  try {
-    await call(method, request);
-    return null;
-  } catch (error) {
-    return { code: grpc.status[error.code], details: error.details };
-  }
-}
+const { client, metadata, call, refusal } = require("./connect");
 
 // [query, start, end, count, sum, final] of a StreamResult (bounds are ints here).
 const row = (r) => [r.query, r.window.start, r.window.end, r.count || 0, r.values.value, Boolean(r.final)];
@@ -40,6 +17,9 @@ async function main() {
     { name: "t10", window: { tumbling: { size: 10 } } },
     { name: "gap", window: { session: { gap: 3 } } }] } });
   const watched = [];
+  let expected = Infinity; // how many results the watcher should see: known at the end
+  let allSeen;
+  const seenAll = new Promise((resolve) => { allSeen = resolve; });
   const watch = client.StreamWatch({ stream: "node" }, metadata);
   const done = new Promise((resolve) => watch.on("error", () => resolve()));
   const inPlace = new Promise((resolve) => watch.on("data", (event) => {
@@ -47,6 +27,7 @@ async function main() {
       resolve(); // the first event: the watcher is in place
     } else {
       watched.push(row(event.result));
+      if (watched.length >= expected) allSeen();
     }
   }));
   await inPlace;
@@ -61,6 +42,10 @@ async function main() {
   seen.late = [late.inserted, late.dropped];
   seen.second = late.results.map(row);
   seen.info = await call("GetStream", { name: "node" });
+  // The watch delivers after the replies, in its own time: wait for every result (or 10 s).
+  expected = seen.first.length + seen.second.length;
+  if (watched.length >= expected) allSeen();
+  await Promise.race([seenAll, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
   watch.cancel();
   await done;
   seen.watched = watched;
