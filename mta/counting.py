@@ -14,7 +14,8 @@ from mta.monoid import Monoid
 
 class CountingMonoid(Monoid):
     """Wraps a monoid; ``calls`` counts every ``combine`` (the algorithms call nothing else:
-    ``fold`` is the base class's left fold over ``combine``, so a fold of k partials counts k)."""
+    ``fold`` is the base class's left fold over ``combine``, so a fold of k partials counts k),
+    ``inverts`` every ``invert`` (the dissertation counts both as operations)."""
 
     def __init__(self, inner: Monoid) -> None:
         self.inner = inner
@@ -23,6 +24,7 @@ class CountingMonoid(Monoid):
         self.invertible = inner.invertible
         self.selection = inner.selection
         self.calls = 0
+        self.inverts = 0
         combine = inner.combine
 
         def counting_combine(a: Any, b: Any) -> Any:
@@ -38,4 +40,5 @@ class CountingMonoid(Monoid):
         return self.inner.lower(partial)
 
     def invert(self, total: Any, front: Any) -> Any:
+        self.inverts += 1
         return self.inner.invert(total, front)

@@ -12,6 +12,7 @@ from mta.algorithms.log_mta import LogMTA
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.sorted_list import SortedList
 from mta.algorithms.fiba import BTree, FiBA
+from mta.algorithms.multi_query import MultiQueryAggregator
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -21,5 +22,8 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 #: The out-of-order algorithms (``insert(key, partial)`` at any key), by name.
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
 
-__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
+#: The multi-query aggregators (``cls(monoid, ranges)``: the newest r partials for every range r), by name.
+MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {cls.name: cls for cls in ()}
+
+__all__ = ["MULTI_QUERY", "MultiQueryAggregator", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
            "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList"]
