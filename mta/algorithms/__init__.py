@@ -13,6 +13,8 @@ from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.sorted_list import SortedList
 from mta.algorithms.fiba import BTree, FiBA
 from mta.algorithms.multi_query import MultiQueryAggregator
+from mta.algorithms.slideside import SlideSide
+from mta.algorithms.replicated import ReplicatedAMTA, ReplicatedSoE, ReplicatedTwoStacks
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -23,7 +25,10 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
 
 #: The multi-query aggregators (``cls(monoid, ranges)``: the newest r partials for every range r), by name.
-MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {cls.name: cls for cls in ()}
+MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
+    cls.name: cls for cls in (SlideSide, ReplicatedSoE, ReplicatedTwoStacks, ReplicatedAMTA)
+}
 
 __all__ = ["MULTI_QUERY", "MultiQueryAggregator", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
-           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList"]
+           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList",
+           "SlideSide", "ReplicatedSoE", "ReplicatedTwoStacks", "ReplicatedAMTA"]
