@@ -39,13 +39,13 @@ class Replicated(MultiQueryAggregator):
         self._count = 0  # partials inserted since clear, capped at capacity
 
     def insert(self, partial: Any) -> None:
-        count = self._count
-        if count < self.capacity:
-            self._count = count = count + 1
+        held = self._count  # before this insert: a replica holding r must evict one
         for insert, evict, r in self._hot:
             insert(partial)
-            if count > r:
+            if held >= r:
                 evict(1)
+        if held < self.capacity:
+            self._count = held + 1
 
     def query(self, r: int) -> Any:
         replica = self._replicas.get(r) if r.__class__ is int else None
