@@ -107,7 +107,8 @@ def run_against_oracle(agg: MultiQueryAggregator, monoid: Monoid, value: Callabl
 
 def steps_for(ranges: list[int], rng: random.Random) -> int:
     """Long enough to wrap a small window several times, short enough for a big one."""
-    return rng.randint(0, min(3 * max(ranges) + 5, 250))
+    most = min(3 * max(ranges) + 5, 250)
+    return rng.randint(most // 2, most)
 
 
 # --------------------------------------------------------------------------- generic
