@@ -9,7 +9,8 @@ sum and TwoStacks for min (one instance per distinct range). They alternate
 within rounds in one process, on the same stream, after the window is full; the
 answers of every competitor are compared after every round (ints: exact).
 Combines (and inverts) per step come from a separate pass with a CountingMonoid
-over a whole lap of the largest window (so amortized rescans are included).
+over a whole lap of the largest window (so amortized rescans are included);
+the timed steps are that lap, twice over, and the faster pass counts.
 
     python -m benchmarks.multi_query            # full: ~2 minutes
     python -m benchmarks.multi_query --quick    # smoke run, seconds
@@ -97,36 +98,43 @@ def counted(name: str, make: Callable[[], Monoid], ranges: list[int], values: li
 
 
 def one_point(make: Callable[[], Monoid], names: list[str], ranges: list[int], values: list[int],
-              rounds: int) -> dict[str, dict[str, Any]]:
-    """Every competitor on the same stream: rounds alternate, answers compared after each."""
+              rounds: int, laps: int) -> dict[str, dict[str, Any]]:
+    """Every competitor on the same stream, ``laps`` times over (the best lap counts: each
+    lap holds every amortized rescan once); rounds alternate the competitors, and their
+    answers are compared after each round."""
     n = max(ranges)
     monoid = make()
     aggs = {name: build(name, monoid, ranges, values[:n]) for name in names}
     stream = values[n:]
     chunk = -(-len(stream) // rounds)
-    ns = dict.fromkeys(names, 0)
-    for start in range(0, len(stream), chunk):
-        part = stream[start:start + chunk]
-        last = {}
+    best = dict.fromkeys(names, float("inf"))
+    for _ in range(laps):
+        ns = dict.fromkeys(names, 0)
+        for start in range(0, len(stream), chunk):
+            part = stream[start:start + chunk]
+            last = {}
+            for name in names:
+                elapsed, last[name] = timed_steps(aggs[name], part)
+                ns[name] += elapsed
+            reference = last[names[-1]]
+            for name in names:
+                if last[name] != reference:
+                    raise AssertionError(f"{name} answers differ from {names[-1]}: "
+                                         f"{last[name][:5]} vs {reference[:5]}")
         for name in names:
-            elapsed, last[name] = timed_steps(aggs[name], part)
-            ns[name] += elapsed
-        reference = last[names[-1]]
-        for name in names:
-            if last[name] != reference:
-                raise AssertionError(f"{name} answers differ from {names[-1]}: {last[name][:5]} vs {reference[:5]}")
-    return {name: {"steps_per_s": len(stream) / (ns[name] / 1e9), "checked": True,
+            best[name] = min(best[name], ns[name])
+    return {name: {"steps_per_s": len(stream) / (best[name] / 1e9), "checked": True,
                    "combines_per_step": counted(name, make, ranges, values)} for name in names}
 
 
-def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, rounds: int,
+def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, rounds: int, laps: int,
            seed: int) -> dict[str, Any]:
     aggregation, make, baseline = FIGURES[fig]
     names = competitors(make(), baseline)
     rows, results = [], []
     for q in queries:
         ranges, values = workload(seed, q, max_range, steps)
-        point = one_point(make, names, ranges, values, rounds)
+        point = one_point(make, names, ranges, values, rounds, laps)
         base = point[baseline]["steps_per_s"]
         for entry in point.values():
             entry["ratio_vs_baseline"] = ratio(entry["steps_per_s"], base)
@@ -160,14 +168,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seed", type=int, default=2020)
     args = p.parse_args(argv)
     if args.quick:
-        queries, max_range, steps, rounds = [1, 5, 17], 256, 512, 2
+        queries, max_range, steps, rounds, laps = [1, 5, 17], 256, 512, 2, 1
     else:
-        queries, max_range, steps, rounds = [1, 5, 9, 17, 33, 65], 32768, 32768, 4
+        queries, max_range, steps, rounds, laps = [1, 5, 9, 17, 33, 65], 32768, 32768, 4, 2
     if args.queries:
         queries = [int(q) for q in args.queries.split(",")]
-    params = {"queries": queries, "max_range": max_range, "steps": steps, "rounds": rounds, "seed": args.seed}
+    params = {"queries": queries, "max_range": max_range, "steps": steps, "rounds": rounds, "laps": laps,
+              "seed": args.seed}
     run = Run("multi_query", args, params)
-    figures = {fig: figure(run, fig, queries, max_range, steps, rounds, args.seed) for fig in FIGURES}
+    figures = {fig: figure(run, fig, queries, max_range, steps, rounds, laps, args.seed) for fig in FIGURES}
     run.data["figures"] = figures
     csv_rows = [[fig, entry["queries"], name, c["steps_per_s"], c["ratio_vs_baseline"], c["combines_per_step"]]
                 for fig, data in figures.items() for entry in data["results"]
