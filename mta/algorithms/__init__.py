@@ -13,6 +13,7 @@ from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.sorted_list import SortedList
 from mta.algorithms.fiba import BTree, FiBA
 from mta.algorithms.multi_query import MultiQueryAggregator
+from mta.algorithms.panes import Panes
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -23,7 +24,7 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
 
 #: The multi-query aggregators (``cls(monoid, ranges)``: the newest r partials for every range r), by name.
-MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {cls.name: cls for cls in ()}
+MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {cls.name: cls for cls in (Panes,)}
 
-__all__ = ["MULTI_QUERY", "MultiQueryAggregator", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
+__all__ = ["MULTI_QUERY", "MultiQueryAggregator", "Panes", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
            "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList"]
