@@ -27,6 +27,7 @@ arrive before the watermark (they are sorted, not shifted).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from bisect import bisect_left, bisect_right
@@ -120,13 +121,12 @@ class Stream:
 
     def _plan_for(self, queries: dict[str, tuple[int, int, int]]) -> Any:
         """The optimizer's plan for ``{name: (size, slide, offset)}`` in ticks."""
-        from mta.optimizer import PeriodicQuery, optimize
-        periodic = [PeriodicQuery(name, size, slide, offset) for name, (size, slide, offset) in queries.items()]
         monoid = self.monoid
         if callable(self.optimizer):
-            return self.optimizer(periodic)
-        return optimize(periodic, 1.0, invertible=monoid.invertible, selection=monoid.selection,
-                        commutative=monoid.commutative, method=self.optimizer)
+            from mta.optimizer import PeriodicQuery
+            return self.optimizer([PeriodicQuery(name, *spec) for name, spec in queries.items()])
+        return _optimize(tuple(queries.items()), monoid.invertible, monoid.selection, monoid.commutative,
+                         self.optimizer)
 
     def plan(self) -> Any:
         """How the tumbling and sliding queries share their final aggregation (``final="shared"``):
@@ -589,6 +589,13 @@ class Stream:
     def __repr__(self) -> str:
         return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "
                 f"queries={list(self._runners)!r}, watermark={self.watermark!r})")
+
+
+@functools.lru_cache(maxsize=256)  # every key of a KeyedStream plans the same queries
+def _optimize(queries: tuple, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
+    from mta.optimizer import PeriodicQuery, optimize
+    return optimize([PeriodicQuery(name, *spec) for name, spec in queries], 1.0, invertible=invertible,
+                    selection=selection, commutative=commutative, method=method)
 
 
 def _renamed(result: Result, query: str) -> Result:

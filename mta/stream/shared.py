@@ -245,21 +245,37 @@ class SharedFinal(FinalAggregation):
         #: ``planner({name: (size, slide, offset) in ticks}) -> plan`` with ``plan.groups``
         #: of ``.queries`` (names), ``.partial`` and ``.final``
         self.planner = planner
-        self.plan: Any = None
         self.groups: dict[str, SharedGroup] = {}  # by query name
         self.ticks: Ticks | None = None
+        self._queries: dict[str, Any] = {}
+        self._plan: Any = None
+        self._planned = True
 
     def configure(self, queries: dict[str, Any]) -> None:
-        """Re-plan for the tumbling and sliding queries ``{name: Sliding}`` (leaders of equal ones)."""
+        """Re-plan for the tumbling and sliding queries ``{name: Sliding}`` (leaders of equal ones),
+        when next needed (adding queries one by one plans once)."""
+        self._queries = dict(queries)
+        self._planned = False
         self.groups = {}
-        self.plan = None
+
+    @property
+    def plan(self) -> Any:
+        if not self._planned:
+            self._make_plan()
+        return self._plan
+
+    def _make_plan(self) -> None:
+        self._planned = True
+        self._plan = None
+        self.groups = {}
+        queries = self._queries
         if not queries:
             return
         ticks = self.ticks = Ticks([v for spec in queries.values() for v in (spec.size, spec.slide, spec.offset)])
         periodic = {name: (ticks.exact(spec.size), ticks.exact(spec.slide), ticks.exact(spec.offset))
                     for name, spec in queries.items()}
-        self.plan = self.planner(periodic)
-        for group in self.plan.groups:
+        self._plan = self.planner(periodic)
+        for group in self._plan.groups:
             members = {name: periodic[name] for name in group.queries}
             period = math.lcm(*(slide for _, slide, _ in members.values()))
             if sum(period // slide for _, slide, _ in members.values()) * 2 > MAX_POINTS:
@@ -269,6 +285,8 @@ class SharedFinal(FinalAggregation):
                 self.groups[name] = shared
 
     def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
+        if not self._planned:
+            self._make_plan()
         group = self.groups.get(query)
         if group is not None and not again and end is not None:
             value = group.answer(query, end)
