@@ -68,9 +68,13 @@ class Stream:
     :attr:`dropped` and passed to ``on_late(ts, value)``. ``final``: the final
     aggregation over slices: ``"auto"`` (fold windows of few slices, a FiBA tree
     over the slices for the others), ``"eager"`` (an Amortized MTA per query when nothing can be late, a FiBA
-    tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends), or
-    ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
-    tuples in timestamp order (an older one is refused).
+    tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends),
+    ``"amta"`` / ``"fiba"`` by name, or ``"shared"``: the tumbling and sliding queries are
+    grouped by the multi-query optimizer (``optimizer``: ``"triweave"``, ``"weaveshare"``, or a
+    callable taking ``mta.optimizer.PeriodicQuery``s and returning an ``mta.optimizer.Plan``),
+    each group's windows answered by a multi-query aggregator (:meth:`plan` explains it; the
+    other queries are served as by ``"auto"``). ``ordered=True`` promises tuples in timestamp
+    order (an older one is refused).
 
     Every call is all or nothing: bad input raises before anything changes.
     """
@@ -83,6 +87,8 @@ class Stream:
         if (isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float))
                 or not 0 <= allowed_lateness < _INF):
             raise ValueError(f"allowed_lateness must be a finite number >= 0, got {allowed_lateness!r}")
+        if not callable(optimizer) and optimizer not in ("triweave", "weaveshare"):
+            raise ValueError(f"optimizer must be 'triweave', 'weaveshare' or a callable, got {optimizer!r}")
         if on_late is not None and not callable(on_late):
             raise TypeError(f"on_late must be callable(ts, value), got {on_late!r}")
         self.monoid = monoid
