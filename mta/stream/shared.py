@@ -114,12 +114,11 @@ class SharedGroup:
             for k in range(period // slide):
                 starts.add((offset + k * slide) % period)
                 ends.add((offset + k * slide + size) % period)
-        if partial == "panes":
-            step = math.gcd(*(math.gcd(size, slide) for size, slide, _ in queries.values()))
-            base = min(offset % step for _, _, offset in queries.values())
-            if any(offset % step != base for _, _, offset in queries.values()):
-                step = math.gcd(step, *((offset - base) for _, _, offset in queries.values()))
-            bounds = set(range(base % step, period, step))
+        if partial == "panes":  # each query's panes: every gcd(size, slide) from its offset
+            bounds = set()
+            for size, slide, offset in queries.values():
+                step = math.gcd(size, slide)
+                bounds.update(range(offset % step, period, step))
         elif partial == "pairs":
             bounds = starts | ends
         elif partial == "cutty":
