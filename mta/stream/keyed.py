@@ -45,6 +45,10 @@ class KeyedStream:
     def queries(self) -> dict[str, WindowType]:
         return self._template.queries
 
+    def plan(self) -> Any:
+        """The multi-query plan every key runs (``final="shared"``; see :meth:`Stream.plan`)."""
+        return self._template.plan()
+
     def keys(self) -> list[Any]:
         """The keys that have state."""
         return list(self._keys)
