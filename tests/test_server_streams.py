@@ -165,15 +165,16 @@ def test_a_shared_stream_reports_what_the_engine_reports_and_explains_its_plan(s
     """final "shared": the multi-query plan runs in the server's engine; GetStream shows it."""
     stub = server.stub
     names = ["t10", "s20", "gap"]
-    for extra, spec in [("h30", pb.StreamWindow(sliding=pb.SlidingWindow(size=30, slide=2))),
-                        ("h60", pb.StreamWindow(sliding=pb.SlidingWindow(size=60, slide=4, offset=1)))]:
-        QUERIES.setdefault(extra, (spec, Sliding(spec.sliding.size, spec.sliding.slide, spec.sliding.offset)))
-        names.append(extra)
+    hopping = {"h30": (30, 2, 0), "h60": (60, 4, 1)}
     for optimizer in ("", "weaveshare"):
         name = f"shared{optimizer}"
-        info = stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec(name, queries=names, final="shared",
-                                                                         optimizer=optimizer)))
+        spec = stream_spec(name, queries=names, final="shared", optimizer=optimizer)
         engine = local_stream(names, final="shared", optimizer=optimizer or "triweave")
+        for query_name, (size, slide, offset) in hopping.items():
+            spec.queries.append(pb.StreamQuery(name=query_name, window=pb.StreamWindow(
+                sliding=pb.SlidingWindow(size=size, slide=slide, offset=offset))))
+            engine.add(query_name, Sliding(size, slide, offset))
+        info = stub.CreateStream(pb.CreateStreamRequest(spec=spec))
         plan = json.loads(info.plan)
         assert plan == engine.plan().to_dict()
         assert plan["method"] == (optimizer or "triweave")
