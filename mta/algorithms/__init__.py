@@ -14,6 +14,8 @@ from mta.algorithms.sorted_list import SortedList
 from mta.algorithms.fiba import BTree, FiBA
 from mta.algorithms.multi_query import MultiQueryAggregator
 from mta.algorithms.panes import Panes
+from mta.algorithms.slideside import SlideSide
+from mta.algorithms.replicated import ReplicatedAMTA, ReplicatedSoE, ReplicatedTwoStacks
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -24,7 +26,10 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
 
 #: The multi-query aggregators (``cls(monoid, ranges)``: the newest r partials for every range r), by name.
-MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {cls.name: cls for cls in (Panes,)}
+MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
+    cls.name: cls for cls in (SlideSide, Panes, ReplicatedSoE, ReplicatedTwoStacks, ReplicatedAMTA)
+}
 
-__all__ = ["MULTI_QUERY", "MultiQueryAggregator", "Panes", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
-           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList"]
+__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "MULTI_QUERY", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
+           "Policy", "AmortizedMTA", "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA",
+           "BTree", "SortedList", "SlideSide", "Panes", "ReplicatedSoE", "ReplicatedTwoStacks", "ReplicatedAMTA"]
