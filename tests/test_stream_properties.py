@@ -33,7 +33,7 @@ from mta import (Collect, KeyedStream, Last, Max, MaxSize, Median, Monoid, Quant
 from stream_oracle import (Count, CountEvery, Expected, KeyedOracle, PolicyEvery, Punctuation, Session, Sliding,
                            StreamOracle, Tumbling, result_tuple)
 
-FINALS = ("auto", "lazy", "eager", "amta", "fiba")
+FINALS = ("auto", "lazy", "eager", "amta", "fiba", "shared")
 KINDS = ("tumbling", "sliding", "session", "count", "count_every", "punctuation", "policy")
 
 

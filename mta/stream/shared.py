@@ -271,8 +271,10 @@ class SharedFinal(FinalAggregation):
         if not queries:
             return
         ticks = self.ticks = Ticks([v for spec in queries.values() for v in (spec.size, spec.slide, spec.offset)])
-        periodic = {name: (ticks.exact(spec.size), ticks.exact(spec.slide), ticks.exact(spec.offset))
-                    for name, spec in queries.items()}
+        periodic = {}
+        for name, spec in queries.items():
+            slide = ticks.exact(spec.slide)  # the same windows for any offset modulo the slide
+            periodic[name] = (ticks.exact(spec.size), slide, ticks.exact(spec.offset) % slide)
         self._plan = self.planner(periodic)
         for group in self._plan.groups:
             members = {name: periodic[name] for name in group.queries}
