@@ -27,14 +27,18 @@ Two variants, chosen by the monoid (``SlideSide(monoid, ranges)`` returns one of
   too, and all of them share ONE suffix scan (one list, the lower levels reading
   its bottom part: the overlaid stacks). Cost per element: one combine per level
   (the back aggregates, HammerSlide's "only the top of the back stack") plus the
-  scans, at most ``2 * R_l / 2**l < 4`` per level amortized (``R_l`` the largest
-  range of level ``l``), plus one combine per query answered. The number of
-  levels is at most the number of distinct ranges and at most ``log2(capacity) + 1``.
+  scans, under ``R_l / 2**l < 2`` per level amortized (a scan of ``R_l - 1`` combines
+  at most every ``2**l`` elements, ``R_l`` the largest range of level ``l``), plus
+  one combine per query answered. The number of levels is at most the number of
+  distinct ranges and at most ``log2(capacity) + 1``. Any other range ``r`` is
+  answered with one combine when a level's parts cover it, by a fold otherwise:
+  one combine for EVERY ``r`` would need a level per power of two (``log2 n``
+  combines per element) -- the ranges given at construction choose the levels.
 """
 
 from __future__ import annotations
 
-from itertools import accumulate, repeat
+from itertools import accumulate
 from typing import Any, Sequence
 
 from mta.algorithms.multi_query import MultiQueryAggregator
@@ -149,47 +153,58 @@ class InvertibleSlideSide(SlideSide):
         combine = self._combine
         invert = self.monoid.invert
         total = back[end]
-        # Alg. 3's cases b (r < end), c (r > end) and a (r == end)
-        return [invert(total, back[end - r]) if r < end else combine(front[r - end], total) if r > end else total
-                for r in self.ranges]
-
+        out = []
+        append = out.append
+        for r in self.ranges:  # Alg. 3's cases b, c and a
+            start = end - r
+            if start > 0:
+                append(invert(total, back[start]))
+            elif start:
+                append(combine(front[-start], total))
+            else:
+                append(total)
+        return out
 
 
 class OverlaidSlideSide(SlideSide):
     """Overlaid TwoStacks, one level per power of two (see the module docstring).
 
-    Level ``i`` has the period ``2**l`` (at most its smallest range). With ``t``
-    elements inserted since :meth:`clear`, its boundary is ``b = ((t - 1) % 2**l) + 1``
-    elements back: ``_backs[i]`` aggregates those ``b`` elements and ``_scans[i][k]``
-    the ``k`` elements just before them (``_scans[i][0]`` is the identity). A range ``r``
-    of the level is ``scans[r - b] (+) back``: ``r >= 2**l >= b``, so one combine.
+    Level ``i`` has the period ``_periods[i]`` (a power of two, at most its smallest
+    range); ``_bs[i]`` elements (1.. period) were inserted since its boundary and
+    ``_backs[i]`` is their aggregate; ``_scans[i][k]`` aggregates the ``k`` elements
+    just before the boundary (``_scans[i][0]`` is the identity). A range ``r`` of the
+    level is ``scans[r - b] (+) back``: ``r >= period >= b``, so one combine.
     """
 
     def clear(self) -> None:
+        n = self.capacity
         by_level: dict[int, list[int]] = {}
-        for r in set(self.ranges):
+        for r in sorted(set(self.ranges)):
             by_level.setdefault(r.bit_length() - 1, []).append(r)
         levels = sorted(by_level)
         identity = self._identity
-        self._masks = [(1 << level) - 1 for level in levels]  # period - 1
-        self._tops = [max(by_level[level]) for level in levels]  # R_l: the scan length a level needs
-        self._level_of = [levels.index(r.bit_length() - 1) for r in self.ranges]
+        self._periods = [1 << level for level in levels]
+        self._tops = [by_level[level][-1] for level in levels]  # R_l: the scan length a level needs
+        self._bs = [0] * len(levels)
         self._backs = [identity] * len(levels)
         self._scans: list[list[Any]] = [[identity] for _ in levels]
-        self._elements: list[Any] = [identity] * self.capacity  # circular buffer
+        #: for each range (in order), its level
+        self._level_of = [levels.index(r.bit_length() - 1) for r in self.ranges]
+        self._elements: list[Any] = [identity] * n  # circular buffer
         self._pos = 0
         self._count = 0
-        self._t = 0  # elements inserted since clear
 
     def insert(self, partial: Any) -> None:
-        t = self._t
-        if t & self._masks[0]:  # no level flips (the lowest period divides every other)
-            self._backs = list(map(self._combine, self._backs, repeat(partial)))
-        elif t:
-            self._flip(partial, t)
-        else:
-            self._backs = [partial] * len(self._backs)
-        self._t = t + 1
+        bs = self._bs
+        periods = self._periods
+        if bs[0] == periods[0]:
+            self._flip(partial)
+        else:  # no level flips (the lowest period divides every other)
+            backs = self._backs
+            combine = self._combine
+            for i, b in enumerate(bs):
+                backs[i] = combine(backs[i], partial) if b else partial
+                bs[i] = b + 1
         n = self.capacity
         pos = self._pos
         self._elements[pos] = partial
@@ -198,25 +213,27 @@ class OverlaidSlideSide(SlideSide):
         if self._count < n:
             self._count += 1
 
-    def _flip(self, partial: Any, t: int) -> None:
-        """Levels ``0..j`` (their back parts are full: ``t`` is a multiple of their period)
-        start a new back part with ``partial``, sharing ONE suffix scan over the newest
-        ``R_j`` elements; the levels above ``j`` take ``partial`` into their back part.
-        The periods are powers of two, so the flipping levels are always a prefix."""
-        masks = self._masks
+    def _flip(self, partial: Any) -> None:
+        """Levels ``0..j`` (their back parts are full) start a new back part with ``partial``:
+        one suffix scan over the newest ``R_j`` elements, shared by all of them; the levels
+        above ``j`` take ``partial`` into their back part. Periods are powers of two counted
+        from the same first element, so the flipping levels are always a prefix."""
+        bs = self._bs
+        periods = self._periods
+        backs = self._backs
+        scans = self._scans
         j = 0
-        while j + 1 < len(masks) and not t & masks[j + 1]:
+        while j + 1 < len(bs) and bs[j + 1] == periods[j + 1]:
             j += 1
         scan = self._suffix_scan(min(self._tops[j], self._count))
-        scans = self._scans
-        backs = self._backs
+        for i in range(j + 1):
+            scans[i] = scan
+            backs[i] = partial
+            bs[i] = 1
         combine = self._combine
-        for i in range(len(backs)):
-            if i <= j:
-                scans[i] = scan
-                backs[i] = partial
-            else:
-                backs[i] = combine(backs[i], partial)
+        for i in range(j + 1, len(bs)):
+            backs[i] = combine(backs[i], partial) if bs[i] else partial
+            bs[i] += 1
 
     def query(self, r: int) -> Any:
         self._check_range(r)
@@ -225,13 +242,12 @@ class OverlaidSlideSide(SlideSide):
             if not count:
                 return self._identity
             r = count
-        t1 = self._t - 1
+        bs = self._bs
         scans = self._scans
-        backs = self._backs
-        for i in range(len(backs) - 1, -1, -1):  # a level whose parts cover r: one combine
-            k = r - (t1 & self._masks[i]) - 1
+        for i in range(len(bs) - 1, -1, -1):  # levels whose parts cover r: one combine
+            k = r - bs[i]
             if 0 <= k < len(scans[i]):
-                return self._combine(scans[i][k], backs[i]) if k else backs[i]
+                return self._combine(scans[i][k], self._backs[i]) if k else self._backs[i]
         # a range not given at construction that falls between the levels: fold it
         newest = self._newest(r)
         return self.monoid.fold(newest[0], newest[1:])
@@ -241,9 +257,12 @@ class OverlaidSlideSide(SlideSide):
             query = self.query
             return [query(r) for r in self.ranges]
         combine = self._combine
-        t1 = self._t - 1
-        bs = [(t1 & mask) + 1 for mask in self._masks]
-        scans = self._scans
+        bs = self._bs
         backs = self._backs
-        # scans[i][0] is the identity: r == b costs one combine too, and needs no branch
-        return [combine(scans[i][r - bs[i]], backs[i]) for r, i in zip(self.ranges, self._level_of)]
+        scans = self._scans
+        out = []
+        append = out.append
+        for r, i in zip(self.ranges, self._level_of):
+            # scans[i][0] is the identity: r == b costs one combine too, and needs no branch
+            append(combine(scans[i][r - bs[i]], backs[i]))
+        return out
