@@ -201,7 +201,7 @@ def write_markdown(run: Run) -> None:
         "",
     ]
     path = run.path(".md")
-    path.write_text("\n".join(head) + "\n".join(run.markdown))
+    path.write_text("\n".join(head) + "\n" + "\n".join(run.markdown))
     print(f"wrote {path}", flush=True)
 
 
