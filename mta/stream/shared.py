@@ -285,7 +285,9 @@ class SharedFinal(FinalAggregation):
             periodic[name] = (ticks.exact(spec.size), slide, ticks.exact(spec.offset) % slide)
         self._plan = self.planner(periodic, self._rate(ticks))
         for group in self._plan.groups:
-            members = {name: periodic[name] for name in group.queries}
+            members = {name: periodic[name] for name in group.queries if name in periodic}
+            if not members:
+                continue
             period = math.lcm(*(slide for _, slide, _ in members.values()))
             if sum(period // slide for _, slide, _ in members.values()) * 2 > MAX_POINTS:
                 continue  # too many edges in one composite slide: left to the fallback
