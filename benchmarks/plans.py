@@ -155,6 +155,71 @@ def measure(run: common.Run, args: Any) -> dict[str, Any]:
     return {"csv": csv, "worst_error": worst, "chosen_slower_sets": slower}
 
 
+def finals(run: common.Run, args: Any) -> dict[str, Any]:
+    """final="shared" (the optimizer's plan) against the engine's other finals, on many long
+    sliding windows (the multi-query setting: ranges up to 60 slides)."""
+    rng = random.Random(args.seed)
+    rows, csv = [], []
+    for n in args.queries:
+        for monoid_name in ("sum", "max"):
+            queries, seen = [], set()
+            while len(queries) < n:
+                slide = rng.choice((1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60))
+                size = slide * rng.randint(2, 60)
+                if (size, slide) not in seen:
+                    seen.add((size, slide))
+                    queries.append(PeriodicQuery(f"q{len(queries)}", size, slide, 0))
+            qs = QuerySet(tuple(queries), monoid_name, args.rate)
+            data = stream_of(qs, qs.longest + args.measure_ticks, args.seed)
+            names = ("auto", "lazy", "fiba", "shared")
+            counted, times = {}, {name: [] for name in names}
+            results = {}
+            for name in names:
+                counting = CountingMonoid(_monoid(monoid_name))
+                results[name], ops, _ = _execute_final(qs, name, data, counting)
+                counted[name] = ops / len(data)
+            assert all(r == results["lazy"] for r in results.values()), "finals disagree"
+            for _ in range(args.reps):
+                for name in names:
+                    times[name].append(_execute_final(qs, name, data, _monoid(monoid_name))[2])
+            median = {name: statistics.median(v) for name, v in times.items()}
+            plan = _plan_of(qs, data)
+            rows.append([n, monoid_name, args.rate, len(results["lazy"]),
+                         "; ".join(f"{len(g.queries)}: {g.partial}/{g.final}" for g in plan.groups)]
+                        + [f"{len(data) / median[name] / 1e3:.0f}k / {common.num(counted[name])}" for name in names]
+                        + [common.num(median[name] / median["shared"]) for name in ("auto", "lazy", "fiba")])
+            csv.append([n, monoid_name, args.rate] + [median[name] for name in names] + [counted[name] for name in names])
+            run.log(f"{n} queries {monoid_name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in median.items()))
+    run.table("Stream finals on many sliding queries: tuples/s and combines per tuple; shared's speed-up",
+              ["queries", "monoid", "tuples/tick", "windows", "plan (queries: partial/final)", "auto", "lazy", "fiba",
+               "shared", "shared vs auto", "shared vs lazy", "shared vs fiba"], rows)
+    return {"csv": csv}
+
+
+def _execute_final(qs: QuerySet, final: str, data: list, monoid: Any) -> tuple[list, int, float]:
+    stream = Stream(monoid, final=final)
+    for q in qs.queries:
+        stream.add(q.name, Sliding(q.range, q.slide, q.offset))
+    started = time.perf_counter()
+    out = []
+    for i in range(0, len(data), 1000):
+        stream.insert_many(data[i:i + 1000])
+        out.extend(stream.advance(data[i + 999][0] if i + 999 < len(data) else data[-1][0]))
+    out.extend(stream.advance(float("inf")))
+    elapsed = time.perf_counter() - started
+    ops = monoid.calls + monoid.inverts if isinstance(monoid, CountingMonoid) else 0
+    return [(r.query, r.start, r.end, r.value, r.count) for r in out], ops, elapsed
+
+
+def _plan_of(qs: QuerySet, data: list) -> Plan:
+    stream = Stream(_monoid(qs.monoid), final="shared")
+    for q in qs.queries:
+        stream.add(q.name, Sliding(q.range, q.slide, q.offset))
+    stream.insert_many(data[:1000])
+    stream.advance(data[999][0])
+    return stream.plan()
+
+
 def _unit(qs: QuerySet) -> int:
     from math import gcd
     return gcd(*(v for q in qs.queries for v in (q.range, q.slide)))
@@ -166,14 +231,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure-ticks", type=int, default=3000, help="ticks counted after the warm-up")
     p.add_argument("--reps", type=int, default=3, help="timed rounds (plans alternate within a round)")
     p.add_argument("--seed", type=int, default=18)
+    p.add_argument("--exp", choices=["plans", "finals", "all"], default="all")
+    p.add_argument("--queries", type=lambda t: [int(x) for x in t.split(",")], default=[10, 50],
+                   help="finals: numbers of queries")
+    p.add_argument("--rate", type=int, default=4, help="finals: tuples per tick")
     args = p.parse_args(argv)
     if args.quick:
-        args.sets, args.measure_ticks, args.reps = 2, 200, 1
+        args.sets, args.measure_ticks, args.reps, args.queries = 2, 200, 1, [5]
     run = common.Run(NAME, args, {"sets": args.sets, "measure_ticks": args.measure_ticks, "reps": args.reps,
                                   "seed": args.seed})
-    result = run.experiment("plans", lambda: measure(run, args))
-    run.data["experiments"] = {"plans": result}
-    run.finish(["set", "queries", "monoid", "rate", "estimated", "measured", "seconds", "singles"], result["csv"])
+    experiments = {}
+    if args.exp in ("plans", "all"):
+        experiments["plans"] = run.experiment("plans", lambda: measure(run, args))
+    if args.exp in ("finals", "all"):
+        experiments["finals"] = run.experiment("finals", lambda: finals(run, args))
+    run.data["experiments"] = experiments
+    run.finish(["experiment", "row"], [[name, row] for name, e in experiments.items() for row in e["csv"]])
     return 0
 
 
