@@ -549,5 +549,14 @@ def test_the_python_client_runs_streams_and_returns_the_librarys_results(server)
         assert [r for r in client.stream_insert("py", batch, 10_040) if r.query == "t5"] == wanted
         assert [next(watch) for _ in wanted] == wanted and len(wanted) == 2
         watch.close()
+        assert client.stream_plan("py") is None
+        client.create_stream("hops", {"a": Sliding(30, 2), "b": Sliding(60, 4, 1)}, monoid="max", final="shared")
+        shared = Stream(Max(), final="shared")
+        shared.add("a", Sliding(30, 2))
+        shared.add("b", Sliding(60, 4, 1))
+        batch = [(t, float(t % 7)) for t in range(200)]
+        shared.insert_many(batch)
+        assert client.stream_insert("hops", batch, 150) == shared.advance(150)
+        assert client.stream_plan("hops") == shared.plan().to_dict()
         with pytest.raises(TypeError, match="holds code"):
             stream_window(QUERIES["marks"][1])

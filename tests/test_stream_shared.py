@@ -39,7 +39,7 @@ class _Plan:
 def forced(partial: str, final: str, split: int = 0) -> Any:
     """A planner: the queries in groups of ``split`` (all in one when 0), each group executed
     with ``partial`` and ``final``."""
-    def plan(queries: list) -> _Plan:
+    def plan(queries: list, rate: float) -> _Plan:
         names = tuple(q.name for q in queries)
         step = split or len(names)
         return _Plan([_Group(names[i:i + step], partial, final) for i in range(0, len(names), step)])

@@ -38,6 +38,7 @@ from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
 from mta.monoid import Monoid
+from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
 from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import SharedFinal
@@ -71,7 +72,7 @@ class Stream:
     tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends),
     ``"amta"`` / ``"fiba"`` by name, or ``"shared"``: the tumbling and sliding queries are
     grouped by the multi-query optimizer (``optimizer``: ``"triweave"``, ``"weaveshare"``, or a
-    callable taking ``mta.optimizer.PeriodicQuery``s and returning an ``mta.optimizer.Plan``),
+    callable ``(list of mta.optimizer.PeriodicQuery, tuples per tick) -> mta.optimizer.Plan``),
     each group's windows answered by a multi-query aggregator (:meth:`plan` explains it; the
     other queries are served as by ``"auto"``). ``ordered=True`` promises tuples in timestamp
     order (an older one is refused).
@@ -125,14 +126,13 @@ class Stream:
         self.slices.on_change = final.changed
         return final
 
-    def _plan_for(self, queries: dict[str, tuple[int, int, int]]) -> Any:
-        """The optimizer's plan for ``{name: (size, slide, offset)}`` in ticks."""
+    def _plan_for(self, queries: dict[str, tuple[int, int, int]], rate: float) -> Any:
+        """The optimizer's plan for ``{name: (size, slide, offset)}`` in ticks, at ``rate`` tuples per tick."""
         monoid = self.monoid
         if callable(self.optimizer):
-            from mta.optimizer import PeriodicQuery
-            return self.optimizer([PeriodicQuery(name, *spec) for name, spec in queries.items()])
-        return _optimize(tuple(queries.items()), monoid.invertible, monoid.selection, monoid.commutative,
-                         self.optimizer)
+            return self.optimizer([PeriodicQuery(name, *spec) for name, spec in queries.items()], rate)
+        return _optimize(tuple(queries.items()), float(f"{rate:.2g}"), monoid.invertible, monoid.selection,
+                         monoid.commutative, self.optimizer)
 
     def plan(self) -> Any:
         """How the tumbling and sliding queries share their final aggregation (``final="shared"``):
@@ -598,9 +598,8 @@ class Stream:
 
 
 @functools.lru_cache(maxsize=256)  # every key of a KeyedStream plans the same queries
-def _optimize(queries: tuple, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
-    from mta.optimizer import PeriodicQuery, optimize
-    return optimize([PeriodicQuery(name, *spec) for name, spec in queries], 1.0, invertible=invertible,
+def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
+    return optimize([PeriodicQuery(name, *spec) for name, spec in queries], rate, invertible=invertible,
                     selection=selection, commutative=commutative, method=method)
 
 

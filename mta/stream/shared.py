@@ -238,10 +238,10 @@ class SharedFinal(FinalAggregation):
     name = "shared"
 
     def __init__(self, slices: TimeSlices, fallback: FinalAggregation,
-                 planner: Callable[[dict[str, Any]], Any]) -> None:
+                 planner: Callable[[dict[str, Any], float], Any]) -> None:
         super().__init__(slices)
         self.fallback = fallback
-        #: ``planner({name: (size, slide, offset) in ticks}) -> plan`` with ``plan.groups``
+        #: ``planner({name: (size, slide, offset) in ticks}, tuples per tick) -> plan`` with ``plan.groups``
         #: of ``.queries`` (names), ``.partial`` and ``.final``
         self.planner = planner
         self.groups: dict[str, SharedGroup] = {}  # by query name
@@ -263,6 +263,14 @@ class SharedFinal(FinalAggregation):
             self._make_plan()
         return self._plan
 
+    def _rate(self, ticks: Ticks) -> float:
+        """Tuples per tick in the slices held (1.0 before there are any)."""
+        slices = self.slices
+        if not len(slices):
+            return 1.0
+        span = ticks(slices.ends[-1]) - ticks(slices.starts[0]) if slices.ends[-1] < math.inf else 0
+        return max(sum(slices.counts) / span, 1e-9) if span > 0 else 1.0
+
     def _make_plan(self) -> None:
         self._planned = True
         self._plan = None
@@ -275,9 +283,11 @@ class SharedFinal(FinalAggregation):
         for name, spec in queries.items():
             slide = ticks.exact(spec.slide)  # the same windows for any offset modulo the slide
             periodic[name] = (ticks.exact(spec.size), slide, ticks.exact(spec.offset) % slide)
-        self._plan = self.planner(periodic)
+        self._plan = self.planner(periodic, self._rate(ticks))
         for group in self._plan.groups:
-            members = {name: periodic[name] for name in group.queries}
+            members = {name: periodic[name] for name in group.queries if name in periodic}
+            if not members:
+                continue
             period = math.lcm(*(slide for _, slide, _ in members.values()))
             if sum(period // slide for _, slide, _ in members.values()) * 2 > MAX_POINTS:
                 continue  # too many edges in one composite slide: left to the fallback
