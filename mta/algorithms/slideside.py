@@ -41,7 +41,7 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import Any, Sequence
 
-from mta.algorithms.multi_query import MultiQueryAggregator
+from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.monoid import Monoid
 
 
@@ -63,6 +63,31 @@ class SlideSide(MultiQueryAggregator):
         self._combine = monoid.combine
         self._identity = monoid.identity
         self.clear()
+
+    @staticmethod
+    def combines_per_insert(ranges: Sequence[int], *, invertible: bool) -> float:
+        """Combines per insert, amortized over a lap of the full window (answers not included:
+        one combine or invert per answer), for the optimizer's cost model.
+
+        Invertible: per lap of ``n`` inserts, ``n - 1`` prefix combines (a lap's first element
+        needs none) and a suffix scan of ``n - 1``. Overlaid: level ``l`` combines every insert
+        but the one it flips on (``1 - 1/p_l``), and an insert whose highest flipping level is
+        ``j`` scans ``R_j - 1`` combines, which happens for a fraction ``1/p_j - 1/p_(j+1)`` of
+        the inserts (``1/p_j`` for the top level)."""
+        ranges = check_ranges(ranges)
+        if invertible:
+            n = max(ranges)
+            return 2 * (n - 1) / n
+        tops: dict[int, int] = {}
+        for r in ranges:
+            level = r.bit_length() - 1
+            tops[level] = max(tops.get(level, 0), r)
+        periods = [1 << level for level in sorted(tops)]
+        total = 0.0
+        for j, p in enumerate(periods):
+            above = 1 / periods[j + 1] if j + 1 < len(periods) else 0.0
+            total += (1 - 1 / p) + (tops[p.bit_length() - 1] - 1) * (1 / p - above)
+        return total
 
     def _check_range(self, r: Any) -> None:
         if r.__class__ is not int or not 0 < r <= self.capacity:
