@@ -22,7 +22,7 @@ import random
 import time
 from typing import Any, Callable
 
-from benchmarks.common import Run, gc_paused, machine_info, num, parser, ratio
+from benchmarks.common import Run, gc_paused, num, parser, ratio
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
 from mta.counting import CountingMonoid
 from mta.monoid import Min, Monoid, Sum

@@ -59,6 +59,7 @@ class SlideSide(MultiQueryAggregator):
         return super().__new__(cls)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int], *, inverse: bool | None = None) -> None:
+        # ``inverse`` was used by __new__ to choose the class
         super().__init__(monoid, ranges)
         self._combine = monoid.combine
         self._identity = monoid.identity
