@@ -55,8 +55,7 @@ def competitors(monoid: Monoid, baseline: str) -> list[str]:
 def workload(seed: int, queries: int, max_range: int, steps: int) -> tuple[list[int], list[int]]:
     """The first ``queries`` ranges of one seeded draw, and the stream: a full window then ``steps``."""
     rng = random.Random(seed)
-    ranges = [rng.randint(1, max_range) for _ in range(65)][:queries] if queries <= 65 else \
-        [rng.randint(1, max_range) for _ in range(queries)]
+    ranges = [rng.randint(1, max_range) for _ in range(max(65, queries))][:queries]
     values = [rng.randint(0, 10**6) for _ in range(max(ranges) + steps)]
     return ranges, values
 
