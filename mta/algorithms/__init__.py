@@ -14,7 +14,10 @@ from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.sorted_list import SortedList
 from mta.algorithms.fiba import BTree, FiBA
 from mta.algorithms.multi_query import MultiQueryAggregator
+from mta.algorithms.panes import Panes
+from mta.algorithms.slideside import SlideSide
 from mta.algorithms.slickdeque import SlickDeque
+from mta.algorithms.replicated import ReplicatedAMTA, ReplicatedSoE, ReplicatedTwoStacks
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -26,9 +29,11 @@ ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls 
 
 #: The multi-query aggregators (``cls(monoid, ranges)``: the newest r partials for every range r), by name.
 MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
-    cls.name: cls for cls in (SlickDeque, FlatFIT, FlatFATRanges)
+    cls.name: cls for cls in (SlideSide, SlickDeque, FlatFIT, FlatFATRanges, Panes, ReplicatedSoE,
+                              ReplicatedTwoStacks, ReplicatedAMTA)
 }
 
-__all__ = ["MULTI_QUERY", "MultiQueryAggregator", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
-           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList",
-           "SlickDeque", "FlatFIT", "FlatFATRanges"]
+__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "MULTI_QUERY", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
+           "Policy", "AmortizedMTA", "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA",
+           "BTree", "SortedList", "SlideSide", "SlickDeque", "FlatFIT", "FlatFATRanges", "Panes", "ReplicatedSoE",
+           "ReplicatedTwoStacks", "ReplicatedAMTA"]

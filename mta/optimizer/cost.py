@@ -1,0 +1,190 @@
+"""Estimated operations (combines + inverts) per tick of a group of queries and of a plan.
+
+Execution model (MQ-SPEC, the Stream engine): the tuples are cut into slices; each group
+closes a partial at each of its edges (``E`` edges per tick, F1) and inserts it into
+``MULTI_QUERY[final](monoid, ranges)``; each window of a query is answered by
+``query(c)`` over its ``c`` closed partials, combined with the open partial for Cutty.
+
+Omega (final-aggregation operations per edge, dissertation Sec. 7.2, Table 11) is
+``insert + sum_j w_j * mean_k answer_j(k)``: a per-insert term and a per-answer term
+weighted by ``w_j``, the answers of query ``j`` per edge (``(composite/slide_j) / edges``).
+Table 11 charges every query at every edge (``w_j = 1``: true when the group's edges are
+its queries' common slide); the weights make the formulas hold for groups whose
+queries are answered at different rates. ``nP`` is a window's number of closed
+partials (:func:`mta.optimizer.partials.window_spans`), ``cap`` the largest one:
+
+- ``panes`` (naive fold, Eq. 7.3 ``sum r_i/s_i`` counted exactly): insert 0; answer
+  ``nP - 1`` combines (+1 for the open partial).
+- ``flatfat`` (Eq. 7.4): insert ``L(cap)`` (the update from leaf to root; the root answers
+  the longest range), answer ``L(nP)`` for ``nP < cap``, with
+  ``L(n) = floor(log2(n - 1)) + (n - 1) / 2**floor(log2 n)`` (``L(1) = 0``).
+- ``flatfit`` (Eq. 7.5, ``3 * nQ``): answer 3.
+- ``slickdeque`` invertible (Eq. 7.6 with its omitted x2): insert ``2 * U``, ``U`` the
+  number of distinct ``nP`` of the group (one running aggregate each: one combine, one
+  invert); answers are read.
+- ``slickdeque`` non-invertible, selection monoids (Eq. 7.7 as printed, its ``nQ`` per
+  answer): insert ``2 - 2/cap + sum_{i=1..cap} 1/i!``, answer 1.
+- ``slideside`` (not in Table 11; derived from the algorithm): insert 2 (one prefix
+  combine, about one amortised suffix-scan combine per partial), answer 1.
+  TODO(lead): check against mta/algorithms/slideside.py by counting once it is on main.
+
+Every technique but ``panes`` adds one combine per answer whose window ends inside the
+open partial (Cutty). The partial aggregation costs (tuples into partials) are in
+:func:`plan_cost`: WeaveShare (Eq. 7.1) slices the stream once per group, ``m * rate``;
+TriWeave slices it once (``rate``) at the union of every group's edges (``E_U`` slices
+per tick) and each group folds those slices into its partials, ``E_U - E_i`` combines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import factorial
+from typing import Iterable, Sequence
+
+from mta.optimizer.f1 import count_in, f1
+from mta.optimizer.partials import (PARTIALS, PeriodicQuery, composite_slide, group_terms, progressions,
+                                    window_spans)
+
+FINALS = ("panes", "flatfat", "flatfit", "slideside", "slickdeque")
+METHODS = ("triweave", "weaveshare")
+
+
+def allowed_finals(*, invertible: bool, selection: bool, techniques: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The final techniques the monoid allows (SlickDeque needs an invertible or a selection monoid), restricted
+    to ``techniques`` when given; ValueError for an unknown name or when nothing is left."""
+    wanted = FINALS if techniques is None else tuple(techniques)
+    if isinstance(techniques, str):
+        raise TypeError("techniques must be a sequence of names, e.g. ('flatfit',), not a str")
+    unknown = [t for t in wanted if t not in FINALS]
+    if unknown:
+        raise ValueError(f"unknown final technique {', '.join(map(repr, unknown))}; choose from {', '.join(FINALS)}")
+    allowed = tuple(t for t in FINALS if t in wanted and (t != "slickdeque" or invertible or selection))
+    if not allowed:
+        raise ValueError(f"no final technique left: {', '.join(wanted)} need an invertible or a selection monoid")
+    return allowed
+
+
+def flatfat_lookup(n: int) -> float:
+    """Eq. 7.4's term for one range of ``n`` partials: ``floor(log2(n-1)) + (n-1)/2**floor(log2 n)`` (0 for 1)."""
+    if n < 2:
+        return 0.0
+    return (n - 1).bit_length() - 1 + (n - 1) / (1 << (n.bit_length() - 1))
+
+
+def slickdeque_noninv_insert(cap: int) -> float:
+    """Eq. 7.7 without its ``nQ``: ``2 - 2/cap + sum_{i=1..cap} 1/i!`` (the sum stops changing at i = 20)."""
+    return 2 - 2 / cap + sum(1 / factorial(i) for i in range(1, min(cap, 20) + 1))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A group of queries under one partial technique: its composite slide, its edges per composite slide
+    and the ``(partials, open)`` of every (sampled) window of each query."""
+
+    queries: tuple[PeriodicQuery, ...]
+    partial: str
+    composite: int
+    edges: int
+    spans: tuple[tuple[tuple[int, bool], ...], ...]
+
+    @property
+    def edge_rate(self) -> float:
+        return self.edges / self.composite
+
+    def ranges(self) -> dict[str, tuple[int, ...]]:
+        """Each query's distinct partial counts (Cutty: the open partial counted), as :class:`Group` shows."""
+        return {q.name: tuple(sorted({k for k, _ in spans})) for q, spans in zip(self.queries, self.spans)}
+
+    def closed_counts(self) -> set[int]:
+        """The distinct numbers of closed partials the final aggregator is asked for (its ranges)."""
+        return {k - o for spans in self.spans for k, o in spans if k - o > 0}
+
+
+def shape(queries: Sequence[PeriodicQuery], partial: str) -> Shape:
+    """The :class:`Shape` of ``queries`` sharing one partial technique."""
+    terms = group_terms(queries, partial)
+    composite = composite_slide(queries)
+    spans = tuple(tuple(window_spans(q, terms, composite)) for q in queries)
+    return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite), spans)
+
+
+def omega(final: str, sh: Shape, *, invertible: bool) -> float:
+    """Estimated final-aggregation operations per edge of the group (module docstring, Table 11)."""
+    counts = sh.closed_counts()
+    cap = max(counts, default=1)
+    if final == "panes":
+        insert, answer = 0.0, (lambda k, o: k - 1)
+    elif final == "flatfat":
+        insert, answer = flatfat_lookup(cap), (lambda k, o: (flatfat_lookup(k - o) if k - o < cap else 0.0) + o)
+    elif final == "flatfit":
+        insert, answer = 0.0, (lambda k, o: 3 + o)
+    elif final == "slideside":
+        insert, answer = 2.0, (lambda k, o: 1 + o)
+    elif final == "slickdeque" and invertible:
+        insert, answer = 2.0 * len(counts), (lambda k, o: float(o))
+    elif final == "slickdeque":
+        insert, answer = slickdeque_noninv_insert(cap), (lambda k, o: 1 + o)
+    else:
+        raise ValueError(f"unknown final technique {final!r}; choose from {', '.join(FINALS)}")
+    per_composite = insert * sh.edges
+    for q, spans in zip(sh.queries, sh.spans):
+        answers = sh.composite // q.slide  # windows per composite slide; spans may be a stride sample
+        per_composite += answers * sum(answer(k, o) for k, o in spans) / len(spans)
+    return per_composite / sh.edges
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run a group: partial and final technique, with its edge rate and final operations per tick."""
+
+    shape: Shape
+    final: str
+    omega: float
+
+    @property
+    def final_cost(self) -> float:
+        """Final-aggregation operations per tick: ``E * Omega``."""
+        return self.shape.edge_rate * self.omega
+
+
+def best_option(queries: Sequence[PeriodicQuery], method: str, finals: Sequence[str], *,
+                invertible: bool) -> Option:
+    """The cheapest (partial, final) for the group alone: least ``E*Omega`` (WeaveShare) or least
+    ``E*Omega - E`` (TriWeave: a group folding coarser partials saves the slicer's slices; the slicer's
+    ``E_U`` is shared by the plan). Ties go to the earlier technique of PARTIALS and FINALS."""
+    best, best_key = None, None
+    for partial in PARTIALS:
+        sh = shape(queries, partial)
+        for final in finals:
+            opt = Option(sh, final, omega(final, sh, invertible=invertible))
+            key = opt.final_cost - (sh.edge_rate if method == "triweave" else 0.0)
+            if best_key is None or key < best_key - 1e-12:
+                best, best_key = opt, key
+    assert best is not None
+    return best
+
+
+def slicer_edge_rate(options: Iterable[Option]) -> float:
+    """``E_U``: the shared slicer's slices per tick, the union of every group's edges (F1)."""
+    opts = list(options)
+    queries = [q for o in opts for q in o.shape.queries]
+    progs = [p for o in opts for q in o.shape.queries for p in progressions(q, o.shape.partial)]
+    composite = composite_slide(queries)
+    return f1(progs, composite) / composite
+
+
+def group_cost(opt: Option, method: str, rate: float, slicer_rate: float) -> float:
+    """A group's operations per tick: ``rate + E*Omega`` (WeaveShare, Eq. 7.1) or
+    ``(E_U - E) + E*Omega`` (TriWeave: folding the shared slices, then the final aggregation)."""
+    if method == "weaveshare":
+        return rate + opt.final_cost
+    return slicer_rate - opt.shape.edge_rate + opt.final_cost
+
+
+def plan_cost(options: Sequence[Option], method: str, rate: float) -> float:
+    """Operations per tick of a plan: ``sum(rate + E_i*Omega_i)`` (WeaveShare, Eq. 7.1) or
+    ``rate + sum((E_U - E_i) + E_i*Omega_i)`` (TriWeave, one shared slicer)."""
+    if method == "weaveshare":
+        return sum(group_cost(o, method, rate, 0.0) for o in options)
+    e_u = slicer_edge_rate(options)
+    return rate + sum(group_cost(o, method, rate, e_u) for o in options)

@@ -1,0 +1,167 @@
+"""Grouping queries: WeaveShare and TriWeave (greedy pair merging) and the exhaustive search they approximate.
+
+Both greedy optimizers (dissertation Sec. 2.4.2; Alg. 5 is their core) start from the
+no-share plan (one group per query), merge the pair of groups whose merge lowers the
+plan cost the most, and stop when no merge lowers it. WeaveShare prices a plan with
+Eq. 7.1 (each group slices the stream itself); TriWeave with one shared slicer
+(:func:`mta.optimizer.cost.plan_cost`). The DESIGN.md defects of the distributed
+variants are avoided here: pairs are ``i < j`` (Alg. 5 lets ``j = i``), the loop runs
+while merges help (Alg. 4 runs ``T + 1`` times), every candidate is priced afresh
+(Alg. 6 never resets ``WeaveCost``).
+
+TriWeave's plan cost is not a sum over groups (the slicer's ``E_U`` is the union of every
+group's edges), so candidate merges are ranked by the change of the group terms with
+``E_U`` held fixed, and the best one is accepted only if the exact plan cost drops
+(else the next best is tried).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from mta.optimizer.cost import METHODS, Option, allowed_finals, best_option, group_cost, plan_cost, \
+    slicer_edge_rate
+from mta.optimizer.partials import PeriodicQuery
+from mta.optimizer.plan import Group, Plan
+
+#: optimize() searches every grouping up to this many queries (Bell(6) = 203), greedily above
+EXACT_LIMIT = 6
+#: brute_force() refuses more queries than this (Bell(10) = 115975 groupings)
+BRUTE_LIMIT = 10
+_EPS = 1e-9
+
+
+def set_partitions(n: int) -> Iterator[list[list[int]]]:
+    """Every partition of ``range(n)`` into non-empty blocks (restricted growth strings), each once."""
+    if n == 0:
+        yield []
+        return
+    for part in set_partitions(n - 1):
+        for block in part:
+            block.append(n - 1)
+            yield [list(b) for b in part]
+            block.pop()
+        yield [list(b) for b in part] + [[n - 1]]
+
+
+class _Pricer:
+    """Best options of groups (by frozenset of query indices), computed once each."""
+
+    def __init__(self, queries: Sequence[PeriodicQuery], method: str, rate: float, finals: Sequence[str],
+                 invertible: bool) -> None:
+        self.queries, self.method, self.rate, self.finals, self.invertible = queries, method, rate, finals, invertible
+        self._cache: dict[frozenset[int], Option] = {}
+
+    def option(self, group: frozenset[int]) -> Option:
+        opt = self._cache.get(group)
+        if opt is None:
+            members = [self.queries[i] for i in sorted(group)]
+            opt = self._cache[group] = best_option(members, self.method, self.finals, invertible=self.invertible)
+        return opt
+
+    def cost(self, groups: Sequence[frozenset[int]]) -> float:
+        return plan_cost([self.option(g) for g in groups], self.method, self.rate)
+
+    def key(self, group: frozenset[int]) -> float:
+        """The group's separable cost term (TriWeave: with the slicer's ``E_U`` left out)."""
+        opt = self.option(group)
+        if self.method == "weaveshare":
+            return self.rate + opt.final_cost
+        return opt.final_cost - opt.shape.edge_rate
+
+
+def brute_force(pricer: _Pricer) -> list[frozenset[int]]:
+    """The cheapest grouping of all set partitions (ties: the first enumerated)."""
+    n = len(pricer.queries)
+    if n > BRUTE_LIMIT:
+        raise ValueError(f"brute force over {n} queries: at most {BRUTE_LIMIT} (the groupings grow as Bell(n))")
+    best, best_cost = None, None
+    for part in set_partitions(n):
+        groups = [frozenset(b) for b in part]
+        c = pricer.cost(groups)
+        if best_cost is None or c < best_cost - _EPS:
+            best, best_cost = groups, c
+    assert best is not None
+    return best
+
+
+def greedy(pricer: _Pricer) -> list[frozenset[int]]:
+    """WeaveShare / TriWeave: merge the pair of groups that lowers the plan cost most, while one does."""
+    groups = [frozenset([i]) for i in range(len(pricer.queries))]
+    current = pricer.cost(groups)
+    # TriWeave: a merge also drops one group's E_U term (the slicer's slices folded by that group)
+    e_u = slicer_edge_rate(pricer.option(g) for g in groups) if pricer.method == "triweave" else 0.0
+
+    def delta(a: frozenset[int], b: frozenset[int]) -> float:
+        return pricer.key(a | b) - pricer.key(a) - pricer.key(b) - e_u
+
+    deltas = {(a, b): delta(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]}
+    while deltas:
+        pair = min(deltas, key=deltas.__getitem__)
+        if deltas[pair] >= -_EPS:
+            break
+        a, b = pair
+        merged = [g for g in groups if g != a and g != b] + [a | b]
+        if pricer.method == "triweave":
+            cost = pricer.cost(merged)
+            if cost >= current - _EPS:  # E_U grew more than the ranking assumed: try the next pair
+                deltas[pair] = float("inf")
+                continue
+            current = cost
+            e_u = slicer_edge_rate(pricer.option(g) for g in merged)
+        groups = merged
+        deltas = {p: d for p, d in deltas.items() if a not in p and b not in p}
+        for g in groups[:-1]:
+            deltas[(g, a | b)] = delta(g, a | b)
+    return groups
+
+
+def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
+             commutative: bool, method: str = "triweave", techniques: Sequence[str] | None = None,
+             search: str = "auto") -> Plan:
+    """Group ``queries`` and choose each group's partial (panes/pairs/cutty) and final technique, minimising the
+    estimated operations per tick at ``rate`` tuples per tick.
+
+    ``invertible``/``selection`` say which final techniques the monoid allows (SlickDeque needs one of them);
+    ``commutative`` is accepted for the record: every technique here combines in stream order.
+    ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``). ``search``: "exhaustive" (every
+    grouping, at most BRUTE_LIMIT queries), "greedy" (the method's pair merging) or "auto" (exhaustive up to
+    EXACT_LIMIT queries)."""
+    del commutative  # no technique here needs it (mta.algorithms: SlideSide, FlatFAT, FlatFIT keep order)
+    queries = _check_queries(queries)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+        raise ValueError(f"rate must be a positive number of tuples per tick, got {rate!r}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    if search not in ("auto", "exhaustive", "greedy"):
+        raise ValueError(f"unknown search {search!r}; choose from auto, exhaustive, greedy")
+    finals = allowed_finals(invertible=invertible, selection=selection, techniques=techniques)
+    pricer = _Pricer(queries, method, float(rate), finals, invertible)
+    if search == "auto":
+        search = "exhaustive" if len(queries) <= EXACT_LIMIT else "greedy"
+    found = brute_force(pricer) if search == "exhaustive" else greedy(pricer)
+    found.sort(key=min)
+    options = [pricer.option(g) for g in found]
+    e_u = slicer_edge_rate(options) if method == "triweave" else None
+    groups = tuple(
+        Group(queries=tuple(q.name for q in o.shape.queries), partial=o.shape.partial, final=o.final,
+              composite=o.shape.composite, edges=o.shape.edges, ranges=o.shape.ranges(),
+              cost=group_cost(o, method, float(rate), e_u or 0.0), omega=o.omega)
+        for o in options)
+    return Plan(groups, method, float(rate), plan_cost(options, method, float(rate)), search, e_u)
+
+
+def _check_queries(queries: Sequence[PeriodicQuery]) -> list[PeriodicQuery]:
+    if isinstance(queries, PeriodicQuery) or not hasattr(queries, "__iter__"):
+        raise TypeError("queries must be a sequence of PeriodicQuery")
+    out = list(queries)
+    if not out:
+        raise ValueError("optimize needs at least one query")
+    seen: set[str] = set()
+    for k, q in enumerate(out):
+        if not isinstance(q, PeriodicQuery):
+            raise TypeError(f"queries[{k}] must be a PeriodicQuery, got {type(q).__name__}")
+        if q.name in seen:
+            raise ValueError(f"two queries are named {q.name!r}")
+        seen.add(q.name)
+    return out
