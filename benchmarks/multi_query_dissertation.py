@@ -11,8 +11,9 @@ Every competitor of a window size runs in the same process, alternated within ea
 round (the order rotates from round to round; the shared VM's speed swings); the
 median of the rounds is reported as slides per second, with ratios. Combines (and
 inverts) per slide are counted on a twin over :class:`mta.counting.CountingMonoid`
-(one FlatFIT period of ``n + 1`` slides in the single-query environment, a few slides
-in the max-multi one), so the counts cost the timed structures nothing.
+(one FlatFIT period of ``n + 1`` slides in the single-query environment, three slides
+in the max-multi one, up to n = ``--max-count``), so the counts cost the timed
+structures nothing.
 
 Experiments (``--exp``, default all):
 
@@ -24,7 +25,8 @@ Experiments (``--exp``, default all):
   Sum / Max: SlickDeque against every other competitor that takes the monoid (FlatFIT,
   FlatFAT, a naive Panes fold, and the replicated single-query baselines ``soe``,
   ``two_stacks``, ``amta`` where ``MULTI_QUERY`` has them); the second best is the
-  fastest of the others at each n. Target (Fig. 26): SlickDeque (Alg. 3) >= 2x the
+  fastest of the others at each n. SlideSide (a later paper) runs beside them and is
+  reported in columns of its own, not as a candidate for the second best. Target (Fig. 26): SlickDeque (Alg. 3) >= 2x the
   second best at every n >= 2^10. Panes and the replicated baselines are O(n^2) in the
   max-multi environment (time, or memory: one window per range) and run there up to
   ``--max-multi-quadratic`` only.
@@ -58,40 +60,9 @@ CSV_HEADERS = ["experiment", "n", "competitor", "slides_per_s", "ops_per_slide"]
 #: the replicated single-query baselines, measured where registered and allowed
 REPLICATED = ("soe", "two_stacks", "amta")
 #: the competitors whose max-multi cost grows as n^2 (capped by --max-multi-quadratic)
-QUADRATIC = ("panes",) + REPLICATED
+QUADRATIC = ("panes", *REPLICATED)
 #: the competitors whose cost per slide depends on the lookups before (see warm_up)
 HISTORY = ("flatfit",)
-
-
-class PanesFold(MultiQueryAggregator):
-    """Panes (the dissertation's naive final aggregation): every answer folds the newest
-    ``r`` partials, ``r - 1`` combines (``monoid.fold``: C loops for the built-ins)."""
-
-    name = "panes"
-    any_range = True
-
-    def __init__(self, monoid: Monoid, ranges: Any) -> None:
-        super().__init__(monoid, ranges)
-        self._items: list[Any] = []
-
-    def insert(self, partial: Any) -> None:
-        items = self._items
-        items.append(partial)
-        if len(items) > self.capacity:
-            del items[0]
-
-    def query(self, r: int) -> Any:
-        items = self._items
-        if not items:
-            return self.monoid.identity
-        r = min(r, len(items))
-        return self.monoid.fold(items[-r], items[len(items) - r + 1:])
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        self._items = []
 
 
 class InvertibleLast(Last):
@@ -108,10 +79,10 @@ Factory = Callable[[Monoid, Any], MultiQueryAggregator]
 
 
 def competitors(names: list[str], monoid: Monoid) -> dict[str, Factory]:
-    """The named algorithms that take ``monoid`` (Panes is this module's)."""
+    """The named algorithms of ``MULTI_QUERY`` that take ``monoid``."""
     out: dict[str, Factory] = {}
     for name in names:
-        cls = PanesFold if name == "panes" else MULTI_QUERY.get(name)
+        cls = MULTI_QUERY.get(name)
         if cls is None:
             continue
         try:
@@ -133,7 +104,7 @@ def measure(factories: dict[str, Factory], monoid: Monoid, n: int, multi: bool, 
     values = [rng.randint(0, 10 ** 6) for _ in range(2 * n + 1 + args.rounds * steps)]
     aggs = {name: make(monoid, ranges) for name, make in factories.items()}
     for name, agg in aggs.items():
-        warm_up(agg, name, values, n, multi)
+        warm_up(agg, name, values, n)
     times: dict[str, list[int]] = {name: [] for name in aggs}
     names = list(aggs)
     offset = 2 * n + 1
@@ -155,19 +126,19 @@ def measure(factories: dict[str, Factory], monoid: Monoid, n: int, multi: bool, 
             elif got != expected:
                 raise AssertionError(f"{name} disagrees with {names[0]} at n = {n}")
     return {name: {"slides_per_s": steps / (statistics.median(times[name]) / 1e9),
-                   "ops_per_slide": count_ops(make, name, monoid, ranges, values, n, multi)}
+                   "ops_per_slide": count_ops(make, name, monoid, ranges, values, n, multi, args)}
             for name, make in factories.items()}
 
 
-def warm_up(agg: MultiQueryAggregator, name: str, values: list[int], n: int, multi: bool) -> None:
-    """Fill the window (n inserts), then n + 1 slides: answered in the single-query
-    environment; in the max-multi one only by the competitors whose cost depends on the
-    lookups before (FlatFIT's pointers reach their steady state, about 1.5 combines per
-    range, after n slides; a slide costs FlatFAT up to 0.1 s at n = 2^14)."""
+def warm_up(agg: MultiQueryAggregator, name: str, values: list[int], n: int) -> None:
+    """Fill the window (n inserts), then n + 1 slides, answered only by the competitors
+    whose cost depends on the lookups before: FlatFIT's pointers reach their steady state
+    (about 1.5 combines per range with every range asked) after n slides. The others'
+    costs depend on the inserts alone (and a max-multi slide costs FlatFAT 0.1 s at n = 2^14)."""
     insert, answers = agg.insert, agg.answers
     for x in values[:n]:
         insert(x)
-    answer = not multi or name in HISTORY
+    answer = name in HISTORY
     for x in values[n:2 * n + 1]:
         insert(x)
         if answer:
@@ -175,14 +146,19 @@ def warm_up(agg: MultiQueryAggregator, name: str, values: list[int], n: int, mul
 
 
 def count_ops(make: Factory, name: str, monoid: Monoid, ranges: Any, values: list[int], n: int,
-              multi: bool) -> float:
+              multi: bool, args: Any) -> float | None:
     """Combines + inverts per slide on a counting twin, after the same warm-up as the timed
-    structure: over one FlatFIT period (n + 1 slides, single query) or three slides (max-multi)."""
+    structure: over n + 1 slides in the single-query environment (a FlatFIT period, a
+    TwoStacks flip), three slides for Panes (n - 1 each) and in the max-multi one; None in
+    max-multi beyond ``--max-count`` (the counting wrapper's Python call on every combine
+    of a FlatFIT warm-up is n^2 calls)."""
+    if multi and n > args.max_count:
+        return None
     counted = CountingMonoid(monoid)
     agg = make(counted, ranges)
-    warm_up(agg, name, values, n, multi)
+    warm_up(agg, name, values, n)
     counted.calls = counted.inverts = 0
-    slides = values[2 * n + 1:2 * n + 1 + (3 if multi else n + 1)]
+    slides = values[2 * n + 1:2 * n + 1 + (3 if multi or name == "panes" else n + 1)]
     for x in slides:
         agg.insert(x)
         agg.answers()
@@ -220,21 +196,26 @@ def flatfit_vs_flatfat(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
 
 
 def slickdeque_vs_second_best(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
-    """Figs 23-26: SlickDeque against the best of the others."""
+    """Figs 23-26: SlickDeque against the best of the dissertation's others (SlideSide,
+    which came later, is measured beside them and reported apart)."""
     multi = exp in ("fig25", "fig26")
     monoid = Sum() if exp in ("fig23", "fig25") else Max()
-    names = ["slickdeque", "flatfit", "flatfat", "panes", *REPLICATED]
+    names = ["slickdeque", "flatfit", "flatfat", "panes", *REPLICATED, "slideside"]
     rows, results, csv = [], [], []
     for n in sizes(args):
         chosen = [m for m in names if not (multi and m in QUADRATIC and n > args.max_multi_quadratic)]
         res = measure(competitors(chosen, monoid), monoid, n, multi, args)
-        others = {k: v for k, v in res.items() if k != "slickdeque"}
+        others = {k: v for k, v in res.items() if k not in ("slickdeque", "slideside")}
         second = max(others, key=lambda k: others[k]["slides_per_s"])
-        r = ratio(res["slickdeque"]["slides_per_s"], others[second]["slides_per_s"])
-        results.append({"n": n, "competitors": res, "second_best": second, "ratio": r})
-        rows.append([pow2(n), res["slickdeque"]["slides_per_s"], second, others[second]["slides_per_s"], r,
+        mine = res["slickdeque"]["slides_per_s"]
+        r = ratio(mine, others[second]["slides_per_s"])
+        slideside = res.get("slideside", {}).get("slides_per_s")
+        results.append({"n": n, "competitors": res, "second_best": second, "ratio": r,
+                        "ratio_slideside": ratio(mine, slideside)})
+        rows.append([pow2(n), mine, second, others[second]["slides_per_s"], r,
                      res["slickdeque"]["ops_per_slide"], others[second]["ops_per_slide"],
-                     ", ".join(f"{k} {common.num(v['slides_per_s'])}" for k, v in others.items() if k != second)])
+                     ", ".join(f"{k} {common.num(v['slides_per_s'])}" for k, v in others.items() if k != second),
+                     slideside, ratio(mine, slideside)])
         csv += [[exp, n, name, c["slides_per_s"], c["ops_per_slide"]] for name, c in res.items()]
     env = "max-multi query (ranges 1..n)" if multi else "single query (range n)"
     variant = "Alg. 2 (inv)" if monoid.invertible and not monoid.selection else "Alg. 3 (non-inv)"
@@ -245,7 +226,8 @@ def slickdeque_vs_second_best(run: common.Run, args: Any, exp: str) -> dict[str,
                         "measured": min(big) if big else None, "met": min(big) >= 2 if big else None})
     run.table(f"{exp}: SlickDeque {variant} vs the second best, {env}, {type(monoid).__name__}",
               ["n", "SlickDeque slides/s", "second best", "its slides/s", "SlickDeque / second",
-               "SlickDeque ops/slide", "second's ops/slide", "the others (slides/s)"], rows,
+               "SlickDeque ops/slide", "second's ops/slide", "the others (slides/s)", "SlideSide slides/s",
+               "SlickDeque / SlideSide"], rows,
               note=_targets_note(targets))
     return {"environment": env, "monoid": type(monoid).__name__, "variant": variant, "results": results,
             "targets": targets, "csv": csv}
@@ -292,22 +274,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=None, help="timed rounds per competitor (default 5, quick 2)")
     p.add_argument("--single-steps", type=int, default=None,
                    help="slides per timed round, single query (rounded up to whole periods of n + 1; "
-                        "default 4000, quick 300)")
+                        "default 20000, quick 300)")
     p.add_argument("--multi-queries", type=int, default=None,
-                   help="queries answered per timed round, max-multi (default 2^14, quick 2^8; at least 2 slides)")
+                   help="queries answered per timed round, max-multi (default 2^16, quick 2^8; at least 2 slides)")
+    p.add_argument("--max-count", type=common.power_of_two, default=2 ** 12,
+                   help="largest n whose max-multi operations are counted")
     p.add_argument("--max-multi-quadratic", type=common.power_of_two, default=None,
                    help="largest n for Panes and the replicated baselines in max-multi (default 2^10, quick 2^4)")
     args = p.parse_args(argv)
     quick = args.quick
     args.k = args.k or (6 if quick else 14)
     args.rounds = args.rounds or (2 if quick else 5)
-    args.single_steps = args.single_steps or (300 if quick else 4000)
-    args.multi_queries = args.multi_queries or (2 ** 8 if quick else 2 ** 14)
+    args.single_steps = args.single_steps or (300 if quick else 20000)
+    args.multi_queries = args.multi_queries or (2 ** 8 if quick else 2 ** 16)
     args.max_multi_quadratic = args.max_multi_quadratic or (2 ** 4 if quick else 2 ** 10)
     exps = EXPERIMENTS if args.exp == "all" else [args.exp]
     run = common.Run(NAME, args, {"experiments": exps, "k": args.k, "rounds": args.rounds,
                                   "single_steps": args.single_steps, "multi_queries": args.multi_queries,
-                                  "max_multi_quadratic": args.max_multi_quadratic,
+                                  "max_multi_quadratic": args.max_multi_quadratic, "max_count": args.max_count,
                                   "multi_query": sorted(MULTI_QUERY)})
     previous: dict[str, Any] = {}
     if run.path(".json").exists():  # keep the other experiments of earlier runs
