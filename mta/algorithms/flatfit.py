@@ -78,20 +78,45 @@ class FlatFIT(MultiQueryAggregator):
         return self._lookup(r)
 
     def answers(self) -> list[Any]:
+        """:meth:`query` for every range, with the lookups of one to three hops inlined
+        (nearly all of them once every range is asked each slide)."""
         if not self._size:
             return [self.monoid.identity] * len(self.ranges)
-        lookup = self._lookup
-        return [lookup(r) for r in self.ranges]
+        partials, pointers, cur, n, combine = self._partials, self._pointers, self._cur, self.capacity, self._combine
+        out: list[Any] = []
+        append = out.append
+        for r in self.ranges:
+            start = cur - r
+            if start < 0:
+                start += n
+            a = pointers[start]
+            if a == cur:
+                append(partials[start])
+                continue
+            b = pointers[a]
+            if b == cur:
+                append(combine(partials[start], partials[a]))
+            elif pointers[b] == cur:
+                answer = partials[a] = combine(partials[a], partials[b])
+                pointers[a] = cur
+                append(combine(partials[start], answer))
+            else:
+                append(self._walk(start, a))
+        return out
 
     def _lookup(self, r: int) -> Any:
         """Alg. 1 lines 26-44 (fixed): the aggregate of the newest ``r`` slots."""
-        partials, pointers, cur = self._partials, self._pointers, self._cur
-        start = cur - r
+        start = self._cur - r
         if start < 0:
             start += self.capacity
-        nxt = pointers[start]
-        if nxt == cur:  # a single hop (line 42 would pop an empty stack)
-            return partials[start]
+        nxt = self._pointers[start]
+        if nxt == self._cur:  # a single hop (line 42 would pop an empty stack)
+            return self._partials[start]
+        return self._walk(start, nxt)
+
+    def _walk(self, start: int, nxt: int) -> Any:
+        """Lines 30-43 from slot ``start``, whose pointer is ``nxt`` (not ``cur``)."""
+        partials, pointers, cur = self._partials, self._pointers, self._cur
         # lines 30-34: the slots a lookup hops through, oldest first
         positions = [start]
         append = positions.append
