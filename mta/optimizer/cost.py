@@ -41,9 +41,11 @@ from dataclasses import dataclass
 from math import factorial
 from typing import Iterable, Sequence
 
-from mta.optimizer.f1 import count_in, f1
-from mta.optimizer.partials import (PARTIALS, PeriodicQuery, composite_slide, group_terms, progressions,
-                                    window_spans)
+import numpy as np
+
+from mta.optimizer.f1 import count_in, edge_terms, f1, reduce
+from mta.optimizer.partials import (PARTIALS, PREFIX_LIMIT, PeriodicQuery, composite_slide, edge_prefix,
+                                    progressions, window_spans)
 
 FINALS = ("panes", "flatfat", "flatfit", "slideside", "slickdeque")
 METHODS = ("triweave", "weaveshare")
@@ -76,16 +78,17 @@ def slickdeque_noninv_insert(cap: int) -> float:
     return 2 - 2 / cap + sum(1 / factorial(i) for i in range(1, min(cap, 20) + 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Shape:
     """A group of queries under one partial technique: its composite slide, its edges per composite slide
-    and the ``(partials, open)`` of every (sampled) window of each query."""
+    and, per query, the partials and openness of its (sampled) windows, each standing for ``weights[j]``."""
 
     queries: tuple[PeriodicQuery, ...]
     partial: str
     composite: int
     edges: int
-    spans: tuple[tuple[tuple[int, bool], ...], ...]
+    spans: tuple[tuple[np.ndarray, np.ndarray], ...]
+    weights: tuple[float, ...]
 
     @property
     def edge_rate(self) -> float:
@@ -93,44 +96,59 @@ class Shape:
 
     def ranges(self) -> dict[str, tuple[int, ...]]:
         """Each query's distinct partial counts (Cutty: the open partial counted), as :class:`Group` shows."""
-        return {q.name: tuple(sorted({k for k, _ in spans})) for q, spans in zip(self.queries, self.spans)}
-
-    def closed_counts(self) -> set[int]:
-        """The distinct numbers of closed partials the final aggregator is asked for (its ranges)."""
-        return {k - o for spans in self.spans for k, o in spans if k - o > 0}
+        return {q.name: tuple(int(k) for k in np.unique(ks)) for q, (ks, _) in zip(self.queries, self.spans)}
 
 
 def shape(queries: Sequence[PeriodicQuery], partial: str) -> Shape:
-    """The :class:`Shape` of ``queries`` sharing one partial technique."""
-    terms = group_terms(queries, partial)
+    """The :class:`Shape` of ``queries`` sharing one partial technique (edges by F1)."""
+    progs = reduce(p for q in queries for p in progressions(q, partial))
+    terms = edge_terms(progs)
     composite = composite_slide(queries)
-    spans = tuple(tuple(window_spans(q, terms, composite)) for q in queries)
-    return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite), spans)
+    prefix = edge_prefix(progs, composite) if composite <= PREFIX_LIMIT else None
+    spans = window_spans(queries, terms, composite, prefix)
+    return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite),
+                 tuple((k, o) for k, o, _ in spans), tuple(w for _, _, w in spans))
 
 
-def omega(final: str, sh: Shape, *, invertible: bool) -> float:
-    """Estimated final-aggregation operations per edge of the group (module docstring, Table 11)."""
-    counts = sh.closed_counts()
-    cap = max(counts, default=1)
-    if final == "panes":
-        insert, answer = 0.0, (lambda k, o: k - 1)
-    elif final == "flatfat":
-        insert, answer = flatfat_lookup(cap), (lambda k, o: (flatfat_lookup(k - o) if k - o < cap else 0.0) + o)
-    elif final == "flatfit":
-        insert, answer = 0.0, (lambda k, o: 3 + o)
-    elif final == "slideside":
-        insert, answer = 2.0, (lambda k, o: 1 + o)
-    elif final == "slickdeque" and invertible:
-        insert, answer = 2.0 * len(counts), (lambda k, o: float(o))
-    elif final == "slickdeque":
-        insert, answer = slickdeque_noninv_insert(cap), (lambda k, o: 1 + o)
-    else:
-        raise ValueError(f"unknown final technique {final!r}; choose from {', '.join(FINALS)}")
-    per_composite = insert * sh.edges
-    for q, spans in zip(sh.queries, sh.spans):
-        answers = sh.composite // q.slide  # windows per composite slide; spans may be a stride sample
-        per_composite += answers * sum(answer(k, o) for k, o in spans) / len(spans)
-    return per_composite / sh.edges
+def _flatfat_lookups(n: np.ndarray) -> np.ndarray:
+    """:func:`flatfat_lookup` over an array of ints >= 0."""
+    n = np.maximum(n, 1).astype(np.float64)
+    low = np.frexp(np.maximum(n - 1, 1))[1] - 1  # floor(log2(n - 1)), exact for ints < 2**53
+    top = np.frexp(n)[1] - 1  # floor(log2 n)
+    return np.where(n >= 2, low + (n - 1) / np.exp2(top), 0.0)
+
+
+def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool) -> dict[str, float]:
+    """Estimated final-aggregation operations per edge of the group for each final technique (module docstring,
+    Table 11)."""
+    ks = np.concatenate([k for k, _ in sh.spans])
+    opened = np.concatenate([o for _, o in sh.spans]).astype(np.int64)
+    # answers per composite slide that each sampled window stands for
+    w = np.repeat(np.array(sh.weights), [len(k) for k, _ in sh.spans])
+    closed = ks - opened
+    asked = closed[closed > 0]
+    cap = int(asked.max()) if len(asked) else 1
+    answers = float(w.sum())
+    opens = float(w @ opened)
+    out = {}
+    for final in finals:
+        if final == "panes":
+            per_composite = float(w @ (ks - 1))
+        elif final == "flatfat":
+            lookups = np.where(closed < cap, _flatfat_lookups(closed), 0.0)
+            per_composite = flatfat_lookup(cap) * sh.edges + float(w @ lookups) + opens
+        elif final == "flatfit":
+            per_composite = 3 * answers + opens
+        elif final == "slideside":
+            per_composite = 2.0 * sh.edges + answers + opens
+        elif final == "slickdeque" and invertible:
+            per_composite = 2.0 * len(np.unique(asked)) * sh.edges + opens
+        elif final == "slickdeque":
+            per_composite = slickdeque_noninv_insert(cap) * sh.edges + answers + opens
+        else:
+            raise ValueError(f"unknown final technique {final!r}; choose from {', '.join(FINALS)}")
+        out[final] = per_composite / sh.edges
+    return out
 
 
 @dataclass(frozen=True)
@@ -155,8 +173,8 @@ def best_option(queries: Sequence[PeriodicQuery], method: str, finals: Sequence[
     best, best_key = None, None
     for partial in PARTIALS:
         sh = shape(queries, partial)
-        for final in finals:
-            opt = Option(sh, final, omega(final, sh, invertible=invertible))
+        for final, om in omegas(sh, finals, invertible=invertible).items():
+            opt = Option(sh, final, om)
             key = opt.final_cost - (sh.edge_rate if method == "triweave" else 0.0)
             if best_key is None or key < best_key - 1e-12:
                 best, best_key = opt, key

@@ -86,8 +86,15 @@ def brute_force(pricer: _Pricer) -> list[frozenset[int]]:
 
 
 def greedy(pricer: _Pricer) -> list[frozenset[int]]:
-    """WeaveShare / TriWeave: merge the pair of groups that lowers the plan cost most, while one does."""
-    groups = [frozenset([i]) for i in range(len(pricer.queries))]
+    """WeaveShare / TriWeave: merge the pair of groups that lowers the plan cost most, while one does.
+
+    The start is the no-share plan with equal queries (range, slide and offset) already together: their
+    windows are the same, sharing costs nothing. (Sec. 6.5.3's Note also merges equal slides first; with
+    Table 11's costs that is not always cheaper: a range-1 query alone needs no final aggregation.)"""
+    same: dict[tuple[int, int, int], set[int]] = {}
+    for i, q in enumerate(pricer.queries):
+        same.setdefault((q.range, q.slide, q.offset), set()).add(i)
+    groups = [frozenset(g) for g in same.values()]
     current = pricer.cost(groups)
     # TriWeave: a merge also drops one group's E_U term (the slicer's slices folded by that group)
     e_u = slicer_edge_rate(pricer.option(g) for g in groups) if pricer.method == "triweave" else 0.0
