@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mta.optimizer import FINALS, METHODS, PARTIALS, PeriodicQuery, optimize
-from mta.optimizer.cost import allowed_finals, best_option, flatfat_lookup, omegas, plan_cost, shape
+from mta.optimizer.cost import allowed_finals, flatfat_lookup, omegas, shape
 from mta.optimizer.f1 import bitset_edges, count_in, edge_terms, f1, f1_subsets, lcm_all, overlap
 from mta.optimizer.partials import edge_prefix, partials_per_window, progressions, window_spans
-from mta.optimizer.weave import set_partitions
+from mta.optimizer.weave import Pricer, set_partitions
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -212,16 +212,8 @@ def test_set_partitions_are_bell_numbers():
 @given(queries_st, st.sampled_from([0.05, 1.0, 20.0]), st.sampled_from(METHODS), st.booleans(), st.booleans())
 def test_optimizer_finds_the_brute_force_minimum(specs, rate, method, invertible, selection):
     queries = _queries(specs)
-    finals = allowed_finals(invertible=invertible, selection=selection)
-    options = {}
-
-    def option(block):
-        key = frozenset(block)
-        if key not in options:
-            options[key] = best_option([queries[i] for i in sorted(block)], method, finals, invertible=invertible)
-        return options[key]
-
-    best = min(plan_cost([option(b) for b in part], method, rate) for part in _partitions(list(range(len(queries)))))
+    pricer = Pricer(queries, method, rate, allowed_finals(invertible=invertible, selection=selection), invertible)
+    best = min(pricer.cost([frozenset(b) for b in part]) for part in _partitions(list(range(len(queries)))))
     kw = dict(invertible=invertible, selection=selection, commutative=False, method=method)
     plan = optimize(queries, rate, **kw)
     assert plan.cost == pytest.approx(best)

@@ -165,21 +165,20 @@ class Option:
         return self.shape.edge_rate * self.omega
 
 
-def best_option(queries: Sequence[PeriodicQuery], method: str, finals: Sequence[str], *,
-                invertible: bool) -> Option:
-    """The cheapest (partial, final) for the group alone: least ``E*Omega`` (WeaveShare) or least
-    ``E*Omega - E`` (TriWeave: a group folding coarser partials saves the slicer's slices; the slicer's
-    ``E_U`` is shared by the plan). Ties go to the earlier technique of PARTIALS and FINALS."""
-    best, best_key = None, None
+def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, invertible: bool) -> tuple[Option, ...]:
+    """For each partial technique, the final technique with the least ``E*Omega`` (the partial fixes ``E``), in
+    the order of PARTIALS; ties go to the earlier final of ``finals``. The plan picks one per group
+    (:class:`mta.optimizer.weave.Pricer`)."""
+    out = []
     for partial in PARTIALS:
         sh = shape(queries, partial)
+        best = None
         for final, om in omegas(sh, finals, invertible=invertible).items():
-            opt = Option(sh, final, om)
-            key = opt.final_cost - (sh.edge_rate if method == "triweave" else 0.0)
-            if best_key is None or key < best_key - 1e-12:
-                best, best_key = opt, key
-    assert best is not None
-    return best
+            if best is None or om < best.omega - 1e-12:
+                best = Option(sh, final, om)
+        assert best is not None
+        out.append(best)
+    return tuple(out)
 
 
 def slicer_edge_rate(options: Iterable[Option]) -> float:
@@ -199,10 +198,11 @@ def group_cost(opt: Option, method: str, rate: float, slicer_rate: float) -> flo
     return slicer_rate - opt.shape.edge_rate + opt.final_cost
 
 
-def plan_cost(options: Sequence[Option], method: str, rate: float) -> float:
+def plan_cost(options: Sequence[Option], method: str, rate: float, slicer_rate: float | None = None) -> float:
     """Operations per tick of a plan: ``sum(rate + E_i*Omega_i)`` (WeaveShare, Eq. 7.1) or
-    ``rate + sum((E_U - E_i) + E_i*Omega_i)`` (TriWeave, one shared slicer)."""
+    ``rate + sum((E_U - E_i) + E_i*Omega_i)`` (TriWeave, one shared slicer; ``slicer_rate`` is ``E_U`` if
+    known)."""
     if method == "weaveshare":
         return sum(group_cost(o, method, rate, 0.0) for o in options)
-    e_u = slicer_edge_rate(options)
+    e_u = slicer_edge_rate(options) if slicer_rate is None else slicer_rate
     return rate + sum(group_cost(o, method, rate, e_u) for o in options)
