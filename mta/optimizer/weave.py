@@ -11,8 +11,9 @@ while merges help (Alg. 4 runs ``T + 1`` times), every candidate is priced afres
 
 TriWeave's plan cost is not a sum over groups (the slicer's ``E_U`` is the union of every
 group's edges), so candidate merges are ranked by the change of the group terms with
-``E_U`` held fixed, and the best one is accepted only if the exact plan cost drops
-(else the next best is tried); each group's technique is chosen by :class:`Pricer`.
+``E_U`` held fixed, and the best ``RANKED_PAIRS`` of them (all of them while there are at
+most ``EXACT_PAIRS``) are priced exactly; the merge that lowers the exact cost most is
+taken. Each group's technique is chosen by :class:`Pricer`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from mta.optimizer.plan import Group, Plan
 
 #: optimize() searches every grouping up to this many queries (Bell(6) = 203), greedily above
 EXACT_LIMIT = 6
+#: TriWeave prices every candidate merge exactly while there are at most this many, else the best ranked
+EXACT_PAIRS = 120
+RANKED_PAIRS = 8
 #: brute_force() refuses more queries than this (Bell(10) = 115975 groupings)
 BRUTE_LIMIT = 10
 _EPS = 1e-9
@@ -91,13 +95,19 @@ class Pricer:
 
     def assign(self, groups: Sequence[frozenset[int]], start: Assignment | None = None,
                free: Sequence[frozenset[int]] | None = None) -> tuple[Assignment, float]:
-        """The groups' options and the plan cost: ``start``'s where given, else each group's :meth:`first`; for
-        TriWeave then improved one group of ``free`` (default: all) at a time while the plan cost drops."""
-        start = start or {}
+        """The groups' options and the plan cost. WeaveShare: each group's :meth:`first`. TriWeave: from
+        ``start`` (completed by :meth:`first`), one group of ``free`` (default: all) at a time changes its
+        option while the plan cost drops; without ``start``, the better of two descents, from every group's
+        :meth:`first` (fine partials: ``E_U`` held fixed rewards them) and from every group's least
+        ``E*Omega`` (coarse partials: ``E_U`` shrinks with them)."""
+        if self.method == "weaveshare":
+            chosen = {g: self.first(g) for g in groups}
+            return chosen, self.plan_cost(chosen)
+        if start is None:
+            coarse = {g: min(self.candidates(g), key=lambda o: o.final_cost) for g in groups}
+            return min((self.assign(groups, {}, free), self.assign(groups, coarse, free)), key=lambda ac: ac[1])
         chosen = {g: start.get(g) or self.first(g) for g in groups}
         cost = self.plan_cost(chosen)
-        if self.method == "weaveshare":
-            return chosen, cost
         improved = True
         while improved:
             improved = False
@@ -150,28 +160,30 @@ def greedy(pricer: Pricer) -> Assignment:
 
     deltas = {(a, b): delta(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]}
     while deltas:
-        pair = min(deltas, key=deltas.__getitem__)
-        if deltas[pair] >= -_EPS:
-            break
-        a, b = pair
-        ab = a | b
-        merged = [g for g in groups if g != a and g != b] + [ab]
         if triweave:
-            rest = {g: o for g, o in chosen.items() if g != a and g != b}
-            trial, cost = pricer.assign(merged, start=rest, free=[ab])
-            if cost >= current - _EPS:  # E_U moved against the ranking: try the next pair
-                deltas[pair] = float("inf")
-                continue
-            chosen, current = trial, cost
+            # the ranking holds E_U fixed; price the best-ranked merges exactly (all of them while few)
+            ranked = sorted(deltas, key=deltas.__getitem__)
+            best = None
+            for a, b in (ranked if len(ranked) <= EXACT_PAIRS else ranked[:RANKED_PAIRS]):
+                rest = {g: o for g, o in chosen.items() if g != a and g != b}
+                trial, cost = pricer.assign([*rest, a | b], start=rest, free=[a | b])
+                if cost < current - _EPS and (best is None or cost < best[2]):
+                    best = ((a, b), trial, cost)
+            if best is None:
+                break
+            (a, b), chosen, current = best
             e_u = pricer.slicer_rate(chosen)
         else:
+            a, b = min(deltas, key=deltas.__getitem__)
+            if deltas[(a, b)] >= -_EPS:
+                break
             chosen = {g: o for g, o in chosen.items() if g != a and g != b}
-            chosen[ab] = pricer.first(ab)
-        groups = merged
+            chosen[a | b] = pricer.first(a | b)
+        groups = [g for g in groups if g != a and g != b] + [a | b]
         deltas = {p: d for p, d in deltas.items() if a not in p and b not in p}
         for g in groups[:-1]:
-            deltas[(g, ab)] = delta(g, ab)
-    return pricer.assign(groups, start=chosen)[0]
+            deltas[(g, a | b)] = delta(g, a | b)
+    return min((pricer.assign(groups, start=chosen), pricer.assign(groups)), key=lambda ac: ac[1])[0]
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
