@@ -66,6 +66,14 @@ def test_f1_equals_bitset_and_subsets(progs):
 
 
 @SETTINGS
+@given(st.lists(st.sampled_from([d for d in range(1, 400) if 720720 % d == 0]), min_size=1, max_size=14))
+def test_f1_without_shifts_by_divisor_classes(moduli):
+    progs = [(m, 0) for m in moduli]
+    period = lcm_all(moduli)
+    assert f1(progs) == bitset_edges(progs) == sum(c * (period // m) for m, _, c in edge_terms(progs))
+
+
+@SETTINGS
 @given(progression_lists, st.integers(-50, 50), st.integers(0, 80))
 def test_count_in_counts_the_edges_of_any_interval(progs, start, length):
     terms = edge_terms(progs)
