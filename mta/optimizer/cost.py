@@ -33,6 +33,10 @@ open partial (Cutty). The partial aggregation costs (tuples into partials) are i
 :func:`plan_cost`: WeaveShare (Eq. 7.1) slices the stream once per group, ``m * rate``;
 TriWeave slices it once (``rate``) at the union of every group's edges (``E_U`` slices
 per tick) and each group folds those slices into its partials, ``E_U - E_i`` combines.
+The dissertation gives TriWeave's cost only in words ("combined partial aggregation
+processing using a large composite slide that passes ready partials to the execution
+trees", Sec. 2.4.2; and Sec. 6.5.2: separate trees pay the input rate once each); the
+formula ``rate + sum_i((E_U - E_i) + E_i*Omega_i)`` is this package's reading of it.
 """
 
 from __future__ import annotations
@@ -68,9 +72,7 @@ def allowed_finals(*, invertible: bool, selection: bool, techniques: Iterable[st
 
 def flatfat_lookup(n: int) -> float:
     """Eq. 7.4's term for one range of ``n`` partials: ``floor(log2(n-1)) + (n-1)/2**floor(log2 n)`` (0 for 1)."""
-    if n < 2:
-        return 0.0
-    return (n - 1).bit_length() - 1 + (n - 1) / (1 << (n.bit_length() - 1))
+    return float(flatfat_lookups(np.array([n]))[0])
 
 
 def slickdeque_noninv_insert(cap: int) -> float:
@@ -110,8 +112,8 @@ def shape(queries: Sequence[PeriodicQuery], partial: str) -> Shape:
                  tuple((k, o) for k, o, _ in spans), tuple(w for _, _, w in spans))
 
 
-def _flatfat_lookups(n: np.ndarray) -> np.ndarray:
-    """:func:`flatfat_lookup` over an array of ints >= 0."""
+def flatfat_lookups(n: np.ndarray) -> np.ndarray:
+    """:func:`flatfat_lookup` over an array of ints >= 0 (0 for 0 and 1)."""
     n = np.maximum(n, 1).astype(np.float64)
     low = np.frexp(np.maximum(n - 1, 1))[1] - 1  # floor(log2(n - 1)), exact for ints < 2**53
     top = np.frexp(n)[1] - 1  # floor(log2 n)
@@ -135,7 +137,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool) -> dict[str, f
         if final == "panes":
             per_composite = float(w @ (ks - 1))
         elif final == "flatfat":
-            lookups = np.where(closed < cap, _flatfat_lookups(closed), 0.0)
+            lookups = np.where(closed < cap, flatfat_lookups(closed), 0.0)
             per_composite = flatfat_lookup(cap) * sh.edges + float(w @ lookups) + opens
         elif final == "flatfit":
             per_composite = 3 * answers + opens
