@@ -30,6 +30,7 @@ restart is applied once.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any, Iterable, Iterator, Mapping
@@ -253,10 +254,13 @@ class Client:
 
     def create_stream(self, name: str, queries: Mapping[str, WindowType | pb.StreamWindow], monoid: str | None = None,
                       *, dimensions: Mapping[str, str] | None = None, allowed_lateness: float = 0,
-                      keyed: bool = False, late: str = "", if_not_exists: bool = True) -> pb.StreamInfo:
+                      keyed: bool = False, late: str = "", final: str = "", optimizer: str = "",
+                      if_not_exists: bool = True) -> pb.StreamInfo:
         """Create stream ``name`` with window ``queries`` by name (see :func:`stream_window`);
-        ``late="side_output"`` sends the updates dropped as too late to :meth:`watch_stream`."""
+        ``late="side_output"`` sends the updates dropped as too late to :meth:`watch_stream`;
+        ``final`` and ``optimizer`` as ``mta.Stream``'s (``final="shared"``: :meth:`stream_plan`)."""
         spec = pb.StreamSpec(name=name, allowed_lateness=allowed_lateness, keyed=keyed, late=late,
+                             final=final, optimizer=optimizer,
                              queries=[pb.StreamQuery(name=q, window=stream_window(w)) for q, w in queries.items()])
         if dimensions:
             spec.dimensions.extend(pb.Dimension(name=d, monoid=component(m)) for d, m in dimensions.items())
@@ -292,6 +296,11 @@ class Client:
     def stream_info(self, stream: str) -> pb.StreamInfo:
         """The stream's spec with its queries as they are now, its watermark and dropped count."""
         return self._call(self.stub.GetStream, pb.GetStreamRequest(name=stream))
+
+    def stream_plan(self, stream: str) -> dict[str, Any] | None:
+        """How a ``final="shared"`` stream shares its queries (``mta.optimizer.Plan.to_dict``), or None."""
+        plan = self.stream_info(stream).plan
+        return json.loads(plan) if plan else None
 
     def watch_stream(self, stream: str, keys: Iterable[str] = (), queries: Iterable[str] = ()) -> Iterator[Any]:
         """The results of every advance from the return on (:class:`mta.Result`) and, with

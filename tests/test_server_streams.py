@@ -5,6 +5,7 @@ report exactly what the engine reports, durably and across restarts."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import signal
@@ -61,8 +62,8 @@ def stream_spec(name: str, queries=tuple(QUERIES), **extra) -> pb.StreamSpec:
     return pb.StreamSpec(name=name, queries=[query(q) for q in queries], allowed_lateness=LATENESS, **extra)
 
 
-def local_stream(queries=tuple(QUERIES), keyed: bool = False, monoid=None) -> Stream | KeyedStream:
-    engine = (KeyedStream if keyed else Stream)(monoid or Sum(), allowed_lateness=LATENESS)
+def local_stream(queries=tuple(QUERIES), keyed: bool = False, monoid=None, **options) -> Stream | KeyedStream:
+    engine = (KeyedStream if keyed else Stream)(monoid or Sum(), allowed_lateness=LATENESS, **options)
     for name in queries:
         engine.add(name, QUERIES[name][1])
     return engine
@@ -160,6 +161,32 @@ def test_a_stream_of_many_queries_reports_what_the_engine_reports_and_watch_sees
     assert [s.spec.name for s in stub.ListStreams(pb.ListStreamsRequest()).streams] == ["s"]
 
 
+def test_a_shared_stream_reports_what_the_engine_reports_and_explains_its_plan(server) -> None:
+    """final "shared": the multi-query plan runs in the server's engine; GetStream shows it."""
+    stub = server.stub
+    names = ["t10", "s20", "gap"]
+    hopping = {"h30": (30, 2, 0), "h60": (60, 4, 1)}
+    for optimizer in ("", "weaveshare"):
+        name = f"shared{optimizer}"
+        spec = stream_spec(name, queries=names, final="shared", optimizer=optimizer)
+        engine = local_stream(names, final="shared", optimizer=optimizer or "triweave")
+        for query_name, (size, slide, offset) in hopping.items():
+            spec.queries.append(pb.StreamQuery(name=query_name, window=pb.StreamWindow(
+                sliding=pb.SlidingWindow(size=size, slide=slide, offset=offset))))
+            engine.add(query_name, Sliding(size, slide, offset))
+        info = stub.CreateStream(pb.CreateStreamRequest(spec=spec))
+        plan = json.loads(info.plan)
+        assert plan == engine.plan().to_dict()
+        assert plan["method"] == (optimizer or "triweave")
+        assert sorted(q for g in plan["groups"] for q in g["queries"]) == ["h30", "h60", "s20", "t10"]
+        for batch, watermark in workload(2):
+            engine.insert_many(batch)
+            results = stub.StreamInsert(insert(name, batch, watermark=watermark)).results
+            assert seen(results) == expected(engine.advance(watermark))
+        assert json.loads(stub.GetStream(pb.GetStreamRequest(name=name)).plan) == plan
+    assert not json.loads(stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("plain"))).plan or "null")
+
+
 def test_queries_come_and_go_mid_stream(server) -> None:
     stub = server.stub
     stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("q", queries=["t10"])))
@@ -224,6 +251,7 @@ def bad_spec(**changes) -> pb.StreamSpec:
     (bad_spec(allowed_lateness=-1.0), "spec.allowed_lateness"),
     (bad_spec(late="keep"), "spec.late"),
     (bad_spec(final="fastest"), "spec.final"),
+    (bad_spec(final="shared", optimizer="cheapest"), "spec.optimizer"),
     (bad_spec(monoid=component("median")), "spec.monoid.name"),
     (pb.StreamSpec(name="bad"), "spec.monoid"),
     (bad_spec(name="a b"), "spec.name"),
@@ -521,5 +549,14 @@ def test_the_python_client_runs_streams_and_returns_the_librarys_results(server)
         assert [r for r in client.stream_insert("py", batch, 10_040) if r.query == "t5"] == wanted
         assert [next(watch) for _ in wanted] == wanted and len(wanted) == 2
         watch.close()
+        assert client.stream_plan("py") is None
+        client.create_stream("hops", {"a": Sliding(30, 2), "b": Sliding(60, 4, 1)}, monoid="max", final="shared")
+        shared = Stream(Max(), final="shared")
+        shared.add("a", Sliding(30, 2))
+        shared.add("b", Sliding(60, 4, 1))
+        batch = [(t, float(t % 7)) for t in range(200)]
+        shared.insert_many(batch)
+        assert client.stream_insert("hops", batch, 150) == shared.advance(150)
+        assert client.stream_plan("hops") == shared.plan().to_dict()
         with pytest.raises(TypeError, match="holds code"):
             stream_window(QUERIES["marks"][1])

@@ -33,7 +33,7 @@ from mta import (Collect, KeyedStream, Last, Max, MaxSize, Median, Monoid, Quant
 from stream_oracle import (Count, CountEvery, Expected, KeyedOracle, PolicyEvery, Punctuation, Session, Sliding,
                            StreamOracle, Tumbling, result_tuple)
 
-FINALS = ("auto", "lazy", "eager", "amta", "fiba")
+FINALS = ("auto", "lazy", "eager", "amta", "fiba", "shared")
 KINDS = ("tumbling", "sliding", "session", "count", "count_every", "punctuation", "policy")
 
 
@@ -169,8 +169,10 @@ class Run:
     """One engine and one oracle fed the same ops; every advance compared."""
 
     def __init__(self, monoid: Monoid, queries: list, allowed: Any, final: str = "eager", *,
-                 keyed: bool = False, ordered: bool = False, tolerance: float | None = None) -> None:
+                 keyed: bool = False, ordered: bool = False, tolerance: float | None = None,
+                 optimizer: Any = "triweave") -> None:
         self.monoid, self.allowed, self.final, self.keyed, self.ordered = monoid, allowed, final, keyed, ordered
+        self.optimizer = optimizer
         self.tolerance = tolerance
         self.late: list[tuple] = []
         self.specs: dict[str, Any] = {}  # current queries in add order (what restore needs)
@@ -181,9 +183,10 @@ class Run:
 
     def _new_engine(self) -> Any:
         if self.keyed:
-            return KeyedStream(self.monoid, allowed_lateness=self.allowed, final=self.final)
+            return KeyedStream(self.monoid, allowed_lateness=self.allowed, final=self.final,
+                               optimizer=self.optimizer)
         return Stream(self.monoid, allowed_lateness=self.allowed, final=self.final, ordered=self.ordered,
-                      on_late=lambda ts, value: self.late.append((ts, value)))
+                      on_late=lambda ts, value: self.late.append((ts, value)), optimizer=self.optimizer)
 
     def apply(self, op: tuple) -> None:
         kind, args = op[0], op[1:]

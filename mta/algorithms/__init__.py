@@ -7,12 +7,17 @@ from mta.algorithms.naive import Naive
 from mta.algorithms.subtract_on_evict import SubtractOnEvict
 from mta.algorithms.two_stacks import TwoStacks
 from mta.algorithms.daba import DABA
-from mta.algorithms.flatfat import FlatFAT
+from mta.algorithms.flatfat import FlatFAT, FlatFATRanges
+from mta.algorithms.flatfit import FlatFIT
 from mta.algorithms.log_mta import LogMTA
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.sorted_list import SortedList
 from mta.algorithms.fiba import BTree, FiBA
 from mta.algorithms.multi_query import MultiQueryAggregator
+from mta.algorithms.panes import Panes
+from mta.algorithms.slideside import SlideSide
+from mta.algorithms.slickdeque import SlickDeque
+from mta.algorithms.replicated import ReplicatedAMTA, ReplicatedSoE, ReplicatedTwoStacks
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -23,7 +28,12 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
 
 #: The multi-query aggregators (``cls(monoid, ranges)``: the newest r partials for every range r), by name.
-MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {cls.name: cls for cls in ()}
+MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
+    cls.name: cls for cls in (SlideSide, SlickDeque, FlatFIT, FlatFATRanges, Panes, ReplicatedSoE,
+                              ReplicatedTwoStacks, ReplicatedAMTA)
+}
 
-__all__ = ["MULTI_QUERY", "MultiQueryAggregator", "ALGORITHMS", "ORDERED_ALGORITHMS", "Aggregator", "OrderedAggregator", "Policy", "AmortizedMTA",
-           "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA", "BTree", "SortedList"]
+__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "MULTI_QUERY", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
+           "Policy", "AmortizedMTA", "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA",
+           "BTree", "SortedList", "SlideSide", "SlickDeque", "FlatFIT", "FlatFATRanges", "Panes", "ReplicatedSoE",
+           "ReplicatedTwoStacks", "ReplicatedAMTA"]

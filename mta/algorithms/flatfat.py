@@ -11,15 +11,22 @@ a quarter full (O(n) rebuild, amortized O(1)).
 
 When the window wraps around the end of the leaf array, the root combines the
 newer elements (at the start of the array) before the older ones, which is
-wrong for non-commutative monoids; ``query`` then combines the two ranges
-explicitly in window order: suffix [head, capacity) first, then [0, end).
+wrong for non-commutative monoids; ``query`` then folds the minimum covers of
+the two ranges in window order: suffix [head, capacity) first, then [0, end).
+
+:class:`FlatFATRanges` (``MULTI_QUERY["flatfat"]``) is the multi-query FlatFAT of
+Cutty and the dissertation: the newest ``r`` partials for any ``r``, answered by the
+minimum cover of tree nodes (``FlatFAT.newest``); a full window slides by rewriting
+the oldest leaf (``FlatFAT.slide``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from functools import reduce
+from typing import Any, Iterator, Sequence
 
 from mta.algorithms.base import Aggregator
+from mta.algorithms.multi_query import MultiQueryAggregator
 from mta.monoid import Monoid
 
 
@@ -33,6 +40,7 @@ class FlatFAT(Aggregator):
         super().__init__(monoid)
         self._combine = monoid.combine
         self._identity = monoid.identity
+        self._commutative = monoid.commutative
         self.clear()
 
     @property
@@ -84,31 +92,63 @@ class FlatFAT(Aggregator):
             tree[i] = combine(tree[2 * i], tree[2 * i + 1])
         self._tree, self._cap, self._head = tree, cap, 0
 
-    def _range(self, lo: int, hi: int) -> Any:
-        """Aggregate of leaves [lo, hi) in leaf order, O(log n) combines."""
-        tree, combine = self._tree, self._combine
-        left = right = self._identity
+    def slide(self, partial: Any) -> None:
+        """Evict the oldest element and insert ``partial`` (a full fixed-size window's
+        step). When the window fills every leaf the new partial takes the oldest's leaf:
+        one path to the root rewritten instead of two."""
+        if self._size == self._cap:
+            self._set_leaf(self._head, partial)
+            self._head = (self._head + 1) & (self._cap - 1)
+        else:
+            self.evict(1)
+            self.insert(partial)
+
+    def _cover(self, lo: int, hi: int, nodes: list[Any]) -> None:
+        """Append to ``nodes``, in leaf order, the minimum set of tree nodes covering leaves [lo, hi)."""
+        tree = self._tree
+        right = []
         lo += self._cap
         hi += self._cap
         while lo < hi:
             if lo & 1:
-                left = combine(left, tree[lo])
+                nodes.append(tree[lo])
                 lo += 1
             if hi & 1:
                 hi -= 1
-                right = combine(tree[hi], right)
+                right.append(tree[hi])
             lo >>= 1
             hi >>= 1
-        return combine(left, right)
+        right.reverse()
+        nodes += right
+
+    def newest(self, k: int) -> Any:
+        """Aggregate of the newest ``k`` elements (all, if fewer), oldest first: the
+        minimum cover of tree nodes (dissertation section 2.3.2, Figure 5), folded with
+        one combine fewer than its nodes."""
+        size = self._size
+        if k >= size:
+            return self.query()
+        cap = self._cap
+        lo = (self._head + size - k) & (cap - 1)
+        nodes: list[Any] = []
+        if lo + k <= cap:
+            self._cover(lo, lo + k, nodes)
+        else:  # wrapped: the older part sits at the end of the leaf array
+            self._cover(lo, cap, nodes)
+            self._cover(0, lo + k - cap, nodes)
+        return reduce(self._combine, nodes)
 
     def _oldest(self) -> Any:
         return self._tree[self._cap + self._head]
 
     def query(self) -> Any:
         end = self._head + self._size
-        if end <= self._cap:  # not wrapped: free leaves are the identity
+        if end <= self._cap or self._commutative:  # not wrapped (free leaves are the identity), or order-free
             return self._tree[1]
-        return self._combine(self._range(self._head, self._cap), self._range(0, end - self._cap))
+        nodes: list[Any] = []
+        self._cover(self._head, self._cap, nodes)
+        self._cover(0, end - self._cap, nodes)
+        return reduce(self._combine, nodes)
 
     def __len__(self) -> int:
         return self._size
@@ -122,3 +162,38 @@ class FlatFAT(Aggregator):
             yield tree[i]
         for i in range(cap, end - cap):
             yield tree[i]
+
+
+class FlatFATRanges(MultiQueryAggregator):
+    """Multi-query FlatFAT: a :class:`FlatFAT` holding the newest ``capacity`` partials,
+    any range answered by the minimum cover of its tree nodes (O(log n) combines), as
+    Cutty and the dissertation run it (the competitor of FlatFIT and SlickDeque)."""
+
+    name = "flatfat"
+    any_range = True
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        super().__init__(monoid, ranges)
+        self._fat = FlatFAT(monoid)
+
+    def insert(self, partial: Any) -> None:
+        fat = self._fat
+        if len(fat) == self.capacity:
+            fat.slide(partial)
+        else:
+            fat.insert(partial)
+
+    def query(self, r: int) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        return self._fat.newest(r)
+
+    def answers(self) -> list[Any]:
+        newest = self._fat.newest
+        return [newest(r) for r in self.ranges]
+
+    def __len__(self) -> int:
+        return len(self._fat)
+
+    def clear(self) -> None:
+        self._fat.clear()

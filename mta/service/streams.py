@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import logging
 import math
 import re
@@ -46,6 +47,8 @@ log = logging.getLogger("mta.service")
 REMEMBERED_BATCHES = 1024
 #: What StreamSpec.late may say (the first is the default).
 LATE = ("drop", "side_output")
+#: the multi-query optimizers of final "shared" (the first is the default)
+OPTIMIZERS = ("triweave", "weaveshare")
 #: Longest query name, in characters.
 MAX_QUERY_NAME = 200
 #: Marks a stored resource as a stream (its creation record's label holds the spec).
@@ -138,6 +141,9 @@ class HostedStream:
         if engine.watermark > -math.inf:
             suffix, value = _time(engine.watermark)
             setattr(info, f"watermark{suffix}", value)
+        plan = engine.plan()
+        if plan is not None:
+            info.plan = json.dumps(plan.to_dict())
         self.info = info
 
     def state(self) -> dict[str, Any]:
@@ -211,8 +217,10 @@ class StreamRPCs:
         if spec.late and spec.late not in LATE:
             raise invalid("spec.late", f"{spec.late!r} is not one of {', '.join(LATE)}")
         late: list = []
+        if spec.optimizer and spec.optimizer not in OPTIMIZERS:
+            raise invalid("spec.optimizer", f"{spec.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
         options: dict[str, Any] = {"allowed_lateness": _length(spec.allowed_lateness, "", positive=False),
-                                   "final": spec.final or "auto"}
+                                   "final": spec.final or "auto", "optimizer": spec.optimizer or OPTIMIZERS[0]}
         if spec.late == "side_output":
             options["on_late"] = ((lambda key, ts, value: late.append((key, ts, value))) if spec.keyed
                                   else (lambda ts, value: late.append(("", ts, value))))

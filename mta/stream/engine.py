@@ -27,6 +27,7 @@ arrive before the watermark (they are sorted, not shifted).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from bisect import bisect_left, bisect_right
@@ -37,8 +38,10 @@ from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
 from mta.monoid import Monoid
+from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
 from mta.stream.final import FinalAggregation, final_aggregation
+from mta.stream.shared import SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
                                 SlidingRunner, _EveryRunner, runner_class)
 from mta.stream.slices import TimeSlices
@@ -66,20 +69,27 @@ class Stream:
     :attr:`dropped` and passed to ``on_late(ts, value)``. ``final``: the final
     aggregation over slices: ``"auto"`` (fold windows of few slices, a FiBA tree
     over the slices for the others), ``"eager"`` (an Amortized MTA per query when nothing can be late, a FiBA
-    tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends), or
-    ``"amta"`` / ``"fiba"`` by name. ``ordered=True`` promises
-    tuples in timestamp order (an older one is refused).
+    tree over slices otherwise), ``"lazy"`` (fold the slices when a window ends),
+    ``"amta"`` / ``"fiba"`` by name, or ``"shared"``: the tumbling and sliding queries are
+    grouped by the multi-query optimizer (``optimizer``: ``"triweave"``, ``"weaveshare"``, or a
+    callable ``(list of mta.optimizer.PeriodicQuery, tuples per tick) -> mta.optimizer.Plan``),
+    each group's windows answered by a multi-query aggregator (:meth:`plan` explains it; the
+    other queries are served as by ``"auto"``). ``ordered=True`` promises tuples in timestamp
+    order (an older one is refused).
 
     Every call is all or nothing: bad input raises before anything changes.
     """
 
     def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "auto",
-                 on_late: Callable[[Any, Any], Any] | None = None, ordered: bool = False) -> None:
+                 on_late: Callable[[Any, Any], Any] | None = None, ordered: bool = False,
+                 optimizer: str | Callable[[list], Any] = "triweave") -> None:
         if not isinstance(monoid, Monoid):
             raise TypeError(f"monoid must be an mta.Monoid, got {monoid!r}")
         if (isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float))
                 or not 0 <= allowed_lateness < _INF):
             raise ValueError(f"allowed_lateness must be a finite number >= 0, got {allowed_lateness!r}")
+        if not callable(optimizer) and optimizer not in ("triweave", "weaveshare"):
+            raise ValueError(f"optimizer must be 'triweave', 'weaveshare' or a callable, got {optimizer!r}")
         if on_late is not None and not callable(on_late):
             raise TypeError(f"on_late must be callable(ts, value), got {on_late!r}")
         self.monoid = monoid
@@ -98,14 +108,37 @@ class Stream:
         self._order = 0
         self.slices = TimeSlices(monoid, self._edges, keep_tuples=False)
         self._final_name = final
-        self.final: FinalAggregation = final_aggregation(final, self.slices, allowed_lateness == 0)
-        self.slices.on_change = self.final.changed
+        self.optimizer = optimizer
+        self.final: FinalAggregation = self._final()
         self._counts: dict[Any, CountSlices] = {}
         self.buffer_ts: list = []
         self.buffer_partials: list = []
         #: starts of the slices late tuples went into since the last advance (for the updates)
         self.late_slices: set = set()
         self._configure()
+
+    def _final(self) -> FinalAggregation:
+        if self._final_name == "shared":
+            final: FinalAggregation = SharedFinal(self.slices, final_aggregation("auto", self.slices, False),
+                                                  self._plan_for)
+        else:
+            final = final_aggregation(self._final_name, self.slices, self.allowed_lateness == 0)
+        self.slices.on_change = final.changed
+        return final
+
+    def _plan_for(self, queries: dict[str, tuple[int, int, int]], rate: float) -> Any:
+        """The optimizer's plan for ``{name: (size, slide, offset)}`` in ticks, at ``rate`` tuples per tick."""
+        monoid = self.monoid
+        if callable(self.optimizer):
+            return self.optimizer([PeriodicQuery(name, *spec) for name, spec in queries.items()], rate)
+        return _optimize(tuple(queries.items()), float(f"{rate:.2g}"), monoid.invertible, monoid.selection,
+                         monoid.commutative, self.optimizer)
+
+    def plan(self) -> Any:
+        """How the tumbling and sliding queries share their final aggregation (``final="shared"``):
+        the optimizer's groups, each with its partial and final technique and estimated cost;
+        ``print(stream.plan())`` explains it. None for the other finals, or without such queries."""
+        return getattr(self.final, "plan", None)
 
     # -- queries ---------------------------------------------------------------------
 
@@ -174,6 +207,7 @@ class Stream:
             key = (r.spec.size, r.spec.slide, r.spec.offset, r.begin) if isinstance(r, SlidingRunner) else id(r)
             groups.setdefault(key, []).append(r)
         self._groups = list(groups.values())
+        self.final.configure({g[0].name: g[0].spec for g in self._groups if isinstance(g[0], SlidingRunner)})
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
         self._every = [r for r in runners if isinstance(r, _EveryRunner)]
@@ -391,6 +425,7 @@ class Stream:
                             out.extend([((key[0], r.order, key[2]), _renamed(result, r.name))
                                         for key, result in results])
         self.late_slices.clear()
+        self.final.advanced()
         if watermark > prev:
             self._retain()
         updates.sort(key=_ts)
@@ -514,8 +549,7 @@ class Stream:
         self._pending = [tuple(e) for e in pending]
         self.slices.load(slices)
         self.late_slices = set(late_slices)
-        self.final = final_aggregation(self._final_name, self.slices, self.allowed_lateness == 0)
-        self.slices.on_change = self.final.changed
+        self.final = self._final()
         self.buffer_ts, self.buffer_partials = list(buffer[0]), list(buffer[1])
         for begin, store_state in counts:
             self._counts[begin].load(store_state)
@@ -561,6 +595,12 @@ class Stream:
     def __repr__(self) -> str:
         return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "
                 f"queries={list(self._runners)!r}, watermark={self.watermark!r})")
+
+
+@functools.lru_cache(maxsize=256)  # every key of a KeyedStream plans the same queries
+def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
+    return optimize([PeriodicQuery(name, *spec) for name, spec in queries], rate, invertible=invertible,
+                    selection=selection, commutative=commutative, method=method)
 
 
 def _renamed(result: Result, query: str) -> Result:

@@ -39,9 +39,10 @@ class FinalAggregation(ABC):
         self.monoid = slices.monoid
 
     @abstractmethod
-    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+    def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         """The aggregate of slices ``i:j`` (``i < j``) for window query ``query``; ``again``:
-        a window reported before (an update), not the query's next window."""
+        a window reported before (an update), not the query's next window; ``end``: the
+        window's end (the shared final answers tumbling and sliding windows by it)."""
 
     def fold(self, i: int, j: int) -> Any:
         """Slices ``i:j`` combined in order, one by one (lazy slicing's final step)."""
@@ -57,11 +58,17 @@ class FinalAggregation(ABC):
     def forget(self, query: str) -> None:
         """``query`` was removed."""
 
+    def configure(self, queries: dict[str, Any]) -> None:
+        """The tumbling and sliding queries are now ``{name: Sliding}`` (one name per distinct window)."""
+
+    def advanced(self) -> None:
+        """An advance reported its windows."""
+
 
 class LazyFinal(FinalAggregation):
     name = "lazy"
 
-    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+    def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         return self.fold(i, j)
 
 
@@ -95,7 +102,7 @@ class FiBAFinal(FinalAggregation):
         if j > first:
             self.newest = starts[j - 1]
 
-    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+    def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         starts, aggs = self.slices.starts, self.slices.aggs
         if j == len(starts):  # the newest slice may still grow in order: never in the tree
             if j - 1 == i:
@@ -132,7 +139,7 @@ class AMTAFinal(FinalAggregation):
             if first < len(keys) and keys[first] <= start <= keys[-1]:
                 del self.fifos[query]
 
-    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+    def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         starts, aggs = self.slices.starts, self.slices.aggs
         if again:
             return self.fold(i, j)
@@ -176,10 +183,10 @@ class AutoFinal(FinalAggregation):
         super().__init__(slices)
         self.eager = eager(slices)
 
-    def aggregate(self, query: str, i: int, j: int, again: bool = False) -> Any:
+    def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         if j - i <= self.FOLD_AT_MOST:
             return self.fold(i, j)
-        return self.eager.aggregate(query, i, j, again)
+        return self.eager.aggregate(query, i, j, again, end)
 
     def changed(self, start: Any) -> None:
         self.eager.changed(start)
@@ -203,5 +210,5 @@ def final_aggregation(name: str, slices: TimeSlices, in_order: bool) -> FinalAgg
     if name == "eager":
         return AMTAFinal(slices) if in_order else FiBAFinal(slices)
     if name not in FINALS:
-        raise ValueError(f"final must be 'auto', 'eager', 'lazy', 'amta' or 'fiba', got {name!r}")
+        raise ValueError(f"final must be 'auto', 'eager', 'lazy', 'amta', 'fiba' or 'shared', got {name!r}")
     return FINALS[name](slices)

@@ -27,8 +27,10 @@ class KeyedStream:
     """
 
     def __init__(self, monoid: Monoid, *, allowed_lateness: float = 0, final: str = "auto",
-                 on_late: Callable[[Any, Any, Any], Any] | None = None, ordered: bool = False) -> None:
-        self._options = {"allowed_lateness": allowed_lateness, "final": final, "ordered": ordered}
+                 on_late: Callable[[Any, Any, Any], Any] | None = None, ordered: bool = False,
+                 optimizer: str | Callable[[list], Any] = "triweave") -> None:
+        self._options = {"allowed_lateness": allowed_lateness, "final": final, "ordered": ordered,
+                         "optimizer": optimizer}
         self._template = Stream(monoid, **self._options)  # validates the options; holds the queries
         self.monoid = monoid
         self.on_late = on_late
@@ -42,6 +44,10 @@ class KeyedStream:
     @property
     def queries(self) -> dict[str, WindowType]:
         return self._template.queries
+
+    def plan(self) -> Any:
+        """The multi-query plan every key runs (``final="shared"``; see :meth:`Stream.plan`)."""
+        return self._template.plan()
 
     def keys(self) -> list[Any]:
         """The keys that have state."""

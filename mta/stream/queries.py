@@ -60,13 +60,13 @@ class Runner:
         of slices gone from the store) and slices i:j (``count``: their tuples, if known)."""
         stream = self.stream
         if prefix is None:
-            value = stream.final.aggregate(self.name, i, j, again)
+            value = stream.final.aggregate(self.name, i, j, again, end)
             if count is None:
                 count = sum(stream.slices.counts[i:j])
         else:
             value, count = prefix
             if i < j:
-                value = stream.monoid.combine(value, stream.final.aggregate(self.name, i, j, again))
+                value = stream.monoid.combine(value, stream.final.aggregate(self.name, i, j, again, end))
                 count += sum(stream.slices.counts[i:j])
         out.append(((end, self.order, start),
                     Result(self.name, start, end, stream.monoid.lower(value), count, final, replaces)))

@@ -421,7 +421,7 @@ class StreamQuery(_message.Message):
     def __init__(self, name: _Optional[str] = ..., window: _Optional[_Union[StreamWindow, _Mapping]] = ...) -> None: ...
 
 class StreamSpec(_message.Message):
-    __slots__ = ("name", "monoid", "dimensions", "queries", "allowed_lateness", "keyed", "late", "final")
+    __slots__ = ("name", "monoid", "dimensions", "queries", "allowed_lateness", "keyed", "late", "final", "optimizer")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MONOID_FIELD_NUMBER: _ClassVar[int]
     DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -430,6 +430,7 @@ class StreamSpec(_message.Message):
     KEYED_FIELD_NUMBER: _ClassVar[int]
     LATE_FIELD_NUMBER: _ClassVar[int]
     FINAL_FIELD_NUMBER: _ClassVar[int]
+    OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
     name: str
     monoid: Component
     dimensions: _containers.RepeatedCompositeFieldContainer[Dimension]
@@ -438,21 +439,24 @@ class StreamSpec(_message.Message):
     keyed: bool
     late: str
     final: str
-    def __init__(self, name: _Optional[str] = ..., monoid: _Optional[_Union[Component, _Mapping]] = ..., dimensions: _Optional[_Iterable[_Union[Dimension, _Mapping]]] = ..., queries: _Optional[_Iterable[_Union[StreamQuery, _Mapping]]] = ..., allowed_lateness: _Optional[float] = ..., keyed: _Optional[bool] = ..., late: _Optional[str] = ..., final: _Optional[str] = ...) -> None: ...
+    optimizer: str
+    def __init__(self, name: _Optional[str] = ..., monoid: _Optional[_Union[Component, _Mapping]] = ..., dimensions: _Optional[_Iterable[_Union[Dimension, _Mapping]]] = ..., queries: _Optional[_Iterable[_Union[StreamQuery, _Mapping]]] = ..., allowed_lateness: _Optional[float] = ..., keyed: _Optional[bool] = ..., late: _Optional[str] = ..., final: _Optional[str] = ..., optimizer: _Optional[str] = ...) -> None: ...
 
 class StreamInfo(_message.Message):
-    __slots__ = ("spec", "watermark", "watermark_float", "dropped", "keys")
+    __slots__ = ("spec", "watermark", "watermark_float", "dropped", "keys", "plan")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     WATERMARK_FIELD_NUMBER: _ClassVar[int]
     WATERMARK_FLOAT_FIELD_NUMBER: _ClassVar[int]
     DROPPED_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     spec: StreamSpec
     watermark: int
     watermark_float: float
     dropped: int
     keys: int
-    def __init__(self, spec: _Optional[_Union[StreamSpec, _Mapping]] = ..., watermark: _Optional[int] = ..., watermark_float: _Optional[float] = ..., dropped: _Optional[int] = ..., keys: _Optional[int] = ...) -> None: ...
+    plan: str
+    def __init__(self, spec: _Optional[_Union[StreamSpec, _Mapping]] = ..., watermark: _Optional[int] = ..., watermark_float: _Optional[float] = ..., dropped: _Optional[int] = ..., keys: _Optional[int] = ..., plan: _Optional[str] = ...) -> None: ...
 
 class CreateStreamRequest(_message.Message):
     __slots__ = ("spec", "if_not_exists")

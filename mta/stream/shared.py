@@ -1,0 +1,323 @@
+"""Shared final aggregation: the optimizer's plan executed over the Stream engine's slices.
+
+``Stream(final="shared")`` hands its tumbling and sliding queries to the optimizer
+(:mod:`mta.optimizer`: F1, the cost per slide of each technique, WeaveShare or
+TriWeave), which splits them into groups, each with a partial aggregation (Panes,
+Pairs or Cutty) and a multi-query final aggregation (``mta.algorithms.MULTI_QUERY``).
+This module executes such a plan, TriWeave's way: the engine's one slicer cuts the
+stream at every query's edges (one combine per tuple, for every group at once); each
+group folds the slices between two of its own partial edges into one partial, inserts
+it into its multi-query aggregator, and at each window end of its queries answers the
+window by ``query(r)``, r being the number of the group's partials in the window (and,
+for Cutty, combines the open partial). The plan is periodic: one composite slide
+(the LCM of the group's slides) gives every edge and every r.
+
+Time: the group's queries are measured in integer *ticks* (the largest unit that
+divides every size, slide and offset), so edges are exact integer arithmetic even when
+the user's times are floats.
+
+What the groups do not serve falls back to ``fallback`` (the engine's ``auto``):
+sessions and the other window types, updates of windows reported before (late tuples),
+and any window a group cannot answer from its state. A slice changed out of order
+behind what a group consumed resets the group, which restarts from the slices at its
+next window.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+from mta.algorithms import MULTI_QUERY
+from mta.stream.final import FinalAggregation
+from mta.stream.slices import TimeSlices
+
+#: a group whose composite slide has more edges than this is not shared (its table would be large)
+MAX_POINTS = 1 << 16
+
+
+def _fraction(v: Any) -> Fraction:
+    # a float as the decimal that prints it (0.1 -> 1/10), so that user units stay exact
+    return Fraction(v) if isinstance(v, int) else Fraction(repr(float(v)))
+
+
+class Ticks:
+    """Engine times as integer ticks: ``unit`` divides every value it was built from."""
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        fractions = [_fraction(v) for v in values if v]
+        denominator = math.lcm(*(f.denominator for f in fractions)) if fractions else 1
+        numerator = math.gcd(*(int(f * denominator) for f in fractions)) if fractions else 1
+        self.unit = Fraction(numerator, denominator)
+        self._int_unit = numerator if denominator == 1 else None
+        self._float_unit = float(self.unit)
+
+    def exact(self, v: Any) -> int:
+        """``v`` (one of the values the ticks were built from, or a sum of them) in ticks."""
+        n = _fraction(v) / self.unit
+        if n.denominator != 1:
+            raise ValueError(f"{v!r} is not a whole number of ticks of {self.unit}")
+        return int(n)
+
+    def __call__(self, t: Any) -> int:
+        """The tick at or just before time ``t`` (the float rounding of an edge is forgiven)."""
+        unit = self._int_unit
+        if unit is not None and type(t) is int:
+            return t // unit
+        x = t / self._float_unit
+        n = round(x)
+        return n if abs(x - n) <= 1e-9 * max(1.0, abs(x)) else math.floor(x)
+
+
+class Points:
+    """A periodic set of integer points: ``offsets`` (sorted, in ``[0, period)``) + k * period."""
+
+    __slots__ = ("period", "offsets", "size")
+
+    def __init__(self, period: int, offsets: Sequence[int]) -> None:
+        self.period = period
+        self.offsets = sorted(offsets)
+        self.size = len(self.offsets)
+
+    def count_upto(self, t: int) -> int:
+        """How many points are <= t, counted from the point 0 of period 0 (may be negative)."""
+        q, r = divmod(t, self.period)
+        return q * self.size + bisect_right(self.offsets, r)
+
+    def point(self, i: int) -> int:
+        """The i-th point: ``point(count_upto(t) - 1)`` is the largest point <= t."""
+        q, r = divmod(i, self.size)
+        return q * self.period + self.offsets[r]
+
+    def between(self, a: int, b: int) -> int:
+        """How many points are in ``[a, b)``."""
+        return self.count_upto(b - 1) - self.count_upto(a - 1)
+
+
+class SharedGroup:
+    """One group of a plan: its partial edges, its multi-query aggregator, and the answers
+    it computed for the windows ending at the points it passed (until the advance ends)."""
+
+    def __init__(self, monoid: Any, slices: TimeSlices, ticks: Ticks, queries: dict[str, tuple[int, int, int]],
+                 partial: str, final: str) -> None:
+        self.monoid = monoid
+        self.slices = slices
+        self.ticks = ticks
+        self.partial, self.final = partial, final
+        #: query name -> (size, slide, offset) in ticks
+        self.queries = queries
+        period = math.lcm(*(slide for _, slide, _ in queries.values()))
+        starts, ends = set(), set()
+        for size, slide, offset in queries.values():
+            for k in range(period // slide):
+                starts.add((offset + k * slide) % period)
+                ends.add((offset + k * slide + size) % period)
+        if partial == "panes":  # each query's panes: every gcd(size, slide) from its offset
+            bounds = set()
+            for size, slide, offset in queries.values():
+                step = math.gcd(size, slide)
+                bounds.update(range(offset % step, period, step))
+        elif partial == "pairs":
+            bounds = starts | ends
+        elif partial == "cutty":
+            bounds = starts
+        else:
+            raise ValueError(f"partial aggregation must be 'panes', 'pairs' or 'cutty', got {partial!r}")
+        self.bounds = Points(period, bounds)
+        self.points = Points(period, bounds | ends)
+        # per point of the composite slide: is it a partial edge, and the windows ending there
+        # as (query, closed partials in the window, whether the open partial is in it too)
+        self.is_bound = [p in bounds for p in self.points.offsets]
+        self.ends_at: list[list[tuple[str, int, bool]]] = [[] for _ in self.points.offsets]
+        capacity = 1
+        for name, (size, slide, offset) in queries.items():
+            for k in range(period // slide):
+                end = offset + k * slide + size
+                n = self.bounds.between(end - size, end)
+                open_part = partial == "cutty" and (end % period) not in bounds
+                closed = n - 1 if open_part else n
+                capacity = max(capacity, closed + open_part)
+                self.ends_at[bisect_left(self.points.offsets, end % period)].append((name, closed, open_part))
+        self.capacity = capacity
+        ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed} | {capacity})
+        self.mq = MULTI_QUERY[final](monoid, ranges)
+        self.answers: dict[tuple[str, int], Any] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the partials (a slice changed behind them): restart at the next window asked."""
+        self.mq.clear()
+        self.answers.clear()
+        self.next_point: int | None = None  # index (in ``points``) of the next point to pass
+        self.open: Any = None  # the open partial (None: no slice in it yet)
+        self.last_start: Any = None  # start of the last slice folded in
+        self.empty = 0  # partials inserted in a row with no slice in them
+
+    def answer(self, query: str, end: Any) -> Any:
+        """The aggregate of ``query``'s window ending at ``end`` (the watermark passed it)."""
+        e = self.ticks(end)
+        found = self.answers.pop((query, e), _MISSING)
+        if found is not _MISSING:
+            return found
+        points = self.points
+        if self.next_point is None or points.point(self.next_point) > e:
+            if self.next_point is not None:
+                return _MISSING  # passed already (the caller folds)
+            # start far enough back for the longest window ending at or after e
+            first = self.bounds.point(self.bounds.count_upto(e) - self.capacity - 1)
+            self.next_point = points.count_upto(first - 1)
+            self._pass(e, e)  # the windows ending before e lack older partials: not answered
+        else:
+            self._pass(e, -math.inf)
+        return self.answers.pop((query, e), _MISSING)
+
+    def _pass(self, upto: int, answer_from: int) -> None:
+        """Pass the points <= upto: fold slices into partials, answer the windows ending there."""
+        points, ticks = self.points, self.ticks
+        slices = self.slices
+        starts, aggs = slices.starts, slices.aggs
+        n = len(starts)
+        if self.last_start is None:
+            i = bisect_left(starts, points.point(self.next_point), key=ticks)
+        else:
+            i = bisect_right(starts, self.last_start)
+        combine, identity = self.monoid.combine, self.monoid.identity
+        mq, answers, capacity = self.mq, self.answers, self.capacity
+        insert, query = mq.insert, mq.query
+        is_bound, ends_at, size = self.is_bound, self.ends_at, points.size
+        k, part, empty = self.next_point, self.open, self.empty
+        while True:
+            p = points.point(k)
+            if p > upto:
+                break
+            while i < n and ticks(starts[i]) < p:
+                part = aggs[i] if part is None else combine(part, aggs[i])
+                i += 1
+            pos = k % size
+            if is_bound[pos]:
+                if part is None:
+                    insert(identity)
+                    empty += 1
+                else:
+                    insert(part)
+                    part = None
+                    empty = 0
+            if p >= answer_from:
+                for name, closed, open_part in ends_at[pos]:
+                    value = query(closed) if closed else identity
+                    if open_part and part is not None:
+                        value = combine(value, part) if closed else part
+                    answers[(name, p)] = value
+            k += 1
+            if empty >= capacity and part is None:
+                # every window until the next slice holds no tuple: jump to the partial of that slice
+                nxt = ticks(starts[i]) if i < n else upto + 1
+                bound = self.bounds.point(self.bounds.count_upto(nxt) - 1)
+                jump = points.count_upto(bound - 1)
+                if jump > k:
+                    mq.clear()
+                    empty = 0
+                    k = jump
+        self.next_point, self.open, self.empty = k, part, empty
+        if i:
+            self.last_start = starts[i - 1]
+
+    def passed(self, start: Any) -> bool:
+        """Whether this group's state covers time ``start`` (its partials, or the open one)."""
+        return self.next_point is not None and self.ticks(start) < self.points.point(self.next_point)
+
+
+_MISSING = object()
+
+
+class SharedFinal(FinalAggregation):
+    """Tumbling and sliding queries by the plan's groups; the others by ``fallback``."""
+
+    name = "shared"
+
+    def __init__(self, slices: TimeSlices, fallback: FinalAggregation,
+                 planner: Callable[[dict[str, Any], float], Any]) -> None:
+        super().__init__(slices)
+        self.fallback = fallback
+        #: ``planner({name: (size, slide, offset) in ticks}, tuples per tick) -> plan`` with ``plan.groups``
+        #: of ``.queries`` (names), ``.partial`` and ``.final``
+        self.planner = planner
+        self.groups: dict[str, SharedGroup] = {}  # by query name
+        self.ticks: Ticks | None = None
+        self._queries: dict[str, Any] = {}
+        self._plan: Any = None
+        self._planned = True
+
+    def configure(self, queries: dict[str, Any]) -> None:
+        """Re-plan for the tumbling and sliding queries ``{name: Sliding}`` (leaders of equal ones),
+        when next needed (adding queries one by one plans once)."""
+        self._queries = dict(queries)
+        self._planned = False
+        self.groups = {}
+
+    @property
+    def plan(self) -> Any:
+        if not self._planned:
+            self._make_plan()
+        return self._plan
+
+    def _rate(self, ticks: Ticks) -> float:
+        """Tuples per tick in the slices held (1.0 before there are any)."""
+        slices = self.slices
+        if not len(slices):
+            return 1.0
+        span = ticks(slices.ends[-1]) - ticks(slices.starts[0]) if slices.ends[-1] < math.inf else 0
+        return max(sum(slices.counts) / span, 1e-9) if span > 0 else 1.0
+
+    def _make_plan(self) -> None:
+        self._planned = True
+        self._plan = None
+        self.groups = {}
+        queries = self._queries
+        if not queries:
+            return
+        ticks = self.ticks = Ticks([v for spec in queries.values() for v in (spec.size, spec.slide, spec.offset)])
+        periodic = {}
+        for name, spec in queries.items():
+            slide = ticks.exact(spec.slide)  # the same windows for any offset modulo the slide
+            periodic[name] = (ticks.exact(spec.size), slide, ticks.exact(spec.offset) % slide)
+        self._plan = self.planner(periodic, self._rate(ticks))
+        for group in self._plan.groups:
+            members = {name: periodic[name] for name in group.queries if name in periodic}
+            if not members:
+                continue
+            period = math.lcm(*(slide for _, slide, _ in members.values()))
+            if sum(period // slide for _, slide, _ in members.values()) * 2 > MAX_POINTS:
+                continue  # too many edges in one composite slide: left to the fallback
+            shared = SharedGroup(self.monoid, self.slices, ticks, members, group.partial, group.final)
+            for name in members:
+                self.groups[name] = shared
+
+    def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
+        if not self._planned:
+            self._make_plan()
+        group = self.groups.get(query)
+        if group is not None and not again and end is not None:
+            value = group.answer(query, end)
+            if value is not _MISSING:
+                return value
+        return self.fallback.aggregate(query, i, j, again, end)
+
+    def changed(self, start: Any) -> None:
+        for group in set(self.groups.values()):
+            if group.passed(start):
+                group.reset()
+        self.fallback.changed(start)
+
+    def dropped(self) -> None:
+        self.fallback.dropped()
+
+    def forget(self, query: str) -> None:
+        self.fallback.forget(query)
+
+    def advanced(self) -> None:
+        for group in set(self.groups.values()):
+            group.answers.clear()
+        self.fallback.advanced()

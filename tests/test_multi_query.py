@@ -1,0 +1,294 @@
+"""Every multi-query aggregator of the MULTI_QUERY registry against the naive oracle.
+
+The oracle (MQ-SPEC): the window holds the newest ``max(ranges)`` partials and
+``query(r)`` is the left fold of the newest ``min(r, len)`` of them, oldest first.
+The generic tests iterate MULTI_QUERY and ask each class's ``check_monoid`` which
+monoids it serves, so an algorithm registered later gets them too; a refusal must
+be a TypeError naming the missing property (never a wrong answer).
+
+Also here: SlideSide's worked example (Fig. 2) and its combine counts (amortized
+O(1) per insert plus one combine per query answered, counted, not timed).
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from typing import Any, Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import CountingMonoid, fold, hsettings
+from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
+from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide, SlideSide
+from mta.monoid import Collect, First, Max, Min, Monoid, Sum
+
+NAMES = list(MULTI_QUERY)
+MAX_RANGE = 2**12
+
+
+class Concat(Monoid):
+    """String concatenation: associative, neither commutative, invertible nor a selection."""
+
+    identity = ""
+    combine = staticmethod(operator.add)
+
+
+#: monoid factory and input drawing, per case: commutative/invertible (Sum), selection
+#: (Max, Min), non-commutative selection (First), non-commutative invertible (Collect),
+#: none of the properties (Concat)
+MONOIDS: dict[str, tuple[Callable[[], Monoid], Callable[[random.Random], Any]]] = {
+    "sum": (Sum, lambda rng: rng.randint(-50, 50)),
+    "max": (Max, lambda rng: rng.randint(-50, 50)),
+    "min": (Min, lambda rng: rng.randint(-50, 50)),
+    "first": (First, lambda rng: rng.randint(0, 9)),
+    "collect": (Collect, lambda rng: (rng.randint(0, 9),)),
+    "concat": (Concat, lambda rng: rng.choice("abcdefgh")),
+}
+
+
+def serves(cls: type[MultiQueryAggregator], monoid: Monoid) -> bool:
+    try:
+        cls.check_monoid(monoid)
+    except TypeError:
+        return False
+    return True
+
+
+def naive(monoid: Monoid, items: list, r: int) -> Any:
+    """The oracle: the newest min(r, len) items, folded oldest first."""
+    return fold(monoid, items[len(items) - min(r, len(items)):])
+
+
+# --------------------------------------------------------------------------- strategies
+
+@st.composite
+def range_sets(draw: Any) -> list[int]:
+    """Ranges in 1..2^12: a single one, a few with duplicates, or many; the largest
+    (the capacity) is usually small so that short streams wrap the window many times."""
+    top = draw(st.sampled_from([1, 2, 3, 8, 17, 64, 200, MAX_RANGE]))
+    kind = draw(st.sampled_from(["single", "few", "many"]))
+    if kind == "single":
+        return [draw(st.integers(1, top))]
+    ranges = draw(st.lists(st.integers(1, top), min_size=1, max_size=5 if kind == "few" else 40))
+    if draw(st.booleans()):
+        ranges += ranges[: draw(st.integers(1, len(ranges)))]  # duplicates
+        draw(st.randoms(use_true_random=False)).shuffle(ranges)
+    return ranges
+
+
+def run_against_oracle(agg: MultiQueryAggregator, monoid: Monoid, value: Callable, rng: random.Random,
+                       steps: int) -> None:
+    """Insert ``steps`` values, checking answers(), query(r) and len against the oracle after
+    each (and arbitrary ranges when the algorithm answers any range); clear once midway."""
+    items: list = []
+    capacity = agg.capacity
+    assert agg.answers() == [monoid.identity] * len(agg.ranges)
+    clear_at = rng.randrange(steps) if steps and rng.random() < 0.3 else -1
+    for step in range(steps):
+        if step == clear_at:
+            agg.clear()
+            items = []
+            assert len(agg) == 0 and agg.answers() == [monoid.identity] * len(agg.ranges)
+        v = value(rng)
+        agg.insert(v)
+        items.append(v)
+        expected = [naive(monoid, items, r) for r in agg.ranges]
+        assert agg.answers() == expected, (step, agg.ranges)
+        r = rng.choice(agg.ranges)
+        assert agg.query(r) == naive(monoid, items, r), (step, r)
+        if agg.any_range:
+            r = rng.randint(1, capacity)
+            assert agg.query(r) == naive(monoid, items, r), (step, r)
+        assert len(agg) == min(len(items), capacity)
+
+
+def steps_for(ranges: list[int], rng: random.Random) -> int:
+    """Long enough to wrap a small window several times, short enough for a big one."""
+    most = min(3 * max(ranges) + 5, 250)
+    return rng.randint(most // 2, most)
+
+
+# --------------------------------------------------------------------------- generic
+
+@pytest.mark.parametrize("case", list(MONOIDS))
+@pytest.mark.parametrize("name", NAMES)
+@hsettings(max_examples=40)
+@given(ranges=range_sets(), seed=st.integers(0, 2**32 - 1))
+def test_matches_the_naive_oracle(name, case, ranges, seed) -> None:
+    cls = MULTI_QUERY[name]
+    make, value = MONOIDS[case]
+    monoid = make()
+    if not serves(cls, monoid):
+        with pytest.raises(TypeError):
+            cls(monoid, ranges)
+        return
+    rng = random.Random(seed)
+    run_against_oracle(cls(monoid, ranges), monoid, value, rng, steps_for(ranges, rng))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_large_ranges_wrap_many_times(name) -> None:
+    """Ranges up to 2^12 over 2.5 laps of the largest, Sum of ints (exact), checked by prefix sums."""
+    cls = MULTI_QUERY[name]
+    monoid = Sum()
+    rng = random.Random(18)
+    ranges = [MAX_RANGE, 1, 2, 3, 1000, 2047, 2048, 2049, 4095, rng.randint(1, MAX_RANGE), 1000]
+    agg = cls(monoid, ranges)
+    prefix = [0]
+    for step in range(MAX_RANGE * 5 // 2):
+        v = rng.randint(-1000, 1000)
+        agg.insert(v)
+        prefix.append(prefix[-1] + v)
+        if step % 97 == 0 or step > MAX_RANGE * 5 // 2 - 40:
+            t = len(prefix) - 1
+            assert agg.answers() == [prefix[t] - prefix[max(0, t - r)] for r in ranges], step
+
+
+@pytest.mark.parametrize("case", list(MONOIDS))
+@pytest.mark.parametrize("name", NAMES)
+def test_refusals_name_the_missing_property(name, case) -> None:
+    cls = MULTI_QUERY[name]
+    monoid = MONOIDS[case][0]()
+    try:
+        cls.check_monoid(monoid)
+    except TypeError as e:
+        message = str(e)
+        assert "invertible" in message or "selection" in message, message
+        assert cls.name in message, message
+        with pytest.raises(TypeError, match="invertible|selection"):
+            cls(monoid, [1, 2])
+    else:
+        cls(monoid, [1, 2])
+
+
+def test_every_algorithm_serves_the_invertible_and_the_selection_monoids() -> None:
+    """Nothing refuses what the contract says every algorithm can do: every one takes an
+    invertible or a selection monoid ("soe" the invertible one only)."""
+    for name, cls in MULTI_QUERY.items():
+        assert serves(cls, Sum()), name
+        assert serves(cls, Max()) or name == "soe", name
+    assert not serves(MULTI_QUERY["soe"], Max())
+    assert serves(MULTI_QUERY["slideside"], Concat())
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("ranges, error", [
+    ([], ValueError), ([0], ValueError), ([3, -1], ValueError), ([2, 1.5], TypeError), (["3"], TypeError),
+    ([True], TypeError), (5, TypeError), ("12", TypeError),
+])
+def test_bad_ranges_are_refused(name, ranges, error) -> None:
+    with pytest.raises(error):
+        MULTI_QUERY[name](Sum(), ranges)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unknown_range_is_a_value_error(name) -> None:
+    agg = MULTI_QUERY[name](Sum(), [2, 5, 5])
+    for v in range(7):
+        agg.insert(v)
+    bad = [0, -1, 6, 2.0, "2", None]
+    if not agg.any_range:
+        bad += [1, 3, 4]
+    for r in bad:
+        with pytest.raises(ValueError, match=agg.name):
+            agg.query(r)
+    assert agg.query(5) == 2 + 3 + 4 + 5 + 6
+
+
+# --------------------------------------------------------------------------- SlideSide
+
+def test_slideside_picks_its_variant_by_the_monoid() -> None:
+    assert type(SlideSide(Sum(), [3])) is InvertibleSlideSide
+    assert type(SlideSide(Max(), [3])) is OverlaidSlideSide
+    assert type(SlideSide(Sum(), [3], inverse=False)) is OverlaidSlideSide
+    assert isinstance(MULTI_QUERY["slideside"](Concat(), [3]), SlideSide)
+    with pytest.raises(TypeError, match="slideside .*invertible"):
+        SlideSide(Max(), [3], inverse=True)
+
+
+@pytest.mark.parametrize("inverse", [True, False])
+def test_slideside_fig2(inverse) -> None:
+    """Fig. 2: Q1 (3 elements) and Q2 (4); 3, 4, 2 held at t0, 8 arrives at t1, 5 at t3."""
+    agg = SlideSide(Sum(), [3, 4], inverse=inverse)
+    for v in (3, 4, 2):
+        agg.insert(v)
+    assert agg.answers() == [9, 9]
+    agg.insert(8)  # t1
+    assert agg.query(4) == 17 and agg.query(3) == 14
+    assert agg.answers() == [14, 17]
+    agg.insert(5)  # t2 wraps (the suffix scan), t3 evicts 3
+    assert agg.query(3) == 15 and agg.query(4) == 19
+    assert agg.answers() == [15, 19]
+    if inverse:  # the paper's arrays at t3: backStack[1] = 5, frontStack = suffix sums of 3 4 2 8
+        assert agg._back[:2] == [0, 5]
+        assert agg._front == [0, 8, 10, 14, 17]
+
+
+@pytest.mark.parametrize("case", ["sum", "collect"])
+@hsettings(max_examples=30)
+@given(ranges=range_sets(), seed=st.integers(0, 2**32 - 1))
+def test_slideside_overlaid_variant_on_invertible_monoids(case, ranges, seed) -> None:
+    """The variant for any monoid, also run where the generic test picks the invertible one."""
+    make, value = MONOIDS[case]
+    monoid = make()
+    rng = random.Random(seed)
+    run_against_oracle(SlideSide(monoid, ranges, inverse=False), monoid, value, rng, steps_for(ranges, rng))
+
+
+def test_slideside_overlaid_shares_one_suffix_scan() -> None:
+    """Levels whose boundaries coincide hold the same scan list (the overlaid stacks)."""
+    agg = SlideSide(Max(), [2, 3, 5, 8, 16], inverse=False)  # levels 1, 2, 3, 4
+    for v in range(17):
+        agg.insert(v)
+    scans = agg._scans  # all four levels flipped at the 17th element
+    assert all(scan is scans[-1] for scan in scans)
+    agg.insert(0)
+    agg.insert(0)  # the 19th: level 1 flips alone
+    assert agg._scans[0] is not agg._scans[1] and agg._scans[1] is agg._scans[-1]
+
+
+# --------------------------------------------------------------------------- SlideSide, counted
+
+def per_step(agg: MultiQueryAggregator, monoid: CountingMonoid, *, answer: bool) -> float:
+    """Combines + inverts per step over 4 cycles (after filling the window): the invertible
+    variant repeats itself every ``capacity`` inserts, the overlaid one every period of its
+    top level, the largest power of two <= capacity."""
+    for i in range(agg.capacity):
+        agg.insert(i % 11)
+    monoid.calls = monoid.inverts = 0
+    cycle = agg.capacity if isinstance(agg, InvertibleSlideSide) else 1 << (agg.capacity.bit_length() - 1)
+    steps = 4 * cycle
+    for i in range(steps):
+        agg.insert(i % 11)
+        if answer:
+            agg.answers()
+    return (monoid.calls + monoid.inverts) / steps
+
+
+def levels(ranges: list[int]) -> int:
+    return len({r.bit_length() for r in ranges})
+
+
+@pytest.mark.parametrize("inverse", [True, False])
+@pytest.mark.parametrize("n", [2**4, 2**8, 2**12])
+def test_slideside_amortized_constant_per_insert_plus_one_per_query(n, inverse) -> None:
+    """Counted: per step, inserts cost at most 2 (invertible: prefix + wrap scan) or
+    3 per level (overlaid: back aggregate + shared scans), whatever n; each query
+    answered adds at most one combine or invert. The paper's rule without levels
+    (rescan the window whenever the smallest range evicts) would cost n per step with
+    the ranges {1, n}."""
+    rng = random.Random(n)
+    for ranges in ([n], [1, n], [n // 2 + 1, n], [rng.randint(1, n) for _ in range(65)],
+                   list(range(1, n + 1, max(1, n // 64)))):
+        insert_bound = 2 if inverse else 3 * levels(ranges)
+        ins = per_step(SlideSide(monoid := CountingMonoid(Sum()), ranges, inverse=inverse), monoid,
+                       answer=False)
+        assert ins <= insert_bound, (ranges, ins)
+        both = per_step(SlideSide(monoid := CountingMonoid(Sum()), ranges, inverse=inverse), monoid,
+                        answer=True)
+        assert both - ins <= len(ranges), (ranges, ins, both)
+        # the cost model given to the optimizer is exact over whole laps
+        assert ins == pytest.approx(SlideSide.combines_per_insert(ranges, invertible=inverse)), ranges

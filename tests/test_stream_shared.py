@@ -1,0 +1,114 @@
+"""``Stream(final="shared")``: every plan the optimizer could choose gives the oracle's results.
+
+The optimizer picks one (partial, final) technique per group; here a planner callable forces
+each combination, and a random split of the queries into groups, so that every multi-query
+aggregator and every partial aggregation (Panes, Pairs, Cutty) runs inside the engine under
+in-order and late data, queries added and removed, snapshots, and keyed streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import hsettings
+from mta import Collect, Stream, Sum
+from mta.algorithms import MULTI_QUERY
+from mta.windows import Sliding, Tumbling
+from test_stream_properties import MONOIDS, Run, scenarios
+
+PARTIALS = ("panes", "pairs", "cutty")
+
+
+@dataclass
+class _Group:
+    queries: tuple
+    partial: str
+    final: str
+
+
+@dataclass
+class _Plan:
+    groups: list
+
+
+def forced(partial: str, final: str, split: int = 0) -> Any:
+    """A planner: the queries in groups of ``split`` (all in one when 0), each group executed
+    with ``partial`` and ``final``."""
+    def plan(queries: list, rate: float) -> _Plan:
+        names = tuple(q.name for q in queries)
+        step = split or len(names)
+        return _Plan([_Group(names[i:i + step], partial, final) for i in range(0, len(names), step)])
+    return plan
+
+
+def finals_for(monoid: Any) -> list[str]:
+    """The multi-query aggregators that serve ``monoid``."""
+    usable = []
+    for name, cls in MULTI_QUERY.items():
+        try:
+            cls.check_monoid(monoid)
+        except TypeError:
+            continue
+        usable.append(name)
+    return usable
+
+
+@pytest.mark.parametrize("partial", PARTIALS)
+@pytest.mark.parametrize("monoid", ["sum", "collect", "max"])
+@hsettings(max_examples=40)
+@given(data=st.data())
+def test_forced_plans_against_oracle(partial: str, monoid: str, data: st.DataObject) -> None:
+    """Tumbling and sliding queries (and a session beside them) in one or several groups."""
+    m = MONOIDS[monoid]()
+    final = data.draw(st.sampled_from(finals_for(m)), label="final")
+    split = data.draw(st.integers(0, 2), label="split")
+    queries, ops, allowed = data.draw(scenarios(("sliding", "sliding", "tumbling"), max_ops=40,
+                                                in_order=data.draw(st.booleans(), label="in order")),
+                                      label="scenario")
+    Run(m, queries, allowed, "shared", optimizer=forced(partial, final, split)).run(ops)
+
+
+@pytest.mark.parametrize("partial", PARTIALS)
+@hsettings(max_examples=40)
+@given(data=st.data())
+def test_forced_plans_with_queries_changing_and_snapshots(partial: str, data: st.DataObject) -> None:
+    queries, ops, allowed = data.draw(scenarios(("sliding", "tumbling", "session"), max_ops=40, mid_queries=True,
+                                                snapshots=True), label="scenario")
+    m = Collect()
+    final = data.draw(st.sampled_from(finals_for(m)), label="final")
+    Run(m, queries, allowed, "shared", optimizer=forced(partial, final, data.draw(st.integers(0, 2)))).run(ops)
+
+
+@hsettings(max_examples=30)
+@given(data=st.data())
+def test_forced_plans_keyed(data: st.DataObject) -> None:
+    queries, ops, allowed = data.draw(scenarios(("sliding", "tumbling"), max_ops=40, keys=("a", "b")),
+                                      label="scenario")
+    partial = data.draw(st.sampled_from(PARTIALS), label="partial")
+    final = data.draw(st.sampled_from(finals_for(Sum())), label="final")
+    Run(Sum(), queries, allowed, "shared", optimizer=forced(partial, final), keyed=True).run(ops)
+
+
+@pytest.mark.parametrize("partial", PARTIALS)
+def test_float_times_in_decimal_units(partial: str) -> None:
+    """Sizes and slides of tenths of a second: exact ticks, the same windows as lazy slicing."""
+    results = {}
+    for final in ("lazy", "shared"):
+        s = Stream(Sum(), final=final, optimizer=forced(partial, "panes"))
+        s.add("a", Sliding(0.3, 0.1))
+        s.add("b", Sliding(0.7, 0.2, 0.05))
+        s.add("c", Tumbling(0.5))
+        out = []
+        for k in range(200):
+            s.insert(k * 0.037, k)
+            if k % 7 == 0:
+                out += s.advance(k * 0.037)
+        out += s.advance(float("inf"))
+        results[final] = [(r.query, round(r.start, 9), round(r.end, 9), r.value, r.count) for r in out]
+    assert results["shared"] == results["lazy"]
+    assert len(results["lazy"]) > 100
