@@ -12,6 +12,9 @@
   at 10..200 queries, beside the no-share and the one-group plans.
 - ``greedy``: on random sets of 6 queries, how often the greedy plan is the exhaustive
   optimum, and by how much it misses otherwise.
+- ``omega``: each technique's estimated final-aggregation operations per tick against
+  the combines and inverts counted running ``mta.algorithms.MULTI_QUERY`` as the engine
+  does (:func:`counted_final_ops`), Sum and Max, on random groups.
 
     python -m benchmarks.optimizer [--quick]
 """
@@ -23,8 +26,11 @@ import time
 from typing import Any
 
 from benchmarks.common import Run, gc_paused, median, parser
+from mta.algorithms import MULTI_QUERY
+from mta.counting import CountingMonoid
+from mta.monoid import Max, Monoid, Sum
 from mta.optimizer import METHODS, PeriodicQuery, optimize
-from mta.optimizer.cost import FINALS
+from mta.optimizer.cost import FINALS, allowed_finals, omegas, shape
 from mta.optimizer.f1 import bitset_edges, edge_terms, f1, f1_subsets, reduce
 from mta.optimizer.partials import composite_slide, progressions
 from mta.optimizer.weave import Pricer
@@ -56,6 +62,76 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
         t = time.perf_counter_ns()
         out = fn(*args)
         return out, (time.perf_counter_ns() - t) / 1e9
+
+
+def counted_final_ops(queries: list[PeriodicQuery], partial: str, final: str, monoid: Monoid,
+                      laps: int = 4) -> float:
+    """The final aggregation of one group as the engine runs it (MQ-SPEC: a partial per edge into
+    ``MULTI_QUERY[final]``, ``query(c)`` at each window end, plus the open partial for Cutty), with the
+    combines and inverts counted per tick over whole composite slides spanning at least ``laps`` longest
+    windows (the aggregators' laps), after a warm-up."""
+    sh = shape(queries, partial)
+    period = sh.composite
+    progs = [p for q in queries for p in progressions(q, partial)]
+    edge = [any(x % m == a for m, a in progs) for x in range(period)]
+    ends: dict[int, list[tuple[int, bool]]] = {}
+    for q in queries:
+        for start in range(q.offset, q.offset + period, q.slide):
+            end = start + q.range
+            opened = not edge[end % period]
+            closed = sum(edge[x % period] for x in range(start, end)) - opened
+            ends.setdefault(end % period, []).append((closed, opened))
+    ranges = sorted({c for v in ends.values() for c, _ in v if c}) or [1]  # the ranges the estimate assumes
+    counting = CountingMonoid(monoid)
+    agg = MULTI_QUERY[final](counting, ranges)
+    rnd = random.Random(1)
+    longest = max(q.range for q in queries)
+    warm = (longest // period + 2) * period
+    span = period * max(laps, -(-laps * longest // period))  # whole composite slides, >= laps longest windows
+    before = 0
+    for t in range(warm + span):
+        if t == warm:
+            before = counting.calls + counting.inverts
+        for closed, opened in ends.get(t % period, ()):
+            if closed and opened:
+                counting.combine(agg.query(closed), 1)  # the open partial's value does not matter here
+            elif closed:
+                agg.query(closed)
+        if edge[t % period]:
+            agg.insert(rnd.randint(0, 1000))
+    return (counting.calls + counting.inverts - before) / span
+
+
+def omega_experiment(run: Run, groups: int) -> dict[str, Any]:
+    """Estimated (Table 11 / SlideSide) against counted final-aggregation operations per tick."""
+    rnd = random.Random(5)
+    slides = (1, 2, 3, 4, 6, 12)
+    errors: dict[tuple[str, str], list[float]] = {}
+    for _ in range(groups):
+        queries = [PeriodicQuery(f"q{i}", rnd.choice(slides) * rnd.randint(1, 6) + rnd.choice([0, 0, 1, 2]),
+                                 rnd.choice(slides)) for i in range(rnd.randint(1, 4))]
+        for monoid in (Sum(), Max()):
+            finals = allowed_finals(invertible=monoid.invertible, selection=monoid.selection)
+            for partial in ("panes", "pairs", "cutty"):
+                sh = shape(queries, partial)
+                om = omegas(sh, finals, invertible=monoid.invertible)
+                for final in finals:
+                    counted = counted_final_ops(queries, partial, final, monoid)
+                    if counted:
+                        errors.setdefault((type(monoid).__name__, final), []).append(
+                            sh.edge_rate * om[final] / counted - 1)
+    rows, results = [], []
+    for (monoid, final), errs in sorted(errors.items()):
+        entry = {"monoid": monoid, "final": final, "cases": len(errs), "mean_error": sum(errs) / len(errs),
+                 "max_abs_error": max(map(abs, errs))}
+        results.append(entry)
+        rows.append([monoid, final, len(errs), 100 * entry["mean_error"], 100 * entry["max_abs_error"]])
+    run.table(f"Omega: estimated against counted final-aggregation operations per tick ({groups} random groups "
+              "x 3 partial techniques, mta.algorithms.MULTI_QUERY with a CountingMonoid)",
+              ["monoid", "final", "cases", "mean error %", "max |error| %"], rows,
+              note="error = estimated / counted - 1. Table 11's formulas as printed count what the dissertation "
+                   "counts (Eq. 7.7's nQ comparisons and deque traversal are not combines).")
+    return {"results": results}
 
 
 def f1_experiment(run: Run, sizes: list[int], rounds: int, s_max: int, s_min: int) -> dict[str, Any]:
@@ -142,16 +218,17 @@ def main() -> None:
     args = p.parse_args()
     if args.quick:
         params = dict(f1_sizes=[10, 50], rounds=1, s_max=720720, s_min=10, plan_sizes=[10, 25], plan_s_max=360,
-                      greedy_sets=4)
+                      greedy_sets=4, omega_groups=2)
     else:
         params = dict(f1_sizes=[10, 25, 50, 100, 200, 500], rounds=3, s_max=122522400, s_min=100,
-                      plan_sizes=[10, 25, 50, 100, 200], plan_s_max=360, greedy_sets=30)
+                      plan_sizes=[10, 25, 50, 100, 200], plan_s_max=360, greedy_sets=30, omega_groups=20)
     run = Run("optimizer", args, params)
     run.data["experiments"] = {
         "f1": run.experiment("f1", lambda: f1_experiment(run, params["f1_sizes"], params["rounds"],
                                                          params["s_max"], params["s_min"])),
         "plans": run.experiment("plans", lambda: plans_experiment(run, params["plan_sizes"], params["plan_s_max"])),
         "greedy": run.experiment("greedy", lambda: greedy_experiment(run, params["greedy_sets"])),
+        "omega": run.experiment("omega", lambda: omega_experiment(run, params["omega_groups"])),
     }
     f1_rows = run.data["experiments"]["f1"]["results"]
     run.finish(["workload", "queries", "f1_s", "bitset_s", "ratio"],

@@ -24,7 +24,7 @@ def test_optimizer_quick_runs_every_experiment(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads((tmp_path / "optimizer_quick.json").read_text())
     experiments = data["experiments"]
-    assert list(experiments) == ["f1", "plans", "greedy"]
+    assert list(experiments) == ["f1", "plans", "greedy", "omega"]
     f1_rows = experiments["f1"]["results"]
     assert {(r["workload"], r["queries"]) for r in f1_rows} == {(w, n) for w in ("no fragments", "fragments")
                                                                 for n in (10, 50)}
@@ -35,4 +35,7 @@ def test_optimizer_quick_runs_every_experiment(tmp_path):
     assert all(r["cost"] <= r["no_share_cost"] + 1e-9 for r in plans)
     greedy = experiments["greedy"]["results"]
     assert all(0 <= r["optimal"] <= r["sets"] and r["max_excess"] >= -1e-9 for r in greedy)
+    omega = {(r["monoid"], r["final"]): r for r in experiments["omega"]["results"]}
+    assert ("Max", "slickdeque") in omega and ("Sum", "slideside") in omega
+    assert abs(omega[("Sum", "slickdeque")]["max_abs_error"]) < 1e-9  # Eq. 7.6 x2 is exact for SlickDeque (inv)
     assert "F1 vs bit set" in data["markdown"] and (tmp_path / "optimizer_quick.csv").exists()

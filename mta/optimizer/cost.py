@@ -24,9 +24,11 @@ partials (:func:`mta.optimizer.partials.window_spans`), ``cap`` the largest one:
   invert); answers are read.
 - ``slickdeque`` non-invertible, selection monoids (Eq. 7.7 as printed, its ``nQ`` per
   answer): insert ``2 - 2/cap + sum_{i=1..cap} 1/i!``, answer 1.
-- ``slideside`` (not in Table 11; derived from the algorithm): insert 2 (one prefix
-  combine, about one amortised suffix-scan combine per partial), answer 1.
-  TODO(lead): check against mta/algorithms/slideside.py by counting once it is on main.
+- ``slideside`` (not in Table 11; from the algorithm, mta/algorithms/slideside.py):
+  insert ``SlideSide.combines_per_insert(ranges)``, amortised over a lap: invertible
+  ``2(n-1)/n`` (one prefix combine, one suffix-scan combine per element), overlaid
+  stacks (any monoid) ``sum_l (1 - 1/p_l) + (R_l - 1)(1/p_l - 1/p_(l+1))`` over its
+  power-of-two levels ``l`` (period ``p_l``, largest range ``R_l``); answer 1.
 
 Every technique but ``panes`` adds one combine per answer whose window ends inside the
 open partial (Cutty). The partial aggregation costs (tuples into partials) are in
@@ -47,6 +49,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from mta.algorithms.slideside import SlideSide
 from mta.optimizer.f1 import count_in, edge_terms, f1, reduce
 from mta.optimizer.partials import (PARTIALS, PREFIX_LIMIT, PeriodicQuery, composite_slide, edge_prefix,
                                     progressions, window_spans)
@@ -142,7 +145,8 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool) -> dict[str, f
         elif final == "flatfit":
             per_composite = 3 * answers + opens
         elif final == "slideside":
-            per_composite = 2.0 * sh.edges + answers + opens
+            ranges = [int(k) for k in np.unique(asked)] or [1]
+            per_composite = SlideSide.combines_per_insert(ranges, invertible=invertible) * sh.edges + answers + opens
         elif final == "slickdeque" and invertible:
             per_composite = 2.0 * len(np.unique(asked)) * sh.edges + opens
         elif final == "slickdeque":
