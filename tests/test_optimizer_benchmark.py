@@ -30,7 +30,8 @@ def test_optimizer_quick_runs_every_experiment(tmp_path):
                                                                 for n in (10, 50)}
     assert all(r["checked"] and r["edges"] > 0 and r["f1_s"] > 0 and r["bitset_s"] > 0 for r in f1_rows)
     plans = experiments["plans"]["results"]
-    assert {(r["queries"], r["method"]) for r in plans} == {(n, m) for n in (10, 25) for m in ("triweave", "weaveshare")}
+    assert {(r["queries"], r["method"]) for r in plans} == {(n, m) for n in (10, 25)
+                                                            for m in ("triweave", "weaveshare")}
     # the greedy never ends above the plan it starts from, nor above the one-group plan it could reach
     assert all(r["cost"] <= r["no_share_cost"] + 1e-9 for r in plans)
     greedy = experiments["greedy"]["results"]

@@ -31,7 +31,7 @@ partials (:func:`mta.optimizer.partials.window_spans`), ``cap`` the largest one:
   power-of-two levels ``l`` (period ``p_l``, largest range ``R_l``); answer 1.
 
 Every technique but ``panes`` adds one combine per answer whose window ends inside the
-open partial (Cutty). The partial aggregation costs (tuples into partials) are in
+open partial after at least one closed partial (Cutty). The partial aggregation costs (tuples into partials) are in
 :func:`plan_cost`: WeaveShare (Eq. 7.1) slices the stream once per group, ``m * rate``;
 TriWeave slices it once (``rate``) at the union of every group's edges (``E_U`` slices
 per tick) and each group folds those slices into its partials, ``E_U - E_i`` combines.
@@ -134,7 +134,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool) -> dict[str, f
     asked = closed[closed > 0]
     cap = int(asked.max()) if len(asked) else 1
     answers = float(w.sum())
-    opens = float(w @ opened)
+    opens = float(w @ (opened * (closed > 0)))  # a window of the open partial alone needs no combine
     out = {}
     for final in finals:
         if final == "panes":
