@@ -114,7 +114,7 @@ def omega_experiment(run: Run, groups: int) -> dict[str, Any]:
             finals = allowed_finals(invertible=monoid.invertible, selection=monoid.selection)
             for partial in ("panes", "pairs", "cutty"):
                 sh = shape(queries, partial)
-                om = omegas(sh, finals, invertible=monoid.invertible)
+                om = omegas(sh, finals, invertible=monoid.invertible, selection=monoid.selection)
                 for final in finals:
                     counted = counted_final_ops(queries, partial, final, monoid)
                     if counted:

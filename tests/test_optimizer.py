@@ -163,6 +163,8 @@ def test_omegas_of_a_single_query_per_slide():
     e = sum(1 / f for f in (1, 2, 6, 24, 120, 720, 5040, 40320))
     non_inv = omegas(sh, ("slickdeque",), invertible=False)["slickdeque"]
     assert non_inv == pytest.approx(2 - 2 / 8 + 1 + e)  # Eq. 7.7 with nQ = 1
+    # a monoid both invertible and selection runs the selection variant (mta.algorithms.slickdeque)
+    assert omegas(sh, ("slickdeque",), invertible=True, selection=True)["slickdeque"] == non_inv
 
 
 def test_omegas_weight_queries_by_their_answers_per_edge():
@@ -224,7 +226,8 @@ def test_set_partitions_are_bell_numbers():
 @given(queries_st, st.sampled_from([0.05, 1.0, 20.0]), st.sampled_from(METHODS), st.booleans(), st.booleans())
 def test_optimizer_finds_the_brute_force_minimum(specs, rate, method, invertible, selection):
     queries = _queries(specs)
-    pricer = Pricer(queries, method, rate, allowed_finals(invertible=invertible, selection=selection), invertible)
+    pricer = Pricer(queries, method, rate, allowed_finals(invertible=invertible, selection=selection), invertible,
+                    selection)
     best = min(pricer.cost([frozenset(b) for b in part]) for part in _partitions(list(range(len(queries)))))
     kw = dict(invertible=invertible, selection=selection, commutative=False, method=method)
     plan = optimize(queries, rate, **kw)

@@ -123,9 +123,10 @@ def flatfat_lookups(n: np.ndarray) -> np.ndarray:
     return np.where(n >= 2, low + (n - 1) / np.exp2(top), 0.0)
 
 
-def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool) -> dict[str, float]:
+def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: bool = False) -> dict[str, float]:
     """Estimated final-aggregation operations per edge of the group for each final technique (module docstring,
-    Table 11)."""
+    Table 11). SlickDeque takes its selection variant when the monoid is a selection monoid, invertible or not
+    (as ``mta.algorithms.slickdeque`` does)."""
     ks = np.concatenate([k for k, _ in sh.spans])
     opened = np.concatenate([o for _, o in sh.spans]).astype(np.int64)
     # answers per composite slide that each sampled window stands for
@@ -147,7 +148,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool) -> dict[str, f
         elif final == "slideside":
             ranges = [int(k) for k in np.unique(asked)] or [1]
             per_composite = SlideSide.combines_per_insert(ranges, invertible=invertible) * sh.edges + answers + opens
-        elif final == "slickdeque" and invertible:
+        elif final == "slickdeque" and invertible and not selection:
             per_composite = 2.0 * len(np.unique(asked)) * sh.edges + opens
         elif final == "slickdeque":
             per_composite = slickdeque_noninv_insert(cap) * sh.edges + answers + opens
@@ -171,7 +172,8 @@ class Option:
         return self.shape.edge_rate * self.omega
 
 
-def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, invertible: bool) -> tuple[Option, ...]:
+def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, invertible: bool,
+               selection: bool = False) -> tuple[Option, ...]:
     """For each partial technique, the final technique with the least ``E*Omega`` (the partial fixes ``E``), in
     the order of PARTIALS; ties go to the earlier final of ``finals``. The plan picks one per group
     (:class:`mta.optimizer.weave.Pricer`)."""
@@ -179,7 +181,7 @@ def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, inver
     for partial in PARTIALS:
         sh = shape(queries, partial)
         best = None
-        for final, om in omegas(sh, finals, invertible=invertible).items():
+        for final, om in omegas(sh, finals, invertible=invertible, selection=selection).items():
             if best is None or om < best.omega - 1e-12:
                 best = Option(sh, final, om)
         assert best is not None

@@ -60,8 +60,9 @@ class Pricer:
     exact plan cost drops (coordinate descent; a local optimum over the 3^m assignments)."""
 
     def __init__(self, queries: Sequence[PeriodicQuery], method: str, rate: float, finals: Sequence[str],
-                 invertible: bool) -> None:
-        self.queries, self.method, self.rate, self.finals, self.invertible = queries, method, rate, finals, invertible
+                 invertible: bool, selection: bool = False) -> None:
+        self.queries, self.method, self.rate, self.finals = queries, method, rate, finals
+        self.invertible, self.selection = invertible, selection
         self._candidates: dict[frozenset[int], tuple[Option, ...]] = {}
         self._slicer: dict[frozenset[tuple[frozenset[int], str]], float] = {}
 
@@ -69,7 +70,8 @@ class Pricer:
         out = self._candidates.get(group)
         if out is None:
             members = [self.queries[i] for i in sorted(group)]
-            out = self._candidates[group] = candidates(members, self.finals, invertible=self.invertible)
+            out = self._candidates[group] = candidates(members, self.finals, invertible=self.invertible,
+                                                       selection=self.selection)
         return out
 
     def separable(self, opt: Option) -> float:
@@ -206,7 +208,7 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
     if search not in ("auto", "exhaustive", "greedy"):
         raise ValueError(f"unknown search {search!r}; choose from auto, exhaustive, greedy")
     finals = allowed_finals(invertible=invertible, selection=selection, techniques=techniques)
-    pricer = Pricer(queries, method, float(rate), finals, invertible)
+    pricer = Pricer(queries, method, float(rate), finals, invertible, selection)
     if search == "auto":
         search = "exhaustive" if len(queries) <= EXACT_LIMIT else "greedy"
     chosen = brute_force(pricer) if search == "exhaustive" else greedy(pricer)
