@@ -87,7 +87,7 @@ def test_forced_plans_with_queries_changing_and_snapshots(partial: str, data: st
 @hsettings(max_examples=30)
 @given(data=st.data())
 def test_forced_plans_keyed(data: st.DataObject) -> None:
-    queries, ops, allowed = data.draw(scenarios(("sliding", "tumbling"), max_ops=40, keys=("a", "b")),
+    queries, ops, allowed = data.draw(scenarios(("sliding", "tumbling"), max_ops=40, keys=("a", "b"), snapshots=True),
                                       label="scenario")
     partial = data.draw(st.sampled_from(PARTIALS), label="partial")
     final = data.draw(st.sampled_from(finals_for(Sum())), label="final")

@@ -39,8 +39,13 @@ MAX_POINTS = 1 << 16
 
 
 def _fraction(v: Any) -> Fraction:
-    # a float as the decimal that prints it (0.1 -> 1/10), so that user units stay exact
-    return Fraction(v) if isinstance(v, int) else Fraction(repr(float(v)))
+    """``v`` as the fraction a user meant: a float as the decimal that prints it (0.1 -> 1/10),
+    or a simple fraction whose float it is (1/3 -> 1/3), so that ticks stay few and exact."""
+    if isinstance(v, int):
+        return Fraction(v)
+    decimal = Fraction(repr(float(v)))
+    simple = decimal.limit_denominator(1_000_000)
+    return simple if float(simple) == v else decimal
 
 
 class Ticks:
