@@ -44,11 +44,13 @@ formula ``rate + sum_i((E_U - E_i) + E_i*Omega_i)`` is this package's reading of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import factorial
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from mta.algorithms.flatfat import FlatFAT
 from mta.algorithms.slideside import SlideSide
 from mta.optimizer.f1 import count_in, edge_terms, f1, reduce
 from mta.optimizer.partials import (PARTIALS, PREFIX_LIMIT, PeriodicQuery, composite_slide, edge_prefix,
@@ -86,7 +88,9 @@ def slickdeque_noninv_insert(cap: int) -> float:
 @dataclass(frozen=True, eq=False)
 class Shape:
     """A group of queries under one partial technique: its composite slide, its edges per composite slide
-    and, per query, the partials and openness of its (sampled) windows, each standing for ``weights[j]``."""
+    and, per query, the partials and openness of its (sampled) windows, each standing for ``weights[j]``.
+    ``prefix`` (composite slides up to PREFIX_LIMIT ticks) counts the edges before each tick: it places
+    every window's answer between two inserts (:func:`lookup_pattern`)."""
 
     queries: tuple[PeriodicQuery, ...]
     partial: str
@@ -94,6 +98,7 @@ class Shape:
     edges: int
     spans: tuple[tuple[np.ndarray, np.ndarray], ...]
     weights: tuple[float, ...]
+    prefix: np.ndarray | None = None
 
     @property
     def edge_rate(self) -> float:
@@ -112,7 +117,7 @@ def shape(queries: Sequence[PeriodicQuery], partial: str) -> Shape:
     prefix = edge_prefix(progs, composite) if composite <= PREFIX_LIMIT else None
     spans = window_spans(queries, terms, composite, prefix)
     return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite),
-                 tuple((k, o) for k, o, _ in spans), tuple(w for _, _, w in spans))
+                 tuple((k, o) for k, o, _ in spans), tuple(w for _, _, w in spans), prefix)
 
 
 def flatfat_lookups(n: np.ndarray) -> np.ndarray:
@@ -123,10 +128,121 @@ def flatfat_lookups(n: np.ndarray) -> np.ndarray:
     return np.where(n >= 2, low + (n - 1) / np.exp2(top), 0.0)
 
 
-def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: bool = False) -> dict[str, float]:
-    """Estimated final-aggregation operations per edge of the group for each final technique (module docstring,
-    Table 11). SlickDeque takes its selection variant when the monoid is a selection monoid, invertible or not
-    (as ``mta.algorithms.slickdeque`` does)."""
+def flatfat_leaves(cap: int) -> int:
+    """The leaves of ``mta.algorithms.flatfat.FlatFAT`` holding ``cap`` partials: the least power of two
+    >= cap, at least its minimum capacity (16)."""
+    return max(FlatFAT._MIN_CAPACITY, 1 << max(cap - 1, 0).bit_length())
+
+
+@lru_cache(maxsize=4096)
+def flatfat_cover(leaves: int, k: int, wrapped_only: bool = False) -> float:
+    """Mean combines of ``FlatFAT.newest(k)`` over the ``leaves`` positions of the circular window: the
+    nodes of the minimum cover of ``k`` leaves from each position (two covers when the range wraps past
+    the last leaf), minus one. ``wrapped_only``: the non-wrapped ranges are free (the root answers them:
+    ``FlatFAT.query`` of the whole window on a non-commutative monoid)."""
+    lo = np.arange(leaves, dtype=np.int64)
+    hi = lo + k
+    nodes = _cover_nodes(lo, np.minimum(hi, leaves), leaves) + _cover_nodes(
+        np.zeros_like(lo), np.maximum(hi - leaves, 0), leaves)
+    cost = nodes - 1
+    if wrapped_only:
+        cost = np.where(hi > leaves, cost, 0)
+    return float(cost.mean())
+
+
+def _cover_nodes(lo: np.ndarray, hi: np.ndarray, leaves: int) -> np.ndarray:
+    """``FlatFAT._cover``'s node count for the leaf ranges ``[lo, hi)`` (0 for empty ranges), vectorised."""
+    lo, hi = lo + leaves, hi + leaves
+    nodes = np.zeros_like(lo)
+    while True:
+        live = lo < hi
+        if not live.any():
+            return nodes
+        odd = live & (lo & 1 == 1)
+        nodes += odd
+        lo = lo + odd
+        odd = live & (hi & 1 == 1)
+        nodes += odd
+        hi = hi - odd
+        lo >>= 1
+        hi >>= 1
+
+
+def lookup_pattern(sh: Shape) -> tuple[tuple[int, ...], ...] | None:
+    """Per insert of one composite slide (in time order), the closed partial counts looked up after it and
+    before the next insert, as the engine asks them (windows of the queries in order); None when the
+    windows are sampled or the composite slide is too long for a prefix (:func:`window_spans`)."""
+    if sh.prefix is None or any(w != 1 for w in sh.weights):
+        return None
+    prefix, composite, edges = sh.prefix, sh.composite, sh.edges
+    pattern: list[list[int]] = [[] for _ in range(edges)]
+    for q, (ks, opened) in zip(sh.queries, sh.spans):
+        for j, (k, o) in enumerate(zip(ks.tolist(), opened.tolist())):
+            closed = k - o
+            if closed:
+                e = (q.offset + j * q.slide + q.range) % composite
+                pattern[(int(prefix[e + 1]) - 1) % edges].append(closed)
+    return tuple(map(tuple, pattern))
+
+
+@lru_cache(maxsize=4096)
+def flatfit_combines(cap: int, pattern: tuple[tuple[int, ...], ...]) -> float:
+    """Combines per composite slide of ``mta.algorithms.flatfit.FlatFIT`` (capacity ``cap``) inserting once
+    per entry of ``pattern`` and then looking up its ranges: Alg. 1's pointer table replayed without values
+    (a lookup of ``h`` hops costs ``h - 1`` combines and points the slots between its first and last hop
+    at ``cur``), after a warm-up of two windows, averaged over laps spanning at least four windows (the
+    path compression's cost depends on the order of the lookups: no closed form)."""
+    edges = len(pattern)
+    laps = max(2, -(-4 * cap // edges))
+    warm = -(-2 * cap // edges) + 1
+    pointers = list(range(1, cap)) + [0]
+    cur = cap - 1
+    combines = 0
+    for lap in range(warm + laps):
+        if lap == warm:
+            combines = 0
+        for ranges in pattern:
+            prev = cur
+            cur = prev + 1 if prev + 1 < cap else 0
+            pointers[prev] = cur
+            for r in ranges:
+                slot = cur - r
+                if slot < 0:
+                    slot += cap
+                slot = pointers[slot]
+                hops = []
+                while slot != cur:
+                    hops.append(slot)
+                    slot = pointers[slot]
+                combines += len(hops)
+                for slot in hops[:-1]:  # lines 36-41: the visited slots but the last now point at cur
+                    pointers[slot] = cur
+    return combines / laps
+
+
+def slideside_free(ranges: Sequence[int], *, invertible: bool) -> dict[int, float]:
+    """Per range, the share of SlideSide's answers that cost no combine (phases uniform). Invertible: the
+    range is this lap's prefix (``start == 0``), once per lap of ``max(ranges)`` inserts. Overlaid: the range
+    equals a level's back part (``r == b``), once per period of each level of period ``>= r`` (a range of 1
+    always)."""
+    if invertible:
+        return {r: 1 / max(ranges) for r in ranges}
+    periods = {1 << (r.bit_length() - 1) for r in ranges}
+    return {r: min(1.0, sum(1 / p for p in periods if p >= r)) for r in ranges}
+
+
+#: Table 11 as printed ("table11") or our implementations counted ("counted", the default)
+MODELS = ("counted", "table11")
+
+
+def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: bool = False,
+           commutative: bool = True, model: str = "counted") -> dict[str, float]:
+    """Estimated final-aggregation operations per edge of the group for each final technique (module
+    docstring: ``model="counted"`` our implementations, ``model="table11"`` the dissertation's formulas as
+    printed). SlickDeque takes its selection variant when the monoid is a selection monoid, invertible or
+    not (as ``mta.algorithms.slickdeque`` does)."""
+    if model not in MODELS:
+        raise ValueError(f"unknown cost model {model!r}; choose from {', '.join(MODELS)}")
     ks = np.concatenate([k for k, _ in sh.spans])
     opened = np.concatenate([o for _, o in sh.spans]).astype(np.int64)
     # answers per composite slide that each sampled window stands for
@@ -136,26 +252,57 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
     cap = int(asked.max()) if len(asked) else 1
     answers = float(w.sum())
     opens = float(w @ (opened * (closed > 0)))  # a window of the open partial alone needs no combine
+    counted = model == "counted"
     out = {}
     for final in finals:
         if final == "panes":
             per_composite = float(w @ (ks - 1))
+        elif final == "flatfat" and counted:
+            leaves = flatfat_leaves(cap)
+            levels = leaves.bit_length() - 1
+            # a full window slides: one leaf-to-root path when the partials fill the leaves, else two
+            insert = levels if cap == leaves else 2 * levels
+            whole = flatfat_cover(leaves, cap, True) if not commutative else 0.0
+            lookups = {k: flatfat_cover(leaves, k) for k in np.unique(asked).tolist() if k < cap}
+            per_k = np.array([lookups.get(k, whole) for k in asked.tolist()])
+            per_composite = insert * sh.edges + float(w[closed > 0] @ per_k) + opens
         elif final == "flatfat":
             lookups = np.where(closed < cap, flatfat_lookups(closed), 0.0)
             per_composite = flatfat_lookup(cap) * sh.edges + float(w @ lookups) + opens
+        elif final == "flatfit" and counted:
+            pattern = lookup_pattern(sh)
+            if pattern is None:  # sampled windows: about 2.3 per lookup (the counted mean, benchmarks/optimizer)
+                per_composite = FLATFIT_PER_LOOKUP * float(w @ (closed > 0)) + opens
+            else:
+                per_composite = flatfit_combines(cap, pattern) + opens
         elif final == "flatfit":
             per_composite = 3 * answers + opens
+        elif final == "slideside" and counted:
+            ranges = [int(k) for k in np.unique(asked)] or [1]
+            free = slideside_free(ranges, invertible=invertible)
+            per_answer = np.array([1 - free[k] for k in asked.tolist()])
+            per_composite = (SlideSide.combines_per_insert(ranges, invertible=invertible) * sh.edges
+                             + float(w[closed > 0] @ per_answer) + opens)
         elif final == "slideside":
             ranges = [int(k) for k in np.unique(asked)] or [1]
             per_composite = SlideSide.combines_per_insert(ranges, invertible=invertible) * sh.edges + answers + opens
         elif final == "slickdeque" and invertible and not selection:
-            per_composite = 2.0 * len(np.unique(asked)) * sh.edges + opens
+            per_composite = 2.0 * max(1, len(np.unique(asked))) * sh.edges + opens  # ranges [1] when none
+        elif final == "slickdeque" and counted:
+            # Alg. 3 counts its dominance tests (a combine each): the pops plus the failing test; on
+            # unordered values each partial is popped once (by a newer one, or it expires), and the deque
+            # empties (no failing test) or the front expires with chance 1/cap each: 2 - 2/cap. Answers read.
+            per_composite = (2 - 2 / cap) * sh.edges + opens
         elif final == "slickdeque":
             per_composite = slickdeque_noninv_insert(cap) * sh.edges + answers + opens
         else:
             raise ValueError(f"unknown final technique {final!r}; choose from {', '.join(FINALS)}")
         out[final] = per_composite / sh.edges
     return out
+
+
+#: FlatFIT's combines per lookup when the lookups cannot be replayed (the mean counted on random groups)
+FLATFIT_PER_LOOKUP = 2.3
 
 
 @dataclass(frozen=True)
