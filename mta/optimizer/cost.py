@@ -99,6 +99,10 @@ class Shape:
     spans: tuple[tuple[np.ndarray, np.ndarray], ...]
     weights: tuple[float, ...]
     prefix: np.ndarray | None = None
+    #: partials per composite slide that receive a slice of the engine's slicer (which cuts at every window
+    #: start and end): all of them for Pairs and Cutty; for Panes the panes at a window start or end of the
+    #: group's queries (the others are identity partials: inserted, nothing folded)
+    filled: int = 0
 
     @property
     def edge_rate(self) -> float:
@@ -116,8 +120,10 @@ def shape(queries: Sequence[PeriodicQuery], partial: str) -> Shape:
     composite = composite_slide(queries)
     prefix = edge_prefix(progs, composite) if composite <= PREFIX_LIMIT else None
     spans = window_spans(queries, terms, composite, prefix)
-    return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite),
-                 tuple((k, o) for k, o, _ in spans), tuple(w for _, _, w in spans), prefix)
+    edges = count_in(terms, 0, composite)
+    filled = f1([p for q in queries for p in progressions(q, "pairs")], composite) if partial == "panes" else edges
+    return Shape(tuple(queries), partial, composite, edges, tuple((k, o) for k, o, _ in spans),
+                 tuple(w for _, _, w in spans), prefix, filled)
 
 
 def flatfat_lookups(n: np.ndarray) -> np.ndarray:
@@ -320,15 +326,17 @@ class Option:
 
 
 def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, invertible: bool,
-               selection: bool = False) -> tuple[Option, ...]:
-    """For each partial technique, the final technique with the least ``E*Omega`` (the partial fixes ``E``), in
-    the order of PARTIALS; ties go to the earlier final of ``finals``. The plan picks one per group
-    (:class:`mta.optimizer.weave.Pricer`)."""
+               selection: bool = False, commutative: bool = True, partials: Sequence[str] = PARTIALS,
+               model: str = "counted") -> tuple[Option, ...]:
+    """For each partial technique of ``partials``, the final technique with the least ``E*Omega`` (the
+    partial fixes ``E``), in the order of ``partials``; ties go to the earlier final of ``finals``. The
+    plan picks one per group (:class:`mta.optimizer.weave.Pricer`)."""
     out = []
-    for partial in PARTIALS:
+    for partial in partials:
         sh = shape(queries, partial)
         best = None
-        for final, om in omegas(sh, finals, invertible=invertible, selection=selection).items():
+        for final, om in omegas(sh, finals, invertible=invertible, selection=selection, commutative=commutative,
+                                model=model).items():
             if best is None or om < best.omega - 1e-12:
                 best = Option(sh, final, om)
         assert best is not None
@@ -336,28 +344,54 @@ def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, inver
     return tuple(out)
 
 
-def slicer_edge_rate(options: Iterable[Option]) -> float:
-    """``E_U``: the shared slicer's slices per tick, the union of every group's edges (F1)."""
-    opts = list(options)
-    queries = [q for o in opts for q in o.shape.queries]
-    progs = [p for o in opts for q in o.shape.queries for p in progressions(q, o.shape.partial)]
+def allowed_partials(partials: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The partial techniques ``optimize`` may choose: PARTIALS, restricted to ``partials`` when given;
+    ValueError for an unknown name or an empty restriction."""
+    if isinstance(partials, str):
+        raise TypeError("partials must be a sequence of names, e.g. ('cutty',), not a str")
+    if partials is None:
+        return PARTIALS
+    wanted = tuple(partials)
+    unknown = [t for t in wanted if t not in PARTIALS]
+    if unknown:
+        raise ValueError(f"unknown partial technique {', '.join(map(repr, unknown))}; choose from "
+                         f"{', '.join(PARTIALS)}")
+    if not wanted:
+        raise ValueError(f"no partial technique left; choose from {', '.join(PARTIALS)}")
+    return tuple(t for t in PARTIALS if t in wanted)
+
+
+def slicer_edge_rate(queries: Iterable[PeriodicQuery]) -> float:
+    """``E_U``: the engine's slices per tick. Its slicer cuts at every window start and end of every query,
+    whatever the plan (``mta.stream.shared``): F1 of all the queries' Pairs edges."""
+    queries = list(queries)
     composite = composite_slide(queries)
-    return f1(progs, composite) / composite
+    return f1([p for q in queries for p in progressions(q, "pairs")], composite) / composite
+
+
+def slices_per_tick(rate: float, slicer_rate: float) -> float:
+    """Slices holding a tuple per tick: at most one per slicer edge, at most one per tuple."""
+    return min(rate, slicer_rate)
 
 
 def group_cost(opt: Option, method: str, rate: float, slicer_rate: float) -> float:
-    """A group's operations per tick: ``rate + E*Omega`` (WeaveShare, Eq. 7.1) or
-    ``(E_U - E) + E*Omega`` (TriWeave: folding the shared slices, then the final aggregation)."""
+    """A group's operations per tick: ``rate + E*Omega`` (WeaveShare, Eq. 7.1: the group slices the stream
+    itself) or ``(S - F) + E*Omega`` (TriWeave as the engine runs it: each of the ``S`` slices per tick is
+    folded into the group's open partial by one combine, but the first slice of each of its ``F`` filled
+    partials per tick; every partial, filled or identity, is inserted into the final aggregator)."""
     if method == "weaveshare":
         return rate + opt.final_cost
-    return slicer_rate - opt.shape.edge_rate + opt.final_cost
+    slices = slices_per_tick(rate, slicer_rate)
+    filled = min(opt.shape.filled / opt.shape.composite, slices)
+    return slices - filled + opt.final_cost
 
 
 def plan_cost(options: Sequence[Option], method: str, rate: float, slicer_rate: float | None = None) -> float:
     """Operations per tick of a plan: ``sum(rate + E_i*Omega_i)`` (WeaveShare, Eq. 7.1) or
-    ``rate + sum((E_U - E_i) + E_i*Omega_i)`` (TriWeave, one shared slicer; ``slicer_rate`` is ``E_U`` if
-    known)."""
+    ``(rate - S) + sum((S - F_i) + E_i*Omega_i)`` (TriWeave, the engine's one slicer: a combine per tuple
+    but the first of each of its ``S = min(rate, E_U)`` slices per tick; ``slicer_rate`` is ``E_U``,
+    computed from the options' queries if not given)."""
     if method == "weaveshare":
         return sum(group_cost(o, method, rate, 0.0) for o in options)
-    e_u = slicer_edge_rate(options) if slicer_rate is None else slicer_rate
-    return rate + sum(group_cost(o, method, rate, e_u) for o in options)
+    e_u = slicer_edge_rate(q for o in options for q in o.shape.queries) if slicer_rate is None else slicer_rate
+    return rate - slices_per_tick(rate, e_u) + sum(group_cost(o, method, rate, e_u) for o in options)

@@ -9,26 +9,23 @@ variants are avoided here: pairs are ``i < j`` (Alg. 5 lets ``j = i``), the loop
 while merges help (Alg. 4 runs ``T + 1`` times), every candidate is priced afresh
 (Alg. 6 never resets ``WeaveCost``).
 
-TriWeave's plan cost is not a sum over groups (the slicer's ``E_U`` is the union of every
-group's edges), so candidate merges are ranked by the change of the group terms with
-``E_U`` held fixed, and the best ``RANKED_PAIRS`` of them (all of them while there are at
-most ``EXACT_PAIRS``) are priced exactly; the merge that lowers the exact cost most is
-taken. Each group's technique is chosen by :class:`Pricer`.
+TriWeave prices a plan as the Stream engine runs it: its slicer cuts at every window start
+and end of every query whatever the plan (``E_U`` is fixed by the queries), so both plan
+costs are a sum over groups plus a constant: each group takes its cheapest technique
+(:class:`Pricer`, cached per group), and a merge changes only its pair's terms.
 """
 
 from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from mta.optimizer.cost import METHODS, Option, allowed_finals, candidates, group_cost, plan_cost, slicer_edge_rate
-from mta.optimizer.partials import PeriodicQuery
+from mta.optimizer.cost import (METHODS, MODELS, Option, allowed_finals, allowed_partials, candidates, group_cost,
+                                slicer_edge_rate, slices_per_tick)
+from mta.optimizer.partials import PARTIALS, PeriodicQuery
 from mta.optimizer.plan import Group, Plan
 
 #: optimize() searches every grouping up to this many queries (Bell(6) = 203), greedily above
 EXACT_LIMIT = 6
-#: TriWeave prices every candidate merge exactly while there are at most this many, else the best ranked
-EXACT_PAIRS = 120
-RANKED_PAIRS = 8
 #: brute_force() refuses more queries than this (Bell(10) = 115975 groupings)
 BRUTE_LIMIT = 10
 _EPS = 1e-9
@@ -53,75 +50,45 @@ Assignment = dict[frozenset[int], Option]
 class Pricer:
     """Prices groupings of ``queries`` (lists of frozensets of their indices) by ``method``'s plan cost.
 
-    Each group runs one of its :func:`mta.optimizer.cost.candidates` (one per partial technique). WeaveShare's
-    cost is a sum over groups, so each group takes its cheapest. TriWeave's slicer cuts at the union of the
-    groups' edges (``E_U``), so a group's choice moves every group's folding cost: the choice starts from
-    each group's least ``E*Omega - E`` (``E_U`` held fixed) and then changes one group at a time while the
-    exact plan cost drops (coordinate descent; a local optimum over the 3^m assignments)."""
+    Each group runs one of its :func:`mta.optimizer.cost.candidates` (one per partial technique). Both plan
+    costs are sums over groups plus a constant: WeaveShare's Eq. 7.1, and TriWeave's as the engine runs it
+    (its slicer cuts at every query's window starts and ends whatever the plan, so ``E_U`` is fixed by the
+    queries): each group takes its cheapest candidate, cached per group."""
 
     def __init__(self, queries: Sequence[PeriodicQuery], method: str, rate: float, finals: Sequence[str],
-                 invertible: bool, selection: bool = False) -> None:
+                 invertible: bool, selection: bool = False, *, commutative: bool = True,
+                 partials: Sequence[str] = PARTIALS, model: str = "counted") -> None:
         self.queries, self.method, self.rate, self.finals = queries, method, rate, finals
-        self.invertible, self.selection = invertible, selection
-        self._candidates: dict[frozenset[int], tuple[Option, ...]] = {}
-        self._slicer: dict[frozenset[tuple[frozenset[int], str]], float] = {}
+        self.invertible, self.selection, self.commutative = invertible, selection, commutative
+        self.partials, self.model = tuple(partials), model
+        self.slicer_rate = slicer_edge_rate(queries) if method == "triweave" else None
+        self._best: dict[frozenset[int], tuple[Option, float]] = {}
 
     def candidates(self, group: frozenset[int]) -> tuple[Option, ...]:
-        out = self._candidates.get(group)
+        members = [self.queries[i] for i in sorted(group)]
+        return candidates(members, self.finals, invertible=self.invertible, selection=self.selection,
+                          commutative=self.commutative, partials=self.partials, model=self.model)
+
+    def best(self, group: frozenset[int]) -> tuple[Option, float]:
+        """The group's cheapest candidate and its cost per tick (ties: the earlier partial), cached."""
+        out = self._best.get(group)
         if out is None:
-            members = [self.queries[i] for i in sorted(group)]
-            out = self._candidates[group] = candidates(members, self.finals, invertible=self.invertible,
-                                                       selection=self.selection)
+            e_u = self.slicer_rate or 0.0
+            out = min(((o, group_cost(o, self.method, self.rate, e_u)) for o in self.candidates(group)),
+                      key=lambda oc: oc[1])
+            self._best[group] = out
         return out
 
-    def separable(self, opt: Option) -> float:
-        """A group's cost with the slicer's ``E_U`` left out (all of it for WeaveShare)."""
+    def constant(self) -> float:
+        """The plan cost outside the groups: TriWeave's slicer, a combine per tuple but the first of a slice."""
         if self.method == "weaveshare":
-            return self.rate + opt.final_cost
-        return opt.final_cost - opt.shape.edge_rate
+            return 0.0
+        return self.rate - slices_per_tick(self.rate, self.slicer_rate or 0.0)
 
-    def first(self, group: frozenset[int]) -> Option:
-        """The group's candidate with the least separable cost (ties: the earlier partial)."""
-        return min(self.candidates(group), key=self.separable)
-
-    def slicer_rate(self, assign: Assignment) -> float:
-        key = frozenset((g, o.shape.partial) for g, o in assign.items())
-        e_u = self._slicer.get(key)
-        if e_u is None:
-            e_u = self._slicer[key] = slicer_edge_rate(assign.values())
-        return e_u
-
-    def plan_cost(self, assign: Assignment) -> float:
-        e_u = self.slicer_rate(assign) if self.method == "triweave" else None
-        return plan_cost(list(assign.values()), self.method, self.rate, e_u)
-
-    def assign(self, groups: Sequence[frozenset[int]], start: Assignment | None = None,
-               free: Sequence[frozenset[int]] | None = None) -> tuple[Assignment, float]:
-        """The groups' options and the plan cost. WeaveShare: each group's :meth:`first`. TriWeave: from
-        ``start`` (completed by :meth:`first`), one group of ``free`` (default: all) at a time changes its
-        option while the plan cost drops; without ``start``, the better of two descents, from every group's
-        :meth:`first` (fine partials: ``E_U`` held fixed rewards them) and from every group's least
-        ``E*Omega`` (coarse partials: ``E_U`` shrinks with them)."""
-        if self.method == "weaveshare":
-            chosen = {g: self.first(g) for g in groups}
-            return chosen, self.plan_cost(chosen)
-        if start is None:
-            coarse = {g: min(self.candidates(g), key=lambda o: o.final_cost) for g in groups}
-            return min((self.assign(groups, {}, free), self.assign(groups, coarse, free)), key=lambda ac: ac[1])
-        chosen = {g: start.get(g) or self.first(g) for g in groups}
-        cost = self.plan_cost(chosen)
-        improved = True
-        while improved:
-            improved = False
-            for g in (groups if free is None else free):
-                for opt in self.candidates(g):
-                    if opt is chosen[g]:
-                        continue
-                    trial = {**chosen, g: opt}
-                    c = self.plan_cost(trial)
-                    if c < cost - _EPS:
-                        chosen, cost, improved = trial, c, True
-        return chosen, cost
+    def assign(self, groups: Sequence[frozenset[int]]) -> tuple[Assignment, float]:
+        """Each group's cheapest option, and the plan cost."""
+        chosen = {g: self.best(g)[0] for g in groups}
+        return chosen, self.constant() + sum(self.best(g)[1] for g in groups)
 
     def cost(self, groups: Sequence[frozenset[int]]) -> float:
         return self.assign(groups)[1]
@@ -146,60 +113,45 @@ def greedy(pricer: Pricer) -> Assignment:
 
     The start is the no-share plan with equal queries (range, slide and offset) already together: their
     windows are the same, sharing costs nothing. (Sec. 6.5.3's Note also merges equal slides first; with
-    Table 11's costs that is not always cheaper: a range-1 query alone needs no final aggregation.)"""
+    the costs here that is not always cheaper: a range-1 query alone needs no final aggregation.) The plan
+    cost is a sum over groups, so a merge changes only its pair's terms: each candidate pair is priced once,
+    and after a merge only the pairs with the merged group are priced."""
     same: dict[tuple[int, int, int], set[int]] = {}
     for i, q in enumerate(pricer.queries):
         same.setdefault((q.range, q.slide, q.offset), set()).add(i)
     groups = [frozenset(g) for g in same.values()]
-    chosen, current = pricer.assign(groups)
-    triweave = pricer.method == "triweave"
-    # TriWeave: a merge also drops one group's E_U term (the slicer's slices that group folded)
-    e_u = pricer.slicer_rate(chosen) if triweave else 0.0
-    sep = pricer.separable
+    cost = {g: pricer.best(g)[1] for g in groups}
 
     def delta(a: frozenset[int], b: frozenset[int]) -> float:
-        return sep(pricer.first(a | b)) - sep(chosen[a]) - sep(chosen[b]) - e_u
+        return pricer.best(a | b)[1] - cost[a] - cost[b]
 
     deltas = {(a, b): delta(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]}
     while deltas:
-        if triweave:
-            # the ranking holds E_U fixed; price the best-ranked merges exactly (all of them while few)
-            ranked = sorted(deltas, key=deltas.__getitem__)
-            best = None
-            for a, b in (ranked if len(ranked) <= EXACT_PAIRS else ranked[:RANKED_PAIRS]):
-                rest = {g: o for g, o in chosen.items() if g != a and g != b}
-                trial, cost = pricer.assign([*rest, a | b], start=rest, free=[a | b])
-                if cost < current - _EPS and (best is None or cost < best[2]):
-                    best = ((a, b), trial, cost)
-            if best is None:
-                break
-            (a, b), chosen, current = best
-            e_u = pricer.slicer_rate(chosen)
-        else:
-            a, b = min(deltas, key=deltas.__getitem__)
-            if deltas[(a, b)] >= -_EPS:
-                break
-            chosen = {g: o for g, o in chosen.items() if g != a and g != b}
-            chosen[a | b] = pricer.first(a | b)
-        groups = [g for g in groups if g != a and g != b] + [a | b]
+        a, b = min(deltas, key=deltas.__getitem__)
+        if deltas[(a, b)] >= -_EPS:
+            break
+        merged = a | b
+        cost[merged] = pricer.best(merged)[1]
+        groups = [g for g in groups if g != a and g != b]
         deltas = {p: d for p, d in deltas.items() if a not in p and b not in p}
-        for g in groups[:-1]:
-            deltas[(g, a | b)] = delta(g, a | b)
-    return min((pricer.assign(groups, start=chosen), pricer.assign(groups)), key=lambda ac: ac[1])[0]
+        for g in groups:
+            deltas[(g, merged)] = delta(g, merged)
+        groups.append(merged)
+    return pricer.assign(groups)[0]
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
              commutative: bool, method: str = "triweave", techniques: Sequence[str] | None = None,
-             search: str = "auto") -> Plan:
+             search: str = "auto", partials: Sequence[str] | None = None, model: str = "counted") -> Plan:
     """Group ``queries`` and choose each group's partial (panes/pairs/cutty) and final technique, minimising the
     estimated operations per tick at ``rate`` tuples per tick.
 
     ``invertible``/``selection`` say which final techniques the monoid allows (SlickDeque needs one of them);
-    ``commutative`` is accepted for the record: every technique here combines in stream order.
-    ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``). ``search``: "exhaustive" (every
-    grouping, at most BRUTE_LIMIT queries), "greedy" (the method's pair merging) or "auto" (exhaustive up to
-    EXACT_LIMIT queries)."""
-    del commutative  # no technique here needs it (mta.algorithms: SlideSide, FlatFAT, FlatFIT keep order)
+    ``commutative``: FlatFAT answers the whole window from its root only then (else by a cover when it
+    wraps). ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``), ``partials`` the partial
+    techniques (e.g. ``("cutty",)``). ``search``: "exhaustive" (every grouping, at most BRUTE_LIMIT queries),
+    "greedy" (the method's pair merging) or "auto" (exhaustive up to EXACT_LIMIT queries). ``model``: the
+    cost model, "counted" (our implementations) or "table11" (:mod:`mta.optimizer.cost`)."""
     queries = _check_queries(queries)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
         raise ValueError(f"rate must be a positive number of tuples per tick, got {rate!r}")
@@ -207,19 +159,21 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
     if search not in ("auto", "exhaustive", "greedy"):
         raise ValueError(f"unknown search {search!r}; choose from auto, exhaustive, greedy")
+    if model not in MODELS:
+        raise ValueError(f"unknown cost model {model!r}; choose from {', '.join(MODELS)}")
     finals = allowed_finals(invertible=invertible, selection=selection, techniques=techniques)
-    pricer = Pricer(queries, method, float(rate), finals, invertible, selection)
+    pricer = Pricer(queries, method, float(rate), finals, invertible, selection, commutative=commutative,
+                    partials=allowed_partials(partials), model=model)
     if search == "auto":
         search = "exhaustive" if len(queries) <= EXACT_LIMIT else "greedy"
     chosen = brute_force(pricer) if search == "exhaustive" else greedy(pricer)
-    options = [chosen[g] for g in sorted(chosen, key=min)]
-    e_u = pricer.slicer_rate(chosen) if method == "triweave" else None
+    order = sorted(chosen, key=min)
     groups = tuple(
         Group(queries=tuple(q.name for q in o.shape.queries), partial=o.shape.partial, final=o.final,
               composite=o.shape.composite, edges=o.shape.edges, ranges=o.shape.ranges(),
-              cost=group_cost(o, method, float(rate), e_u or 0.0), omega=o.omega)
-        for o in options)
-    return Plan(groups, method, float(rate), pricer.plan_cost(chosen), search, e_u)
+              cost=pricer.best(g)[1], omega=o.omega)
+        for g, o in ((g, chosen[g]) for g in order))
+    return Plan(groups, method, float(rate), pricer.cost(order), search, pricer.slicer_rate)
 
 
 def _check_queries(queries: Sequence[PeriodicQuery]) -> list[PeriodicQuery]:
