@@ -187,7 +187,8 @@ def lookup_pattern(sh: Shape) -> tuple[tuple[int, ...], ...] | None:
             closed = k - o
             if closed:
                 e = (q.offset + j * q.slide + q.range) % composite
-                pattern[(int(prefix[e + 1]) - 1) % edges].append(closed)
+                # asked once every partial starting before its end is in: after the insert of the last one
+                pattern[(int(prefix[e]) - 1) % edges].append(closed)
     return tuple(map(tuple, pattern))
 
 
