@@ -146,7 +146,8 @@ class SharedGroup:
                 capacity = max(capacity, closed + open_part)
                 self.ends_at[bisect_left(self.points.offsets, end % period)].append((name, closed, open_part))
         self.capacity = capacity
-        ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed} | {capacity})
+        # the aggregator holds closed partials only (a Cutty window's open partial is combined apart)
+        ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed}) or [1]
         self.mq = MULTI_QUERY[final](monoid, ranges)
         self.answers: dict[tuple[str, int], Any] = {}
         self.reset()
@@ -299,6 +300,10 @@ class SharedFinal(FinalAggregation):
             shared = SharedGroup(self.monoid, self.slices, ticks, members, group.partial, group.final)
             for name in members:
                 self.groups[name] = shared
+
+    def prepare(self) -> None:
+        if not self._planned:
+            self._make_plan()
 
     def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         if not self._planned:
