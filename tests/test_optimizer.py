@@ -4,6 +4,7 @@ the optimizer against brute force over every grouping, the plan's text, refusals
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from itertools import combinations
@@ -263,13 +264,42 @@ def test_plan_text_and_dict():
     plan = optimize(queries, 10, invertible=False, selection=True, commutative=True)
     text = str(plan)
     assert text.startswith("triweave plan (exhaustive search): 4 queries in ")
-    assert "shared slicer: 10 ops/tick" in text
+    # edges at most 1 per tick here, 10 tuples per tick: every slice's first tuple costs no combine
+    assert f"shared slicer: {10 - plan.slicer_rate:.4g} ops/tick" in text
+    assert "time units" not in text and "note:" not in text
     for g in plan.groups:
         assert f"{g.partial} partials -> {g.final}" in text and ", ".join(g.queries) in text
     data = json.loads(json.dumps(plan.to_dict()))
     assert data["cost"] == pytest.approx(plan.cost) and data["method"] == "triweave"
     assert sorted(n for g in data["groups"] for n in g["queries"]) == ["q0", "q1", "q2", "q3"]
     assert all(set(g["ranges"]) == set(g["queries"]) for g in data["groups"])
+    assert data["unit"] == 1.0 and data["notes"] == []
+    # the engine sets the tick's length and adds notes
+    timed = dataclasses.replace(plan, unit=10.0, notes=("q9 is a session window: not shared",))
+    text = str(timed)
+    assert "10 tuples/tick (1 tick = 10 time units)" in text
+    g = timed.groups[0]
+    assert f"composite slide {g.composite} ticks = {g.composite * 10:.4g}," in text
+    assert text.endswith("\n  note: q9 is a session window: not shared")
+    data = json.loads(json.dumps(timed.to_dict()))
+    assert data["unit"] == 10.0 and data["notes"] == ["q9 is a session window: not shared"]
+
+
+def test_partials_restrict_the_partial_techniques():
+    queries = _queries([(10, 4, 0), (6, 2, 0), (7, 3, 0)])
+    kw = dict(invertible=True, selection=False, commutative=True)
+    for partial in PARTIALS:
+        assert {g.partial for g in optimize(queries, 2.0, partials=(partial,), **kw).groups} == {partial}
+    both = optimize(queries, 2.0, partials=("pairs", "cutty"), **kw)
+    assert {g.partial for g in both.groups} <= {"pairs", "cutty"}
+    with pytest.raises(ValueError, match="unknown partial technique 'slices'"):
+        optimize(queries, 2.0, partials=("slices",), **kw)
+    with pytest.raises(ValueError, match="no partial technique left"):
+        optimize(queries, 2.0, partials=(), **kw)
+    with pytest.raises(TypeError, match="partials must be a sequence"):
+        optimize(queries, 2.0, partials="cutty", **kw)
+    with pytest.raises(ValueError, match="unknown cost model"):
+        optimize(queries, 2.0, model="paper", **kw)
 
 
 def test_greedy_handles_many_queries():

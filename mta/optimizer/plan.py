@@ -38,9 +38,12 @@ class Group:
 class Plan:
     """Groups of queries and the estimated operations (combines + inverts) per tick of running them.
 
-    ``method``: "triweave" (one shared slicer, ``slicer_rate`` slices per tick, its ``rate``
-    combines per tick counted once in ``cost``) or "weaveshare" (each group slices the
-    stream itself); ``search``: "exhaustive" (every grouping) or "greedy" (pair merging)."""
+    ``method``: "triweave" (the engine's one slicer, ``slicer_rate`` slices per tick, a combine
+    per tuple but a slice's first counted once in ``cost``) or "weaveshare" (each group slices the
+    stream itself); ``search``: "exhaustive" (every grouping) or "greedy" (pair merging).
+    ``unit``: the stream's time units per tick (the engine sets it with ``dataclasses.replace``;
+    the optimizer works in ticks); ``notes``: remarks printed after the groups (e.g. the engine's
+    groups it cannot share)."""
 
     groups: tuple[Group, ...]
     method: str
@@ -48,27 +51,34 @@ class Plan:
     cost: float
     search: str
     slicer_rate: float | None = None
+    unit: float = 1.0
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain JSON-able data."""
         return {"method": self.method, "search": self.search, "rate": self.rate, "cost": self.cost,
-                "slicer_rate": self.slicer_rate, "groups": [g.to_dict() for g in self.groups]}
+                "slicer_rate": self.slicer_rate, "unit": self.unit, "notes": list(self.notes),
+                "groups": [g.to_dict() for g in self.groups]}
 
     def __str__(self) -> str:
         n = sum(len(g.queries) for g in self.groups)
+        tick = "" if self.unit == 1 else f" (1 tick = {_num(self.unit)} time units)"
         lines = [f"{self.method} plan ({self.search} search): {n} queries in {len(self.groups)} group"
-                 f"{'s' if len(self.groups) != 1 else ''}, {_num(self.rate)} tuples/tick, "
+                 f"{'s' if len(self.groups) != 1 else ''}, {_num(self.rate)} tuples/tick{tick}, "
                  f"estimated {_num(self.cost)} operations/tick"]
         if self.slicer_rate is not None:
-            lines.append(f"  shared slicer: {_num(self.rate)} ops/tick (one combine per tuple), "
+            slicer = self.rate - min(self.rate, self.slicer_rate)
+            lines.append(f"  shared slicer: {_num(slicer)} ops/tick (a combine per tuple but a slice's first), "
                          f"{_num(self.slicer_rate)} slices/tick")
         for i, g in enumerate(self.groups, 1):
             final = "panes (fold)" if g.final == "panes" else g.final
+            span = "" if self.unit == 1 else f" = {_num(g.composite * self.unit)}"
             lines.append(f"  group {i}: {', '.join(g.queries)}: {g.partial} partials -> {final}; composite slide "
-                         f"{g.composite} tick{'s' if g.composite != 1 else ''}, {g.edges} edge"
+                         f"{g.composite} tick{'s' if g.composite != 1 else ''}{span}, {g.edges} edge"
                          f"{'s' if g.edges != 1 else ''}; {_num(g.cost)} ops/tick (Omega {_num(g.omega)} per edge)")
             lines.append("      partials per window: " + "; ".join(
                 f"{name} {'/'.join(map(str, ks))}" for name, ks in g.ranges.items()))
+        lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
 
 
