@@ -1,44 +1,63 @@
 """Estimated operations (combines + inverts) per tick of a group of queries and of a plan.
 
-Execution model (MQ-SPEC, the Stream engine): the tuples are cut into slices; each group
-closes a partial at each of its edges (``E`` edges per tick, F1) and inserts it into
-``MULTI_QUERY[final](monoid, ranges)``; each window of a query is answered by
-``query(c)`` over its ``c`` closed partials, combined with the open partial for Cutty.
+Execution model (the Stream engine, ``mta.stream.shared``): one slicer cuts the stream at every
+window start and end of EVERY query, whatever the plan (``E_U`` slices per tick: F1 of the Pairs
+progressions of all the queries); a tuple costs one combine but the first of its slice. Each
+group closes a partial at each of its edges (``E`` per tick, F1): it folds every slicer slice
+into its open partial (one combine, but the partial's first slice), inserts the partial into
+``MULTI_QUERY[final](monoid, ranges)`` (a Panes edge that is not a slicer edge inserts an
+identity partial: no fold), and answers each window by ``query(c)`` over its ``c`` closed
+partials, combined with the open partial for Cutty.
 
 Omega (final-aggregation operations per edge, dissertation Sec. 7.2, Table 11) is
 ``insert + sum_j w_j * mean_k answer_j(k)``: a per-insert term and a per-answer term
 weighted by ``w_j``, the answers of query ``j`` per edge (``(composite/slide_j) / edges``).
-Table 11 charges every query at every edge (``w_j = 1``: true when the group's edges are
-its queries' common slide); the weights make the formulas hold for groups whose
-queries are answered at different rates. ``nP`` is a window's number of closed
-partials (:func:`mta.optimizer.partials.window_spans`), ``cap`` the largest one:
+Table 11 charges every query at every edge (``w_j = 1``: true when the group's edges are its
+queries' common slide); the weights make the formulas hold for groups whose queries are
+answered at different rates. ``c`` is a window's number of closed partials
+(:func:`mta.optimizer.partials.window_spans`), ``cap`` the largest one. Two models
+(``omegas(..., model=)``), per insert / per answer:
 
-- ``panes`` (naive fold, Eq. 7.3 ``sum r_i/s_i`` counted exactly): insert 0; answer
-  ``nP - 1`` combines (+1 for the open partial).
-- ``flatfat`` (Eq. 7.4): insert ``L(cap)`` (the update from leaf to root; the root answers
-  the longest range), answer ``L(nP)`` for ``nP < cap``, with
-  ``L(n) = floor(log2(n - 1)) + (n - 1) / 2**floor(log2 n)`` (``L(1) = 0``).
-- ``flatfit`` (Eq. 7.5, ``3 * nQ``): answer 3.
-- ``slickdeque`` invertible (Eq. 7.6 with its omitted x2): insert ``2 * U``, ``U`` the
-  number of distinct ``nP`` of the group (one running aggregate each: one combine, one
-  invert); answers are read.
-- ``slickdeque`` non-invertible, selection monoids (Eq. 7.7 as printed, its ``nQ`` per
-  answer): insert ``2 - 2/cap + sum_{i=1..cap} 1/i!``, answer 1.
-- ``slideside`` (not in Table 11; from the algorithm, mta/algorithms/slideside.py):
-  insert ``SlideSide.combines_per_insert(ranges)``, amortised over a lap: invertible
-  ``2(n-1)/n`` (one prefix combine, one suffix-scan combine per element), overlaid
-  stacks (any monoid) ``sum_l (1 - 1/p_l) + (R_l - 1)(1/p_l - 1/p_(l+1))`` over its
-  power-of-two levels ``l`` (period ``p_l``, largest range ``R_l``); answer 1.
+=================  ==========================================  ============================================
+final              ``model="table11"`` (as printed)            ``model="counted"`` (default: our code)
+=================  ==========================================  ============================================
+panes (fold)       Eq. 7.3 counted exactly: 0 / ``c - 1``      the same (mta/algorithms/panes.py)
+flatfat            Eq. 7.4: ``L(cap)`` / ``L(c)`` for          ``log2 N`` (``cap == N``) or ``2 log2 N``
+                   ``c < cap``, ``L(n) = floor(log2(n-1))``    (evict + insert paths; ``N`` the leaves,
+                   ``+ (n-1)/2**floor(log2 n)``                max(16, 2**ceil(log2 cap))) / the mean
+                                                               minimum cover of ``c`` leaves over the
+                                                               ``N`` positions, minus 1
+                                                               (:func:`flatfat_cover`); ``c == cap``: 0
+                                                               (the root), a wrapped cover if not
+                                                               commutative
+flatfit            Eq. 7.5: 0 / 3                              Alg. 1's pointer table replayed on the
+                                                               group's inserts and lookups
+                                                               (:func:`flatfit_combines`: path
+                                                               compression has no closed form);
+                                                               ``FLATFIT_PER_LOOKUP`` per answer when the
+                                                               windows are sampled
+slickdeque (inv.)  Eq. 7.6 with its omitted x2: ``2U`` / 0     the same (``U`` distinct ``c``, at least 1)
+slickdeque (sel.)  Eq. 7.7: ``2 - 2/cap + sum_{i<=cap} 1/i!``  ``2 - 2/cap`` / 0: Alg. 3's dominance
+                   / 1 (its ``nQ``: comparisons, deque walk)   tests (a combine each; each partial popped
+                                                               once, no failing test or no expiry with
+                                                               chance ``1/cap`` each); answers are read
+slideside          not in Table 11: ``SlideSide.combines_``    the same insert / ``1 - free(c)``: free
+                   ``per_insert(ranges)`` / 1                  when ``c`` is this lap's prefix
+                                                               (invertible, ``1/cap``) or a level's back
+                                                               part (overlaid, ``sum 1/p`` over levels
+                                                               of period ``p >= c``; range 1 always)
+=================  ==========================================  ============================================
 
-Every technique but ``panes`` adds one combine per answer whose window ends inside the
-open partial after at least one closed partial (Cutty). The partial aggregation costs (tuples into partials) are in
-:func:`plan_cost`: WeaveShare (Eq. 7.1) slices the stream once per group, ``m * rate``;
-TriWeave slices it once (``rate``) at the union of every group's edges (``E_U`` slices
-per tick) and each group folds those slices into its partials, ``E_U - E_i`` combines.
-The dissertation gives TriWeave's cost only in words ("combined partial aggregation
-processing using a large composite slide that passes ready partials to the execution
-trees", Sec. 2.4.2; and Sec. 6.5.2: separate trees pay the input rate once each); the
-formula ``rate + sum_i((E_U - E_i) + E_i*Omega_i)`` is this package's reading of it.
+Every technique but ``panes`` adds one combine per answer whose window ends inside the open
+partial after at least one closed partial (Cutty). The partial aggregation costs (tuples into
+partials) are in :func:`plan_cost`: WeaveShare (Eq. 7.1) slices the stream once per group,
+``m * rate``; TriWeave, as the engine runs it: ``(rate - S) + sum_i((S - F_i) + E_i*Omega_i)``
+with ``S = min(rate, E_U)`` slices per tick and ``F_i`` the group's partials per tick that
+receive a slice (all of them for Pairs and Cutty; for Panes those at a window start or end of
+the group's queries). ``E_U`` does not depend on the plan, so the plan cost is a sum over
+groups plus a constant. The dissertation gives TriWeave's cost only in words ("combined
+partial aggregation processing using a large composite slide that passes ready partials to
+the execution trees", Sec. 2.4.2); the formula is this package's reading of the engine.
 """
 
 from __future__ import annotations
