@@ -216,11 +216,11 @@ def flatfit_combines(cap: int, pattern: tuple[tuple[int, ...], ...]) -> float:
     """Combines per composite slide of ``mta.algorithms.flatfit.FlatFIT`` (capacity ``cap``) inserting once
     per entry of ``pattern`` and then looking up its ranges: Alg. 1's pointer table replayed without values
     (a lookup of ``h`` hops costs ``h - 1`` combines and points the slots between its first and last hop
-    at ``cur``), after a warm-up of two windows, averaged over laps spanning at least four windows (the
+    at ``cur``), after a warm-up of a window and a lap, averaged over laps spanning two windows (the
     path compression's cost depends on the order of the lookups: no closed form)."""
     edges = len(pattern)
-    laps = max(2, -(-4 * cap // edges))
-    warm = -(-2 * cap // edges) + 1
+    laps = -(-2 * cap // edges)
+    warm = -(-cap // edges) + 1
     pointers = list(range(1, cap)) + [0]
     cur = cap - 1
     combines = 0
@@ -232,17 +232,16 @@ def flatfit_combines(cap: int, pattern: tuple[tuple[int, ...], ...]) -> float:
             cur = prev + 1 if prev + 1 < cap else 0
             pointers[prev] = cur
             for r in ranges:
-                slot = cur - r
-                if slot < 0:
-                    slot += cap
-                slot = pointers[slot]
-                hops = []
-                while slot != cur:
-                    hops.append(slot)
-                    slot = pointers[slot]
-                combines += len(hops)
-                for slot in hops[:-1]:  # lines 36-41: the visited slots but the last now point at cur
-                    pointers[slot] = cur
+                hop = pointers[cur - r]  # a negative index wraps around, as the slot does
+                if hop == cur:  # a single hop: no combine
+                    continue
+                nxt = pointers[hop]
+                combines += 1
+                while nxt != cur:  # lines 36-41: every visited slot but the last now points at cur
+                    pointers[hop] = cur
+                    hop = nxt
+                    nxt = pointers[hop]
+                    combines += 1
     return combines / laps
 
 

@@ -26,6 +26,9 @@ from mta.optimizer.plan import Group, Plan
 
 #: optimize() searches every grouping up to this many queries (Bell(6) = 203), greedily above
 EXACT_LIMIT = 6
+#: greedy() prices every pair of groups up to this many groups, else each group's PARTNERS best by edges added
+PRUNE_ABOVE = 24
+PARTNERS = 6
 #: brute_force() refuses more queries than this (Bell(10) = 115975 groupings)
 BRUTE_LIMIT = 10
 _EPS = 1e-9
@@ -115,17 +118,32 @@ def greedy(pricer: Pricer) -> Assignment:
     windows are the same, sharing costs nothing. (Sec. 6.5.3's Note also merges equal slides first; with
     the costs here that is not always cheaper: a range-1 query alone needs no final aggregation.) The plan
     cost is a sum over groups, so a merge changes only its pair's terms: each candidate pair is priced once,
-    and after a merge only the pairs with the merged group are priced."""
+    and after a merge only the pairs with the merged group are priced. With more than PRUNE_ABOVE groups,
+    a group's candidate partners are the PARTNERS groups whose merge adds the fewest edges (F1 of their
+    window starts and ends, microseconds against a pricing's milliseconds): merging queries that share
+    edges is what saves partials; the others are not priced."""
     same: dict[tuple[int, int, int], set[int]] = {}
     for i, q in enumerate(pricer.queries):
         same.setdefault((q.range, q.slide, q.offset), set()).add(i)
     groups = [frozenset(g) for g in same.values()]
     cost = {g: pricer.best(g)[1] for g in groups}
+    prune = len(groups) > PRUNE_ABOVE
+    edges = _EdgeRates(pricer.queries)
 
     def delta(a: frozenset[int], b: frozenset[int]) -> float:
         return pricer.best(a | b)[1] - cost[a] - cost[b]
 
-    deltas = {(a, b): delta(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]}
+    def partners(g: frozenset[int], others: Sequence[frozenset[int]]) -> list[frozenset[int]]:
+        if not prune:
+            return list(others)
+        added = {o: edges(g | o) - max(edges(g), edges(o)) for o in others}
+        return sorted(others, key=lambda o: (added[o], edges(g | o)))[:PARTNERS]
+
+    deltas: dict[tuple[frozenset[int], frozenset[int]], float] = {}
+    for i, a in enumerate(groups):
+        for b in partners(a, groups[:i] + groups[i + 1:]):
+            if (b, a) not in deltas:
+                deltas[(a, b)] = delta(a, b)
     while deltas:
         a, b = min(deltas, key=deltas.__getitem__)
         if deltas[(a, b)] >= -_EPS:
@@ -134,10 +152,24 @@ def greedy(pricer: Pricer) -> Assignment:
         cost[merged] = pricer.best(merged)[1]
         groups = [g for g in groups if g != a and g != b]
         deltas = {p: d for p, d in deltas.items() if a not in p and b not in p}
-        for g in groups:
+        for g in partners(merged, groups):
             deltas[(g, merged)] = delta(g, merged)
         groups.append(merged)
     return pricer.assign(groups)[0]
+
+
+class _EdgeRates:
+    """Slicer edges per tick of a set of queries (their window starts and ends, F1), cached per set."""
+
+    def __init__(self, queries: Sequence[PeriodicQuery]) -> None:
+        self.queries = queries
+        self._cache: dict[frozenset[int], float] = {}
+
+    def __call__(self, group: frozenset[int]) -> float:
+        out = self._cache.get(group)
+        if out is None:
+            out = self._cache[group] = slicer_edge_rate(self.queries[i] for i in group)
+        return out
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
