@@ -216,11 +216,11 @@ def flatfit_combines(cap: int, pattern: tuple[tuple[int, ...], ...]) -> float:
     """Combines per composite slide of ``mta.algorithms.flatfit.FlatFIT`` (capacity ``cap``) inserting once
     per entry of ``pattern`` and then looking up its ranges: Alg. 1's pointer table replayed without values
     (a lookup of ``h`` hops costs ``h - 1`` combines and points the slots between its first and last hop
-    at ``cur``), after a warm-up of a window and a lap, averaged over laps spanning two windows (the
+    at ``cur``), after a warm-up of a window, averaged over laps spanning two windows (the
     path compression's cost depends on the order of the lookups: no closed form)."""
     edges = len(pattern)
     laps = -(-2 * cap // edges)
-    warm = -(-cap // edges) + 1
+    warm = -(-cap // edges)
     pointers = list(range(1, cap)) + [0]
     cur = cap - 1
     combines = 0

@@ -21,7 +21,8 @@ from typing import Iterator, Sequence
 
 from mta.optimizer.cost import (METHODS, MODELS, Option, allowed_finals, allowed_partials, candidates, group_cost,
                                 slicer_edge_rate, slices_per_tick)
-from mta.optimizer.partials import PARTIALS, PeriodicQuery
+from mta.optimizer.f1 import Progression, f1, lcm_all, reduce
+from mta.optimizer.partials import PARTIALS, PeriodicQuery, composite_slide, progressions
 from mta.optimizer.plan import Group, Plan
 
 #: optimize() searches every grouping up to this many queries (Bell(6) = 203), greedily above
@@ -136,8 +137,8 @@ def greedy(pricer: Pricer) -> Assignment:
     def partners(g: frozenset[int], others: Sequence[frozenset[int]]) -> list[frozenset[int]]:
         if not prune:
             return list(others)
-        added = {o: edges(g | o) - max(edges(g), edges(o)) for o in others}
-        return sorted(others, key=lambda o: (added[o], edges(g | o)))[:PARTNERS]
+        union = {o: edges.union(g, o) for o in others}
+        return sorted(others, key=lambda o: (union[o] - max(edges(g), edges(o)), union[o]))[:PARTNERS]
 
     deltas: dict[tuple[frozenset[int], frozenset[int]], float] = {}
     for i, a in enumerate(groups):
@@ -159,17 +160,31 @@ def greedy(pricer: Pricer) -> Assignment:
 
 
 class _EdgeRates:
-    """Slicer edges per tick of a set of queries (their window starts and ends, F1), cached per set."""
+    """Slicer edges per tick of a set of queries (their window starts and ends, F1), cached per set with
+    the set's reduced progressions (a union reduces the two reduced lists)."""
 
     def __init__(self, queries: Sequence[PeriodicQuery]) -> None:
         self.queries = queries
-        self._cache: dict[frozenset[int], float] = {}
+        self._cache: dict[frozenset[int], tuple[float, list[Progression], int]] = {}
 
-    def __call__(self, group: frozenset[int]) -> float:
+    def _entry(self, group: frozenset[int], parts: tuple[frozenset[int], ...] = ()) -> tuple[float, list, int]:
         out = self._cache.get(group)
         if out is None:
-            out = self._cache[group] = slicer_edge_rate(self.queries[i] for i in group)
+            if parts:
+                progs = reduce(p for g in parts for p in self._entry(g)[1])
+                composite = lcm_all(self._entry(g)[2] for g in parts)
+            else:
+                progs = reduce(p for i in group for p in progressions(self.queries[i], "pairs"))
+                composite = composite_slide([self.queries[i] for i in group])
+            out = self._cache[group] = (f1(progs, composite) / composite, progs, composite)
         return out
+
+    def __call__(self, group: frozenset[int]) -> float:
+        return self._entry(group)[0]
+
+    def union(self, a: frozenset[int], b: frozenset[int]) -> float:
+        """The edge rate of ``a | b`` from the cached parts."""
+        return self._entry(a | b, (a, b))[0]
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
