@@ -29,7 +29,7 @@ from mta.optimizer.plan import Group, Plan
 EXACT_LIMIT = 6
 #: greedy() prices every pair of groups up to this many groups, else each group's PARTNERS best by edges added
 PRUNE_ABOVE = 24
-PARTNERS = 6
+PARTNERS = 3
 #: brute_force() refuses more queries than this (Bell(10) = 115975 groupings)
 BRUTE_LIMIT = 10
 _EPS = 1e-9
