@@ -193,45 +193,54 @@ def _cover_nodes(lo: np.ndarray, hi: np.ndarray, leaves: int) -> np.ndarray:
         hi >>= 1
 
 
-def lookup_pattern(sh: Shape) -> tuple[tuple[int, ...], ...] | None:
-    """Per insert of one composite slide (in time order), the closed partial counts looked up after it and
-    before the next insert, as the engine asks them (windows of the queries in order); None when the
-    windows are sampled or the composite slide is too long for a prefix (:func:`window_spans`)."""
+def lookup_pattern(sh: Shape) -> tuple[bytes, bytes] | None:
+    """The lookups of one composite slide between its inserts, in the engine's order (by window end, then
+    query): per insert (in time order) how many lookups follow it, and the closed partial counts looked up,
+    as int64 bytes (hashable: :func:`flatfit_combines` is cached); None when the windows are sampled or the
+    composite slide is too long for a prefix (:func:`window_spans`)."""
     if sh.prefix is None or any(w != 1 for w in sh.weights):
         return None
     prefix, composite, edges = sh.prefix, sh.composite, sh.edges
-    pattern: list[list[int]] = [[] for _ in range(edges)]
-    for q, (ks, opened) in zip(sh.queries, sh.spans):
-        for j, (k, o) in enumerate(zip(ks.tolist(), opened.tolist())):
-            closed = k - o
-            if closed:
-                e = (q.offset + j * q.slide + q.range) % composite
-                # asked once every partial starting before its end is in: after the insert of the last one
-                pattern[(int(prefix[e]) - 1) % edges].append(closed)
-    return tuple(map(tuple, pattern))
+    ends = np.concatenate([(q.offset + q.range + q.slide * np.arange(len(ks), dtype=np.int64)) % composite
+                           for q, (ks, _) in zip(sh.queries, sh.spans)])
+    closed = np.concatenate([ks - o for ks, o in sh.spans])
+    order = np.concatenate([np.full(len(ks), j) for j, (ks, _) in enumerate(sh.spans)])
+    first = int(np.searchsorted(prefix, 1)) - 1  # the first edge of the composite slide
+    # a window is asked once every partial starting before its end is in: after the insert of the last
+    # one (ends in (edge k, edge k+1] follow insert k), in time order from the first edge
+    at = (prefix[ends] - 1) % edges
+    when = (ends - first - 1) % composite
+    keep = closed > 0
+    at, when, closed, order = at[keep], when[keep], closed[keep], order[keep]
+    idx = np.lexsort((order, when))
+    counts = np.bincount(at[idx], minlength=edges)
+    return counts.astype(np.int64).tobytes(), closed[idx].astype(np.int64).tobytes()
 
 
 @lru_cache(maxsize=4096)
-def flatfit_combines(cap: int, pattern: tuple[tuple[int, ...], ...]) -> float:
+def flatfit_combines(cap: int, counts: bytes, ranges: bytes) -> float:
     """Combines per composite slide of ``mta.algorithms.flatfit.FlatFIT`` (capacity ``cap``) inserting once
-    per entry of ``pattern`` and then looking up its ranges: Alg. 1's pointer table replayed without values
-    (a lookup of ``h`` hops costs ``h - 1`` combines and points the slots between its first and last hop
-    at ``cur``), after a warm-up of a window, averaged over laps spanning two windows (the
-    path compression's cost depends on the order of the lookups: no closed form)."""
-    edges = len(pattern)
-    laps = -(-2 * cap // edges)
-    warm = -(-cap // edges)
+    per entry of ``counts``, each insert followed by that many lookups of ``ranges`` (:func:`lookup_pattern`):
+    Alg. 1's pointer table replayed without values (a lookup of ``h`` hops costs ``h - 1`` combines and
+    points the slots between its first and last hop at ``cur``), after a warm-up of a window, averaged over
+    the laps of the next window (path compression's cost depends on the order of the lookups: no closed
+    form)."""
+    per_insert = np.frombuffer(counts, dtype=np.int64).tolist()
+    asked = np.frombuffer(ranges, dtype=np.int64).tolist()
+    edges = len(per_insert)
+    laps = warm = -(-cap // edges)
     pointers = list(range(1, cap)) + [0]
     cur = cap - 1
     combines = 0
     for lap in range(warm + laps):
         if lap == warm:
             combines = 0
-        for ranges in pattern:
+        k = 0
+        for n in per_insert:
             prev = cur
             cur = prev + 1 if prev + 1 < cap else 0
             pointers[prev] = cur
-            for r in ranges:
+            for r in asked[k:k + n]:
                 hop = pointers[cur - r]  # a negative index wraps around, as the slot does
                 if hop == cur:  # a single hop: no combine
                     continue
@@ -242,6 +251,7 @@ def flatfit_combines(cap: int, pattern: tuple[tuple[int, ...], ...]) -> float:
                     hop = nxt
                     nxt = pointers[hop]
                     combines += 1
+            k += n
     return combines / laps
 
 
@@ -299,7 +309,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
             if pattern is None:  # sampled windows: about 2.3 per lookup (the counted mean, benchmarks/optimizer)
                 per_composite = FLATFIT_PER_LOOKUP * float(w @ (closed > 0)) + opens
             else:
-                per_composite = flatfit_combines(cap, pattern) + opens
+                per_composite = flatfit_combines(cap, *pattern) + opens
         elif final == "flatfit":
             per_composite = 3 * answers + opens
         elif final == "slideside" and counted:
