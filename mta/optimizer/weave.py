@@ -21,7 +21,7 @@ from typing import Iterator, Sequence
 
 from mta.optimizer.cost import (METHODS, MODELS, Option, allowed_finals, allowed_partials, candidates, group_cost,
                                 slicer_edge_rate, slices_per_tick)
-from mta.optimizer.f1 import Progression, f1, lcm_all, reduce
+from mta.optimizer.f1 import Progression, f1, lcm, reduce
 from mta.optimizer.partials import PARTIALS, PeriodicQuery, composite_slide, progressions
 from mta.optimizer.plan import Group, Plan
 
@@ -161,30 +161,34 @@ def greedy(pricer: Pricer) -> Assignment:
 
 class _EdgeRates:
     """Slicer edges per tick of a set of queries (their window starts and ends, F1), cached per set with
-    the set's reduced progressions (a union reduces the two reduced lists)."""
+    the set's reduced progressions, from which a union is counted."""
 
     def __init__(self, queries: Sequence[PeriodicQuery]) -> None:
         self.queries = queries
-        self._cache: dict[frozenset[int], tuple[float, list[Progression], int]] = {}
+        self._groups: dict[frozenset[int], tuple[float, list[Progression], int]] = {}
+        self._unions: dict[frozenset[int], float] = {}
 
-    def _entry(self, group: frozenset[int], parts: tuple[frozenset[int], ...] = ()) -> tuple[float, list, int]:
-        out = self._cache.get(group)
+    def _entry(self, group: frozenset[int]) -> tuple[float, list[Progression], int]:
+        out = self._groups.get(group)
         if out is None:
-            if parts:
-                progs = reduce(p for g in parts for p in self._entry(g)[1])
-                composite = lcm_all(self._entry(g)[2] for g in parts)
-            else:
-                progs = reduce(p for i in group for p in progressions(self.queries[i], "pairs"))
-                composite = composite_slide([self.queries[i] for i in group])
-            out = self._cache[group] = (f1(progs, composite) / composite, progs, composite)
+            progs = reduce(p for i in group for p in progressions(self.queries[i], "pairs"))
+            composite = composite_slide([self.queries[i] for i in group])
+            out = self._groups[group] = (f1(progs, composite) / composite, progs, composite)
         return out
 
     def __call__(self, group: frozenset[int]) -> float:
         return self._entry(group)[0]
 
     def union(self, a: frozenset[int], b: frozenset[int]) -> float:
-        """The edge rate of ``a | b`` from the cached parts."""
-        return self._entry(a | b, (a, b))[0]
+        """The edge rate of ``a | b``, from the two groups' progressions."""
+        key = a | b
+        out = self._unions.get(key)
+        if out is None:
+            _, pa, ca = self._entry(a)
+            _, pb, cb = self._entry(b)
+            composite = lcm(ca, cb)
+            out = self._unions[key] = f1(pa + pb, composite) / composite
+        return out
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
