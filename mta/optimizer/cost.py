@@ -35,7 +35,7 @@ flatfit            Eq. 7.5: 0 / 3                              Alg. 1's pointer 
                                                                (:func:`flatfit_combines`: path
                                                                compression has no closed form);
                                                                ``FLATFIT_PER_LOOKUP`` per answer when the
-                                                               windows are sampled
+                                                               windows are sampled or the replay too long
 slickdeque (inv.)  Eq. 7.6 with its omitted x2: ``2U`` / 0     the same (``U`` distinct ``c``, at least 1)
 slickdeque (sel.)  Eq. 7.7: ``2 - 2/cap + sum_{i<=cap} 1/i!``  ``2 - 2/cap`` / 0: Alg. 3's dominance
                    / 1 (its ``nQ``: comparisons, deque walk)   tests (a combine each; each partial popped
@@ -306,6 +306,8 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
             per_composite = flatfat_lookup(cap) * sh.edges + float(w @ lookups) + opens
         elif final == "flatfit" and counted:
             pattern = lookup_pattern(sh)
+            if pattern is not None and 2 * -(-cap // sh.edges) * (sh.edges + len(asked)) > FLATFIT_REPLAY_LIMIT:
+                pattern = None  # a replay too long (windows of many partials, few edges): the mean instead
             if pattern is None:  # sampled windows: about 2.3 per lookup (the counted mean, benchmarks/optimizer)
                 per_composite = FLATFIT_PER_LOOKUP * float(w @ (closed > 0)) + opens
             else:
@@ -336,8 +338,10 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
     return out
 
 
-#: FlatFIT's combines per lookup when the lookups cannot be replayed (the mean counted on random groups)
+#: FlatFIT's combines per lookup when the lookups are not replayed (the mean counted on random groups)
 FLATFIT_PER_LOOKUP = 2.3
+#: the most inserts + lookups :func:`flatfit_combines` replays for one estimate
+FLATFIT_REPLAY_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
