@@ -62,7 +62,7 @@ the execution trees", Sec. 2.4.2); the formula is this package's reading of the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import factorial
 from typing import Iterable, Sequence
@@ -71,7 +71,7 @@ import numpy as np
 
 from mta.algorithms.flatfat import FlatFAT
 from mta.algorithms.slideside import SlideSide
-from mta.optimizer.f1 import count_in, edge_terms, f1, reduce
+from mta.optimizer.f1 import Progression, count_in, edge_terms, f1, reduce
 from mta.optimizer.partials import (PARTIALS, PREFIX_LIMIT, PeriodicQuery, composite_slide, edge_prefix,
                                     progressions, window_spans)
 
@@ -365,7 +365,13 @@ def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, inver
     partial fixes ``E``), in the order of ``partials``; ties go to the earlier final of ``finals``. The
     plan picks one per group (:class:`mta.optimizer.weave.Pricer`)."""
     out = []
+    seen: dict[tuple[Progression, ...], Option] = {}
     for partial in partials:
+        edges = tuple(reduce(p for q in queries for p in progressions(q, partial)))
+        same = seen.get(edges)
+        if same is not None:  # the same edges (e.g. ranges multiple of the slides): the same windows and costs
+            out.append(Option(replace(same.shape, partial=partial), same.final, same.omega))
+            continue
         sh = shape(queries, partial)
         best = None
         for final, om in omegas(sh, finals, invertible=invertible, selection=selection, commutative=commutative,
@@ -373,7 +379,7 @@ def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, inver
             if best is None or om < best.omega - 1e-12:
                 best = Option(sh, final, om)
         assert best is not None
-        out.append(best)
+        out.append(seen.setdefault(edges, best))
     return tuple(out)
 
 

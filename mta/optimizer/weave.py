@@ -122,7 +122,8 @@ def greedy(pricer: Pricer) -> Assignment:
     and after a merge only the pairs with the merged group are priced. With more than PRUNE_ABOVE groups,
     a group's candidate partners are the PARTNERS groups whose merge adds the fewest edges (F1 of their
     window starts and ends, microseconds against a pricing's milliseconds): merging queries that share
-    edges is what saves partials; the others are not priced."""
+    edges is what saves partials; the others are not priced. A merged group ranks its partners by the
+    larger of its two parts' unions with them (a lower bound of its own, from the cache: no F1)."""
     same: dict[tuple[int, int, int], set[int]] = {}
     for i, q in enumerate(pricer.queries):
         same.setdefault((q.range, q.slide, q.offset), set()).add(i)
@@ -134,10 +135,14 @@ def greedy(pricer: Pricer) -> Assignment:
     def delta(a: frozenset[int], b: frozenset[int]) -> float:
         return pricer.best(a | b)[1] - cost[a] - cost[b]
 
-    def partners(g: frozenset[int], others: Sequence[frozenset[int]]) -> list[frozenset[int]]:
+    def partners(g: frozenset[int], others: Sequence[frozenset[int]],
+                 parts: tuple[frozenset[int], frozenset[int]] | None = None) -> list[frozenset[int]]:
         if not prune:
             return list(others)
-        union = {o: edges.union(g, o) for o in others}
+        if parts is None:
+            union = {o: edges.union(g, o) for o in others}
+        else:
+            union = {o: edges.note(g, o, max(edges.union(parts[0], o), edges.union(parts[1], o))) for o in others}
         return sorted(others, key=lambda o: (union[o] - max(edges(g), edges(o)), union[o]))[:PARTNERS]
 
     deltas: dict[tuple[frozenset[int], frozenset[int]], float] = {}
@@ -153,7 +158,7 @@ def greedy(pricer: Pricer) -> Assignment:
         cost[merged] = pricer.best(merged)[1]
         groups = [g for g in groups if g != a and g != b]
         deltas = {p: d for p, d in deltas.items() if a not in p and b not in p}
-        for g in partners(merged, groups):
+        for g in partners(merged, groups, (a, b)):
             deltas[(g, merged)] = delta(g, merged)
         groups.append(merged)
     return pricer.assign(groups)[0]
@@ -161,7 +166,7 @@ def greedy(pricer: Pricer) -> Assignment:
 
 class _EdgeRates:
     """Slicer edges per tick of a set of queries (their window starts and ends, F1), cached per set with
-    the set's reduced progressions, from which a union is counted."""
+    the set's reduced progressions, from which a union is counted (or noted: :meth:`note`)."""
 
     def __init__(self, queries: Sequence[PeriodicQuery]) -> None:
         self.queries = queries
@@ -189,6 +194,11 @@ class _EdgeRates:
             composite = lcm(ca, cb)
             out = self._unions[key] = f1(pa + pb, composite) / composite
         return out
+
+    def note(self, a: frozenset[int], b: frozenset[int], rate: float) -> float:
+        """Record ``rate`` as the union edge rate of ``a | b`` (a merged group's bound); returns it."""
+        self._unions[a | b] = rate
+        return rate
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
