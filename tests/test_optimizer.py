@@ -18,6 +18,7 @@ from mta.optimizer import FINALS, METHODS, PARTIALS, PeriodicQuery, optimize
 from mta.optimizer.cost import allowed_finals, flatfat_lookup, omegas, shape
 from mta.optimizer.f1 import bitset_edges, count_in, edge_terms, f1, f1_subsets, lcm_all, overlap
 from mta.optimizer.partials import edge_prefix, partials_per_window, progressions, window_spans
+from mta.optimizer import weave
 from mta.optimizer.weave import Pricer, set_partitions
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -309,6 +310,23 @@ def test_greedy_handles_many_queries():
     assert sorted(n for g in plan.groups for n in g.queries) == sorted(q.name for q in queries)
     assert plan.cost <= optimize(queries, 1.0, invertible=True, selection=False, commutative=True,
                                  method="triweave", search="greedy", techniques=("panes",)).cost + 1e-9
+
+
+def test_greedy_prunes_partners_above_its_limit(monkeypatch):
+    """Above PRUNE_ABOVE groups each group is priced with its PARTNERS best partners only (by edges added);
+    on this set that finds the plan of pricing every pair, and either beats the no-share plan."""
+    from benchmarks.optimizer import workload
+
+    queries = workload(30, 102, s_max=360)
+    assert len({(q.range, q.slide, q.offset) for q in queries}) > weave.PRUNE_ABOVE  # the greedy's first groups
+    kw = dict(invertible=True, selection=False, commutative=True, search="greedy")
+    pruned = optimize(queries, 1.0, **kw)
+    monkeypatch.setattr(weave, "PRUNE_ABOVE", 10 ** 9)
+    full = optimize(queries, 1.0, **kw)
+    assert sorted(n for g in pruned.groups for n in g.queries) == sorted(q.name for q in queries)
+    assert pruned.cost == pytest.approx(full.cost)
+    pricer = Pricer(queries, "triweave", 1.0, FINALS, True)
+    assert pruned.cost < pricer.cost([frozenset([i]) for i in range(len(queries))])
 
 
 # --------------------------------------------------------------------------- refusals
