@@ -17,8 +17,8 @@ chapter 4. ``SlickDeque(monoid, ranges)`` builds the variant the monoid allows:
 A monoid that is both goes to the selection variant: it needs under 2 combines per
 slide in total instead of 2 operations per distinct range, and answers any range.
 Measured on Last given an inverse (``benchmarks.multi_query_dissertation``, table
-"both"): Alg. 3 is 5-40x faster with every range 1..n asked (n = 64 .. 1024) and
-about 0.75x Alg. 2 with a single range. A monoid that is neither is refused.
+"both"): Alg. 3 is 6x (n = 64) to 25x (n = 1024) faster with every range 1..n
+asked, and 1.1x with a single range. A monoid that is neither is refused.
 
 Fixes to the printed pseudocode (DESIGN.md, "Known defects"):
 
