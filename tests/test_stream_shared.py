@@ -87,7 +87,7 @@ def test_forced_plans_with_queries_changing_and_snapshots(partial: str, data: st
 @hsettings(max_examples=30)
 @given(data=st.data())
 def test_forced_plans_keyed(data: st.DataObject) -> None:
-    queries, ops, allowed = data.draw(scenarios(("sliding", "tumbling"), max_ops=40, keys=("a", "b")),
+    queries, ops, allowed = data.draw(scenarios(("sliding", "tumbling"), max_ops=40, keys=("a", "b"), snapshots=True),
                                       label="scenario")
     partial = data.draw(st.sampled_from(PARTIALS), label="partial")
     final = data.draw(st.sampled_from(finals_for(Sum())), label="final")
@@ -112,3 +112,54 @@ def test_float_times_in_decimal_units(partial: str) -> None:
         results[final] = [(r.query, round(r.start, 9), round(r.end, 9), r.value, r.count) for r in out]
     assert results["shared"] == results["lazy"]
     assert len(results["lazy"]) > 100
+
+
+def test_a_plan_the_monoid_cannot_run_is_refused_before_the_advance_changes_anything() -> None:
+    from test_stream_properties import SumNoInverse
+    s = Stream(SumNoInverse(), final="shared", optimizer=forced("pairs", "slickdeque"))
+    s.add("a", Sliding(4, 2))
+    s.insert_many([(1, 1), (2, 2), (5, 3)])
+    with pytest.raises(TypeError, match="slickdeque needs an invertible or a selection monoid"):
+        s.advance(10)
+    assert s.watermark == -float("inf")
+    s = Stream(SumNoInverse(), final="shared", optimizer=forced("pairs", "slideside"))
+    s.add("a", Sliding(4, 2))
+    s.insert_many([(1, 1), (2, 2), (5, 3)])
+    assert [(r.start, r.end, r.value) for r in s.advance(10)] == [(-2, 2, 1), (0, 4, 3), (2, 6, 5), (4, 8, 3)]
+
+
+def test_the_default_plan_is_explained_and_shares_the_sliding_queries() -> None:
+    s = Stream(Sum(), final="shared")
+    s.add("1m", Sliding(60, 10))
+    s.add("5m", Sliding(300, 30))
+    s.add("1h", Sliding(3600, 60))
+    s.add("t", Tumbling(60))
+    plan = s.plan()
+    assert sorted(q for g in plan.groups for q in g.queries) == ["1h", "1m", "5m", "t"]
+    text = str(plan)
+    assert all(name in text for name in ("1m", "5m", "1h")) and "ops/tick" in text
+    s.remove("1h")
+    assert sorted(q for g in s.plan().groups for q in g.queries) == ["1m", "5m", "t"]
+
+
+@pytest.mark.parametrize("monoid", [Sum, Collect])
+def test_the_groups_answer_the_windows_with_few_combines(monoid) -> None:
+    """Long sliding windows: the plan's aggregators answer them (the fallback folds would
+    cost a combine per slice in the window) and give lazy slicing's results."""
+    from mta.counting import CountingMonoid
+
+    def run(final: str) -> tuple[list, int]:
+        counting = CountingMonoid(monoid())
+        s = Stream(counting, final=final)
+        for name, window in {"a": Sliding(600, 10), "b": Sliding(1200, 20), "c": Sliding(900, 30)}.items():
+            s.add(name, window)
+        out = []
+        for t in range(0, 6000, 100):
+            s.insert_many([(u, (u,) if monoid is Collect else u) for u in range(t, t + 100)])
+            out += s.advance(t + 100)
+        return [(r.query, r.start, r.end, r.value, r.count) for r in out], counting.calls + counting.inverts
+
+    lazy, lazy_ops = run("lazy")
+    shared, shared_ops = run("shared")
+    assert shared == lazy and len(lazy) > 1000
+    assert shared_ops * 4 < lazy_ops, (shared_ops, lazy_ops)

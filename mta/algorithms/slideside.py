@@ -27,9 +27,13 @@ Two variants, chosen by the monoid (``SlideSide(monoid, ranges)`` returns one of
   too, and all of them share ONE suffix scan (one list, the lower levels reading
   its bottom part: the overlaid stacks). Cost per element: one combine per level
   (the back aggregates, HammerSlide's "only the top of the back stack") plus the
-  scans, at most ``2 * R_l / 2**l < 4`` per level amortized (``R_l`` the largest
-  range of level ``l``), plus one combine per query answered. The number of
-  levels is at most the number of distinct ranges and at most ``log2(capacity) + 1``.
+  scans, under ``R_l / 2**l < 2`` per level amortized (a scan of ``R_l - 1`` combines
+  at most every ``2**l`` elements, ``R_l`` the largest range of level ``l``), plus
+  one combine per query answered. The number of levels is at most the number of
+  distinct ranges and at most ``log2(capacity) + 1``. Any other range ``r`` is
+  answered with one combine when a level's parts cover it, by a fold otherwise:
+  one combine for EVERY ``r`` would need a level per power of two (``log2 n``
+  combines per element) -- the ranges given at construction choose the levels.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import Any, Sequence
 
-from mta.algorithms.multi_query import MultiQueryAggregator
+from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.monoid import Monoid
 
 
@@ -55,10 +59,36 @@ class SlideSide(MultiQueryAggregator):
         return super().__new__(cls)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int], *, inverse: bool | None = None) -> None:
+        # ``inverse`` was used by __new__ to choose the class
         super().__init__(monoid, ranges)
         self._combine = monoid.combine
         self._identity = monoid.identity
         self.clear()
+
+    @staticmethod
+    def combines_per_insert(ranges: Sequence[int], *, invertible: bool) -> float:
+        """Combines per insert, amortized over a lap of the full window (answers not included:
+        one combine or invert per answer), for the optimizer's cost model.
+
+        Invertible: per lap of ``n`` inserts, ``n - 1`` prefix combines (a lap's first element
+        needs none) and a suffix scan of ``n - 1``. Overlaid: level ``l`` combines every insert
+        but the one it flips on (``1 - 1/p_l``), and an insert whose highest flipping level is
+        ``j`` scans ``R_j - 1`` combines, which happens for a fraction ``1/p_j - 1/p_(j+1)`` of
+        the inserts (``1/p_j`` for the top level)."""
+        ranges = check_ranges(ranges)
+        if invertible:
+            n = max(ranges)
+            return 2 * (n - 1) / n
+        tops: dict[int, int] = {}
+        for r in ranges:
+            level = r.bit_length() - 1
+            tops[level] = max(tops.get(level, 0), r)
+        periods = [1 << level for level in sorted(tops)]
+        total = 0.0
+        for j, p in enumerate(periods):
+            above = 1 / periods[j + 1] if j + 1 < len(periods) else 0.0
+            total += (1 - 1 / p) + (tops[p.bit_length() - 1] - 1) * (1 / p - above)
+        return total
 
     def _check_range(self, r: Any) -> None:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -151,7 +181,7 @@ class InvertibleSlideSide(SlideSide):
         total = back[end]
         out = []
         append = out.append
-        for r in self.ranges:
+        for r in self.ranges:  # Alg. 3's cases b, c and a
             start = end - r
             if start > 0:
                 append(invert(total, back[start]))
@@ -160,7 +190,6 @@ class InvertibleSlideSide(SlideSide):
             else:
                 append(total)
         return out
-
 
 
 class OverlaidSlideSide(SlideSide):
@@ -260,6 +289,6 @@ class OverlaidSlideSide(SlideSide):
         out = []
         append = out.append
         for r, i in zip(self.ranges, self._level_of):
-            k = r - bs[i]
-            append(combine(scans[i][k], backs[i]) if k else backs[i])
+            # scans[i][0] is the identity: r == b costs one combine too, and needs no branch
+            append(combine(scans[i][r - bs[i]], backs[i]))
         return out

@@ -24,15 +24,21 @@ partials (:func:`mta.optimizer.partials.window_spans`), ``cap`` the largest one:
   invert); answers are read.
 - ``slickdeque`` non-invertible, selection monoids (Eq. 7.7 as printed, its ``nQ`` per
   answer): insert ``2 - 2/cap + sum_{i=1..cap} 1/i!``, answer 1.
-- ``slideside`` (not in Table 11; derived from the algorithm): insert 2 (one prefix
-  combine, about one amortised suffix-scan combine per partial), answer 1.
-  TODO(lead): check against mta/algorithms/slideside.py by counting once it is on main.
+- ``slideside`` (not in Table 11; from the algorithm, mta/algorithms/slideside.py):
+  insert ``SlideSide.combines_per_insert(ranges)``, amortised over a lap: invertible
+  ``2(n-1)/n`` (one prefix combine, one suffix-scan combine per element), overlaid
+  stacks (any monoid) ``sum_l (1 - 1/p_l) + (R_l - 1)(1/p_l - 1/p_(l+1))`` over its
+  power-of-two levels ``l`` (period ``p_l``, largest range ``R_l``); answer 1.
 
 Every technique but ``panes`` adds one combine per answer whose window ends inside the
-open partial (Cutty). The partial aggregation costs (tuples into partials) are in
+open partial after at least one closed partial (Cutty). The partial aggregation costs (tuples into partials) are in
 :func:`plan_cost`: WeaveShare (Eq. 7.1) slices the stream once per group, ``m * rate``;
 TriWeave slices it once (``rate``) at the union of every group's edges (``E_U`` slices
 per tick) and each group folds those slices into its partials, ``E_U - E_i`` combines.
+The dissertation gives TriWeave's cost only in words ("combined partial aggregation
+processing using a large composite slide that passes ready partials to the execution
+trees", Sec. 2.4.2; and Sec. 6.5.2: separate trees pay the input rate once each); the
+formula ``rate + sum_i((E_U - E_i) + E_i*Omega_i)`` is this package's reading of it.
 """
 
 from __future__ import annotations
@@ -41,9 +47,12 @@ from dataclasses import dataclass
 from math import factorial
 from typing import Iterable, Sequence
 
-from mta.optimizer.f1 import count_in, f1
-from mta.optimizer.partials import (PARTIALS, PeriodicQuery, composite_slide, group_terms, progressions,
-                                    window_spans)
+import numpy as np
+
+from mta.algorithms.slideside import SlideSide
+from mta.optimizer.f1 import count_in, edge_terms, f1, reduce
+from mta.optimizer.partials import (PARTIALS, PREFIX_LIMIT, PeriodicQuery, composite_slide, edge_prefix,
+                                    progressions, window_spans)
 
 FINALS = ("panes", "flatfat", "flatfit", "slideside", "slickdeque")
 METHODS = ("triweave", "weaveshare")
@@ -66,9 +75,7 @@ def allowed_finals(*, invertible: bool, selection: bool, techniques: Iterable[st
 
 def flatfat_lookup(n: int) -> float:
     """Eq. 7.4's term for one range of ``n`` partials: ``floor(log2(n-1)) + (n-1)/2**floor(log2 n)`` (0 for 1)."""
-    if n < 2:
-        return 0.0
-    return (n - 1).bit_length() - 1 + (n - 1) / (1 << (n.bit_length() - 1))
+    return float(flatfat_lookups(np.array([n]))[0])
 
 
 def slickdeque_noninv_insert(cap: int) -> float:
@@ -76,16 +83,17 @@ def slickdeque_noninv_insert(cap: int) -> float:
     return 2 - 2 / cap + sum(1 / factorial(i) for i in range(1, min(cap, 20) + 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Shape:
     """A group of queries under one partial technique: its composite slide, its edges per composite slide
-    and the ``(partials, open)`` of every (sampled) window of each query."""
+    and, per query, the partials and openness of its (sampled) windows, each standing for ``weights[j]``."""
 
     queries: tuple[PeriodicQuery, ...]
     partial: str
     composite: int
     edges: int
-    spans: tuple[tuple[tuple[int, bool], ...], ...]
+    spans: tuple[tuple[np.ndarray, np.ndarray], ...]
+    weights: tuple[float, ...]
 
     @property
     def edge_rate(self) -> float:
@@ -93,44 +101,61 @@ class Shape:
 
     def ranges(self) -> dict[str, tuple[int, ...]]:
         """Each query's distinct partial counts (Cutty: the open partial counted), as :class:`Group` shows."""
-        return {q.name: tuple(sorted({k for k, _ in spans})) for q, spans in zip(self.queries, self.spans)}
-
-    def closed_counts(self) -> set[int]:
-        """The distinct numbers of closed partials the final aggregator is asked for (its ranges)."""
-        return {k - o for spans in self.spans for k, o in spans if k - o > 0}
+        return {q.name: tuple(int(k) for k in np.unique(ks)) for q, (ks, _) in zip(self.queries, self.spans)}
 
 
 def shape(queries: Sequence[PeriodicQuery], partial: str) -> Shape:
-    """The :class:`Shape` of ``queries`` sharing one partial technique."""
-    terms = group_terms(queries, partial)
+    """The :class:`Shape` of ``queries`` sharing one partial technique (edges by F1)."""
+    progs = reduce(p for q in queries for p in progressions(q, partial))
+    terms = edge_terms(progs)
     composite = composite_slide(queries)
-    spans = tuple(tuple(window_spans(q, terms, composite)) for q in queries)
-    return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite), spans)
+    prefix = edge_prefix(progs, composite) if composite <= PREFIX_LIMIT else None
+    spans = window_spans(queries, terms, composite, prefix)
+    return Shape(tuple(queries), partial, composite, count_in(terms, 0, composite),
+                 tuple((k, o) for k, o, _ in spans), tuple(w for _, _, w in spans))
 
 
-def omega(final: str, sh: Shape, *, invertible: bool) -> float:
-    """Estimated final-aggregation operations per edge of the group (module docstring, Table 11)."""
-    counts = sh.closed_counts()
-    cap = max(counts, default=1)
-    if final == "panes":
-        insert, answer = 0.0, (lambda k, o: k - 1)
-    elif final == "flatfat":
-        insert, answer = flatfat_lookup(cap), (lambda k, o: (flatfat_lookup(k - o) if k - o < cap else 0.0) + o)
-    elif final == "flatfit":
-        insert, answer = 0.0, (lambda k, o: 3 + o)
-    elif final == "slideside":
-        insert, answer = 2.0, (lambda k, o: 1 + o)
-    elif final == "slickdeque" and invertible:
-        insert, answer = 2.0 * len(counts), (lambda k, o: float(o))
-    elif final == "slickdeque":
-        insert, answer = slickdeque_noninv_insert(cap), (lambda k, o: 1 + o)
-    else:
-        raise ValueError(f"unknown final technique {final!r}; choose from {', '.join(FINALS)}")
-    per_composite = insert * sh.edges
-    for q, spans in zip(sh.queries, sh.spans):
-        answers = sh.composite // q.slide  # windows per composite slide; spans may be a stride sample
-        per_composite += answers * sum(answer(k, o) for k, o in spans) / len(spans)
-    return per_composite / sh.edges
+def flatfat_lookups(n: np.ndarray) -> np.ndarray:
+    """:func:`flatfat_lookup` over an array of ints >= 0 (0 for 0 and 1)."""
+    n = np.maximum(n, 1).astype(np.float64)
+    low = np.frexp(np.maximum(n - 1, 1))[1] - 1  # floor(log2(n - 1)), exact for ints < 2**53
+    top = np.frexp(n)[1] - 1  # floor(log2 n)
+    return np.where(n >= 2, low + (n - 1) / np.exp2(top), 0.0)
+
+
+def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: bool = False) -> dict[str, float]:
+    """Estimated final-aggregation operations per edge of the group for each final technique (module docstring,
+    Table 11). SlickDeque takes its selection variant when the monoid is a selection monoid, invertible or not
+    (as ``mta.algorithms.slickdeque`` does)."""
+    ks = np.concatenate([k for k, _ in sh.spans])
+    opened = np.concatenate([o for _, o in sh.spans]).astype(np.int64)
+    # answers per composite slide that each sampled window stands for
+    w = np.repeat(np.array(sh.weights), [len(k) for k, _ in sh.spans])
+    closed = ks - opened
+    asked = closed[closed > 0]
+    cap = int(asked.max()) if len(asked) else 1
+    answers = float(w.sum())
+    opens = float(w @ (opened * (closed > 0)))  # a window of the open partial alone needs no combine
+    out = {}
+    for final in finals:
+        if final == "panes":
+            per_composite = float(w @ (ks - 1))
+        elif final == "flatfat":
+            lookups = np.where(closed < cap, flatfat_lookups(closed), 0.0)
+            per_composite = flatfat_lookup(cap) * sh.edges + float(w @ lookups) + opens
+        elif final == "flatfit":
+            per_composite = 3 * answers + opens
+        elif final == "slideside":
+            ranges = [int(k) for k in np.unique(asked)] or [1]
+            per_composite = SlideSide.combines_per_insert(ranges, invertible=invertible) * sh.edges + answers + opens
+        elif final == "slickdeque" and invertible and not selection:
+            per_composite = 2.0 * len(np.unique(asked)) * sh.edges + opens
+        elif final == "slickdeque":
+            per_composite = slickdeque_noninv_insert(cap) * sh.edges + answers + opens
+        else:
+            raise ValueError(f"unknown final technique {final!r}; choose from {', '.join(FINALS)}")
+        out[final] = per_composite / sh.edges
+    return out
 
 
 @dataclass(frozen=True)
@@ -147,21 +172,21 @@ class Option:
         return self.shape.edge_rate * self.omega
 
 
-def best_option(queries: Sequence[PeriodicQuery], method: str, finals: Sequence[str], *,
-                invertible: bool) -> Option:
-    """The cheapest (partial, final) for the group alone: least ``E*Omega`` (WeaveShare) or least
-    ``E*Omega - E`` (TriWeave: a group folding coarser partials saves the slicer's slices; the slicer's
-    ``E_U`` is shared by the plan). Ties go to the earlier technique of PARTIALS and FINALS."""
-    best, best_key = None, None
+def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, invertible: bool,
+               selection: bool = False) -> tuple[Option, ...]:
+    """For each partial technique, the final technique with the least ``E*Omega`` (the partial fixes ``E``), in
+    the order of PARTIALS; ties go to the earlier final of ``finals``. The plan picks one per group
+    (:class:`mta.optimizer.weave.Pricer`)."""
+    out = []
     for partial in PARTIALS:
         sh = shape(queries, partial)
-        for final in finals:
-            opt = Option(sh, final, omega(final, sh, invertible=invertible))
-            key = opt.final_cost - (sh.edge_rate if method == "triweave" else 0.0)
-            if best_key is None or key < best_key - 1e-12:
-                best, best_key = opt, key
-    assert best is not None
-    return best
+        best = None
+        for final, om in omegas(sh, finals, invertible=invertible, selection=selection).items():
+            if best is None or om < best.omega - 1e-12:
+                best = Option(sh, final, om)
+        assert best is not None
+        out.append(best)
+    return tuple(out)
 
 
 def slicer_edge_rate(options: Iterable[Option]) -> float:
@@ -181,10 +206,11 @@ def group_cost(opt: Option, method: str, rate: float, slicer_rate: float) -> flo
     return slicer_rate - opt.shape.edge_rate + opt.final_cost
 
 
-def plan_cost(options: Sequence[Option], method: str, rate: float) -> float:
+def plan_cost(options: Sequence[Option], method: str, rate: float, slicer_rate: float | None = None) -> float:
     """Operations per tick of a plan: ``sum(rate + E_i*Omega_i)`` (WeaveShare, Eq. 7.1) or
-    ``rate + sum((E_U - E_i) + E_i*Omega_i)`` (TriWeave, one shared slicer)."""
+    ``rate + sum((E_U - E_i) + E_i*Omega_i)`` (TriWeave, one shared slicer; ``slicer_rate`` is ``E_U`` if
+    known)."""
     if method == "weaveshare":
         return sum(group_cost(o, method, rate, 0.0) for o in options)
-    e_u = slicer_edge_rate(options)
+    e_u = slicer_edge_rate(options) if slicer_rate is None else slicer_rate
     return rate + sum(group_cost(o, method, rate, e_u) for o in options)

@@ -26,7 +26,8 @@ moduli (the composite slide, or any multiple of it).
   ``(lcm, residue)`` with an integer coefficient, so the number of terms is bounded by
   the distinct intersections, not by 2^n. :func:`edge_terms` exposes the terms, and
   :func:`count_in` counts the edges of any interval with them (used for the partial
-  counts of every window, :mod:`mta.optimizer.partials`).
+  counts of every window, :mod:`mta.optimizer.partials`). Without shifts the sum collapses
+  further to divisor classes of the period (:func:`_no_shift_count`), vectorised.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from __future__ import annotations
 from itertools import combinations
 from math import gcd
 from typing import Iterable, Sequence
+
+import numpy as np
 
 #: ``(modulus, residue)``: the ticks ``x`` with ``x % modulus == residue``
 Progression = tuple[int, int]
@@ -97,7 +100,9 @@ def edge_terms(progressions: Iterable[Progression]) -> list[Term]:
     """The merged inclusion-exclusion of the union of the progressions: terms ``(modulus, residue, c)`` such that
     the number of edges in any set of ticks is ``sum(c * |edges of (modulus, residue) in it|)``."""
     terms: dict[Progression, int] = {}
-    for p in reduce(progressions):
+    # largest moduli first: their intersections are sparse, so fewer terms are carried along (4x faster on
+    # benchmarks/optimizer.py's 500 queries with fragments than smallest first; the result is the same)
+    for p in reversed(reduce(progressions)):
         added: dict[Progression, int] = {p: 1}
         for q, c in terms.items():
             both = intersect(q, p)
@@ -122,12 +127,63 @@ def _period(progressions: Sequence[Progression], period: int | None) -> int:
 
 
 def f1(progressions: Iterable[Progression], period: int | None = None) -> int:
-    """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1."""
-    progs = normalise(progressions)
-    if not progs:
+    """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1; without
+    shifts (every residue 0, Sec. 5.2.2) by its divisor-class form when the moduli's LCM factors quickly."""
+    given = normalise(progressions)
+    if not given:
         return 0
-    period = _period(progs, period)
+    period = _period(given, period)
+    progs = reduce(given)
+    if len(progs) > 4 and all(a == 0 for _, a in progs):
+        base = lcm_all(m for m, _ in progs)
+        count = _no_shift_count([m for m, _ in progs], base)
+        if count is not None:
+            return count * (period // base)
     return sum(c * (period // m) for m, _, c in edge_terms(progs))
+
+
+def _factor(n: int, max_steps: int = 1 << 12) -> dict[int, int] | None:
+    """The prime factorisation of ``n`` by trial division, or None after ``max_steps`` candidate divisors
+    (moduli LCMs are usually smooth: their primes are small)."""
+    out: dict[int, int] = {}
+    p, steps = 2, 0
+    while p * p <= n:
+        while n % p == 0:
+            out[p] = out.get(p, 0) + 1
+            n //= p
+        p, steps = p + 1 + (p > 2), steps + 1
+        if steps > max_steps:
+            return None
+    if n > 1:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
+def _no_shift_count(moduli: Sequence[int], period: int, max_divisors: int = 1 << 20) -> int | None:
+    """F1 without shifts summed by divisor classes: ``x`` in ``[0, period)`` is an edge iff a modulus divides
+    ``d = gcd(x, period)``, and ``phi(period/d)`` ticks have that gcd, so the inclusion-exclusion of Eq. 5.1
+    collapses to ``sum(phi(period/d) for d | period if some modulus divides d)``. None if ``period`` does not
+    factor quickly or has too many divisors (then the terms are summed instead)."""
+    factors = _factor(period)
+    if factors is None:
+        return None
+    n_divisors = 1
+    for e in factors.values():
+        n_divisors *= e + 1
+    if n_divisors > max_divisors or period >= 1 << 62:
+        return None
+    divisors = np.ones(1, dtype=np.int64)
+    phis = np.ones(1, dtype=np.int64)  # phi(period / d), multiplicative over the primes
+    for p, e in factors.items():
+        powers = np.array([p ** k for k in range(e + 1)], dtype=np.int64)
+        # phi(p^(e-k)) for the exponent k of p in d
+        phi_rest = np.array([(p ** (e - k) - p ** (e - k - 1)) if k < e else 1 for k in range(e + 1)], dtype=np.int64)
+        divisors = np.outer(divisors, powers).ravel()
+        phis = np.outer(phis, phi_rest).ravel()
+    covered = np.zeros(len(divisors), dtype=bool)
+    for m in moduli:
+        covered |= divisors % m == 0
+    return int(phis[covered].sum())
 
 
 def f1_subsets(progressions: Iterable[Progression], period: int | None = None) -> int:

@@ -24,14 +24,18 @@ from dataclasses import dataclass
 from math import gcd
 from typing import Sequence
 
-from mta.optimizer.f1 import Progression, Term, count_in, edge_terms, lcm_all
+import numpy as np
+
+from mta.optimizer.f1 import Progression, Term, lcm_all
 
 PARTIALS = ("panes", "pairs", "cutty")
 
+#: composite slides up to this many ticks count partials per window with a prefix sum of the edges
+PREFIX_LIMIT = 1 << 14
 #: at most this many windows of one query are enumerated per composite slide; a query with more windows in
 #: its composite slide (a huge LCM) is sampled with an even stride over the composite slide, so its partial
 #: counts (``Group.ranges``) may miss rare counts and the costs average the sample
-MAX_WINDOWS = 512
+MAX_WINDOWS = 256
 
 
 @dataclass(frozen=True)
@@ -91,22 +95,56 @@ def composite_slide(queries: Sequence[PeriodicQuery]) -> int:
     return lcm_all(q.slide for q in queries)
 
 
-def group_terms(queries: Sequence[PeriodicQuery], technique: str) -> list[Term]:
-    """The F1 terms of the union of the group's edges (:func:`mta.optimizer.f1.edge_terms`)."""
-    return edge_terms(p for q in queries for p in progressions(q, technique))
+def _windows(queries: Sequence[PeriodicQuery], composite: int, max_windows: int):
+    """Per query: the starts of its (sampled) windows in one composite slide, and the windows each stands for."""
+    for q in queries:
+        n = composite // q.slide
+        step = max(1, -(-n // max_windows))
+        starts = range(q.offset, q.offset + n * q.slide, step * q.slide)
+        yield starts, n / len(starts)
 
 
-def window_spans(query: PeriodicQuery, terms: Sequence[Term], composite: int,
-                 max_windows: int = MAX_WINDOWS) -> list[tuple[int, bool]]:
-    """``(partials, open)`` for each window of ``query`` starting in one composite slide, given the group's
-    edges (``terms``): ``partials`` counts the edges in ``[start, end)`` (each starts one partial; the window
-    start is always an edge), ``open`` says the end is not an edge, so the last partial is the open one
-    (Cutty only). More than ``max_windows`` windows are sampled with an even stride."""
-    n = composite // query.slide
-    step = max(1, -(-n // max_windows))
+def window_spans(queries: Sequence[PeriodicQuery], terms: Sequence[Term], composite: int,
+                 prefix: np.ndarray | None = None, max_windows: int = MAX_WINDOWS
+                 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """For each query, the windows starting in one composite slide, given the group's edges (``terms``):
+    ``(partials, open, weight)``, arrays over the windows and the number of windows each one stands for.
+    ``partials`` counts the edges in ``[start, end)`` (each starts one partial; the window start is always an
+    edge), ``open`` says the end is not an edge, so the last partial is the open one (Cutty only). More than
+    ``max_windows`` windows of a query are sampled with an even stride (``weight`` > 1). ``prefix`` (from
+    :func:`edge_prefix`) counts the same edges as the terms, faster, on all the queries' windows at once."""
+    windows = list(_windows(queries, composite, max_windows))
+    if prefix is not None:
+        starts = np.concatenate([np.arange(w.start, w.stop, w.step, dtype=np.int64) for w, _ in windows])
+        ends = starts + np.repeat(np.array([q.range for q in queries], dtype=np.int64),
+                                  [len(w) for w, _ in windows])
+        e = ends % composite
+        inside = (ends // composite - starts // composite) * prefix[composite] + prefix[e] - prefix[starts % composite]
+        opened = prefix[e + 1] == prefix[e]
+        cuts = np.cumsum([len(w) for w, _ in windows])[:-1]
+        return [(k, o, weight) for k, o, (_, weight) in zip(np.split(inside, cuts), np.split(opened, cuts), windows)]
     out = []
-    for k in range(0, n, step):
-        start = query.offset + k * query.slide
-        end = start + query.range
-        out.append((count_in(terms, start, end), count_in(terms, end, end + 1) == 0))
+    for q, (starts, weight) in zip(queries, windows):
+        inside_l, opened_l = [], []
+        for start in starts:
+            end = start + q.range
+            inside = at_end = 0
+            for m, a, c in terms:  # count_in(terms, start, end) and count_in(terms, end, end + 1) in one pass
+                before_end = (a - end) // m
+                inside += c * ((a - start) // m - before_end)
+                at_end += c * (before_end - (a - end - 1) // m)
+            inside_l.append(inside)
+            opened_l.append(at_end == 0)
+        out.append((np.array(inside_l, dtype=np.int64), np.array(opened_l, dtype=bool), weight))
+    return out
+
+
+def edge_prefix(progs: Sequence[Progression], composite: int) -> np.ndarray:
+    """``prefix[x]`` = the edges in ``[0, x)`` for ``0 <= x <= composite`` (a bit set: for small composites,
+    where vector arithmetic beats F1's terms per window)."""
+    bits = np.zeros(composite, dtype=np.int64)
+    for m, a in progs:
+        bits[a % m::m] = 1
+    out = np.zeros(composite + 1, dtype=np.int64)
+    np.cumsum(bits, out=out[1:])
     return out

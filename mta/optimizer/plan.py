@@ -63,9 +63,10 @@ class Plan:
             lines.append(f"  shared slicer: {_num(self.rate)} ops/tick (one combine per tuple), "
                          f"{_num(self.slicer_rate)} slices/tick")
         for i, g in enumerate(self.groups, 1):
-            lines.append(f"  group {i}: {', '.join(g.queries)}: {g.partial} partials -> {g.final}; composite slide "
-                         f"{g.composite} ticks, {g.edges} edges; {_num(g.cost)} ops/tick "
-                         f"(Omega {_num(g.omega)} per edge)")
+            final = "panes (fold)" if g.final == "panes" else g.final
+            lines.append(f"  group {i}: {', '.join(g.queries)}: {g.partial} partials -> {final}; composite slide "
+                         f"{g.composite} tick{'s' if g.composite != 1 else ''}, {g.edges} edge"
+                         f"{'s' if g.edges != 1 else ''}; {_num(g.cost)} ops/tick (Omega {_num(g.omega)} per edge)")
             lines.append("      partials per window: " + "; ".join(
                 f"{name} {'/'.join(map(str, ks))}" for name, ks in g.ranges.items()))
         return "\n".join(lines)

@@ -407,6 +407,7 @@ class Stream:
         by (end, query order, start)."""
         if isinstance(watermark, bool) or not isinstance(watermark, (int, float)) or math.isnan(watermark):
             raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
+        self.final.prepare()  # may raise (a plan the monoid cannot run): before anything changes
         prev = self.watermark
         if watermark > prev:
             self.watermark = watermark

@@ -61,6 +61,9 @@ class FinalAggregation(ABC):
     def configure(self, queries: dict[str, Any]) -> None:
         """The tumbling and sliding queries are now ``{name: Sliding}`` (one name per distinct window)."""
 
+    def prepare(self) -> None:
+        """An advance begins (raise here, if at all: nothing has changed yet)."""
+
     def advanced(self) -> None:
         """An advance reported its windows."""
 

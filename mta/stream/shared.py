@@ -39,8 +39,13 @@ MAX_POINTS = 1 << 16
 
 
 def _fraction(v: Any) -> Fraction:
-    # a float as the decimal that prints it (0.1 -> 1/10), so that user units stay exact
-    return Fraction(v) if isinstance(v, int) else Fraction(repr(float(v)))
+    """``v`` as the fraction a user meant: a float as the decimal that prints it (0.1 -> 1/10),
+    or a simple fraction whose float it is (1/3 -> 1/3), so that ticks stay few and exact."""
+    if isinstance(v, int):
+        return Fraction(v)
+    decimal = Fraction(repr(float(v)))
+    simple = decimal.limit_denominator(1_000_000)
+    return simple if float(simple) == v else decimal
 
 
 class Ticks:
@@ -141,7 +146,8 @@ class SharedGroup:
                 capacity = max(capacity, closed + open_part)
                 self.ends_at[bisect_left(self.points.offsets, end % period)].append((name, closed, open_part))
         self.capacity = capacity
-        ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed} | {capacity})
+        # the aggregator holds closed partials only (a Cutty window's open partial is combined apart)
+        ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed}) or [1]
         self.mq = MULTI_QUERY[final](monoid, ranges)
         self.answers: dict[tuple[str, int], Any] = {}
         self.reset()
@@ -294,6 +300,10 @@ class SharedFinal(FinalAggregation):
             shared = SharedGroup(self.monoid, self.slices, ticks, members, group.partial, group.final)
             for name in members:
                 self.groups[name] = shared
+
+    def prepare(self) -> None:
+        if not self._planned:
+            self._make_plan()
 
     def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
         if not self._planned:

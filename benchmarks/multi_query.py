@@ -1,0 +1,208 @@
+"""SlideSide paper, Fig. 3a (sum) and Fig. 3b (min): multi-query against replicated single-query.
+
+Workload (paper section 4.2): 1 to 65 queries with window sizes uniform in
+[1, 32768] (seeded; the workload of q queries is the first q of one draw),
+slide 1: every step inserts one partial and answers every query (``answers()``).
+Competitors, whatever of them is registered in ``MULTI_QUERY``: SlideSide,
+SlickDeque and FlatFAT (range answers), against the replicated baseline, SoE for
+sum and TwoStacks for min (one instance per distinct range). They alternate
+within rounds in one process, on the same stream, after the window is full; the
+answers of every competitor are compared after every round (ints: exact).
+Combines (and inverts) per step come from a separate pass with a CountingMonoid
+over a whole lap of the largest window (so amortized rescans are included);
+the timed steps are that lap, twice over, and the faster pass counts.
+
+    python -m benchmarks.multi_query            # full: ~2 minutes
+    python -m benchmarks.multi_query --quick    # smoke run, seconds
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Callable
+
+from benchmarks.common import Run, gc_paused, num, parser, ratio
+from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
+from mta.counting import CountingMonoid
+from mta.monoid import Min, Monoid, Sum
+
+#: figure -> (aggregation, monoid, replicated baseline)
+FIGURES: dict[str, tuple[str, Callable[[], Monoid], str]] = {
+    "3a": ("sum", Sum, "soe"),
+    "3b": ("min", Min, "two_stacks"),
+}
+#: multi-query competitors, in table order (those not registered are left out)
+MULTI = ["slideside", "slickdeque", "flatfat"]
+LABELS = {"slideside": "SlideSide", "slickdeque": "SlickDeque", "flatfat": "FlatFAT",
+          "soe": "SoE (replicated)", "two_stacks": "TwoStacks (replicated)"}
+TARGET = 3.0  # multi-query over the replicated baseline at the most queries (issue 18)
+
+
+def competitors(monoid: Monoid, baseline: str) -> list[str]:
+    """The registered competitors that serve ``monoid``, multi-query first, the baseline last."""
+    names = [name for name in MULTI if name in MULTI_QUERY] + [baseline]
+    out = []
+    for name in names:
+        try:
+            MULTI_QUERY[name].check_monoid(monoid)
+        except TypeError:
+            continue
+        out.append(name)
+    return out
+
+
+def workload(seed: int, queries: int, max_range: int, steps: int) -> tuple[list[int], list[int]]:
+    """The first ``queries`` ranges of one seeded draw, and the stream: a full window then ``steps``."""
+    rng = random.Random(seed)
+    ranges = [rng.randint(1, max_range) for _ in range(max(65, queries))][:queries]
+    values = [rng.randint(0, 10**6) for _ in range(max(ranges) + steps)]
+    return ranges, values
+
+
+def build(name: str, monoid: Monoid, ranges: list[int], fill: list[int]) -> MultiQueryAggregator:
+    agg = MULTI_QUERY[name](monoid, ranges)
+    insert = agg.insert
+    for v in fill:
+        insert(v)
+    return agg
+
+
+def timed_steps(agg: MultiQueryAggregator, values: list[int]) -> tuple[int, list[Any]]:
+    """Nanoseconds for ``values`` steps of insert + answers(), and the last answers."""
+    insert = agg.insert
+    answers = agg.answers
+    out: list[Any] = []
+    with gc_paused():
+        start = time.perf_counter_ns()
+        for v in values:
+            insert(v)
+            out = answers()
+        elapsed = time.perf_counter_ns() - start
+    return elapsed, out
+
+
+def counted(name: str, make: Callable[[], Monoid], ranges: list[int], values: list[int]) -> float:
+    """Combines + inverts per step over the steps after the fill."""
+    monoid = CountingMonoid(make())
+    n = max(ranges)
+    agg = build(name, monoid, ranges, values[:n])
+    monoid.calls = monoid.inverts = 0
+    insert = agg.insert
+    answers = agg.answers
+    for v in values[n:]:
+        insert(v)
+        answers()
+    return (monoid.calls + monoid.inverts) / (len(values) - n)
+
+
+def one_point(make: Callable[[], Monoid], names: list[str], ranges: list[int], values: list[int],
+              rounds: int, laps: int) -> dict[str, dict[str, Any]]:
+    """Every competitor on the same stream, ``laps`` times over (the best lap counts: each
+    lap holds every amortized rescan once); rounds alternate the competitors, and their
+    answers are compared after each round."""
+    n = max(ranges)
+    monoid = make()
+    aggs = {name: build(name, monoid, ranges, values[:n]) for name in names}
+    stream = values[n:]
+    chunk = -(-len(stream) // rounds)
+    best = dict.fromkeys(names, float("inf"))
+    for _ in range(laps):
+        ns = dict.fromkeys(names, 0)
+        for start in range(0, len(stream), chunk):
+            part = stream[start:start + chunk]
+            last = {}
+            for name in names:
+                elapsed, last[name] = timed_steps(aggs[name], part)
+                ns[name] += elapsed
+            reference = last[names[-1]]
+            for name in names:
+                if last[name] != reference:
+                    raise AssertionError(f"{name} answers differ from {names[-1]}: "
+                                         f"{last[name][:5]} vs {reference[:5]}")
+        for name in names:
+            best[name] = min(best[name], ns[name])
+    return {name: {"steps_per_s": len(stream) / (best[name] / 1e9), "checked": True,
+                   "combines_per_step": counted(name, make, ranges, values)} for name in names}
+
+
+def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, rounds: int, laps: int,
+           seed: int) -> dict[str, Any]:
+    aggregation, make, baseline = FIGURES[fig]
+    names = competitors(make(), baseline)
+    rows, results = [], []
+    for q in queries:
+        ranges, values = workload(seed, q, max_range, steps)
+        point = one_point(make, names, ranges, values, rounds, laps)
+        base = point[baseline]["steps_per_s"]
+        for entry in point.values():
+            entry["ratio_vs_baseline"] = ratio(entry["steps_per_s"], base)
+        results.append({"queries": q, "distinct": len(set(ranges)), "capacity": max(ranges), "competitors": point})
+        rows.append([q] + [num(point[name]["steps_per_s"]) for name in names]
+                    + [f"{point[name]['ratio_vs_baseline']:.2f}x" for name in names[:-1]]
+                    + [f"{point[name]['combines_per_step']:.1f}" for name in names])
+        run.log(f"fig {fig}: {q} queries done")
+    headers = (["queries"] + [f"{LABELS.get(n, n)} steps/s" for n in names]
+               + [f"{LABELS.get(n, n)} / {LABELS[baseline]}" for n in names[:-1]]
+               + [f"{LABELS.get(n, n)} ops/step" for n in names])
+    last = results[-1]["competitors"]
+    verdicts = [f"{LABELS.get(n, n)} {last[n]['ratio_vs_baseline']:.2f}x" for n in names[:-1]]
+    best = max((last[n]["ratio_vs_baseline"] for n in names[:-1]), default=None)
+    met = best is not None and best >= TARGET
+    note = (f"At {queries[-1]} queries: {', '.join(verdicts)} the replicated baseline "
+            f"(target >= {TARGET:g}x: {'met' if met else 'NOT met'}).")
+    if "slickdeque" in last:
+        note += (f" SlideSide / SlickDeque = "
+                 f"{last['slideside']['steps_per_s'] / last['slickdeque']['steps_per_s']:.2f}x.")
+    note += " ops/step = combines + inverts per step (insert + answers), counted over the same steps."
+    run.table(f"Fig. {fig}: {aggregation}, ranges uniform in [1, {max_range:,}], slide 1, {steps:,} steps",
+              headers, rows, note)
+    return {"aggregation": aggregation, "baseline": baseline, "competitors": names, "results": results,
+            "target": TARGET, "target_met": met}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = parser(__doc__.split("\n\n")[0])
+    p.add_argument("--queries", default=None, help="comma-separated query counts (default 1,5,9,17,33,65)")
+    p.add_argument("--seed", type=int, default=2020)
+    args = p.parse_args(argv)
+    if args.quick:
+        queries, max_range, steps, rounds, laps = [1, 5, 17], 256, 512, 2, 1
+    else:
+        queries, max_range, steps, rounds, laps = [1, 5, 9, 17, 33, 65], 32768, 32768, 4, 2
+    if args.queries:
+        queries = [int(q) for q in args.queries.split(",")]
+    params = {"queries": queries, "max_range": max_range, "steps": steps, "rounds": rounds, "laps": laps,
+              "seed": args.seed}
+    run = Run("multi_query", args, params)
+    figures = {fig: figure(run, fig, queries, max_range, steps, rounds, laps, args.seed) for fig in FIGURES}
+    run.data["figures"] = figures
+    csv_rows = [[fig, entry["queries"], name, c["steps_per_s"], c["ratio_vs_baseline"], c["combines_per_step"]]
+                for fig, data in figures.items() for entry in data["results"]
+                for name, c in entry["competitors"].items()]
+    run.finish(["figure", "queries", "competitor", "steps_per_s", "ratio_vs_baseline", "combines_per_step"],
+               csv_rows)
+    write_markdown(run)
+    return run.data
+
+
+def write_markdown(run: Run) -> None:
+    """The results snippet for BENCHMARKS.md: command, commit, machine, the tables."""
+    m = run.data["machine"]
+    head = [
+        f"## SlideSide Fig. 3a/3b: multi-query vs replicated single-query{' (quick)' if run.args.quick else ''}",
+        "",
+        f"- command: `{run.data['command']}`",
+        f"- commit: {m['git_commit']}, started {run.data['started_utc']}, {run.data['elapsed_s']} s",
+        f"- machine: {m['cpu_model']} x{m['cpu_count']}, {m['platform']}, {m['python_implementation']} "
+        f"{m['python']}, load {m['loadavg_start']} -> {m.get('loadavg_end')}",
+        f"- parameters: {run.data['params']}",
+        "",
+    ]
+    path = run.path(".md")
+    path.write_text("\n".join(head) + "\n" + "\n".join(run.markdown))
+    print(f"wrote {path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
