@@ -26,14 +26,14 @@ Experiments (``--exp``, default all):
   FlatFAT, a naive Panes fold, and the replicated single-query baselines ``soe``,
   ``two_stacks``, ``amta`` where ``MULTI_QUERY`` has them); the second best is the
   fastest of the others at each n. SlideSide (a later paper) runs beside them and is
-  reported in columns of its own, not as a candidate for the second best. Target (Fig. 26): SlickDeque (Alg. 3) >= 2x the
-  second best at every n >= 2^10. Panes and the replicated baselines are O(n^2) in the
-  max-multi environment (time, or memory: one window per range) and run there up to
-  ``--max-multi-quadratic`` only.
+  reported in columns of its own, not as a candidate for the second best. Target
+  (Fig. 26): SlickDeque (Alg. 3) >= 2x the second best at every n >= 2^10. Panes and
+  the replicated baselines are O(n^2) in the max-multi environment (time, or memory:
+  one window per range) and run there up to ``--max-multi-quadratic`` only.
 * ``both``: SlickDeque's two variants on one monoid that allows both (Last given an
   inverse): why a selection monoid goes to Alg. 3 even when it is invertible.
 
-    python -m benchmarks.multi_query_dissertation            # all (k = 14; ~10 min)
+    python -m benchmarks.multi_query_dissertation            # all (k = 14; ~8 min)
     python -m benchmarks.multi_query_dissertation --exp fig26
     python -m benchmarks.multi_query_dissertation --quick    # smoke run (seconds)
 """
