@@ -26,14 +26,14 @@ Experiments (``--exp``, default all):
   FlatFAT, a naive Panes fold, and the replicated single-query baselines ``soe``,
   ``two_stacks``, ``amta`` where ``MULTI_QUERY`` has them); the second best is the
   fastest of the others at each n. SlideSide (a later paper) runs beside them and is
-  reported in columns of its own, not as a candidate for the second best. Target (Fig. 26): SlickDeque (Alg. 3) >= 2x the
-  second best at every n >= 2^10. Panes and the replicated baselines are O(n^2) in the
-  max-multi environment (time, or memory: one window per range) and run there up to
-  ``--max-multi-quadratic`` only.
+  reported in columns of its own, not as a candidate for the second best. Target
+  (Fig. 26): SlickDeque (Alg. 3) >= 2x the second best at every n >= 2^10. Panes and
+  the replicated baselines are O(n^2) in the max-multi environment (time, or memory:
+  one window per range) and run there up to ``--max-multi-quadratic`` only.
 * ``both``: SlickDeque's two variants on one monoid that allows both (Last given an
   inverse): why a selection monoid goes to Alg. 3 even when it is invertible.
 
-    python -m benchmarks.multi_query_dissertation            # all (k = 14; ~10 min)
+    python -m benchmarks.multi_query_dissertation            # all (k = 14; ~8 min)
     python -m benchmarks.multi_query_dissertation --exp fig26
     python -m benchmarks.multi_query_dissertation --quick    # smoke run (seconds)
 """
@@ -188,6 +188,12 @@ def flatfit_vs_flatfat(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
     big = [e["ratio"] for e in results if e["n"] >= 2 ** 10]
     targets = [{"target": f"FlatFIT >= {goal}x FlatFAT at every n >= 2^10",
                 "measured": min(big) if big else None, "met": min(big) >= goal if big else None}]
+    _plot(run, args, exp, results, f"{exp}: FlatFIT vs FlatFAT, {env}, Max")
+    if multi and not args.no_plot:  # Fig. 18: the ratio
+        common.plot_lines(run.path("_fig18.png"), {"FlatFIT / FlatFAT": ([e["n"] for e in results],
+                                                                          [e["ratio"] for e in results])},
+                          title="fig18: FlatFIT / FlatFAT, max-multi query, Max", xlabel="window n (partials)",
+                          ylabel="throughput ratio", logy=False, hlines={"target 5x": 5.0})
     run.table(f"{exp}: FlatFIT vs FlatFAT, {env}, Max",
               ["n", "FlatFIT slides/s", "FlatFAT slides/s", "FlatFIT / FlatFAT", "FlatFIT ops/slide",
                "FlatFAT ops/slide"], rows,
@@ -224,6 +230,7 @@ def slickdeque_vs_second_best(run: common.Run, args: Any, exp: str) -> dict[str,
         big = [e["ratio"] for e in results if e["n"] >= 2 ** 10]
         targets.append({"target": "SlickDeque >= 2x the second best at every n >= 2^10",
                         "measured": min(big) if big else None, "met": min(big) >= 2 if big else None})
+    _plot(run, args, exp, results, f"{exp}: SlickDeque {variant}, {env}, {type(monoid).__name__}")
     run.table(f"{exp}: SlickDeque {variant} vs the second best, {env}, {type(monoid).__name__}",
               ["n", "SlickDeque slides/s", "second best", "its slides/s", "SlickDeque / second",
                "SlickDeque ops/slide", "second's ops/slide", "the others (slides/s)", "SlideSide slides/s",
@@ -251,6 +258,18 @@ def both(run: common.Run, args: Any, exp: str) -> dict[str, Any]:
               ["n", "environment", "Alg. 2 slides/s", "Alg. 3 slides/s", "Alg. 3 / Alg. 2", "Alg. 2 ops/slide",
                "Alg. 3 ops/slide"], rows)
     return {"monoid": "Last with invert(total, front) = total", "results": results, "csv": csv}
+
+
+def _plot(run: common.Run, args: Any, exp: str, results: list[dict[str, Any]], title: str) -> None:
+    """Slides per second against n, one line per competitor (NAME_figNN.png)."""
+    if args.no_plot:
+        return
+    names = list(dict.fromkeys(name for e in results for name in e["competitors"]))
+    series = {name: ([e["n"] for e in results if name in e["competitors"]],
+                     [e["competitors"][name]["slides_per_s"] for e in results if name in e["competitors"]])
+              for name in names}
+    common.plot_lines(run.path(f"_{exp}.png"), series, title=title, xlabel="window n (partials)",
+                      ylabel="slides per second")
 
 
 def _targets_note(targets: list[dict[str, Any]]) -> str:

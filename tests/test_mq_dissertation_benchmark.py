@@ -53,3 +53,5 @@ def test_multi_query_dissertation_quick(tmp_path):
     assert [(e["n"], e["environment"]) for e in both] == [(64, "single"), (64, "max-multi")]
     assert both[1]["competitors"]["alg2_inv"]["ops_per_slide"] == 128
     assert (tmp_path / "multi_query_dissertation_quick.csv").read_text().startswith("experiment,n,competitor")
+    for fig in ("fig16", "fig17", "fig18", "fig23", "fig24", "fig25", "fig26"):
+        assert (tmp_path / f"multi_query_dissertation_quick_{fig}.png").exists()

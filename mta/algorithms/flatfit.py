@@ -5,12 +5,14 @@ chapter 3 (Algorithm 1, Figures 9-10). Two circular arrays of ``wSize`` (here
 ``capacity``) slots: ``partials[i]`` holds the aggregate of the slots ``i ..
 pointers[i] - 1`` (circularly, oldest first), so a lookup hops from a range's first
 slot along ``pointers`` to ``cur`` (the oldest slot, next to be overwritten) and
-combines the partials it visited. On the way back it writes every suffix aggregate
-it built into the slot it started from and points that slot at ``cur``: the next
-lookup through it costs one combine. Amortized 3 combines per slide for one query
-(the "wReset" walk of the whole window once every ``capacity + 1`` slides), and
-about one combine per query when every range ``1..n`` is asked each slide
-(Table 3). Any associative monoid, any range ``1..capacity``.
+combines the partials it visited, newest first, the older always on the left. On
+the way it writes each suffix aggregate into the slot where the suffix starts and
+points that slot at ``cur`` (all but the range's first slot, as printed): a later
+lookup through the slot costs one combine. Exactly 3 (n - 1) combines per n + 1
+slides for one query of range n (the "wReset" walk of the whole window once a
+period, Section 3.3.1); with every range ``1..n`` asked each slide, about 1.5
+combines per range once the pointers settle (measured; Table 3 bounds it by 3).
+Any associative monoid, any range ``1..capacity``.
 
 The slots start at ``monoid.identity`` (Alg. 1 lines 10-13), so a window with fewer
 than ``capacity`` partials folds identities in its lookups, exactly as the paper

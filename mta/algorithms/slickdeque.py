@@ -17,8 +17,8 @@ chapter 4. ``SlickDeque(monoid, ranges)`` builds the variant the monoid allows:
 A monoid that is both goes to the selection variant: it needs under 2 combines per
 slide in total instead of 2 operations per distinct range, and answers any range.
 Measured on Last given an inverse (``benchmarks.multi_query_dissertation``, table
-"both"): Alg. 3 is 5-40x faster with every range 1..n asked (n = 64 .. 1024) and
-about 0.75x Alg. 2 with a single range. A monoid that is neither is refused.
+"both"): Alg. 3 is 6x (n = 64) to 25x (n = 1024) faster with every range 1..n
+asked, and 1.1x with a single range. A monoid that is neither is refused.
 
 Fixes to the printed pseudocode (DESIGN.md, "Known defects"):
 
@@ -142,6 +142,7 @@ class SlickDequeNonInv(SlickDeque):
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
         super().__init__(monoid, ranges)
+        self._combine = monoid.combine
         self._rs = sorted(set(self.ranges))
         self._distinct()
         self.clear()
@@ -157,17 +158,19 @@ class SlickDequeNonInv(SlickDeque):
     def insert(self, partial: Any) -> None:
         pos, val, head = self._pos, self._val, self._head
         t = self._t = self._t + 1
+        end = len(pos)
         # lines 13-15: the oldest node expires when it falls out of the largest range
-        if head < len(pos) and pos[head] == t - self.capacity:
+        if head < end and pos[head] == t - self.capacity:
             head += 1
         # lines 16-18: a node the new partial dominates never answers again (selection only)
-        combine = self.monoid.combine
-        while len(pos) > head and combine(val[-1], partial) == partial:
+        combine = self._combine
+        while end > head and combine(val[-1], partial) == partial:
             pos.pop()
             val.pop()
+            end -= 1
         pos.append(t)  # line 19
         val.append(partial)
-        if head > 32 and head + head > len(pos):
+        if head > 32 and head + head > end:
             del pos[:head]
             del val[:head]
             head = 0
@@ -188,8 +191,11 @@ class SlickDequeNonInv(SlickDeque):
         hi = len(rs)
         if not self._t:
             out = [self.monoid.identity] * hi
-        elif hi == 1:  # the single-query environment
-            out = [self._val[bisect_left(self._pos, self._t - rs[0] + 1, self._head)]]
+        elif hi == 1:  # the single-query environment (the head answers the largest range)
+            r, j = rs[0], self._head
+            if r < self.capacity:
+                j = bisect_left(self._pos, self._t - r + 1, j)
+            out = [self._val[j]]
         else:
             pos, val, t = self._pos, self._val, self._t
             out = [None] * hi
