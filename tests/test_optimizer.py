@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 from itertools import combinations
 
@@ -440,3 +441,15 @@ def test_plan_cost_within_35_percent_of_the_engine(seed):
         _, ops, _ = execute(qs, plan, data, counting)
         measured = ops / (data[-1][0] + 1 - qs.longest - 120)
         assert plan.cost == pytest.approx(measured, rel=0.35), (partial, final, str(plan))
+
+
+def test_max_edges_keeps_groups_within_the_engines_table() -> None:
+    """Slides 7 and 11 (composite 77) share no edge; with max_edges=20 they may not share a group
+    (7*2*2 + 11*2*2... starts and ends: 2*(77/7) + 2*(77/11) = 36 > 20), without it they may."""
+    queries = [PeriodicQuery("a", 14, 7), PeriodicQuery("b", 22, 11), PeriodicQuery("c", 28, 7)]
+    bounded = optimize(queries, 1.0, invertible=True, selection=False, commutative=True, max_edges=20)
+    for group in bounded.groups:
+        members = [q for q in queries if q.name in group.queries]
+        composite = math.lcm(*(q.slide for q in members))
+        assert sum(2 * composite // q.slide for q in members) <= 20 or len(members) == 1
+    assert any("b" in g.queries and len(g.queries) == 1 for g in bounded.groups)

@@ -17,6 +17,7 @@ costs are a sum over groups plus a constant: each group takes its cheapest techn
 
 from __future__ import annotations
 
+import math
 from typing import Iterator, Sequence
 
 from mta.optimizer.cost import (METHODS, MODELS, Option, allowed_finals, allowed_partials, candidates, group_cost,
@@ -61,8 +62,9 @@ class Pricer:
 
     def __init__(self, queries: Sequence[PeriodicQuery], method: str, rate: float, finals: Sequence[str],
                  invertible: bool, selection: bool = False, *, commutative: bool = True,
-                 partials: Sequence[str] = PARTIALS, model: str = "counted") -> None:
+                 partials: Sequence[str] = PARTIALS, model: str = "counted", max_edges: int | None = None) -> None:
         self.queries, self.method, self.rate, self.finals = queries, method, rate, finals
+        self.max_edges = max_edges
         self.invertible, self.selection, self.commutative = invertible, selection, commutative
         self.partials, self.model = tuple(partials), model
         self.slicer_rate = slicer_edge_rate(queries) if method == "triweave" else None
@@ -76,6 +78,11 @@ class Pricer:
     def best(self, group: frozenset[int]) -> tuple[Option, float]:
         """The group's cheapest candidate and its cost per tick (ties: the earlier partial), cached."""
         out = self._best.get(group)
+        if out is None and self.max_edges is not None and len(group) > 1:
+            members = [self.queries[i] for i in group]
+            composite = composite_slide(members)
+            if sum(2 * (composite // q.slide) for q in members) > self.max_edges:  # starts and ends
+                out = self._best[group] = (self.candidates(frozenset([min(group)]))[0], math.inf)
         if out is None:
             e_u = self.slicer_rate or 0.0
             out = min(((o, group_cost(o, self.method, self.rate, e_u)) for o in self.candidates(group)),
@@ -203,7 +210,8 @@ class _EdgeRates:
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
              commutative: bool, method: str = "triweave", techniques: Sequence[str] | None = None,
-             search: str = "auto", partials: Sequence[str] | None = None, model: str = "counted") -> Plan:
+             search: str = "auto", partials: Sequence[str] | None = None, model: str = "counted",
+             max_edges: int | None = None) -> Plan:
     """Group ``queries`` and choose each group's partial (panes/pairs/cutty) and final technique, minimising the
     estimated operations per tick at ``rate`` tuples per tick.
 
@@ -212,7 +220,8 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
     wraps). ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``), ``partials`` the partial
     techniques (e.g. ``("cutty",)``). ``search``: "exhaustive" (every grouping, at most BRUTE_LIMIT queries),
     "greedy" (the method's pair merging) or "auto" (exhaustive up to EXACT_LIMIT queries). ``model``: the
-    cost model, "counted" (our implementations) or "table11" (:mod:`mta.optimizer.cost`)."""
+    cost model, "counted" (our implementations) or "table11" (:mod:`mta.optimizer.cost`). ``max_edges``:
+    no group whose window starts and ends in one composite slide outnumber it (the engine's table bound)."""
     queries = _check_queries(queries)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
         raise ValueError(f"rate must be a positive number of tuples per tick, got {rate!r}")
@@ -224,7 +233,7 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
         raise ValueError(f"unknown cost model {model!r}; choose from {', '.join(MODELS)}")
     finals = allowed_finals(invertible=invertible, selection=selection, techniques=techniques)
     pricer = Pricer(queries, method, float(rate), finals, invertible, selection, commutative=commutative,
-                    partials=allowed_partials(partials), model=model)
+                    partials=allowed_partials(partials), model=model, max_edges=max_edges)
     if search == "auto":
         search = "exhaustive" if len(queries) <= EXACT_LIMIT else "greedy"
     chosen = brute_force(pricer) if search == "exhaustive" else greedy(pricer)

@@ -41,7 +41,7 @@ from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
 from mta.stream.final import FinalAggregation, final_aggregation
-from mta.stream.shared import SharedFinal
+from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
                                 SlidingRunner, _EveryRunner, runner_class)
 from mta.stream.slices import TimeSlices
@@ -601,7 +601,7 @@ class Stream:
 @functools.lru_cache(maxsize=256)  # every key of a KeyedStream plans the same queries
 def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
     return optimize([PeriodicQuery(name, *spec) for name, spec in queries], rate, invertible=invertible,
-                    selection=selection, commutative=commutative, method=method)
+                    selection=selection, commutative=commutative, method=method, max_edges=MAX_POINTS)
 
 
 def _renamed(result: Result, query: str) -> Result:

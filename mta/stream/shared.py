@@ -25,12 +25,14 @@ next window.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from bisect import bisect_left, bisect_right
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from mta.algorithms import MULTI_QUERY
+from mta.optimizer import Plan
 from mta.stream.final import FinalAggregation
 from mta.stream.slices import TimeSlices
 
@@ -289,17 +291,23 @@ class SharedFinal(FinalAggregation):
         for name, spec in queries.items():
             slide = ticks.exact(spec.slide)  # the same windows for any offset modulo the slide
             periodic[name] = (ticks.exact(spec.size), slide, ticks.exact(spec.offset) % slide)
-        self._plan = self.planner(periodic, self._rate(ticks))
-        for group in self._plan.groups:
+        plan = self.planner(periodic, self._rate(ticks))
+        notes = []
+        for group in plan.groups:
             members = {name: periodic[name] for name in group.queries if name in periodic}
             if not members:
                 continue
             period = math.lcm(*(slide for _, slide, _ in members.values()))
             if sum(period // slide for _, slide, _ in members.values()) * 2 > MAX_POINTS:
-                continue  # too many edges in one composite slide: left to the fallback
+                notes.append(f"{', '.join(members)}: more than {MAX_POINTS} edges in a composite slide, "
+                             "not shared (folded as final='auto' does)")
+                continue
             shared = SharedGroup(self.monoid, self.slices, ticks, members, group.partial, group.final)
             for name in members:
                 self.groups[name] = shared
+        if isinstance(plan, Plan):
+            plan = dataclasses.replace(plan, unit=float(ticks.unit), notes=plan.notes + tuple(notes))
+        self._plan = plan
 
     def prepare(self) -> None:
         if not self._planned:
