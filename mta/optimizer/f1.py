@@ -127,19 +127,19 @@ def _period(progressions: Sequence[Progression], period: int | None) -> int:
 
 
 def f1(progressions: Iterable[Progression], period: int | None = None) -> int:
-    """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1; without
-    shifts (every residue 0, Sec. 5.2.2) by its divisor-class form when the moduli's LCM factors quickly."""
+    """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1; beyond
+    four progressions by :func:`_split_count` when the moduli's LCM factors quickly (shifted progressions by
+    their compatible cliques, unshifted ones by divisor classes)."""
     given = normalise(progressions)
     if not given:
         return 0
     period = _period(given, period)
     progs = reduce(given)
-    if len(progs) > 4 and all(a == 0 for _, a in progs):
-        base = lcm_all(m for m, _ in progs)
-        count = _no_shift_count([m for m, _ in progs], base)
-        if count is not None:
-            return count * (period // base)
-    return sum(c * (period // m) for m, _, c in edge_terms(progs))
+    base = lcm_all(m for m, _ in progs)  # the union repeats every base ticks
+    count = _split_count(progs, base) if len(progs) > 4 else None
+    if count is None:
+        count = sum(c * (base // m) for m, _, c in edge_terms(progs))
+    return count * (period // base)
 
 
 def _factor(n: int, max_steps: int = 1 << 12) -> dict[int, int] | None:
@@ -159,31 +159,111 @@ def _factor(n: int, max_steps: int = 1 << 12) -> dict[int, int] | None:
     return out
 
 
-def _no_shift_count(moduli: Sequence[int], period: int, max_divisors: int = 1 << 20) -> int | None:
-    """F1 without shifts summed by divisor classes: ``x`` in ``[0, period)`` is an edge iff a modulus divides
-    ``d = gcd(x, period)``, and ``phi(period/d)`` ticks have that gcd, so the inclusion-exclusion of Eq. 5.1
-    collapses to ``sum(phi(period/d) for d | period if some modulus divides d)``. None if ``period`` does not
-    factor quickly or has too many divisors (then the terms are summed instead)."""
+def _split_count(progs: Sequence[Progression], period: int, max_divisors: int = 1 << 20,
+                 max_cliques: int = 1 << 16) -> int | None:
+    """The edges of the reduced progressions in one ``period`` (a multiple of their moduli), splitting them into
+    the unshifted set Z (residue 0) and the shifted set S: ``|U_Z| + |U_S| - |U_S & U_Z|``.
+
+    - ``U_S`` by inclusion-exclusion over the cliques of S's overlap graph (Eq. 5.7 keeps only the subsets that
+      pass Eq. 5.6 pairwise, which are the cliques): random shifts rarely overlap, so the cliques are few and
+      no merging is needed (past ``max_cliques`` the merged terms of :func:`edge_terms` are used instead).
+    - ``U_Z`` by divisor classes: ``x`` is in ``U_Z`` iff some modulus of Z divides ``gcd(x, period)``, so
+      ``|T & U_Z|`` for every term ``T`` of ``U_S`` (and ``T = (1, 0)`` for ``|U_Z|``) is a sum over the
+      divisors ``d`` of ``period`` covered by Z of the number of ``x`` in ``T`` with ``gcd(x, period) = d``,
+      which is multiplicative over the primes of ``period`` (:func:`_gcd_class_sizes`).
+
+    None if Z is non-empty and ``period`` does not factor quickly, has too many divisors or is too large for
+    exact float64 sums (then the caller sums :func:`edge_terms` instead)."""
+    zero = [m for m, a in progs if a == 0]
+    shifted = [(m, a) for m, a in progs if a]
+    terms = _clique_terms(shifted, max_cliques) if shifted else []
+    if terms is None:
+        terms = edge_terms(shifted)
+    total = sum(c * (period // m) for m, _, c in terms)  # |U_S|
+    if not zero:
+        return total
     factors = _factor(period)
-    if factors is None:
+    if factors is None or period >= 1 << 53:
         return None
-    n_divisors = 1
-    for e in factors.values():
-        n_divisors *= e + 1
-    if n_divisors > max_divisors or period >= 1 << 62:
+    shape = tuple(e + 1 for e in factors.values())
+    if int(np.prod(shape)) > max_divisors:
         return None
-    divisors = np.ones(1, dtype=np.int64)
-    phis = np.ones(1, dtype=np.int64)  # phi(period / d), multiplicative over the primes
+    divisors = np.ones(1, dtype=np.int64)  # in C order of exponent tuples (delta_p for p in factors)
     for p, e in factors.items():
-        powers = np.array([p ** k for k in range(e + 1)], dtype=np.int64)
-        # phi(p^(e-k)) for the exponent k of p in d
-        phi_rest = np.array([(p ** (e - k) - p ** (e - k - 1)) if k < e else 1 for k in range(e + 1)], dtype=np.int64)
-        divisors = np.outer(divisors, powers).ravel()
-        phis = np.outer(phis, phi_rest).ravel()
+        divisors = np.outer(divisors, np.array([p ** k for k in range(e + 1)], dtype=np.int64)).ravel()
     covered = np.zeros(len(divisors), dtype=bool)
-    for m in moduli:
+    for m in zero:
         covered |= divisors % m == 0
-    return int(phis[covered].sum())
+    moduli = np.array([1] + [m for m, _, _ in terms], dtype=np.int64)  # (1, 0) first: all ticks, for |U_Z|
+    residues = np.array([0] + [a for _, a, _ in terms], dtype=np.int64)
+    meets = _gcd_class_sizes(moduli, residues, factors, covered.reshape(shape).astype(np.float64))
+    return total + meets[0] - sum(c * k for (_, _, c), k in zip(terms, meets[1:]))
+
+
+def _clique_terms(progs: Sequence[Progression], max_cliques: int) -> list[Term] | None:
+    """The unmerged inclusion-exclusion of ``progs``: one term ``(lcm, crt residue, (-1)**(|K|+1))`` per clique
+    ``K`` of the overlap graph (Eq. 5.6; pairwise overlap makes the whole system solvable, generalised CRT),
+    or None past ``max_cliques`` cliques."""
+    n = len(progs)
+    mods = np.array([m for m, _ in progs], dtype=np.int64)
+    res = np.array([a for _, a in progs], dtype=np.int64)
+    meets = np.triu((res[:, None] - res[None, :]) % np.gcd(mods[:, None], mods[None, :]) == 0, 1)
+    # row i as an int bit set of the later progressions overlapping i
+    packed = np.packbits(meets, axis=1, bitorder="little")
+    later = [int.from_bytes(row.tobytes(), "little") for row in packed]
+    terms: list[Term] = []
+    append = terms.append
+    # depth first: (intersection so far, coefficient, later progressions overlapping every member)
+    stack = [(progs[i], 1, later[i]) for i in range(n)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        p, c, candidates = pop()
+        append((p[0], p[1], c))
+        rest = candidates
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            j = low.bit_length() - 1
+            push((intersect(p, progs[j]), -c, candidates & later[j]))
+        if len(terms) + len(stack) > max_cliques:
+            return None
+    return terms
+
+
+def _gcd_class_sizes(moduli: np.ndarray, residues: np.ndarray, factors: dict[int, int],
+                     covered: np.ndarray, chunk: int = 1 << 22) -> list[int]:
+    """For each progression ``(moduli[t], residues[t])`` (moduli dividing ``period = prod(p**e)``), the number
+    of its ``x`` in ``[0, period)`` whose ``d = gcd(x, period)`` is covered (``covered[delta]`` over the
+    exponent tuples ``delta`` of ``d``, as 0.0/1.0).
+
+    By CRT the components ``y = x mod p**e`` are independent, each uniform over the ``p**(e - mu)`` residues
+    ``y = b (mod p**mu)`` (``mu = v_p(modulus)``), so the count is ``sum(covered[delta] * prod_p N_p(delta_p))``
+    with ``N_p(delta)`` the number of those ``y`` with ``min(v_p(y), e) = delta``: if ``v = v_p(b) < mu`` every
+    one has ``v_p(y) = v`` (``N = p**(e-mu)`` at ``delta = v``); else ``y = p**mu z`` and ``N(delta) =
+    phi(p**(e-delta))`` for ``delta >= mu``. Contracted prime by prime in float64, exact below 2**53."""
+    out = np.empty(len(moduli))
+    n_div = covered.size
+    step = max(1, chunk // n_div)
+    for lo in range(0, len(moduli), step):
+        mod, res = moduli[lo:lo + step], residues[lo:lo + step]
+        acc = covered.reshape(1, -1)
+        for p, e in factors.items():
+            mu = np.zeros(len(mod), dtype=np.int64)
+            v = np.zeros(len(mod), dtype=np.int64)
+            for k in range(1, e + 1):
+                pk = p ** k
+                mu += mod % pk == 0
+                v += (res % pk == 0) & (k <= mu)
+            delta = np.arange(e + 1)
+            phi = np.array([p ** (e - d) - p ** (e - d - 1) if d < e else 1 for d in range(e + 1)], dtype=np.float64)
+            point = (v < mu)[:, None]
+            weights = np.where(point, (delta == v[:, None]) * (float(p) ** (e - mu))[:, None],
+                               (delta >= mu[:, None]) * phi)
+            # acc: (terms or 1, e+1, rest) -> (terms, rest), contracting this prime's exponent
+            acc = acc.reshape(acc.shape[0], e + 1, -1)
+            acc = np.einsum("td,tdr->tr", weights, acc) if acc.shape[0] > 1 else weights @ acc[0]
+        out[lo:lo + step] = acc[:, 0]
+    return [int(k) for k in np.rint(out)]
 
 
 def f1_subsets(progressions: Iterable[Progression], period: int | None = None) -> int:
