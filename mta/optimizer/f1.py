@@ -84,16 +84,49 @@ def intersect(p: Progression, q: Progression) -> Progression | None:
     return modulus, (a + m * t) % modulus
 
 
-def reduce(progressions: Iterable[Progression]) -> list[Progression]:
-    """The distinct progressions none of which is contained in another (same union of edges).
+def reduce(progressions: Iterable[Progression], max_python: int = 1 << 14) -> list[Progression]:
+    """The distinct progressions none of which is contained in another (same union of edges), sorted.
 
-    ``(s, h)`` is contained in ``(s', h')`` when ``s' | s`` and ``h = h' (mod s')``."""
+    ``(s, h)`` is contained in ``(s', h')`` when ``s' | s`` and ``h = h' (mod s')``. Checked against the kept
+    progressions one by one; once that has cost ``max_python`` comparisons (many kept progressions: shifts), the
+    rest is checked with numpy (:func:`_uncontained`)."""
+    unique = sorted(set(normalise(progressions)))
     kept: list[Progression] = []
-    for m, a in sorted(set(normalise(progressions))):
-        # sorted by modulus: a container has a modulus <= m, so it is already kept
+    work = 0
+    for i, (m, a) in enumerate(unique):
+        # sorted by modulus: a container has a smaller modulus, so it is already kept
         if not any(m % n == 0 and (a - b) % n == 0 for n, b in kept):
             kept.append((m, a))
+        work += len(kept)
+        if work > max_python and unique[-1][0] * len(unique) < 1 << 53:
+            return kept + _uncontained(unique, i + 1)
     return kept
+
+
+def _uncontained(unique: list[Progression], start: int) -> list[Progression]:
+    """The progressions of ``unique[start:]`` that no other progression of ``unique`` (distinct, sorted, moduli
+    times count below 2**53) contains. Containment is transitive, so "no other" equals "no kept one"."""
+    mods = np.array([m for m, _ in unique], dtype=np.int64)
+    res = np.array([a for _, a in unique], dtype=np.int64)
+    moduli, starts, counts = np.unique(mods, return_index=True, return_counts=True)
+    low = np.searchsorted(moduli, unique[start][0]) if start < len(unique) else len(moduli)
+    # moduli[j] | moduli[i], j < i, by float division: exact below 2**53 (a non-multiple is >= 1/n away)
+    quotients = moduli[low:, None] / moduli[None, :].astype(np.float64)
+    rows, smaller = np.nonzero((quotients == np.rint(quotients)) & (quotients > 1))
+    rows += low
+    # one pair per progression of modulus moduli[row] (from start on) and smaller modulus dividing it
+    per = counts[rows]
+    first = np.cumsum(per) - per
+    prog = np.repeat(starts[rows], per) + np.arange(per.sum()) - np.repeat(first, per)
+    smaller = np.repeat(smaller, per)
+    # (m, a) is contained in (n, a % n) if that progression exists: look its key up among the sorted keys
+    keys = np.repeat(np.arange(len(moduli)), counts) * moduli[-1] + res
+    wanted = smaller * moduli[-1] + res[prog] % moduli[smaller]
+    found = np.searchsorted(keys, wanted)
+    hit = keys[np.minimum(found, len(keys) - 1)] == wanted
+    contained = np.zeros(len(unique), dtype=bool)
+    contained[prog[hit]] = True
+    return [p for p, c in zip(unique[start:], contained[start:].tolist()) if not c]
 
 
 def edge_terms(progressions: Iterable[Progression]) -> list[Term]:
@@ -160,110 +193,133 @@ def _factor(n: int, max_steps: int = 1 << 12) -> dict[int, int] | None:
 
 
 def _split_count(progs: Sequence[Progression], period: int, max_divisors: int = 1 << 20,
-                 max_cliques: int = 1 << 16) -> int | None:
+                 max_cliques: int = 1 << 15) -> int | None:
     """The edges of the reduced progressions in one ``period`` (a multiple of their moduli), splitting them into
-    the unshifted set Z (residue 0) and the shifted set S: ``|U_Z| + |U_S| - |U_S & U_Z|``.
+    the unshifted set Z (residue 0) and the shifted set S: ``|U_S u U_Z| = |U_Z| + sum(c * (|T| - |T n U_Z|))``
+    over the inclusion-exclusion terms ``(T, c)`` of ``U_S``.
 
-    - ``U_S`` by inclusion-exclusion over the cliques of S's overlap graph (Eq. 5.7 keeps only the subsets that
-      pass Eq. 5.6 pairwise, which are the cliques): random shifts rarely overlap, so the cliques are few and
-      no merging is needed (past ``max_cliques`` the merged terms of :func:`edge_terms` are used instead).
-    - ``U_Z`` by divisor classes: ``x`` is in ``U_Z`` iff some modulus of Z divides ``gcd(x, period)``, so
-      ``|T & U_Z|`` for every term ``T`` of ``U_S`` (and ``T = (1, 0)`` for ``|U_Z|``) is a sum over the
-      divisors ``d`` of ``period`` covered by Z of the number of ``x`` in ``T`` with ``gcd(x, period) = d``,
-      which is multiplicative over the primes of ``period`` (:func:`_gcd_class_sizes`).
+    - The terms of ``U_S`` are the cliques of S's overlap graph (Eq. 5.7 keeps only the subsets that pass
+      Eq. 5.6 pairwise, and pairwise overlap makes the whole system solvable, generalised CRT), enumerated
+      level by level with numpy (:func:`_clique_signatures`): random shifts rarely overlap, so the cliques are
+      few. Past ``max_cliques`` the merged terms of :func:`edge_terms` are used instead.
+    - ``x`` is in ``U_Z`` iff some modulus of Z divides ``d = gcd(x, period)``, and the number of ``x`` in a
+      progression ``T`` with a given ``d`` is multiplicative over the primes of ``period``, a function of
+      ``T``'s signature (:func:`_signatures`); so are ``|T| = period / modulus`` and a clique's signature
+      (the maximum of its members'), and the terms are summed per signature (:func:`_gcd_class_sizes`).
 
-    None if Z is non-empty and ``period`` does not factor quickly, has too many divisors or is too large for
-    exact float64 sums (then the caller sums :func:`edge_terms` instead)."""
-    zero = [m for m, a in progs if a == 0]
-    shifted = [(m, a) for m, a in progs if a]
-    terms = _clique_terms(shifted, max_cliques) if shifted else []
-    if terms is None:
-        terms = edge_terms(shifted)
-    total = sum(c * (period // m) for m, _, c in terms)  # |U_S|
-    if not zero:
-        return total
+    None if ``period`` does not factor quickly, has too many divisors or is too large for exact float64 sums
+    (then the caller sums :func:`edge_terms` instead)."""
     factors = _factor(period)
     if factors is None or period >= 1 << 53:
         return None
     shape = tuple(e + 1 for e in factors.values())
     if int(np.prod(shape)) > max_divisors:
         return None
-    divisors = np.ones(1, dtype=np.int64)  # in C order of exponent tuples (delta_p for p in factors)
-    for p, e in factors.items():
-        divisors = np.outer(divisors, np.array([p ** k for k in range(e + 1)], dtype=np.int64)).ravel()
-    covered = np.zeros(len(divisors), dtype=bool)
-    for m in zero:
-        covered |= divisors % m == 0
-    moduli = np.array([1] + [m for m, _, _ in terms], dtype=np.int64)  # (1, 0) first: all ticks, for |U_Z|
-    residues = np.array([0] + [a for _, a, _ in terms], dtype=np.int64)
-    meets = _gcd_class_sizes(moduli, residues, factors, covered.reshape(shape).astype(np.float64))
-    return total + meets[0] - sum(c * k for (_, _, c), k in zip(terms, meets[1:]))
+    shifted = [(m, a) for m, a in progs if a]
+    codes, coefs = _clique_signatures(shifted, factors, max_cliques)
+    if codes is None:
+        terms = edge_terms(shifted)
+        codes = _signatures([m for m, _, _ in terms], [a for _, a, _ in terms], factors)
+        coefs = np.array([c for _, _, c in terms], dtype=np.int64)
+    # the all-ticks progression (1, 0) (signature 0) with coefficient 0 carries |U_Z|
+    codes = np.vstack([np.zeros((1, len(shape)), dtype=np.int64), codes])
+    coefs = np.concatenate([np.zeros(1, dtype=np.int64), coefs])
+    radix = np.cumprod([1] + [(e + 1) ** 2 for e in factors.values()][:-1])
+    keys, first, inverse = np.unique(codes @ radix, return_index=True, return_inverse=True)
+    summed = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(summed, inverse.ravel(), coefs)
+    codes = codes[first]
+    mu = np.stack([codes[:, j] // (e + 1) for j, e in enumerate(factors.values())], axis=1)
+    sizes = period // np.prod(np.array(list(factors), dtype=np.int64) ** mu, axis=1)  # |T| = period / modulus
+    zero = [m for m, a in progs if a == 0]
+    if zero:
+        divisors = np.ones(1, dtype=np.int64)  # in C order of exponent tuples (delta_p for p in factors)
+        for p, e in factors.items():
+            divisors = np.outer(divisors, np.array([p ** k for k in range(e + 1)], dtype=np.int64)).ravel()
+        covered = np.zeros(len(divisors), dtype=bool)
+        for m in zero:
+            covered |= divisors % m == 0
+        meets = _gcd_class_sizes(codes, factors, covered.reshape(shape).astype(np.float64))
+    else:
+        meets = np.zeros(len(keys), dtype=np.int64)
+    # keys are sorted and signature 0 (the all-ticks progression) is the smallest: meets[0] = |U_Z|
+    return int(meets[0]) + sum(c * (t - k) for c, t, k in zip(summed.tolist(), sizes.tolist(), meets.tolist()))
 
 
-def _clique_terms(progs: Sequence[Progression], max_cliques: int) -> list[Term] | None:
-    """The unmerged inclusion-exclusion of ``progs``: one term ``(lcm, crt residue, (-1)**(|K|+1))`` per clique
-    ``K`` of the overlap graph (Eq. 5.6; pairwise overlap makes the whole system solvable, generalised CRT),
-    or None past ``max_cliques`` cliques."""
-    n = len(progs)
+def _signatures(moduli: Sequence[int], residues: Sequence[int], factors: dict[int, int]) -> np.ndarray:
+    """Per progression ``(modulus, residue)`` (modulus dividing ``prod(p**e)``) and prime ``p``: the code
+    ``mu * (e + 1) + v`` of ``mu = v_p(modulus)`` and ``v = min(v_p(residue), mu)``, which fix the number of the
+    progression's ticks with each ``gcd(x, period)`` (:func:`_gcd_class_sizes`). Compatible progressions agree
+    modulo ``p**min(mu)``, so the code of an intersection is the maximum of the codes (the larger ``mu`` wins)."""
+    mods = np.array(moduli, dtype=np.int64)
+    res = np.array(residues, dtype=np.int64)
+    out = np.empty((len(mods), len(factors)), dtype=np.int64)
+    for j, (p, e) in enumerate(factors.items()):
+        mu = np.zeros(len(mods), dtype=np.int64)
+        v = np.zeros(len(mods), dtype=np.int64)
+        for k in range(1, e + 1):
+            pk = p ** k
+            mu += mods % pk == 0
+            v += (res % pk == 0) & (k <= mu)
+        out[:, j] = mu * (e + 1) + v
+    return out
+
+
+def _clique_signatures(progs: Sequence[Progression], factors: dict[int, int],
+                       max_cliques: int) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+    """The unmerged inclusion-exclusion of ``progs``: for every clique ``K`` of the overlap graph (Eq. 5.6) the
+    signature codes of the intersection (:func:`_signatures`) and the coefficient ``(-1)**(|K|+1)``; (None,
+    None) past ``max_cliques`` cliques. Level ``L + 1`` extends every ``L``-clique by each later progression
+    that overlaps all its members."""
     mods = np.array([m for m, _ in progs], dtype=np.int64)
     res = np.array([a for _, a in progs], dtype=np.int64)
-    meets = np.triu((res[:, None] - res[None, :]) % np.gcd(mods[:, None], mods[None, :]) == 0, 1)
-    # row i as an int bit set of the later progressions overlapping i
-    packed = np.packbits(meets, axis=1, bitorder="little")
-    later = [int.from_bytes(row.tobytes(), "little") for row in packed]
-    terms: list[Term] = []
-    append = terms.append
-    # depth first: (intersection so far, coefficient, later progressions overlapping every member)
-    stack = [(progs[i], 1, later[i]) for i in range(n)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        p, c, candidates = pop()
-        append((p[0], p[1], c))
-        rest = candidates
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            j = low.bit_length() - 1
-            push((intersect(p, progs[j]), -c, candidates & later[j]))
-        if len(terms) + len(stack) > max_cliques:
-            return None
-    return terms
+    base = _signatures(mods, res, factors)
+    small = np.int32 if mods.max(initial=1) < 1 << 31 else np.int64  # int32 division is faster
+    res = res.astype(small)
+    gcds = np.ones((len(mods), len(mods)), dtype=small)  # prod(p**min(mu)): faster than np.gcd
+    for j, (p, e) in enumerate(factors.items()):
+        powers = (p ** (base[:, j] // (e + 1))).astype(small)
+        gcds *= np.minimum.outer(powers, powers)
+    overlaps = np.triu((res[:, None] - res[None, :]) % gcds == 0, 1)
+    codes, candidates = base, overlaps  # candidates[c]: the later progressions overlapping every member of c
+    levels, coefs, total = [base], [np.ones(len(base), dtype=np.int64)], len(base)
+    sign = 1
+    while True:
+        clique, later = np.nonzero(candidates)
+        total += len(clique)
+        if not len(clique):
+            break
+        if total > max_cliques:
+            return None, None
+        sign = -sign
+        codes = np.maximum(codes[clique], base[later])
+        candidates = candidates[clique] & overlaps[later]
+        levels.append(codes)
+        coefs.append(np.full(len(codes), sign, dtype=np.int64))
+    return np.vstack(levels), np.concatenate(coefs)
 
 
-def _gcd_class_sizes(moduli: np.ndarray, residues: np.ndarray, factors: dict[int, int],
-                     covered: np.ndarray, chunk: int = 1 << 22) -> list[int]:
-    """For each progression ``(moduli[t], residues[t])`` (moduli dividing ``period = prod(p**e)``), the number
-    of its ``x`` in ``[0, period)`` whose ``d = gcd(x, period)`` is covered (``covered[delta]`` over the
-    exponent tuples ``delta`` of ``d``, as 0.0/1.0).
+def _gcd_class_sizes(codes: np.ndarray, factors: dict[int, int], covered: np.ndarray) -> np.ndarray:
+    """For each progression signature (rows of :func:`_signatures` codes) the number of its ticks ``x`` in
+    ``[0, period)``, ``period = prod(p**e)``, whose ``d = gcd(x, period)`` is covered (``covered[delta]`` over
+    the exponent tuples ``delta`` of ``d``, as 0.0/1.0).
 
     By CRT the components ``y = x mod p**e`` are independent, each uniform over the ``p**(e - mu)`` residues
-    ``y = b (mod p**mu)`` (``mu = v_p(modulus)``), so the count is ``sum(covered[delta] * prod_p N_p(delta_p))``
-    with ``N_p(delta)`` the number of those ``y`` with ``min(v_p(y), e) = delta``: if ``v = v_p(b) < mu`` every
-    one has ``v_p(y) = v`` (``N = p**(e-mu)`` at ``delta = v``); else ``y = p**mu z`` and ``N(delta) =
-    phi(p**(e-delta))`` for ``delta >= mu``. Contracted prime by prime in float64, exact below 2**53."""
-    out = np.empty(len(moduli))
-    n_div = covered.size
-    step = max(1, chunk // n_div)
-    for lo in range(0, len(moduli), step):
-        mod, res = moduli[lo:lo + step], residues[lo:lo + step]
-        acc = covered.reshape(1, -1)
-        for p, e in factors.items():
-            mu = np.zeros(len(mod), dtype=np.int64)
-            v = np.zeros(len(mod), dtype=np.int64)
-            for k in range(1, e + 1):
-                pk = p ** k
-                mu += mod % pk == 0
-                v += (res % pk == 0) & (k <= mu)
-            delta = np.arange(e + 1)
-            phi = np.array([p ** (e - d) - p ** (e - d - 1) if d < e else 1 for d in range(e + 1)], dtype=np.float64)
-            point = (v < mu)[:, None]
-            weights = np.where(point, (delta == v[:, None]) * (float(p) ** (e - mu))[:, None],
-                               (delta >= mu[:, None]) * phi)
-            # acc: (terms or 1, e+1, rest) -> (terms, rest), contracting this prime's exponent
-            acc = acc.reshape(acc.shape[0], e + 1, -1)
-            acc = np.einsum("td,tdr->tr", weights, acc) if acc.shape[0] > 1 else weights @ acc[0]
-        out[lo:lo + step] = acc[:, 0]
-    return [int(k) for k in np.rint(out)]
+    ``y = b (mod p**mu)``, so the count is ``sum(covered[delta] * prod_p N_p(delta_p))`` with ``N_p(delta)`` the
+    number of those ``y`` with ``min(v_p(y), e) = delta``: if ``v < mu`` every one has ``v_p(y) = v``
+    (``N = p**(e-mu)`` at ``delta = v``); else ``y = p**mu z`` and ``N(delta) = phi(p**(e-delta))`` for
+    ``delta >= mu``. Contracted prime by prime in float64 (einsum, no threads), exact below 2**53."""
+    acc = covered.reshape(1, -1)
+    for j, (p, e) in enumerate(factors.items()):
+        mu, v = codes[:, j] // (e + 1), codes[:, j] % (e + 1)
+        delta = np.arange(e + 1)
+        phi = np.array([p ** (e - d) - p ** (e - d - 1) if d < e else 1 for d in range(e + 1)], dtype=np.float64)
+        weights = np.where((v < mu)[:, None], (delta == v[:, None]) * (float(p) ** (e - mu))[:, None],
+                           (delta >= mu[:, None]) * phi)
+        # acc: (1 or signatures, e+1, rest) -> (signatures, rest), contracting this prime's exponent
+        acc = acc.reshape(acc.shape[0], e + 1, -1)
+        acc = np.einsum("td,tdr->tr", weights, acc) if j else np.einsum("td,dr->tr", weights, acc[0])
+    return np.rint(acc[:, 0]).astype(np.int64)
 
 
 def f1_subsets(progressions: Iterable[Progression], period: int | None = None) -> int:
