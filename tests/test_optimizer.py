@@ -17,7 +17,8 @@ from benchmarks.optimizer import counted_final_ops  # the engine's execution of 
 from mta.monoid import Max, Sum
 from mta.optimizer import FINALS, METHODS, PARTIALS, PeriodicQuery, optimize
 from mta.optimizer.cost import allowed_finals, flatfat_lookup, omegas, shape
-from mta.optimizer.f1 import bitset_edges, count_in, edge_terms, f1, f1_subsets, lcm_all, overlap
+from mta.optimizer.f1 import (_split_count, bitset_edges, count_in, edge_terms, f1, f1_subsets, lcm_all, overlap,
+                              reduce)
 from mta.optimizer.partials import edge_prefix, partials_per_window, progressions, window_spans
 from mta.optimizer import weave
 from mta.optimizer.weave import Pricer, set_partitions
@@ -91,6 +92,40 @@ def test_f1_period_must_be_a_multiple():
     assert f1([(4, 1), (6, 0)], 24) == 2 * f1([(4, 1), (6, 0)])
     with pytest.raises(ValueError, match="multiple"):
         f1([(4, 1), (6, 0)], 18)
+
+
+DIVISORS_720720 = [d for d in range(2, 721) if 720720 % d == 0]
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(DIVISORS_720720), st.integers(0, 10 ** 6)), min_size=5, max_size=60),
+       st.integers(0, 3))
+def test_f1_with_many_fragments_equals_bitset(queries, shift):
+    """Many queries with Pairs fragments (shifts 0 and the fragment per slide, Sec. 5.2.3), all shifted by
+    ``shift`` (then few or no unshifted progressions remain, and shared shifts make dense overlap cliques):
+    F1 by cliques and divisor classes, by the merged terms it falls back to, and the bit set agree, and the
+    numpy containment check of :func:`reduce` agrees with the definition."""
+    progs = [(s, (a + shift) % s) for s, f in queries for a in (0, f % s)]
+    period = lcm_all(m for m, _ in progs)
+    expected = bitset_edges(progs)
+    reduced = reduce(progs)
+    assert f1(progs) == expected
+    assert _split_count(reduced, period) == _split_count(reduced, period, max_cliques=0) == expected
+    unique = set(progs)
+    assert reduce(progs, max_python=0) == reduced == sorted(
+        (m, a) for m, a in unique
+        if not any((n, b) != (m, a) and m % n == 0 and (a - b) % n == 0 for n, b in unique))
+
+
+def test_f1_falls_back_for_rough_or_huge_periods():
+    """A modulus LCM with a large prime factor (trial division gives up) or beyond float64's exact integers:
+    F1 sums the merged terms instead, still equal to Eq. 5.7."""
+    prime = 2147483647
+    rough = [(prime, 0), (prime, 5), (2 * prime, 7), (3, 0), (3, 1), (5, 2), (6, 4)]
+    huge = [(2 ** 30, 0), (2 ** 30, 3), (3 ** 19, 1), (5, 2), (5, 0), (7, 3)]
+    for progs in (rough, huge):
+        assert _split_count(reduce(progs), lcm_all(m for m, _ in progs)) is None
+        assert f1(progs) == f1_subsets(progs)
 
 
 # --------------------------------------------------------------------------- partials, Table 1
