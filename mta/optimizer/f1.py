@@ -159,6 +159,13 @@ def _period(progressions: Sequence[Progression], period: int | None) -> int:
     return period
 
 
+#: :func:`f1` uses :func:`_split_count` from this long a period (a shorter one bounds the merged terms: distinct
+#: progressions modulo its divisors) and beyond this many unshifted progressions (they all overlap, so their
+#: merged terms multiply) or from this many progressions: its numpy calls cost a few hundred microseconds, as
+#: much as the merged terms at about 30 progressions of benchmarks/optimizer.py's workloads
+SPLIT_PERIOD, SPLIT_UNSHIFTED, SPLIT_FROM = 1 << 16, 4, 32
+
+
 def f1(progressions: Iterable[Progression], period: int | None = None) -> int:
     """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1; beyond
     four progressions by :func:`_split_count` when the moduli's LCM factors quickly (shifted progressions by
@@ -169,7 +176,9 @@ def f1(progressions: Iterable[Progression], period: int | None = None) -> int:
     period = _period(given, period)
     progs = reduce(given)
     base = lcm_all(m for m, _ in progs)  # the union repeats every base ticks
-    count = _split_count(progs, base) if len(progs) > 4 else None
+    unshifted = sum(1 for _, a in progs if a == 0)
+    split = base >= SPLIT_PERIOD and (unshifted > SPLIT_UNSHIFTED or len(progs) >= SPLIT_FROM)
+    count = _split_count(progs, base) if split else None
     if count is None:
         count = sum(c * (base // m) for m, _, c in edge_terms(progs))
     return count * (period // base)
@@ -210,7 +219,7 @@ def _split_count(progs: Sequence[Progression], period: int, max_divisors: int = 
     None if ``period`` does not factor quickly, has too many divisors or is too large for exact float64 sums
     (then the caller sums :func:`edge_terms` instead)."""
     factors = _factor(period)
-    if factors is None or period >= 1 << 53:
+    if factors is None or not 1 < period < 1 << 53:
         return None
     shape = tuple(e + 1 for e in factors.values())
     if int(np.prod(shape)) > max_divisors:
