@@ -172,8 +172,11 @@ def f1_experiment(run: Run, sizes: list[int], rounds: int, s_max: int, s_min: in
               f"median of {rounds})",
               ["workload", "queries", "composite", "progressions (reduced)", "F1 terms", "edges", "F1 ms",
                "bit set ms", "Eq. 5.7 subsets ms", "bit set / F1"], rows,
-              note="F1 without shifts sums divisor classes; with shifts it merges equal inclusion-exclusion terms. "
-                   "Both get the preparation of Sec. 5.3 (duplicates and contained progressions removed).")
+              note="F1 (mta.optimizer.f1.f1) over a long period with many progressions counts the unshifted ones by "
+                   "divisor classes and the shifted ones (fragments) by the cliques of their overlap graph, each "
+                   "clique's meeting with the unshifted union again by divisor classes; otherwise it merges equal "
+                   "inclusion-exclusion terms. 'F1 terms' is the merged term count (edge_terms), for scale. Both get "
+                   "the preparation of Sec. 5.3 (duplicates and contained progressions removed).")
     return {"results": results}
 
 

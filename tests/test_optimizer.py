@@ -78,7 +78,8 @@ def test_f1_without_shifts_by_divisor_classes(moduli):
     progs = [(m, 0) for m in moduli]
     period = lcm_all(moduli)
     assert f1(progs) == bitset_edges(progs) == sum(c * (period // m) for m, _, c in edge_terms(progs))
-    assert _split_count(reduce(progs), period) == f1(progs)  # f1 sums the merged terms below SPLIT_PERIOD
+    if period > 1:  # f1 itself sums the merged terms below SPLIT_PERIOD
+        assert _split_count(reduce(progs), period) == f1(progs)
 
 
 @SETTINGS
