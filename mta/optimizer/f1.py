@@ -230,14 +230,26 @@ def _split_count(progs: Sequence[Progression], period: int, max_divisors: int = 
     shape = tuple(e + 1 for e in factors.values())
     if int(np.prod(shape)) > max_divisors:
         return None
+    zero = [m for m, a in progs if a == 0]
     shifted = [(m, a) for m, a in progs if a]
+    all_ticks = np.zeros((1, len(shape)), dtype=np.int64)  # the signature of (1, 0): |(1, 0) n U_Z| = |U_Z|
+    if zero:
+        divisors = np.ones(1, dtype=np.int64)  # in C order of exponent tuples (delta_p for p in factors)
+        for p, e in factors.items():
+            divisors = np.outer(divisors, np.array([p ** k for k in range(e + 1)], dtype=np.int64)).ravel()
+        covered = np.zeros(len(divisors), dtype=bool)
+        for m in zero:
+            covered |= divisors % m == 0
+        covered_f = covered.reshape(shape).astype(np.float64)
+        if not shifted:
+            return int(_gcd_class_sizes(all_ticks, factors, covered_f)[0])
     codes, coefs = _clique_signatures(shifted, factors, max_cliques)
     if codes is None:
         terms = edge_terms(shifted)
         codes = _signatures([m for m, _, _ in terms], [a for _, a, _ in terms], factors)
         coefs = np.array([c for _, _, c in terms], dtype=np.int64)
-    # the all-ticks progression (1, 0) (signature 0) with coefficient 0 carries |U_Z|
-    codes = np.vstack([np.zeros((1, len(shape)), dtype=np.int64), codes])
+    # (1, 0) with coefficient 0 carries |U_Z|
+    codes = np.vstack([all_ticks, codes])
     coefs = np.concatenate([np.zeros(1, dtype=np.int64), coefs])
     radix = np.cumprod([1] + [(e + 1) ** 2 for e in factors.values()][:-1])
     keys, first, inverse = np.unique(codes @ radix, return_index=True, return_inverse=True)
@@ -246,17 +258,7 @@ def _split_count(progs: Sequence[Progression], period: int, max_divisors: int = 
     codes = codes[first]
     mu = np.stack([codes[:, j] // (e + 1) for j, e in enumerate(factors.values())], axis=1)
     sizes = period // np.prod(np.array(list(factors), dtype=np.int64) ** mu, axis=1)  # |T| = period / modulus
-    zero = [m for m, a in progs if a == 0]
-    if zero:
-        divisors = np.ones(1, dtype=np.int64)  # in C order of exponent tuples (delta_p for p in factors)
-        for p, e in factors.items():
-            divisors = np.outer(divisors, np.array([p ** k for k in range(e + 1)], dtype=np.int64)).ravel()
-        covered = np.zeros(len(divisors), dtype=bool)
-        for m in zero:
-            covered |= divisors % m == 0
-        meets = _gcd_class_sizes(codes, factors, covered.reshape(shape).astype(np.float64))
-    else:
-        meets = np.zeros(len(keys), dtype=np.int64)
+    meets = _gcd_class_sizes(codes, factors, covered_f) if zero else np.zeros(len(keys), dtype=np.int64)
     # keys are sorted and signature 0 (the all-ticks progression) is the smallest: meets[0] = |U_Z|
     return int(meets[0]) + sum(c * (t - k) for c, t, k in zip(summed.tolist(), sizes.tolist(), meets.tolist()))
 
