@@ -173,9 +173,9 @@ SPLIT_PERIOD, SPLIT_UNSHIFTED, SPLIT_FROM = 1 << 16, 4, 32
 
 
 def f1(progressions: Iterable[Progression], period: int | None = None) -> int:
-    """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1; beyond
-    four progressions by :func:`_split_count` when the moduli's LCM factors quickly (shifted progressions by
-    their compatible cliques, unshifted ones by divisor classes)."""
+    """The number of distinct edges in one period (default: the LCM of the moduli), by the merged F1, or for
+    many progressions over a long period (``SPLIT_*``) by :func:`_split_count` when the moduli's LCM factors
+    quickly (shifted progressions by their overlap cliques, unshifted ones by divisor classes)."""
     given = normalise(progressions)
     if not given:
         return 0
