@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable
 
 __all__ = ["WindowType", "Tumbling", "Sliding", "Session", "Count", "Punctuation", "Policy"]
@@ -60,11 +61,35 @@ class Sliding(WindowType):
         _positive(self.slide, "slide")
         if isinstance(self.offset, bool) or not isinstance(self.offset, (int, float)) or not math.isfinite(self.offset):
             raise ValueError(f"offset must be a finite number, got {self.offset!r}")
+        # Edges are exact: with a float among the three, each is n * unit (unit = p / q, the
+        # values read as the decimals or simple fractions that print them) and an edge is the
+        # float nearest n * p / q, so that a window's end and a later window's start (or a
+        # sum of slides) are the same float: Sliding(1, 0.1) starts a window at 0.3, not at
+        # 0.30000000000000004, and ends one there too.
+        values = (self.size, self.slide, self.offset)
+        if all(type(v) is int for v in values):
+            exact = None
+        else:
+            fractions = [as_fraction(v) for v in values]
+            q = math.lcm(*(f.denominator for f in fractions))
+            p = math.gcd(*(int(f * q) for f in fractions if f))
+            exact = (p, q) + tuple(int(f * q) // p for f in fractions)
+        object.__setattr__(self, "_exact", exact)
 
-    # Window k is [start(k), start(k) + size). Floor division keeps ints exact; the
-    # loops correct the float rounding of k so that start(k) <= t < start(k + 1).
+    # Window k is [start(k), end(k)). The loops correct the float rounding of k's estimate.
     def start(self, k: int) -> Any:
-        return self.offset + k * self.slide
+        exact = self._exact
+        if exact is None:
+            return self.offset + k * self.slide
+        p, q, _, slide, offset = exact
+        return (offset + k * slide) * p / q
+
+    def end(self, k: int) -> Any:
+        exact = self._exact
+        if exact is None:
+            return self.offset + k * self.slide + self.size
+        p, q, size, slide, offset = exact
+        return (offset + k * slide + size) * p / q
 
     def first_starting_after(self, t: Any) -> int:
         """The smallest k with start(k) > t."""
@@ -77,17 +102,30 @@ class Sliding(WindowType):
 
     def first_ending_after(self, t: Any) -> int:
         """The smallest k with end(k) > t."""
-        return self.first_starting_after(t - self.size)
+        k = int((t - self.size - self.offset) // self.slide) + 1
+        while self.end(k - 1) > t:
+            k -= 1
+        while self.end(k) <= t:
+            k += 1
+        return k
 
     def next_edge(self, t: Any) -> Any:
         """The smallest window start or end > t (the Stream Slicer's ``getNextEdge``)."""
-        return min(self.start(self.first_starting_after(t)),
-                   self.start(self.first_ending_after(t)) + self.size)
+        return min(self.start(self.first_starting_after(t)), self.end(self.first_ending_after(t)))
 
     def floor_edge(self, t: Any) -> Any:
         """The largest window start or end <= t."""
-        return max(self.start(self.first_starting_after(t) - 1),
-                   self.start(self.first_ending_after(t) - 1) + self.size)
+        return max(self.start(self.first_starting_after(t) - 1), self.end(self.first_ending_after(t) - 1))
+
+
+def as_fraction(v: int | float) -> Fraction:
+    """``v`` as the fraction a user meant: a float as the decimal that prints it (0.1 -> 1/10),
+    or a simple fraction whose float it is (1/3 -> 1/3)."""
+    if isinstance(v, int):
+        return Fraction(v)
+    decimal = Fraction(repr(float(v)))
+    simple = decimal.limit_denominator(1_000_000)
+    return simple if float(simple) == v else decimal
 
 
 class Tumbling(Sliding):

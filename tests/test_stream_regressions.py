@@ -307,3 +307,38 @@ def test_eager_stores_keep_a_tuple_waiting_at_the_watermark(final):
     s.insert(5, 1000)
     assert rows(s.advance(6)) == [("t", 1, 4, 100, 1, False, ())]
     assert rows(s.advance(46)) == [("s", 3, 8, 1111, 4, False, ((4, 6),)), ("t", 4, 7, 1011, 3, True, ())]
+
+
+@pytest.mark.parametrize("window", [Tumbling(0.1), Tumbling(0.5, offset=0.2), Sliding(1, 0.1), Sliding(2.1, 0.7),
+                                    Sliding(1 / 3, 1 / 6)])
+def test_float_window_edges_are_exact_and_the_slicer_always_moves_on(window):
+    """Float sizes and slides: next_edge(0.7) of Tumbling(0.5, offset=0.2) was 0.7 (an end
+    computed as start + size rounded down), and advance() looped forever (issue 18's outside
+    test). Edges are now the floats nearest the exact decimals: a window's end is the next
+    windows' start, bit for bit."""
+    from fractions import Fraction
+    from mta.windows import as_fraction
+    size, slide, offset = (as_fraction(v) for v in (window.size, window.slide, window.offset))
+    for k in range(-50, 400):
+        assert window.start(k) == float(offset + k * slide)
+        assert window.end(k) == float(offset + k * slide + size)
+    for n in range(-300, 3000):
+        t = n / 100
+        assert window.floor_edge(t) <= t < window.next_edge(t)
+        k = window.first_ending_after(t)
+        assert window.end(k - 1) <= t < window.end(k)
+    assert Fraction(repr(Sliding(1, 0.1).start(3))) == Fraction(3, 10)
+
+
+@pytest.mark.parametrize("final", ["lazy", "auto", "shared"])
+def test_float_slides_give_the_exact_decimal_windows(final):
+    """Sliding(1, 0.1): the window [0.3, 1.3) holds the tuple at 0.3 (it started at
+    0.30000000000000004 and left it out, while final="shared" counted it in: values differed
+    from counts), and [0.2, 1.2) does not hold the tuple at 1.2."""
+    s = Stream(Collect(), final=final)
+    s.add("q", Sliding(1, 0.1))
+    for t in [0.1, 0.2, 0.3, 0.5, 1.2, 1.25, 1.3]:
+        s.insert(t, t)
+    got = {(r.start, r.end): (r.value, r.count) for r in s.advance(5)}
+    assert got[(0.3, 1.3)] == ([0.3, 0.5, 1.2, 1.25], 4)
+    assert got[(0.2, 1.2)] == ([0.2, 0.3, 0.5], 3)

@@ -103,7 +103,7 @@ class SlidingRunner(Runner):
         if self.next_end > wm and not late:  # nothing ends before the watermark
             return
         spec, slices = self.spec, self.stream.slices
-        size, starts, counts = spec.size, slices.starts, slices.counts
+        starts, counts = slices.starts, slices.counts
         seen = set()
         # The windows holding a slice late tuples went into, that closed before this advance
         # (no slice holds an edge of this query, nor its begin: the slice's start stands for
@@ -112,19 +112,19 @@ class SlidingRunner(Runner):
             if t < self.begin:
                 continue
             k = spec.first_ending_after(t)
-            while spec.start(k) <= t and spec.start(k) + size <= prev:
+            while spec.start(k) <= t and spec.end(k) <= prev:
                 if k not in seen and spec.start(k) >= self.begin:
                     seen.add(k)
-                    s = spec.start(k)
-                    i, j = slices.span(s, s + size)
-                    self._result(updates, s, s + size, i, j, False, True)
+                    s, e = spec.start(k), spec.end(k)
+                    i, j = slices.span(s, e)
+                    self._result(updates, s, e, i, j, False, True)
                 k += 1
         if not starts or prev == _INF:
             return
         k = self._first(max(prev, starts[0]))
         while True:
             s = spec.start(k)
-            e = s + size
+            e = spec.end(k)
             if e > wm:
                 self.next_end = e  # every window before it was reported or empty
                 return

@@ -35,26 +35,17 @@ from mta.algorithms import MULTI_QUERY
 from mta.optimizer import Plan
 from mta.stream.final import FinalAggregation
 from mta.stream.slices import TimeSlices
+from mta.windows import as_fraction
 
 #: a group whose composite slide has more edges than this is not shared (its table would be large)
 MAX_POINTS = 1 << 16
-
-
-def _fraction(v: Any) -> Fraction:
-    """``v`` as the fraction a user meant: a float as the decimal that prints it (0.1 -> 1/10),
-    or a simple fraction whose float it is (1/3 -> 1/3), so that ticks stay few and exact."""
-    if isinstance(v, int):
-        return Fraction(v)
-    decimal = Fraction(repr(float(v)))
-    simple = decimal.limit_denominator(1_000_000)
-    return simple if float(simple) == v else decimal
 
 
 class Ticks:
     """Engine times as integer ticks: ``unit`` divides every value it was built from."""
 
     def __init__(self, values: Sequence[Any]) -> None:
-        fractions = [_fraction(v) for v in values if v]
+        fractions = [as_fraction(v) for v in values if v]
         denominator = math.lcm(*(f.denominator for f in fractions)) if fractions else 1
         numerator = math.gcd(*(int(f * denominator) for f in fractions)) if fractions else 1
         self.unit = Fraction(numerator, denominator)
@@ -63,7 +54,7 @@ class Ticks:
 
     def exact(self, v: Any) -> int:
         """``v`` (one of the values the ticks were built from, or a sum of them) in ticks."""
-        n = _fraction(v) / self.unit
+        n = as_fraction(v) / self.unit
         if n.denominator != 1:
             raise ValueError(f"{v!r} is not a whole number of ticks of {self.unit}")
         return int(n)
