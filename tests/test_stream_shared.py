@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import hsettings
 from mta import Collect, Stream, Sum
 from mta.algorithms import MULTI_QUERY
-from mta.windows import Sliding, Tumbling
+from mta.windows import Session, Sliding, Tumbling
 from test_stream_properties import MONOIDS, Run, scenarios
 
 PARTIALS = ("panes", "pairs", "cutty")
@@ -163,3 +163,18 @@ def test_the_groups_answer_the_windows_with_few_combines(monoid) -> None:
     shared, shared_ops = run("shared")
     assert shared == lazy and len(lazy) > 1000
     assert shared_ops * 4 < lazy_ops, (shared_ops, lazy_ops)
+
+
+def test_a_tuple_just_before_an_edge_stays_before_it() -> None:
+    """A session cuts a slice at 73.49999999999997, just before the edge 73.5 of Sliding(6, 1.5):
+    the shared final rounded it onto the edge and left the tuple out of [67.5, 73.5) (issue 18's
+    outside test). Ticks are now exact against the engine's own edge floats."""
+    results = {}
+    for final in ("lazy", "shared"):
+        s = Stream(Sum(), final=final)
+        s.add("h", Sliding(6, 1.5))
+        s.add("s", Session(0.8))
+        s.insert(73.49999999999997, 17)
+        results[final] = [(r.query, r.start, r.end, r.value, r.count) for r in s.advance(100)]
+    assert results["shared"] == results["lazy"]
+    assert ("h", 67.5, 73.5, 17, 1) in results["shared"]

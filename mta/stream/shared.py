@@ -50,6 +50,7 @@ class Ticks:
         numerator = math.gcd(*(int(f * denominator) for f in fractions)) if fractions else 1
         self.unit = Fraction(numerator, denominator)
         self._int_unit = numerator if denominator == 1 else None
+        self._p, self._q = numerator, denominator
         self._float_unit = float(self.unit)
 
     def exact(self, v: Any) -> int:
@@ -60,13 +61,18 @@ class Ticks:
         return int(n)
 
     def __call__(self, t: Any) -> int:
-        """The tick at or just before time ``t`` (the float rounding of an edge is forgiven)."""
+        """The largest n whose edge, the float nearest ``n * unit`` (as ``mta.windows.Sliding``
+        computes its edges), is <= ``t``: exact, so a tuple just before an edge stays before it."""
         unit = self._int_unit
         if unit is not None and type(t) is int:
             return t // unit
-        x = t / self._float_unit
-        n = round(x)
-        return n if abs(x - n) <= 1e-9 * max(1.0, abs(x)) else math.floor(x)
+        p, q = self._p, self._q
+        n = math.floor(t / self._float_unit)
+        while (n + 1) * p / q <= t:
+            n += 1
+        while n * p / q > t:
+            n -= 1
+        return n
 
 
 class Points:
