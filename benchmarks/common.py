@@ -203,6 +203,20 @@ class Run:
         self.log(f"{name}: {out['elapsed_s']} s")
         return out
 
+    def keep_experiments(self, done: dict[str, Any], order: Sequence[str] | None = None) -> dict[str, Any]:
+        """``done`` merged into the experiments of this benchmark's earlier runs (NAME.json), in
+        ``order`` if given (else earlier ones first), as ``data["experiments"]``: running one
+        experiment keeps the others' results."""
+        previous: dict[str, Any] = {}
+        if self.path(".json").exists():
+            previous = json.loads(self.path(".json").read_text()).get("experiments", {})
+        if order is None:
+            experiments = {**previous, **done}
+        else:
+            experiments = {e: done.get(e, previous.get(e)) for e in order if e in done or e in previous}
+        self.data["experiments"] = experiments
+        return experiments
+
     def finish(self, csv_headers: Sequence[str], csv_rows: Iterable[Sequence[Any]]) -> None:
         """Write NAME.json and NAME.csv; the plot is the script's (see :func:`plot_lines`)."""
         self.out.mkdir(parents=True, exist_ok=True)

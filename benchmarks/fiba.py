@@ -664,17 +664,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     exps = EXPERIMENTS if args.exp == "all" else [args.exp]
     run = common.Run(NAME, args, {"experiments": exps, "monoid": "Sum of 1s"})
-    previous: dict[str, Any] = {}
-    if run.path(".json").exists():  # keep the other experiments of earlier runs
-        previous = json.loads(run.path(".json").read_text()).get("experiments", {})
     done: dict[str, Any] = {}
     for exp in exps:
         # The cyclic GC stays off through the experiment (a collection over millions of
         # tree nodes takes seconds); it runs once before, and after (trees hold cycles).
         with common.gc_paused():
             done[exp] = run.experiment(exp, lambda: RUNS[exp](run, args))
-    experiments = {e: done.get(e, previous.get(e)) for e in EXPERIMENTS if e in done or e in previous}
-    run.data["experiments"] = experiments
+    experiments = run.keep_experiments(done, EXPERIMENTS)
     csv = [row for e in experiments.values() for row in e["csv"]]
     run.finish(CSV_HEADERS, csv)
     return 0

@@ -40,7 +40,6 @@ Experiments (``--exp``, default all):
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import statistics
@@ -312,15 +311,11 @@ def main(argv: list[str] | None = None) -> int:
                                   "single_steps": args.single_steps, "multi_queries": args.multi_queries,
                                   "max_multi_quadratic": args.max_multi_quadratic, "max_count": args.max_count,
                                   "multi_query": sorted(MULTI_QUERY)})
-    previous: dict[str, Any] = {}
-    if run.path(".json").exists():  # keep the other experiments of earlier runs
-        previous = json.loads(run.path(".json").read_text()).get("experiments", {})
     done: dict[str, Any] = {}
     for exp in exps:
         with common.gc_paused():
             done[exp] = run.experiment(exp, lambda: RUNS[exp](run, args, exp))
-    experiments = {e: done.get(e, previous.get(e)) for e in EXPERIMENTS if e in done or e in previous}
-    run.data["experiments"] = experiments
+    experiments = run.keep_experiments(done, EXPERIMENTS)
     run.finish(CSV_HEADERS, [row for e in experiments.values() for row in e["csv"]])
     return 0
 

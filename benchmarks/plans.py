@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from math import gcd
 from typing import Any
 
 from benchmarks import common
@@ -32,6 +33,8 @@ from mta.optimizer.cost import FINALS, allowed_finals
 from mta.windows import Sliding
 
 NAME = "plans"
+#: finals: ticks between two watermarks (about 1,000 tuples at 4 tuples per tick)
+FINALS_STEP = 250
 SLIDES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 60, 120)
 
 
@@ -77,17 +80,16 @@ def _monoid(name: str) -> Any:
     return Sum() if name == "sum" else Max()
 
 
-def execute(qs: QuerySet, plan: Plan | None, data: list, monoid: Any, step: int = 10) -> tuple[list, int, float]:
-    """Run the stream with ``plan`` (None: lazy slicing); return (results, operations counted
-    after the warm-up (if ``monoid`` counts), seconds)."""
-    if plan is None:
-        stream = Stream(monoid, final="lazy")
-    else:
-        stream = Stream(monoid, final="shared", optimizer=lambda queries, rate: plan)
+def execute(qs: QuerySet, data: list, monoid: Any, final: str = "shared", plan: Plan | None = None,
+            step: int = 10, warm: int = 0) -> tuple[list, int, float]:
+    """Run the stream with ``final`` (``plan``: the one ``final="shared"`` runs, else the engine's
+    own), advancing every ``step`` ticks, then to infinity; return (results, operations counted
+    from tick ``warm`` up to the flush (if ``monoid`` counts), seconds)."""
+    stream = Stream(monoid, final=final, optimizer=(lambda queries, rate: plan) if plan else "triweave")
     for q in qs.queries:
         stream.add(q.name, Sliding(q.range, q.slide, q.offset))
-    warm = qs.longest + 120
-    base = None
+    counting = isinstance(monoid, CountingMonoid)
+    base = 0 if counting and not warm else None
     out = []
     n, i = len(data), 0
     started = time.perf_counter()
@@ -98,10 +100,11 @@ def execute(qs: QuerySet, plan: Plan | None, data: list, monoid: Any, step: int 
         stream.insert_many(data[i:j])
         i = j
         out.extend(stream.advance(wm))
-        if base is None and wm >= warm and isinstance(monoid, CountingMonoid):
+        if base is None and wm >= warm and counting:
             base = monoid.calls + monoid.inverts
+    ops = monoid.calls + monoid.inverts - base if counting and base is not None else 0  # the flush not counted
+    out.extend(stream.advance(float("inf")))
     elapsed = time.perf_counter() - started
-    ops = (monoid.calls + monoid.inverts - base) if isinstance(monoid, CountingMonoid) and base is not None else 0
     return [(r.query, r.start, r.end, r.value, r.count) for r in out], ops, elapsed
 
 
@@ -117,18 +120,19 @@ def measure(run: common.Run, args: Any) -> dict[str, Any]:
         seconds = (qs.longest + 120) + args.measure_ticks
         data = stream_of(qs, seconds, args.seed + k)
         plans = plans_for(qs)
-        oracle, _, _ = execute(qs, None, data, _monoid(qs.monoid))
+        warm = qs.longest + 120
+        oracle, _, _ = execute(qs, data, _monoid(qs.monoid), "lazy")
         counted: dict[str, float] = {}
         for name, plan in plans.items():
             counting = CountingMonoid(_monoid(qs.monoid))
-            results, ops, _ = execute(qs, plan, data, counting)
+            results, ops, _ = execute(qs, data, counting, plan=plan, warm=warm)
             if results != oracle:
                 raise AssertionError(f"set {k}: plan {name} gave other results than lazy slicing")
             counted[name] = ops / (data[-1][0] + 1 - qs.longest - 120)
         times: dict[str, list[float]] = {name: [] for name in plans}
         for _ in range(args.reps):
             for name, plan in plans.items():
-                times[name].append(execute(qs, plan, data, _monoid(qs.monoid))[2])
+                times[name].append(execute(qs, data, _monoid(qs.monoid), plan=plan)[2])
         median = {name: statistics.median(v) for name, v in times.items()}
         chosen = plans["chosen"]
         error = (chosen.cost - counted["chosen"]) / counted["chosen"]
@@ -176,12 +180,12 @@ def finals(run: common.Run, args: Any) -> dict[str, Any]:
             results = {}
             for name in names:
                 counting = CountingMonoid(_monoid(monoid_name))
-                results[name], ops, _ = _execute_final(qs, name, data, counting)
+                results[name], ops, _ = execute(qs, data, counting, name, step=FINALS_STEP)
                 counted[name] = ops / len(data)
             assert all(r == results["lazy"] for r in results.values()), "finals disagree"
             for _ in range(args.reps):
                 for name in names:
-                    times[name].append(_execute_final(qs, name, data, _monoid(monoid_name))[2])
+                    times[name].append(execute(qs, data, _monoid(monoid_name), name, step=FINALS_STEP)[2])
             median = {name: statistics.median(v) for name, v in times.items()}
             plan = _plan_of(qs, data)
             rows.append([n, monoid_name, args.rate, len(results["lazy"]),
@@ -196,21 +200,6 @@ def finals(run: common.Run, args: Any) -> dict[str, Any]:
     return {"csv": csv}
 
 
-def _execute_final(qs: QuerySet, final: str, data: list, monoid: Any) -> tuple[list, int, float]:
-    stream = Stream(monoid, final=final)
-    for q in qs.queries:
-        stream.add(q.name, Sliding(q.range, q.slide, q.offset))
-    started = time.perf_counter()
-    out = []
-    for i in range(0, len(data), 1000):
-        stream.insert_many(data[i:i + 1000])
-        out.extend(stream.advance(data[i + 999][0] if i + 999 < len(data) else data[-1][0]))
-    out.extend(stream.advance(float("inf")))
-    elapsed = time.perf_counter() - started
-    ops = monoid.calls + monoid.inverts if isinstance(monoid, CountingMonoid) else 0
-    return [(r.query, r.start, r.end, r.value, r.count) for r in out], ops, elapsed
-
-
 def _plan_of(qs: QuerySet, data: list) -> Plan:
     stream = Stream(_monoid(qs.monoid), final="shared")
     for q in qs.queries:
@@ -221,7 +210,6 @@ def _plan_of(qs: QuerySet, data: list) -> Plan:
 
 
 def _unit(qs: QuerySet) -> int:
-    from math import gcd
     return gcd(*(v for q in qs.queries for v in (q.range, q.slide)))
 
 

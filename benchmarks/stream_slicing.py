@@ -43,7 +43,6 @@ experiments' results already in NAME.json):
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from typing import Any, Callable
@@ -530,15 +529,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     exps = [e for e in EXPERIMENTS if e != "peers"] if args.exp == "all" else [args.exp]
     run = common.Run(NAME, args, {"experiments": exps, "workload": Workload.__doc__.split("\n\n")[1].strip()})
-    previous: dict[str, Any] = {}
-    if run.path(".json").exists():
-        previous = json.loads(run.path(".json").read_text()).get("experiments", {})
     done: dict[str, Any] = {}
     for exp in exps:
         done[exp + _setting(args)] = run.experiment(exp, lambda: RUNS[exp](run, args))
-    experiments = dict(previous)
-    experiments.update(done)
-    run.data["experiments"] = experiments
+    experiments = run.keep_experiments(done)
     run.finish(CSV_HEADERS, [row for e in experiments.values() for row in e["csv"]])
     return 0
 

@@ -90,9 +90,11 @@ class SlideSide(MultiQueryAggregator):
             total += (1 - 1 / p) + (tops[p.bit_length() - 1] - 1) * (1 / p - above)
         return total
 
-    def _check_range(self, r: Any) -> None:
+    def _held(self, r: Any) -> int:
+        """``r`` checked, and cut to the number of elements held (0: none)."""
         if r.__class__ is not int or not 0 < r <= self.capacity:
             raise self._unknown_range(r)
+        return r if r <= self._count else self._count
 
     def _newest(self, k: int) -> list[Any]:
         """The newest ``k <= len(self)`` elements of the circular buffer ``_elements``, oldest first."""
@@ -153,12 +155,9 @@ class InvertibleSlideSide(SlideSide):
             self._count += 1
 
     def query(self, r: int) -> Any:
-        self._check_range(r)
-        count = self._count
-        if r > count:
-            if not count:
-                return self._identity
-            r = count
+        r = self._held(r)
+        if not r:
+            return self._identity
         end = self._pos or self.capacity  # Alg. 3 lines 4-6
         start = end - r
         if start > 0:  # case b (Alg. 3 line 16): remove the oldest part of the prefix
@@ -262,12 +261,9 @@ class OverlaidSlideSide(SlideSide):
             bs[i] += 1
 
     def query(self, r: int) -> Any:
-        self._check_range(r)
-        count = self._count
-        if r > count:
-            if not count:
-                return self._identity
-            r = count
+        r = self._held(r)
+        if not r:
+            return self._identity
         bs = self._bs
         scans = self._scans
         for i in range(len(bs) - 1, -1, -1):  # levels whose parts cover r: one combine

@@ -106,12 +106,11 @@ class SharedGroup:
 
     def __init__(self, monoid: Any, slices: TimeSlices, ticks: Ticks, queries: dict[str, tuple[int, int, int]],
                  partial: str, final: str) -> None:
+        """``queries``: name -> (size, slide, offset) in ticks; ``partial``: panes, pairs or cutty;
+        ``final``: the ``MULTI_QUERY`` aggregator."""
         self.monoid = monoid
         self.slices = slices
         self.ticks = ticks
-        self.partial, self.final = partial, final
-        #: query name -> (size, slide, offset) in ticks
-        self.queries = queries
         period = math.lcm(*(slide for _, slide, _ in queries.values()))
         starts, ends = set(), set()
         for size, slide, offset in queries.values():
