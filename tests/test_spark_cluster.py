@@ -1,0 +1,318 @@
+"""``mta pipeline`` on a real Spark standalone cluster: its output equals the ``local[*]`` run.
+
+A master and two one-core workers on 127.0.0.1 are started with the launcher the pyspark
+wheel ships (``bin/spark-class``), and the job file is submitted to them with ``spark-submit``,
+unchanged, twice: with the executors on this virtualenv's Python (the package installed, the
+shared-environment case), and with the executors and driver on a virtualenv that has every
+dependency but not ``mta``, the package shipped as ``--py-files`` of a zip built from this
+checkout. Each output must equal, row for row, what ``mta pipeline`` writes on ``local[*]``
+for the same (seeded, generated) input, and both workers must have run tasks.
+
+Nothing is skipped: a missing ``java`` or launcher fails with a message naming it. The
+cluster is torn down (process groups killed) even when a test fails; every log is under
+pytest's tmp dirs and quoted in the failure message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.request
+import zipfile
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+import pyarrow.parquet as pq
+import pytest
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+#: The job's input, the same in every run: generated, seeded telemetry (a few thousand events).
+JOB_ARGS = ["--hosts", "4", "--hours", "0.5", "--seed", "3"]
+#: The distribution's top-level packages (pyproject.toml: packages.find).
+PACKAGES = ("mta", "kvs", "spark_integration")
+JOB = "spark_integration/jobs/telemetry_pipeline.py"
+STARTUP = 120  # seconds a master or worker may take to come up on a busy machine
+RUN = 300  # seconds one run of the job may take
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    """The end of a log, without Java stack frames."""
+    text = path.read_text(errors="replace").splitlines() if path.exists() else ["(no log)"]
+    return "\n".join([line for line in text if not line.lstrip().startswith("at ")][-lines:])
+
+
+def _spark_home() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    home = Path(_find_spark_home())
+    for tool in ("spark-class", "spark-submit"):
+        if not (home / "bin" / tool).is_file():
+            pytest.fail(f"{home / 'bin' / tool} is missing: the pyspark wheel ships it (reinstall pyspark)")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.fail("no `java` on PATH and no JAVA_HOME: the Spark cluster needs Java 17 "
+                    "(Debian: apt-get install openjdk-17-jre-headless)")
+    return home
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """Every process's environment: loopback only, and no PYTHONPATH, SPARK_* or PYSPARK_*
+    of the test process (an executor then sees only what its interpreter has installed)."""
+    env = {k: v for k, v in os.environ.items()
+           if k != "PYTHONPATH" and not k.startswith(("SPARK_", "PYSPARK_"))}
+    return {**env, "SPARK_LOCAL_IP": "127.0.0.1", **extra}
+
+
+def _wait(what: str, ready: Callable[[], T | None], process: subprocess.Popen, log: Path) -> T:
+    deadline = time.monotonic() + STARTUP
+    while time.monotonic() < deadline:
+        found = ready()
+        if found:
+            return found
+        if process.poll() is not None:
+            pytest.fail(f"{what}: the process exited with {process.returncode}; {log}:\n{_tail(log)}")
+        time.sleep(0.25)
+    pytest.fail(f"{what}: not within {STARTUP} s; {log}:\n{_tail(log)}")
+
+
+@dataclass
+class Cluster:
+    url: str  # spark://127.0.0.1:port
+    home: Path  # the pyspark package folder (bin/spark-submit)
+    work: list[Path]  # each worker's work dir: app-<id>/<executor>/stderr
+    logs: Path
+
+
+def _master_state(ui: int) -> dict[str, Any] | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as reply:
+            return json.load(reply)
+    except OSError:
+        return None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    """A standalone master and two workers (one core, 1 GiB each) on 127.0.0.1, on ports
+    they choose themselves (read from the master's log), stopped at the end of the module."""
+    home = _spark_home()
+    root = tmp_path_factory.mktemp("spark-cluster")
+    processes: list[subprocess.Popen] = []
+
+    def start(name: str, cls: str, *args: str, **env: str) -> tuple[subprocess.Popen, Path]:
+        log = root / f"{name}.log"
+        with open(log, "wb") as out:  # each daemon leads its own process group (its executors join it)
+            processes.append(subprocess.Popen([str(home / "bin" / "spark-class"), cls, *args], stdout=out,
+                                              stderr=subprocess.STDOUT, env=_env(**env), start_new_session=True))
+        return processes[-1], log
+
+    try:
+        master, log = start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                            "--port", "0", "--webui-port", "0",
+                            SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")  # no fixed REST port 6066
+
+        def announced() -> tuple[str, int] | None:
+            text = log.read_text(errors="replace")
+            url = re.search(r"Starting Spark master at (spark://\S+)", text)
+            ui = re.search(r"Successfully started service 'MasterUI' on port (\d+)", text)
+            return (url.group(1), int(ui.group(1))) if url and ui else None
+
+        url, ui = _wait("the Spark master", announced, master, log)
+        _wait("the Spark master's state ALIVE", lambda: (_master_state(ui) or {}).get("status") == "ALIVE",
+              master, log)
+        work = []
+        for i in (1, 2):  # started once the master leads: a worker that registers earlier retries only after ~10 s
+            work.append(root / f"worker{i}")
+            (root / f"scratch{i}").mkdir()
+            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "1g",
+                  "--host", "127.0.0.1", "--webui-port", "0", "--work-dir", str(work[-1]),
+                  SPARK_LOCAL_DIRS=str(root / f"scratch{i}"))
+        _wait("two registered Spark workers", lambda: (_master_state(ui) or {}).get("aliveworkers") == 2,
+              master, log)
+        yield Cluster(url, home, work, root)
+    finally:
+        for process in processes:  # SIGTERM first: a worker kills its executors on the way out
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(15)
+            with suppress(ProcessLookupError):  # whatever is left of the group (an executor, its Pythons)
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# --------------------------------------------------------------------------- the runs
+
+class _Job:
+    """A command running in its own process group, its output in ``log``."""
+
+    def __init__(self, cmd: list[str], log: Path, env: dict[str, str], cwd: Path) -> None:
+        self.cmd, self.log = cmd, log
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                            start_new_session=True)
+
+    def wait(self) -> None:
+        """Until it ends (killed after RUN seconds); fail with its log unless it succeeded."""
+        try:
+            code = self.process.wait(RUN)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"{' '.join(self.cmd)}: not done within {RUN} s; {self.log}:\n{_tail(self.log)}")
+        if code != 0:
+            pytest.fail(f"{' '.join(self.cmd)} exited with {code}; {self.log}:\n{_tail(self.log)}")
+
+    def kill(self) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def local_output(tmp_path_factory) -> Iterator[Callable[[], Path]]:
+    """``mta pipeline`` (the console script) on local[*], started at once so that it runs while
+    the cluster comes up; call the fixture's value for its output directory."""
+    mta = shutil.which("mta", path=str(Path(sys.executable).parent))
+    if mta is None:
+        pytest.fail(f"no `mta` script next to {sys.executable}: install the project (pip install -e .)")
+    out = tmp_path_factory.mktemp("local")
+    job = _Job([mta, "pipeline", *JOB_ARGS, "--output", str(out / "output")], out / "pipeline.log", _env(), out)
+    done: list[Path] = []
+
+    def output() -> Path:
+        if not done:
+            job.wait()
+            done.append(out / "output")
+        return done[0]
+
+    try:
+        yield output
+    finally:
+        job.kill()
+
+
+def _recording_python(path: Path, python: Path, calls: Path) -> Path:
+    """An interpreter for PYSPARK_PYTHON that notes the directory it is started in (an executor
+    starts Python in its own work dir), then runs ``python``."""
+    path.write_text(f'#!/bin/sh\npwd -P >> "{calls}"\nexec "{python}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def _submit(cluster: Cluster, job: Path, out: Path, python: Path, driver_python: Path, *options: str) -> Path:
+    """spark-submit the job file to the cluster; check that each worker ran an executor of it,
+    on ``python``, that ran tasks. Returns the output directory."""
+    before = {app for work in cluster.work for app in work.glob("app-*")}
+    calls = out / "python-calls.txt"
+    executor_python = _recording_python(out / "python", python, calls)
+    cmd = [str(cluster.home / "bin" / "spark-submit"), "--master", cluster.url,
+           "--conf", "spark.ui.enabled=false",
+           # no task before both executors are up, so that each worker gets some (one core each)
+           "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+           "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
+           # and each of them Python tasks: two shuffle partitions, not coalesced into one, no
+           # waiting for the executor that holds a partition's map output
+           "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.coalescePartitions.enabled=false",
+           "--conf", "spark.locality.wait=0",
+           *options, str(job), *JOB_ARGS, "--output", str(out / "output")]
+    log = out / "spark-submit.log"
+    _Job(cmd, log, _env(PYSPARK_PYTHON=str(executor_python), PYSPARK_DRIVER_PYTHON=str(driver_python)), out).wait()
+    started = set(calls.read_text().split()) if calls.exists() else set()
+    for work in cluster.work:
+        apps = [app for app in work.glob("app-*") if app not in before]
+        assert len(apps) == 1, f"{work}: {len(apps)} applications of this run; {log}:\n{_tail(log)}"
+        executors = list(apps[0].glob("*/stderr"))
+        assert executors and all("Running task" in e.read_text(errors="replace") for e in executors), \
+            f"{apps[0]}: an executor that ran no task"
+        assert {str(e.parent.resolve()) for e in executors} <= started, \
+            f"an executor of {apps[0]} did not start PYSPARK_PYTHON ({python}); it started: {sorted(started)}"
+    return out / "output"
+
+
+def _rows(output: Path, name: str) -> tuple[Any, list[dict[str, Any]]]:
+    """The schema and the rows of one result, sorted by key and window (which identify a row)."""
+    table = pq.read_table(output / name)
+    rows = table.to_pylist()
+    key = [(r["host"], r["metric"], r["window"]["start"], r["window"]["end"]) for r in rows]
+    assert len(set(key)) == len(key), f"{output / name}: two rows of one key and window"
+    return table.schema, [row for _, row in sorted(zip(key, rows), key=lambda pair: pair[0])]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values; floats to 1e-9 (sums of partial aggregates may be merged in another order)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _assert_same_output(cluster_output: Path, local_output: Path) -> None:
+    for name in ("windows", "peaks"):
+        schema, rows = _rows(cluster_output, name)
+        local_schema, local_rows = _rows(local_output, name)
+        assert schema == local_schema, name
+        assert len(rows) == len(local_rows) and len(local_rows) > (1000 if name == "windows" else 50), name
+        for row, local in zip(rows, local_rows):
+            assert _same(row, local), (name, row, local)
+
+
+# --------------------------------------------------------------------------- the tests
+
+def test_spark_submit_on_a_standalone_cluster_writes_the_local_rows(local_output, cluster, tmp_path) -> None:
+    """The shared-environment case: the executors run this virtualenv's Python, which has the package."""
+    python = Path(sys.executable)
+    out = _submit(cluster, ROOT / JOB, tmp_path, python, python)
+    _assert_same_output(out, local_output())
+
+
+def _package_zip(path: Path) -> Path:
+    """The package's Python files from this checkout, as ``--py-files`` takes them."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for package in PACKAGES:
+            for source in sorted((ROOT / package).rglob("*.py")):
+                archive.write(source, source.relative_to(ROOT).as_posix())
+    return path
+
+
+def _python_without_the_package(where: Path) -> Path:
+    """A virtualenv holding every distribution this one has (linked) except mta itself: a node
+    with the dependencies installed and not the package."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    ours = {Path(sysconfig.get_path(kind)) for kind in ("purelib", "platlib")}
+    theirs = Path(sysconfig.get_path("purelib", vars={"base": str(where), "platbase": str(where)}))
+    for site in ours:
+        for entry in site.iterdir():
+            mine = entry.name in PACKAGES or entry.name.startswith(("mta-", "__editable__.mta-", "__editable___mta_"))
+            if not mine and not (theirs / entry.name).exists():
+                (theirs / entry.name).symlink_to(entry)
+    python = where / "bin" / "python"
+    probe = [str(python), "-c", "import importlib.util as u, sys; "
+             "sys.exit(0 if u.find_spec('pyspark') and u.find_spec('pyarrow') and not u.find_spec('mta') else 1)"]
+    if subprocess.run(probe, cwd=where, env=_env()).returncode != 0:
+        pytest.fail(f"{python} should import pyspark and pyarrow but not mta (an old-style install of mta "
+                    f"in {sorted(map(str, ours))}?)")
+    return python
+
+
+def test_py_files_ship_the_package_to_executors_that_have_only_its_dependencies(local_output, cluster,
+                                                                                tmp_path) -> None:
+    """``--py-files mta.zip``: driver and executors on a Python without mta; the job file is the
+    one inside the zip."""
+    archive = _package_zip(tmp_path / "mta.zip")
+    job = tmp_path / "telemetry_pipeline.py"
+    job.write_bytes(zipfile.ZipFile(archive).read(JOB))
+    python = _python_without_the_package(tmp_path / "bare-env")
+    out = _submit(cluster, job, tmp_path, python, python, "--py-files", str(archive))
+    _assert_same_output(out, local_output())
