@@ -1,12 +1,13 @@
 """``mta pipeline`` on a real Spark standalone cluster: its output equals the ``local[*]`` run.
 
-A master and two one-core workers on 127.0.0.1 are started with the launcher the pyspark
-wheel ships (``bin/spark-class``), and the job file is submitted to them with ``spark-submit``,
-unchanged, twice: with the executors on this virtualenv's Python (the package installed, the
-shared-environment case), and with the executors and driver on a virtualenv that has every
-dependency but not ``mta``, the package shipped as ``--py-files`` of a zip built from this
-checkout. Each output must equal, row for row, what ``mta pipeline`` writes on ``local[*]``
-for the same (seeded, generated) input, and both workers must have run tasks.
+A master and two workers on 127.0.0.1 are started with the launcher the pyspark wheel ships
+(``bin/spark-class``), and the job file is submitted to them with ``spark-submit``, unchanged,
+twice at once (each run gets one core of each worker): with the executors on this virtualenv's
+Python (the package installed: the shared-environment case), and with driver and executors on
+a virtualenv that has every dependency but not ``mta``, the package shipped as ``--py-files``
+of a zip built from this checkout. Each output must equal, row for row, what ``mta pipeline``
+writes on ``local[*]`` for the same (seeded, generated) input, and each worker must have run
+tasks of each run, Python ones on the intended interpreter.
 
 Nothing is skipped: a missing ``java`` or launcher fails with a message naming it. The
 cluster is torn down (process groups killed) even when a test fails; every log is under
@@ -103,7 +104,7 @@ def _master_state(ui: int) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
-    """A standalone master and two workers (one core, 1 GiB each) on 127.0.0.1, on ports
+    """A standalone master and two workers (two cores, 2 GiB each) on 127.0.0.1, on ports
     they choose themselves (read from the master's log), stopped at the end of the module."""
     home = _spark_home()
     root = tmp_path_factory.mktemp("spark-cluster")
@@ -134,7 +135,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         for i in (1, 2):  # started once the master leads: a worker that registers earlier retries only after ~10 s
             work.append(root / f"worker{i}")
             (root / f"scratch{i}").mkdir()
-            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--cores", "1", "--memory", "1g",
+            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--cores", "2", "--memory", "2g",
                   "--host", "127.0.0.1", "--webui-port", "0", "--work-dir", str(work[-1]),
                   SPARK_LOCAL_DIRS=str(root / f"scratch{i}"))
         _wait("two registered Spark workers", lambda: (_master_state(ui) or {}).get("aliveworkers") == 2,
@@ -210,15 +211,43 @@ def _recording_python(path: Path, python: Path, calls: Path) -> Path:
     return path
 
 
-def _submit(cluster: Cluster, job: Path, out: Path, python: Path, driver_python: Path, *options: str) -> Path:
-    """spark-submit the job file to the cluster; check that each worker ran an executor of it,
-    on ``python``, that ran tasks. Returns the output directory."""
-    before = {app for work in cluster.work for app in work.glob("app-*")}
+@dataclass
+class _Submission:
+    """One spark-submit of the job, running."""
+
+    job: _Job
+    work: list[Path]  # the workers' work dirs
+    python: Path  # the executors' interpreter
+    calls: Path  # where the recording interpreter notes each start
+    output: Path
+
+    def result(self) -> Path:
+        """Its output once it ended, checked to come from an executor on each worker, on ``python``,
+        that ran tasks."""
+        self.job.wait()
+        app = re.search(r"app ID (app-\S+)", self.job.log.read_text(errors="replace"))
+        assert app, f"no application ID in {self.job.log}"
+        started = set(self.calls.read_text().split()) if self.calls.exists() else set()
+        for work in self.work:
+            executors = list((work / app.group(1)).glob("*/stderr"))
+            assert executors, f"no executor of {app.group(1)} in {work}"
+            assert all("Running task" in e.read_text(errors="replace") for e in executors), \
+                f"{work / app.group(1)}: an executor that ran no task"
+            assert {str(e.parent.resolve()) for e in executors} <= started, \
+                f"an executor in {work / app.group(1)} did not start PYSPARK_PYTHON ({self.python}); " \
+                f"started: {sorted(started)}"
+        return self.output
+
+
+def _submit(cluster: Cluster, job: Path, out: Path, python: Path, *options: str) -> _Submission:
+    """Start spark-submit of the job file on the cluster, driver and executors on ``python``."""
     calls = out / "python-calls.txt"
     executor_python = _recording_python(out / "python", python, calls)
     cmd = [str(cluster.home / "bin" / "spark-submit"), "--master", cluster.url,
+           # one one-core executor on each worker (the two runs share the cluster)
+           "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g",
            "--conf", "spark.ui.enabled=false",
-           # no task before both executors are up, so that each worker gets some (one core each)
+           # no task before both executors are up, so that each worker gets some
            "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
            "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
            # and each of them Python tasks: two shuffle partitions, not coalesced into one, no
@@ -226,18 +255,8 @@ def _submit(cluster: Cluster, job: Path, out: Path, python: Path, driver_python:
            "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.coalescePartitions.enabled=false",
            "--conf", "spark.locality.wait=0",
            *options, str(job), *JOB_ARGS, "--output", str(out / "output")]
-    log = out / "spark-submit.log"
-    _Job(cmd, log, _env(PYSPARK_PYTHON=str(executor_python), PYSPARK_DRIVER_PYTHON=str(driver_python)), out).wait()
-    started = set(calls.read_text().split()) if calls.exists() else set()
-    for work in cluster.work:
-        apps = [app for app in work.glob("app-*") if app not in before]
-        assert len(apps) == 1, f"{work}: {len(apps)} applications of this run; {log}:\n{_tail(log)}"
-        executors = list(apps[0].glob("*/stderr"))
-        assert executors and all("Running task" in e.read_text(errors="replace") for e in executors), \
-            f"{apps[0]}: an executor that ran no task"
-        assert {str(e.parent.resolve()) for e in executors} <= started, \
-            f"an executor of {apps[0]} did not start PYSPARK_PYTHON ({python}); it started: {sorted(started)}"
-    return out / "output"
+    env = _env(PYSPARK_PYTHON=str(executor_python), PYSPARK_DRIVER_PYTHON=str(python))
+    return _Submission(_Job(cmd, out / "spark-submit.log", env, out), cluster.work, python, calls, out / "output")
 
 
 def _rows(output: Path, name: str) -> tuple[Any, list[dict[str, Any]]]:
@@ -266,15 +285,6 @@ def _assert_same_output(cluster_output: Path, local_output: Path) -> None:
         assert len(rows) == len(local_rows) and len(local_rows) > (1000 if name == "windows" else 50), name
         for row, local in zip(rows, local_rows):
             assert _same(row, local), (name, row, local)
-
-
-# --------------------------------------------------------------------------- the tests
-
-def test_spark_submit_on_a_standalone_cluster_writes_the_local_rows(local_output, cluster, tmp_path) -> None:
-    """The shared-environment case: the executors run this virtualenv's Python, which has the package."""
-    python = Path(sys.executable)
-    out = _submit(cluster, ROOT / JOB, tmp_path, python, python)
-    _assert_same_output(out, local_output())
 
 
 def _package_zip(path: Path) -> Path:
@@ -306,13 +316,35 @@ def _python_without_the_package(where: Path) -> Path:
     return python
 
 
-def test_py_files_ship_the_package_to_executors_that_have_only_its_dependencies(local_output, cluster,
-                                                                                tmp_path) -> None:
-    """``--py-files mta.zip``: driver and executors on a Python without mta; the job file is the
-    one inside the zip."""
-    archive = _package_zip(tmp_path / "mta.zip")
-    job = tmp_path / "telemetry_pipeline.py"
+# --------------------------------------------------------------------------- the tests
+
+@pytest.fixture(scope="module")
+def submissions(local_output, cluster, tmp_path_factory) -> Iterator[dict[str, _Submission]]:
+    """The two runs of the job, started together (each has one core of each worker):
+
+    - ``shared``: driver and executors on this virtualenv's Python, which has the package;
+    - ``py-files``: driver and executors on a Python with every dependency but not mta; the
+      package comes as ``--py-files`` of a zip built from this checkout, the job file is the
+      one inside the zip."""
+    shared = tmp_path_factory.mktemp("shared-venv")
+    bare = tmp_path_factory.mktemp("py-files")
+    archive = _package_zip(bare / "mta.zip")
+    job = bare / "telemetry_pipeline.py"
     job.write_bytes(zipfile.ZipFile(archive).read(JOB))
-    python = _python_without_the_package(tmp_path / "bare-env")
-    out = _submit(cluster, job, tmp_path, python, python, "--py-files", str(archive))
-    _assert_same_output(out, local_output())
+    bare_python = _python_without_the_package(bare / "bare-env")
+    runs = {"shared": _submit(cluster, ROOT / JOB, shared, Path(sys.executable))}
+    try:
+        runs["py-files"] = _submit(cluster, job, bare, bare_python, "--py-files", str(archive))
+        yield runs
+    finally:
+        for run in runs.values():
+            run.job.kill()
+
+
+def test_spark_submit_on_a_standalone_cluster_writes_the_local_rows(submissions, local_output) -> None:
+    _assert_same_output(submissions["shared"].result(), local_output())
+
+
+def test_py_files_ship_the_package_to_executors_that_have_only_its_dependencies(submissions,
+                                                                                local_output) -> None:
+    _assert_same_output(submissions["py-files"].result(), local_output())
