@@ -56,8 +56,9 @@ def _halves(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> t
     dense = np.full(layout.cells, fill, dtype=values.dtype)
     dense[layout.pos] = values
     blocks = dense.reshape(-1, size)
-    head = op.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()[first]
-    tail = op.accumulate(blocks, axis=1).ravel()[first + (size - 1)]
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is NaN, as in Spark
+        head = op.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()[first]
+        tail = op.accumulate(blocks, axis=1).ravel()[first + (size - 1)]
     tail[first % size == 0] = fill
     return head, tail
 
@@ -65,14 +66,16 @@ def _halves(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> t
 def _slide(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> np.ndarray:
     """The fold by ``op`` of every window of ``layout`` (``fill`` is ``op``'s identity)."""
     head, tail = _halves(values, fill, op, layout)
-    return op(head, tail)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return op(head, tail)
 
 
 def _reduceat(op: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``op.reduceat`` that accepts no segments (an empty result)."""
     if len(starts) == 0:
         return values[:0].copy()
-    return op.reduceat(values, starts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return op.reduceat(values, starts)
 
 
 def _segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
@@ -185,7 +188,8 @@ class _Fieldwise(Kind):
 
     def merge(self, a: Columns, b: Columns) -> Columns:
         a, b = self._widen([a, b], 1)
-        return {f: op(a[f], b[f]) for f, (op, _) in self._ops(a).items()}
+        with np.errstate(over="ignore", invalid="ignore"):
+            return {f: op(a[f], b[f]) for f, (op, _) in self._ops(a).items()}
 
     def reduce(self, cols: Columns, starts: np.ndarray) -> Columns:
         terms = int(np.diff(starts, append=len(cols[self.fields[0]])).max()) if len(starts) else 0
