@@ -180,12 +180,13 @@ def numbered(events: list[tuple], seq: int) -> list[tuple]:
 
 # --------------------------------------------------------------------------- tests
 
-@given(queries_strategy(), script_strategy())
+@given(queries_strategy(), script_strategy(), st.randoms())
 @hsettings(max_examples=250)
-def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script) -> None:
+def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng) -> None:
     """Any sequence of add/advance: the reported windows (each once, with every event it took),
     the late masks and counts, next_report, as the model; a state restored from its snapshot
-    before every call stays byte for byte the one that never was."""
+    before every call stays byte for byte the one that never was. Rows come in any order
+    (their ``seq`` says which arrived first)."""
     pane, origin = grid(queries)
     kept, model, seq = KeyState(KIND_LIST, queries, pane, origin), Model(queries), 0
     restored = KeyState(KIND_LIST, queries, pane, origin)
@@ -193,6 +194,7 @@ def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, scri
         restored = KeyState(KIND_LIST, queries, pane, origin, restored.snapshot())
         if call == "add":
             events = numbered(argument, seq)
+            rng.shuffle(events)
             seq += len(events)
             expected = model.add(events)
             for state in (kept, restored):
