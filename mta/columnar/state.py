@@ -194,12 +194,13 @@ class KeyState:
     def _report(self, q: int, first: int | float | None, last: int | None) -> Windows:
         """Query ``q``'s windows starting at pane >= ``first`` and ending at pane <= ``last``
         (None: no bound) that hold a slice."""
+        earliest = self._earliest_end(q, first)
+        if earliest is None or last is not None and earliest > last:
+            return self._empty()  # the common case of a batch's first advance(): no sliding() at all
         size, step, phase = self._shapes[q]
         panes = self.panes
         lo = 0 if first is None else int(np.searchsorted(panes, first))
         hi = len(panes) if last is None else int(np.searchsorted(panes, last))
-        if lo >= hi:
-            return self._empty()
         sub = slice(lo, hi)
         w = sliding(self.kinds, [_take(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
                     size, step, phase)
@@ -224,19 +225,19 @@ class KeyState:
     def next_report(self) -> int | None:
         """The smallest ``until`` at which :meth:`advance` reports a window (None: none before
         more events): the earliest end among the open windows holding a slice."""
-        if not len(self.panes):
-            return None
-        best = None
-        for (size, step, phase), first in zip(self._shapes, self._first_open()):
-            at = 0 if first is None else int(np.searchsorted(self.panes, first))
-            if at == len(self.panes):
-                continue  # only closed windows read the held slices
-            start = _align_up(int(self.panes[at]) - size + 1, step, phase)
-            if first is not None:
-                start = max(start, first)
-            end = start + size
-            best = end if best is None else min(best, end)
-        return None if best is None else self.origin + best * self.pane
+        ends = [self._earliest_end(q, first) for q, first in enumerate(self._first_open())]
+        ends = [end for end in ends if end is not None]
+        return self.origin + min(ends) * self.pane if ends else None
+
+    def _earliest_end(self, q: int, first: int | float | None) -> int | None:
+        """The end pane of query ``q``'s earliest window starting at pane >= ``first`` that holds
+        a slice (None: none)."""
+        at = 0 if first is None else int(np.searchsorted(self.panes, first))
+        if at == len(self.panes):
+            return None  # only closed windows read the held slices
+        size, step, phase = self._shapes[q]
+        start = _align_up(int(self.panes[at]) - size + 1, step, phase)  # the oldest window holding it
+        return (start if first is None else max(start, first)) + size
 
     # ------------------------------------------------------------------ snapshots
 
