@@ -160,7 +160,8 @@ def queries_strategy(draw) -> list[tuple]:
 
 
 def event_lists(n: int = 8):
-    return st.lists(st.tuples(st.integers(-15, 60), ints, floats), max_size=n)
+    times = st.one_of(st.integers(-15, 60), st.sampled_from([7, 8]))  # many equal times
+    return st.lists(st.tuples(times, ints, floats), max_size=n)
 
 
 @st.composite
@@ -185,16 +186,18 @@ def numbered(events: list[tuple], seq: int) -> list[tuple]:
 def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng) -> None:
     """Any sequence of add/advance: the reported windows (each once, with every event it took),
     the late masks and counts, next_report, as the model; a state restored from its snapshot
-    before every call stays byte for byte the one that never was. Rows come in any order
-    (their ``seq`` says which arrived first)."""
+    before every call stays byte for byte the one that never was. Rows come in time order,
+    in arrival order, or in any order (their ``seq`` says which arrived first)."""
     pane, origin = grid(queries)
     kept, model, seq = KeyState(KIND_LIST, queries, pane, origin), Model(queries), 0
     restored = KeyState(KIND_LIST, queries, pane, origin)
     for call, argument in script:
         restored = KeyState(KIND_LIST, queries, pane, origin, restored.snapshot())
         if call == "add":
-            events = numbered(argument, seq)
-            rng.shuffle(events)
+            arrival = rng.choice(["as drawn", "in time order", "rows shuffled"])
+            events = numbered(sorted(argument, key=lambda e: e[0]) if arrival == "in time order" else argument, seq)
+            if arrival == "rows shuffled":
+                rng.shuffle(events)
             seq += len(events)
             expected = model.add(events)
             for state in (kept, restored):

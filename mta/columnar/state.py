@@ -58,6 +58,13 @@ def _align_up(x: int, step: int, phase: int) -> int:
     return x + (phase - x) % step
 
 
+def _time_order(times: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
+    """The permutation sorting rows by (time, seq); None when they already are."""
+    if np.all(seq[1:] > seq[:-1]):  # rows in arrival order: a stable sort by time keeps it
+        return None if np.all(times[1:] >= times[:-1]) else np.argsort(times, kind="stable")
+    return np.lexsort((seq, times))
+
+
 def _pack_array(array: np.ndarray) -> tuple:
     # Numeric/bool arrays as raw buffers; object arrays (Python ints beyond int64, strings,
     # None) element by element through kvs.codec.
@@ -136,11 +143,13 @@ class KeyState:
                 cols = [_take(c, keep) for c in cols]
                 if len(times) == 0:
                     return late
-        # Fold the batch by pane: rows sorted by (pane, time, seq), one segment per pane.
-        order = np.lexsort((seq, times, panes))
-        panes = panes[order]
+        # Fold the batch by pane: rows in (time, seq) order (so in pane order: panes grow with
+        # time), one segment per pane. Rows usually come in arrival (seq) order, often in time too.
+        order = _time_order(times, seq)
+        if order is not None:
+            panes, cols = panes[order], [_take(c, order) for c in cols]
         starts = np.flatnonzero(np.r_[True, panes[1:] != panes[:-1]])
-        new = [kind.reduce(_take(c, order), starts) for kind, c in zip(self.kinds, cols)]
+        new = [kind.reduce(c, starts) for kind, c in zip(self.kinds, cols)]
         self._merge(panes[starts], new)
         return late
 
