@@ -182,7 +182,7 @@ def numbered(events: list[tuple], seq: int) -> list[tuple]:
 # --------------------------------------------------------------------------- tests
 
 @given(queries_strategy(), script_strategy(), st.randoms())
-@hsettings(max_examples=250)
+@hsettings(max_examples=500)
 def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng) -> None:
     """Any sequence of add/advance: the reported windows (each once, with every event it took),
     the late masks and counts, next_report, as the model; a state restored from its snapshot
@@ -224,7 +224,7 @@ def batches_strategy(draw) -> list[tuple[list[tuple], int]]:
 
 
 @given(queries_strategy(), batches_strategy())
-@hsettings(max_examples=150)
+@hsettings(max_examples=300)
 def test_like_the_processor_each_window_in_sparks_batch(queries, batches) -> None:
     """The adapter's use: a batch with events catches up to the previous watermark, adds them
     and advances to its own; a batch without advances only when the key's timer
