@@ -17,6 +17,7 @@ itself), integer sums never wrap (object arrays of Python ints when int64 could 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 import numpy as np
 
 __all__ = ["Columns", "Kind", "KINDS", "Layout"]
@@ -42,6 +43,12 @@ class Layout:
     size: int
     first: np.ndarray
 
+    @cached_property
+    def reads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cell of each window's head in the reversed accumulate, cell of its tail, whether it starts a block)."""
+        column = self.first % self.size
+        return self.first + (self.size - 1 - 2 * column), self.first + (self.size - 1), column == 0
+
 
 def _halves(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
     """Van Herk/Gil-Werman: each window as (fold of its cells in its first block, fold in the next block).
@@ -52,27 +59,31 @@ def _halves(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> t
     starts a block is that block's suffix alone (its tail is ``fill``, the identity), so the
     halves are disjoint and non-idempotent folds (sums) are exact.
     """
-    size, first = layout.size, layout.first
+    head_at, tail_at, aligned = layout.reads
     dense = np.full(layout.cells, fill, dtype=values.dtype)
     dense[layout.pos] = values
-    blocks = dense.reshape(-1, size)
-    head = op.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()[first]
-    tail = op.accumulate(blocks, axis=1).ravel()[first + (size - 1)]
-    tail[first % size == 0] = fill
+    blocks = dense.reshape(-1, layout.size)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is NaN, as in Spark
+        # row b of the reversed accumulate holds at column j the suffix of block b from cell size-1-j
+        head = op.accumulate(blocks[:, ::-1], axis=1).ravel()[head_at]
+        tail = op.accumulate(blocks, axis=1).ravel()[tail_at]
+    tail[aligned] = fill
     return head, tail
 
 
 def _slide(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> np.ndarray:
     """The fold by ``op`` of every window of ``layout`` (``fill`` is ``op``'s identity)."""
     head, tail = _halves(values, fill, op, layout)
-    return op(head, tail)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return op(head, tail)
 
 
 def _reduceat(op: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``op.reduceat`` that accepts no segments (an empty result)."""
     if len(starts) == 0:
         return values[:0].copy()
-    return op.reduceat(values, starts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return op.reduceat(values, starts)
 
 
 def _segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
@@ -185,7 +196,8 @@ class _Fieldwise(Kind):
 
     def merge(self, a: Columns, b: Columns) -> Columns:
         a, b = self._widen([a, b], 1)
-        return {f: op(a[f], b[f]) for f, (op, _) in self._ops(a).items()}
+        with np.errstate(over="ignore", invalid="ignore"):
+            return {f: op(a[f], b[f]) for f, (op, _) in self._ops(a).items()}
 
     def reduce(self, cols: Columns, starts: np.ndarray) -> Columns:
         terms = int(np.diff(starts, append=len(cols[self.fields[0]])).max()) if len(starts) else 0
@@ -322,12 +334,12 @@ class _Moments(Kind):
     """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula.
 
     Windows slide shifted sums ``(n, Σ(x - c), Σ(x - c)²)`` with ``c`` the mean of the block
-    of ``size`` cells the half-window lies in (see ``_halves``), then convert each half back
-    and merge the two halves by Chan. Rounding: each half's m2 is ``S2 - S1²/n`` with S2 a sum
-    of at most ``size`` non-negative terms, so its absolute error is about
-    ``size · eps · Σ(x - c)²`` over that half (c within the block's value range): relative to
-    the window's spread it is small unless one block mixes values far apart with a window
-    whose own values are nearly constant. Negative m2 from rounding is clamped to 0.
+    of ``size`` cells each half-window lies in (see ``_halves``); the tail half is re-centred on
+    the head's shift and the window's m2 is ``S2 - S1²/n``. Rounding: S2 sums at most
+    ``size`` non-negative terms, so m2's absolute error is about ``size · eps · Σ(x - c)²``
+    over the window, with c the mean of the head's block (two blocks span at most
+    ``2 · size`` panes): small against the window's own m2 unless the window is nearly
+    constant while its block holds values far away. Negative m2 from rounding is clamped to 0.
     Non-finite values (inf, NaN) make every window holding them NaN, as Spark.
     """
 
@@ -360,32 +372,30 @@ class _Moments(Kind):
     def slide(self, cols, layout):
         n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
         bad = ~(np.isfinite(mean) & np.isfinite(m2))
-        # rows with non-finite moments count, and poison their windows; the rest slide shifted
-        poison = _slide(np.where(bad, n, 0), 0, np.add, layout)
-        n, mean, m2 = np.where(bad, 0, n), np.where(bad, 0.0, mean), np.where(bad, 0.0, m2)
-        # block shifts: the mean of the finite rows of each block of `size` cells
-        size = layout.size
-        dense_n = np.zeros(layout.cells, dtype=np.int64)
-        dense_n[layout.pos] = n
-        dense_s = np.zeros(layout.cells)
-        dense_s[layout.pos] = n * mean
-        block_n = dense_n.reshape(-1, size).sum(axis=1)
-        shift = dense_s.reshape(-1, size).sum(axis=1) / np.maximum(block_n, 1)
-        d = mean - shift[layout.pos // size]
-        s1, s2 = n * d, m2 + n * d * d
-        halves = [_halves(a, 0, np.add, layout) for a in (n, s1, s2)]
-        parts = []
-        for side, block in ((0, layout.first // size), (1, (layout.first + size - 1) // size)):
-            k, t1, t2 = (h[side] for h in halves)
-            with np.errstate(all="ignore"):
-                kf = np.maximum(k, 1).astype(np.float64)
-                mu = np.where(k > 0, shift[block] + t1 / kf, 0.0)
-                v = np.where(k > 0, np.maximum(t2 - t1 * t1 / kf, 0.0), 0.0)
-            parts.append((k, mu, v))
-        total, mean, m2 = _chan(*parts[0], *parts[1])
-        total = total + poison
-        mean, m2 = np.where(poison > 0, np.nan, mean), np.where(poison > 0, np.nan, m2)
-        return {"n": total, "mean": mean, "m2": m2}
+        poison = None
+        if bad.any():  # rows with non-finite moments count, and make their windows NaN
+            poison = _slide(np.where(bad, n, 0), 0, np.add, layout)
+            n, mean, m2 = np.where(bad, 0, n), np.where(bad, 0.0, mean), np.where(bad, 0.0, m2)
+        nf = n.astype(np.float64)
+        # the shift of each block of `size` cells: the mean of its rows
+        block, blocks = layout.pos // layout.size, layout.cells // layout.size
+        shift = np.bincount(block, nf * mean, blocks) / np.maximum(np.bincount(block, nf, blocks), 1)
+        d = mean - shift[block]
+        (nh, nt), (s1h, s1t), (s2h, s2t) = (_halves(a, 0.0, np.add, layout) for a in (nf, nf * d, m2 + nf * d * d))
+        head_shift = shift[layout.first // layout.size]
+        delta = shift[(layout.first + layout.size - 1) // layout.size] - head_shift
+        # the tail's sums re-expressed around the head's shift, then added
+        total = nh + nt
+        s1 = s1h + s1t + nt * delta
+        s2 = s2h + s2t + delta * (2 * s1t + nt * delta)
+        safe = np.maximum(total, 1.0)
+        mean = np.where(total > 0, head_shift + s1 / safe, 0.0)
+        m2 = np.maximum(s2 - s1 * s1 / safe, 0.0)
+        count = total.astype(np.int64)
+        if poison is not None:
+            count = count + poison
+            mean, m2 = np.where(poison > 0, np.nan, mean), np.where(poison > 0, np.nan, m2)
+        return {"n": count, "mean": mean, "m2": m2}
 
     def identity(self, n, like):
         return {"n": np.zeros(n, dtype=np.int64), "mean": np.zeros(n), "m2": np.zeros(n)}
