@@ -7,6 +7,7 @@ every call giving the very same state as never snapshotting."""
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given, strategies as st
 
 from conftest import hsettings
 from mta.columnar import KINDS, grid
+from mta.columnar import state as state_module
 from mta.columnar.state import KeyState
 
 #: (name, kind, column): the aggregations every state holds; "i" ints (nullable, big ones
@@ -181,9 +183,13 @@ def numbered(events: list[tuple], seq: int) -> list[tuple]:
 
 # --------------------------------------------------------------------------- tests
 
-@given(queries_strategy(), script_strategy(), st.randoms())
+#: KeyState reports windows by gathering their slices or by sliding(): never, by default, always.
+GATHER = st.sampled_from([(0, 0), state_module._GATHER, (10**9, 10**9)])
+
+
+@given(queries_strategy(), script_strategy(), st.randoms(), GATHER)
 @hsettings(max_examples=500)
-def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng) -> None:
+def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng, gather) -> None:
     """Any sequence of add/advance: the reported windows (each once, with every event it took),
     the late masks and counts, next_report, as the model; a state restored from its snapshot
     before every call stays byte for byte the one that never was. Rows come in time order,
@@ -223,12 +229,17 @@ def batches_strategy(draw) -> list[tuple[list[tuple], int]]:
     return out
 
 
-@given(queries_strategy(), batches_strategy())
+@given(queries_strategy(), batches_strategy(), GATHER)
 @hsettings(max_examples=300)
-def test_like_the_processor_each_window_in_sparks_batch(queries, batches) -> None:
+def test_like_the_processor_each_window_in_sparks_batch(queries, batches, gather) -> None:
     """The adapter's use: a batch with events catches up to the previous watermark, adds them
     and advances to its own; a batch without advances only when the key's timer
     (next_report) has come. Every window comes out in the batch Spark reports it in."""
+    with mock.patch.object(state_module, "_GATHER", gather):
+        run_batches(queries, batches)
+
+
+def run_batches(queries, batches) -> None:
     pane, origin = grid(queries)
     model, data, seq, previous = Model(queries), None, 0, 0
     model.advance(0)  # W[-1] = 0: windows ending by 1970-01-01 take nothing

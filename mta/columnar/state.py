@@ -40,6 +40,9 @@ from mta.columnar.kinds import Columns, Kind
 from mta.columnar.windows import Windows, sliding
 
 _FORMAT = 1  # snapshot layout version
+#: (a, b): report windows by gathering their slices (KeyState._gather) while the windows and the
+#: gathered rows number at most a * (slices + windows) + b; else by sliding() (O(slices + windows)).
+_GATHER = (4, 64)
 
 
 def _take(cols: Columns, index: np.ndarray | slice) -> Columns:
@@ -149,8 +152,10 @@ class KeyState:
         if order is not None:
             panes, cols = panes[order], [_take(c, order) for c in cols]
         starts = np.flatnonzero(np.r_[True, panes[1:] != panes[:-1]])
-        new = [kind.reduce(c, starts) for kind, c in zip(self.kinds, cols)]
-        self._merge(panes[starts], new)
+        if len(starts) < len(panes):  # else each event is its pane's slice: lifted rows are partials
+            cols = [kind.reduce(c, starts) for kind, c in zip(self.kinds, cols)]
+            panes = panes[starts]
+        self._merge(panes, cols)
         return late
 
     def _merge(self, panes: np.ndarray, new: list[Columns]) -> None:
@@ -210,17 +215,40 @@ class KeyState:
         panes = self.panes
         lo = 0 if first is None else int(np.searchsorted(panes, first))
         hi = len(panes) if last is None else int(np.searchsorted(panes, last))
-        sub = slice(lo, hi)
-        w = sliding(self.kinds, [_take(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
-                    size, step, phase)
-        # Windows reaching past the read panes are cut short (end > last) or closed (start < first).
-        keep = np.ones(len(w.start), bool)
-        if first is not None:
-            keep &= w.start >= first
-        if last is not None:
-            keep &= w.end <= last
-        return Windows(group=w.group[keep], start=self.origin + w.start[keep] * self.pane,
-                       end=self.origin + w.end[keep] * self.pane, cols=[_take(c, keep) for c in w.cols])
+        # The window starts from the first one holding a slice (aligned) up to the last one to
+        # report (the start of the last slice's window, or of the last window ending by `last`).
+        begin = earliest - size
+        final = int(panes[hi - 1]) if last is None else last - size
+        gathered = self._gather(lo, hi, np.arange(begin, final + 1, step), size) \
+            if (final - begin) // step + 1 <= _GATHER[0] * (hi - lo) + _GATHER[1] else None
+        if gathered is not None:
+            start, cols = gathered
+        else:
+            sub = slice(lo, hi)
+            w = sliding(self.kinds, [_take(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
+                        size, step, phase)
+            # Windows reaching past the read panes are cut short (end > last) or closed (start < first).
+            keep = (w.start >= begin) & (w.start <= final)
+            start, cols = w.start[keep], [_take(c, keep) for c in w.cols]
+        return Windows(group=np.zeros(len(start), np.int64), start=self.origin + start * self.pane,
+                       end=self.origin + (start + size) * self.pane, cols=cols)
+
+    def _gather(self, lo: int, hi: int, starts: np.ndarray, size: int) -> tuple[np.ndarray, list[Columns]] | None:
+        """The windows ``[s, s + size)`` (``starts`` in panes) holding one of the slices ``lo:hi``,
+        each folded from the slices it reads (``Kind.reduce`` over the gathered rows): fewer numpy
+        calls than :func:`sliding` when windows read few slices, the usual micro-batch of a key.
+        None when the gathered rows would outnumber ``_GATHER``'s bound (sliding is then cheaper)."""
+        panes = self.panes[lo:hi]
+        first, past = np.searchsorted(panes, starts), np.searchsorted(panes, starts + size)
+        some = past > first
+        starts, first, past = starts[some], first[some], past[some]
+        lengths = past - first
+        offsets = np.cumsum(lengths) - lengths
+        total = int(offsets[-1] + lengths[-1])
+        if total > _GATHER[0] * (hi - lo + len(starts)) + _GATHER[1]:
+            return None
+        rows = lo + np.arange(total) + np.repeat(first - offsets, lengths)
+        return starts, [kind.reduce(_take(c, rows), offsets) for kind, c in zip(self.kinds, self.cols)]
 
     def _empty(self) -> Windows:
         """No windows (partials with the held dtypes once events came; object before)."""
