@@ -151,8 +151,9 @@ class KeyState:
         order = _time_order(times, seq)
         if order is not None:
             panes, cols = panes[order], [_take(c, order) for c in cols]
-        starts = np.flatnonzero(np.r_[True, panes[1:] != panes[:-1]])
-        if len(starts) < len(panes):  # else each event is its pane's slice: lifted rows are partials
+        change = panes[1:] != panes[:-1]
+        if not change.all():  # else each event is its pane's slice: lifted rows are partials
+            starts = np.concatenate(([0], np.flatnonzero(change) + 1))
             cols = [kind.reduce(c, starts) for kind, c in zip(self.kinds, cols)]
             panes = panes[starts]
         self._merge(panes, cols)
