@@ -22,8 +22,10 @@ windows starting at ``j ≡ phase (mod step)``) has its first open window at ``j
 align_up(D - size + 1)``; since ``size >= step`` every pane lies in a window, and pane
 ``k`` is late for the query exactly when ``k < j0``.
 
-Everything is numpy over arrays: no Python loop over events, slices or windows (the
-loops are over queries and aggregations). ``seq`` must grow across calls (arrival order
+A query's windows to report are folded from the held slices by :func:`sliding` (O(slices +
+windows)) or, when they read few slices (a key's usual micro-batch), by one ``Kind.reduce``
+over their gathered slices: far fewer numpy calls. Everything is numpy over arrays: no
+Python loop over events, slices or windows (the loops are over queries and aggregations). ``seq`` must grow across calls (arrival order
 over the whole stream): same-time ties of ``first``/``last``/``min_by``/``max_by`` are
 decided by it when a batch's slice merges into a held one.
 """
@@ -211,7 +213,7 @@ class KeyState:
         (None: no bound) that hold a slice."""
         earliest = self._earliest_end(q, first)
         if earliest is None or last is not None and earliest > last:
-            return self._empty()  # the common case of a batch's first advance(): no sliding() at all
+            return self._empty()  # nothing to report (a batch's first advance(), usually): no folding
         size, step, phase = self._shapes[q]
         panes = self.panes
         lo = 0 if first is None else int(np.searchsorted(panes, first))
