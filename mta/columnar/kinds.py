@@ -106,8 +106,8 @@ def _fits_int64(arrays: list[np.ndarray], terms: int) -> bool:
 
 def _widen(arrays: list[np.ndarray], terms: int) -> list[np.ndarray]:
     """The integer arrays as they must be summed: int64 when safe, else object arrays of Python ints."""
-    if all(a.dtype != np.int64 and a.dtype != object for a in arrays) or _fits_int64(arrays, terms):
-        return arrays
+    if all(a.dtype != np.int64 for a in arrays) or _fits_int64(arrays, terms):
+        return arrays  # floats, or Python ints already, or int64 proven safe
     return [a.astype(object) for a in arrays]
 
 
@@ -524,12 +524,13 @@ class _PickBy(_Pick):
         }
 
     def _preference(self, cols):
+        # rows of a segment or window are in (time, seq) order, so a stable sort by order alone
+        # breaks ties by age; numpy sorts NaN last and -0.0 with 0.0, as Spark orders them
         taken = np.flatnonzero(cols["n"] > 0)
-        # dense order ranks: np.unique sorts NaN last (one NaN) and merges -0.0 with 0.0
-        _, orank = np.unique(cols["o"][taken], return_inverse=True)
-        orank = orank.reshape(-1).astype(np.int64)
-        key = orank if self.name == "min_by" else -orank
-        return taken[np.lexsort((cols["seq"][taken], cols["t"][taken], key))]
+        if self.name == "min_by":
+            return taken[np.argsort(cols["o"][taken], kind="stable")]
+        newest_first = taken[::-1]  # descending order, ties oldest first: sort reversed rows, reverse back
+        return newest_first[np.argsort(cols["o"][newest_first], kind="stable")][::-1]
 
     def _better(self, a, b, both):
         ao, bo = a["o"][both], b["o"][both]

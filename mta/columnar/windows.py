@@ -165,8 +165,11 @@ def sessions(
 
     An event at t opens ``[t, t + gap)``; overlapping or touching ones merge, so a slice joins
     the session before it when its ``lo <= max(hi so far) + gap`` (events exactly gap apart
-    share a session). start = first event time, end = last event time + gap.
+    share a session). start = first event time, end = last event time + gap. Slices of one
+    group cover disjoint time ranges (panes), so index order is time order for first/last.
     """
+    if gap <= 0:
+        raise ValueError(f"gap must be > 0, got {gap}")
     group = np.asarray(group, dtype=np.int64)
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     if len(lo) == 0:
