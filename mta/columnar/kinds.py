@@ -86,7 +86,7 @@ def _reduceat(op: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarra
         return op.reduceat(values, starts)
 
 
-def _segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
+def segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
     """The segment of each of ``rows`` rows, segments starting at ``starts``."""
     marks = np.zeros(rows, dtype=np.int64)
     marks[starts[1:]] = 1
@@ -361,7 +361,7 @@ class _Moments(Kind):
     def reduce(self, cols, starts):
         n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
         total = _reduceat(np.add, n, starts)
-        seg = _segment_ids(starts, len(n))
+        seg = segment_ids(starts, len(n))
         with np.errstate(all="ignore"):
             centre = _reduceat(np.add, n * mean, starts) / np.where(total > 0, total, 1)
             d = mean - centre[seg]
