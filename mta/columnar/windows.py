@@ -92,6 +92,9 @@ def sliding(
         starts = _runs(group, stride)
         g, q = group[starts], stride[starts]
         full = [kind.reduce(c, starts) for kind, c in zip(kinds, cols)]
+    if size == step:  # tumbling: every stride is a window
+        start = phase + q * step
+        return Windows(group=g, start=start, end=start + size, cols=list(full))
     reach = k + (r > 0)  # strides one window touches
 
     # clusters of strides: a window touches strides j .. j + reach - 1
