@@ -241,7 +241,8 @@ def test_int64_overflow_guard_keeps_sums_exact():
     total = kind.lower(kind.reduce(cols, np.array([0])))[0][0]
     assert total == 3 * 2**62 - 5 and isinstance(total, int)
     halves = kind.reduce(cols, np.array([0, 2]))
-    assert kind.lower(kind.merge(*({f: a[i : i + 1] for f, a in halves.items()} for i in (0, 1))))[0][0] == 3 * 2**62 - 5
+    first, second = ({f: a[i : i + 1] for f, a in halves.items()} for i in (0, 1))
+    assert kind.lower(kind.merge(first, second))[0][0] == 3 * 2**62 - 5
     win = sliding([kind], [cols], np.zeros(4, dtype=np.int64), np.arange(4), 3, 1)
     assert [int(x) for x in kind.lower(win.cols[0])[0]] == [2**62, 2**63, 3 * 2**62, 2 * 2**62 - 5, 2**62 - 5, -5]
     small = kind.reduce(lift(kind, events[3:], "int", "int"), np.array([0]))
