@@ -123,10 +123,10 @@ def partials(s: Sliced, i: int, time: Any) -> list[Any]:
     if kind in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by"):
         pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
         return [pick(_taken(s, time)).alias(field(i, "r"))]
+    if kind == "count":  # of any type
+        return [F.count(s.inputs[0]).alias(field(i, "n"))]
     x = _number(s.inputs[0], s.source)
     n = F.count(x).alias(field(i, "n"))
-    if kind == "count":
-        return [n]
     if kind in ("sum", "mean"):
         return [F.sum(x).alias(field(i, "s")), n]
     if kind in ("min", "max"):
