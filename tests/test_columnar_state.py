@@ -209,6 +209,11 @@ def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, scri
     the late masks and counts, next_report, as the model; a state restored from its snapshot
     before every call stays byte for byte the one that never was. Rows come in time order,
     in arrival order, or in any order (their ``seq`` says which arrived first)."""
+    with mock.patch.object(state_module, "_GATHER", gather):
+        run_script(queries, script, rng)
+
+
+def run_script(queries, script, rng) -> None:
     pane, origin = grid(queries)
     kept, model, seq = KeyState(KIND_LIST, queries, pane, origin), Model(queries), 0
     restored = KeyState(KIND_LIST, queries, pane, origin)

@@ -25,9 +25,11 @@ align_up(D - size + 1)``; since ``size >= step`` every pane lies in a window, an
 A query's windows to report are folded from the held slices by :func:`sliding` (O(slices +
 windows)) or, when they read few slices (a key's usual micro-batch), by one ``Kind.reduce``
 over their gathered slices: far fewer numpy calls. Everything is numpy over arrays: no
-Python loop over events, slices or windows (the loops are over queries and aggregations). ``seq`` must grow across calls (arrival order
-over the whole stream): same-time ties of ``first``/``last``/``min_by``/``max_by`` are
-decided by it when a batch's slice merges into a held one.
+Python loop over events, slices or windows (the loops are over queries and aggregations).
+
+``seq`` must grow across calls (arrival order over the whole stream, e.g. batch id and row):
+same-time ties of ``first``/``last``/``min_by``/``max_by`` are decided by it when a batch's
+slice merges into a held one.
 """
 
 from __future__ import annotations
