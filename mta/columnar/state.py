@@ -134,16 +134,15 @@ class KeyState:
         for every query (dropped). ``late`` counts per query the events late for it."""
         times = np.asarray(times, np.int64)
         seq = np.asarray(seq, np.int64)
-        late = np.zeros(len(times), bool)
         if len(times) == 0:
-            return late
+            return np.zeros(0, bool)
         panes = (times - self.origin) // self.pane
-        if self.done != -math.inf:
-            late[:] = True
-            for q, first in enumerate(self._first_open()):
-                late_q = panes < first
-                self.late[q] += int(np.count_nonzero(late_q))
-                late &= late_q
+        if self.done == -math.inf:
+            late = np.zeros(len(times), bool)  # nothing closed yet
+        else:
+            late_q = panes < np.array(self._first_open())[:, None]  # (query, event): late for the query
+            self.late = [count + int(more) for count, more in zip(self.late, late_q.sum(axis=1))]
+            late = late_q.all(axis=0)
             if late.any():
                 keep = ~late
                 times, seq, panes = times[keep], seq[keep], panes[keep]
