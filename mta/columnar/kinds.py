@@ -340,12 +340,15 @@ class _Moments(Kind):
 
     Windows slide shifted sums ``(n, Σ(x - c), Σ(x - c)²)`` with ``c`` the mean of the block
     of ``size`` cells each half-window lies in (see ``_halves``); the tail half is re-centred on
-    the head's shift and the window's m2 is ``S2 - S1²/n``. Rounding: S2 sums at most
-    ``size`` non-negative terms, so m2's absolute error is about ``size · eps · Σ(x - c)²``
-    over the window, with c the mean of the head's block (two blocks span at most
-    ``2 · size`` panes): small against the window's own m2 unless the window is nearly
-    constant while its block holds values far away. Negative m2 from rounding is clamped to 0.
-    Non-finite values (inf, NaN) make every window holding them NaN, as Spark.
+    the head's shift (the tail's own when the head counts no row) and the window's m2 is
+    ``S2 - S1²/n``. Rounding: S2 sums at most ``size`` non-negative terms, so m2's absolute
+    error is about ``size · eps · Σ(x - c)²`` over the window, with c the mean of a block the
+    window overlaps (two blocks span at most ``2 · size`` panes): at most ``size · eps · n ·
+    spread²`` for the spread of the values in those blocks, small against the window's own m2
+    unless the window is nearly constant while its blocks hold values far away. Stored means
+    add about ``ulp(x) · spread`` per merge, as in any (n, mean, m2) fold. Negative m2 from
+    rounding is clamped to 0. Non-finite values (inf, NaN) make every window holding them
+    NaN, as Spark.
     """
 
     name: str
