@@ -335,16 +335,20 @@ def _chan(na, ma, m2a, nb, mb, m2b):
 
 @dataclass(frozen=True, repr=False)
 class _Moments(Kind):
-    """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula.
+    """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula;
+    segments fold in two passes (their mean, then the moments about it, corrected).
 
     Windows slide shifted sums ``(n, Σ(x - c), Σ(x - c)²)`` with ``c`` the mean of the block
     of ``size`` cells each half-window lies in (see ``_halves``); the tail half is re-centred on
-    the head's shift and the window's m2 is ``S2 - S1²/n``. Rounding: S2 sums at most
-    ``size`` non-negative terms, so m2's absolute error is about ``size · eps · Σ(x - c)²``
-    over the window, with c the mean of the head's block (two blocks span at most
-    ``2 · size`` panes): small against the window's own m2 unless the window is nearly
-    constant while its block holds values far away. Negative m2 from rounding is clamped to 0.
-    Non-finite values (inf, NaN) make every window holding them NaN, as Spark.
+    the head's shift (the tail's own when the head counts no row) and the window's m2 is
+    ``S2 - S1²/n``. Rounding: S2 sums at most ``size`` non-negative terms, so m2's absolute
+    error is about ``size · eps · Σ(x - c)²`` over the window, with c the mean of a block the
+    window overlaps (two blocks span at most ``2 · size`` panes): at most ``size · eps · n ·
+    spread²`` for the spread of the values in those blocks, small against the window's own m2
+    unless the window is nearly constant while its blocks hold values far away. Stored means
+    add about ``ulp(x) · spread`` per merge, as in any (n, mean, m2) fold. Negative m2 from
+    rounding is clamped to 0. Non-finite values (inf, NaN) make every window holding them
+    NaN, as Spark.
     """
 
     name: str
@@ -364,12 +368,15 @@ class _Moments(Kind):
         n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
         total = _reduceat(np.add, n, starts)
         seg = segment_ids(starts, len(n))
+        safe = np.maximum(total, 1)
         with np.errstate(all="ignore"):
-            centre = _reduceat(np.add, n * mean, starts) / np.where(total > 0, total, 1)
-            d = mean - centre[seg]
-            m2 = _reduceat(np.add, m2 + np.where(n > 0, n * d * d, 0.0), starts)
-        centre = np.where(total > 0, centre, 0.0)
-        return {"n": total, "mean": centre, "m2": m2}
+            centre = _reduceat(np.add, n * mean, starts) / safe
+            d = np.where(n > 0, mean - centre[seg], 0.0)
+            # corrected two-pass: the centre's own rounding (huge values) cancels out exactly
+            s1 = _reduceat(np.add, n * d, starts)
+            m2 = _reduceat(np.add, m2 + n * d * d, starts) - s1 * s1 / safe
+            mean = np.where(total > 0, centre + s1 / safe, 0.0)
+        return {"n": total, "mean": mean, "m2": np.maximum(m2, 0.0)}
 
     def slide(self, cols, layout):
         n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
@@ -384,14 +391,16 @@ class _Moments(Kind):
         shift = np.bincount(block, nf * mean, blocks) / np.maximum(np.bincount(block, nf, blocks), 1)
         d = mean - shift[block]
         (nh, nt), (s1h, s1t), (s2h, s2t) = (_halves(a, 0.0, np.add, layout) for a in (nf, nf * d, m2 + nf * d * d))
-        head_shift = shift[layout.first // layout.size]
-        delta = shift[(layout.first + layout.size - 1) // layout.size] - head_shift
-        # the tail's sums re-expressed around the head's shift, then added
+        tail_shift = shift[(layout.first + layout.size - 1) // layout.size]
+        # the window's centre: the head's shift, or the tail's when no head row counts (shifts
+        # of empty blocks are 0, far from the data); the tail's sums re-expressed around it
+        centre = np.where(nh > 0, shift[layout.first // layout.size], tail_shift)
+        delta = tail_shift - centre
         total = nh + nt
         s1 = s1h + s1t + nt * delta
         s2 = s2h + s2t + delta * (2 * s1t + nt * delta)
         safe = np.maximum(total, 1.0)
-        mean = np.where(total > 0, head_shift + s1 / safe, 0.0)
+        mean = np.where(total > 0, centre + s1 / safe, 0.0)
         m2 = np.maximum(s2 - s1 * s1 / safe, 0.0)
         count = total.astype(np.int64)
         if poison is not None:
