@@ -153,7 +153,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     df, time, time_name, kind = _time_column(df, time, columns)
     if windows is not None:
         return _many(df, keys, time, time_name, kind, columns, aggregations, windows, split, flat, late_count,
-                     dict(size=size, slide=slide, start_time=start_time, policy=policy, session_gap=session_gap,
+                     watermark, allowed_lateness, dict(size=size, slide=slide, start_time=start_time, policy=policy, session_gap=session_gap,
                           store=store, name=name, late_events=late_events or None,
                           emit=None if emit == "window" else emit))
     if split:
@@ -173,7 +173,8 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
                  "session_window" if session_gap is not None else "window")
     query = _query("window", windowing)
     sliced = columnar(aggs, columns) if query is not None else None
-    if sliced is not None and not df.isStreaming and store is None and not late_events:
+    fast = sliced is not None and store is None and not late_events
+    if fast and not df.isStreaming:
         out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, [query], False, late_count)
         return out.select(*keys, *_time_outputs(kind, windowing, flat, False, None), *aggs.columns,
                           *(["late"] if late_count else []))
@@ -191,10 +192,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
             extra_inputs = [SESSION_WATERMARK]
         else:
             df, delay = _watermarked(df, time, kind, watermark, spark)
-        if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
-            grouping = group_keys = keys  # strings (and their nulls) cross pandas as they are
-        else:
-            grouping, group_keys = [_key_string(df, keys).alias(KEY)], [KEY]
+        grouping, group_keys = _grouping(df, keys)
     else:
         grouping, group_keys, delay = keys, keys, None
     side = aggs.inputs if late_events else None
@@ -202,17 +200,38 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs, *extra_inputs)
     schema = _schema(prepared, group_keys, aggs, side)
     if df.isStreaming:
-        from spark_integration.streaming import MTAProcessor
+        from spark_integration.streaming import _Columns, _Rows
 
-        processor = MTAProcessor(aggs, windowing, group_keys, lateness, side, stored)
-        out = prepared.groupBy(*group_keys).transformWithStateInPandas(
-            statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
-        key_columns = _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]
+        engine = _Columns(sliced, [query], group_keys, False) if fast and not query.session else \
+            _Rows(aggs, windowing, group_keys, side)
+        out, key_columns = _stateful(df, prepared, keys, group_keys, schema, engine, lateness, stored)
     else:
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
         key_columns = [F.col(k) for k in keys]
     return out.select(*key_columns, *_time_outputs(kind, windowing, flat, side is not None, delay), *aggs.columns,
                       *(["late"] if late_count else []), *_side_output(kind, time_name, side))
+
+
+def _grouping(df: Any, keys: list[str]) -> tuple[list[Any], list[str]]:
+    """A stream's grouping columns and their names: string keys as they are (they and
+    their nulls cross pandas unchanged), else one exact string of the key columns."""
+    if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
+        return keys, keys
+    return [_key_string(df, keys).alias(KEY)], [KEY]
+
+
+def _stateful(df: Any, prepared: Any, keys: list[str], group_keys: list[str], schema: Any, engine: Any,
+              lateness: int, stored: StoredKeys | None) -> tuple[Any, list[Any]]:
+    """The stream through ``transformWithStateInPandas`` (one state per key), and the key
+    columns of its output (read back from the key string when there is one)."""
+    from pyspark.sql import functions as F
+
+    from spark_integration.streaming import MTAProcessor
+
+    out = prepared.groupBy(*group_keys).transformWithStateInPandas(
+        statefulProcessor=MTAProcessor(engine, lateness, stored), outputStructType=schema, outputMode="Append",
+        timeMode="EventTime")
+    return out, _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]
 
 
 def _windowing(spark: Any, size: Any, slide: Any, start_time: Any, policy: Any, emit: str) -> Windowing:
@@ -309,7 +328,7 @@ def _window_spec(spark: Any, name: str, spec: Any) -> Windowing | Sessions:
 
 def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, columns: dict[str, str],
           aggregations: Mapping[str, tuple], windows: Mapping[str, Any], split: bool, flat: bool, late_count: bool,
-          others: dict[str, Any]) -> Any:
+          watermark: Any, allowed_lateness: Any, others: dict[str, Any]) -> Any:
     """``window_aggregate(..., windows={...})`` (see there)."""
     from pyspark.sql import functions as F
 
@@ -330,7 +349,24 @@ def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, column
     late = ["late"] if late_count else []
     queries = [_query(name, shape) for name, shape in shapes.items()]
     sliced = columnar(aggs, columns) if all(queries) else None
-    if sliced is None or df.isStreaming:  # one pass per window, each as one window_aggregate call
+    if sliced is not None and df.isStreaming and not any(q.session for q in queries):
+        from spark_integration.streaming import _Columns
+
+        lateness = micros(allowed_lateness, "allowed_lateness", spark)
+        df, delay = _watermarked(df, time, kind, watermark, spark)
+        grouping, group_keys = _grouping(df, keys)
+        prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME),
+                             *aggs.input_columns(skip=group_keys))
+        schema = _schema(prepared, group_keys, aggs, None, named=True)
+        engine = _Columns(sliced, queries, group_keys, True)
+        stream, key_columns = _stateful(df, prepared, keys, group_keys, schema, engine, lateness, None)
+        out = stream.select(*key_columns, NAME, START, END, *aggs.columns, "late")
+        if split:
+            return {name: out.where(F.col(NAME) == name).select(
+                *keys, *_time_outputs(kind, shape, flat, False, delay), *aggs.columns, *late)
+                for name, shape in shapes.items()}
+        start, end = _from_micros(F.col(START), kind), _from_micros(F.col(END), kind)
+    elif sliced is None or df.isStreaming:  # one pass per window, each as one window_aggregate call
         def single(name: str, flat: bool) -> Any:
             spec, shape = windows[name], shapes[name]
             if isinstance(spec, (SessionGap, str, tuple)):  # as given: Spark parses calendar intervals itself
@@ -339,7 +375,8 @@ def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, column
             else:
                 given = dict(session_gap=shape.gap) if isinstance(shape, Sessions) else \
                     dict(size=shape.size, slide=shape.slide, start_time=shape.offset or None)
-            return window_aggregate(df, keys, time, aggregations, flat=flat, late_count=late_count, **given)
+            return window_aggregate(df, keys, time, aggregations, flat=flat, late_count=late_count,
+                                    watermark=watermark, allowed_lateness=allowed_lateness, **given)
 
         if split:
             return {name: single(name, flat) for name in shapes}
@@ -540,12 +577,14 @@ def _late(column: str) -> str:
     return f"mta_late_{column}"
 
 
-def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None) -> Any:
+def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None, named: bool = False) -> Any:
     """What each key's frame holds: the grouping columns of ``df`` (the prepared input),
-    window bounds in microseconds, the aggregations, the late count, the side output."""
-    from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
+    [the window's name], window bounds in microseconds, the aggregations, the late count,
+    the side output."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, _parse_datatype_string
 
-    fields = [df.schema[k] for k in keys] + [StructField(START, LongType()), StructField(END, LongType())]
+    fields = [df.schema[k] for k in keys] + ([StructField(NAME, StringType())] if named else [])
+    fields += [StructField(START, LongType()), StructField(END, LongType())]
     fields += [StructField(name, _parse_datatype_string(kind)) for name, (_, _, kind) in aggs.columns.items()]
     fields.append(StructField("late", LongType()))
     if side is not None:
