@@ -7,6 +7,8 @@ every call giving the very same state as never snapshotting."""
 from __future__ import annotations
 
 import math
+import statistics
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,12 +16,14 @@ from hypothesis import given, strategies as st
 
 from conftest import hsettings
 from mta.columnar import KINDS, grid
+from mta.columnar import state as state_module
 from mta.columnar.state import KeyState
 
 #: (name, kind, column): the aggregations every state holds; "i" ints (nullable, big ones
 #: near 2**63 too), "f" floats (nullable, NaN/inf/-0.0).
 AGGS = [("n", "count", "i"), ("s", "sum", "i"), ("hi", "max", "f"), ("lo", "min", "f"), ("first", "first", "i"),
-        ("last", "last", "i"), ("lastv", "last_ignore_nulls", "i"), ("by", "max_by", "i")]
+        ("last", "last", "i"), ("lastv", "last_ignore_nulls", "i"), ("by", "max_by", "i"), ("avg", "mean", "f"),
+        ("var", "var_samp", "f")]
 KIND_LIST = [KINDS[kind] for _, kind, _ in AGGS]
 
 
@@ -48,6 +52,12 @@ def naive(kind: str, events: list[tuple]) -> tuple[object, bool]:
         return events[-1][2], events[-1][2] is None
     if kind == "last_ignore_nulls":
         return (ints[-1], False) if ints else (None, True)
+    if kind in ("mean", "var_samp"):
+        if len(floats) <= (kind == "var_samp"):
+            return None, True
+        if not all(map(math.isfinite, floats)):  # inf - inf is NaN, an inf alone stays in a mean
+            return (sum(floats) if kind == "mean" else math.nan), False
+        return (statistics.fmean(floats) if kind == "mean" else statistics.variance(floats)), False
     if kind == "max_by":  # the int at the largest float (NaN largest); ties: the oldest; null orders skipped
         taken = [e for e in events if e[3] is not None]
         if not taken:
@@ -132,12 +142,19 @@ def rows(windows) -> list[list[tuple]]:
     return out
 
 
+def close(a: object, b: object) -> bool:
+    """Equal, NaN equal to NaN, floats up to rounding (means and variances fold in other orders)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return type(a) is type(b) and a == b
+
+
 def same(got: list[list[tuple]], expected: list[list[tuple]]) -> bool:
-    """Equal rows, NaN equal to NaN (and exact otherwise: -0.0 == 0.0 as Spark compares)."""
-    def value(x):
-        return "NaN" if isinstance(x, float) and math.isnan(x) else x
-    norm = lambda rs: [[(s, e, [(value(v), n) for v, n in aggs]) for s, e, aggs in q] for q in rs]  # noqa: E731
-    return norm(got) == norm(expected)
+    """The same windows (start, end) of each query with close results and equal nulls."""
+    return [[(s, e) for s, e, _ in q] for q in got] == [[(s, e) for s, e, _ in q] for q in expected] and all(
+        null == want_null and close(value, want)
+        for q, want_q in zip(got, expected) for (_, _, aggs), (_, _, wants) in zip(q, want_q)
+        for (value, null), (want, want_null) in zip(aggs, wants))
 
 
 # --------------------------------------------------------------------------- strategies
@@ -181,13 +198,22 @@ def numbered(events: list[tuple], seq: int) -> list[tuple]:
 
 # --------------------------------------------------------------------------- tests
 
-@given(queries_strategy(), script_strategy(), st.randoms())
+#: KeyState reports windows by gathering their slices or by sliding(): never, by default, always.
+GATHER = st.sampled_from([(0, 0), state_module._GATHER, (10**9, 10**9)])
+
+
+@given(queries_strategy(), script_strategy(), st.randoms(), GATHER)
 @hsettings(max_examples=500)
-def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng) -> None:
+def test_key_state_follows_sparks_late_rule_and_survives_snapshots(queries, script, rng, gather) -> None:
     """Any sequence of add/advance: the reported windows (each once, with every event it took),
     the late masks and counts, next_report, as the model; a state restored from its snapshot
     before every call stays byte for byte the one that never was. Rows come in time order,
     in arrival order, or in any order (their ``seq`` says which arrived first)."""
+    with mock.patch.object(state_module, "_GATHER", gather):
+        run_script(queries, script, rng)
+
+
+def run_script(queries, script, rng) -> None:
     pane, origin = grid(queries)
     kept, model, seq = KeyState(KIND_LIST, queries, pane, origin), Model(queries), 0
     restored = KeyState(KIND_LIST, queries, pane, origin)
@@ -223,12 +249,17 @@ def batches_strategy(draw) -> list[tuple[list[tuple], int]]:
     return out
 
 
-@given(queries_strategy(), batches_strategy())
+@given(queries_strategy(), batches_strategy(), GATHER)
 @hsettings(max_examples=300)
-def test_like_the_processor_each_window_in_sparks_batch(queries, batches) -> None:
+def test_like_the_processor_each_window_in_sparks_batch(queries, batches, gather) -> None:
     """The adapter's use: a batch with events catches up to the previous watermark, adds them
     and advances to its own; a batch without advances only when the key's timer
     (next_report) has come. Every window comes out in the batch Spark reports it in."""
+    with mock.patch.object(state_module, "_GATHER", gather):
+        run_batches(queries, batches)
+
+
+def run_batches(queries, batches) -> None:
     pane, origin = grid(queries)
     model, data, seq, previous = Model(queries), None, 0, 0
     model.advance(0)  # W[-1] = 0: windows ending by 1970-01-01 take nothing

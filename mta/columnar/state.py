@@ -22,10 +22,14 @@ windows starting at ``j ≡ phase (mod step)``) has its first open window at ``j
 align_up(D - size + 1)``; since ``size >= step`` every pane lies in a window, and pane
 ``k`` is late for the query exactly when ``k < j0``.
 
-Everything is numpy over arrays: no Python loop over events, slices or windows (the
-loops are over queries and aggregations). ``seq`` must grow across calls (arrival order
-over the whole stream): same-time ties of ``first``/``last``/``min_by``/``max_by`` are
-decided by it when a batch's slice merges into a held one.
+A query's windows to report are folded from the held slices by :func:`sliding` (O(slices +
+windows)) or, when they read few slices (a key's usual micro-batch), by one ``Kind.reduce``
+over their gathered slices: far fewer numpy calls. Everything is numpy over arrays: no
+Python loop over events, slices or windows (the loops are over queries and aggregations).
+
+``seq`` must grow across calls (arrival order over the whole stream, e.g. batch id and row):
+same-time ties of ``first``/``last``/``min_by``/``max_by`` are decided by it when a batch's
+slice merges into a held one.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ from mta.columnar.kinds import Columns, Kind
 from mta.columnar.windows import Windows, sliding
 
 _FORMAT = 1  # snapshot layout version
+#: (a, b): report windows by gathering their slices (KeyState._gather) while the windows and the
+#: gathered rows number at most a * (slices + windows) + b; else by sliding() (O(slices + windows)).
+_GATHER = (4, 64)
 
 
 def _take(cols: Columns, index: np.ndarray | slice) -> Columns:
@@ -127,16 +134,15 @@ class KeyState:
         for every query (dropped). ``late`` counts per query the events late for it."""
         times = np.asarray(times, np.int64)
         seq = np.asarray(seq, np.int64)
-        late = np.zeros(len(times), bool)
         if len(times) == 0:
-            return late
+            return np.zeros(0, bool)
         panes = (times - self.origin) // self.pane
-        if self.done != -math.inf:
-            late[:] = True
-            for q, first in enumerate(self._first_open()):
-                late_q = panes < first
-                self.late[q] += int(np.count_nonzero(late_q))
-                late &= late_q
+        if self.done == -math.inf:
+            late = np.zeros(len(times), bool)  # nothing closed yet
+        else:
+            late_q = panes < np.array(self._first_open())[:, None]  # (query, event): late for the query
+            self.late = [count + int(more) for count, more in zip(self.late, late_q.sum(axis=1))]
+            late = late_q.all(axis=0)
             if late.any():
                 keep = ~late
                 times, seq, panes = times[keep], seq[keep], panes[keep]
@@ -148,9 +154,12 @@ class KeyState:
         order = _time_order(times, seq)
         if order is not None:
             panes, cols = panes[order], [_take(c, order) for c in cols]
-        starts = np.flatnonzero(np.r_[True, panes[1:] != panes[:-1]])
-        new = [kind.reduce(c, starts) for kind, c in zip(self.kinds, cols)]
-        self._merge(panes[starts], new)
+        change = panes[1:] != panes[:-1]
+        if not change.all():  # else each event is its pane's slice: lifted rows are partials
+            starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+            cols = [kind.reduce(c, starts) for kind, c in zip(self.kinds, cols)]
+            panes = panes[starts]
+        self._merge(panes, cols)
         return late
 
     def _merge(self, panes: np.ndarray, new: list[Columns]) -> None:
@@ -205,22 +214,45 @@ class KeyState:
         (None: no bound) that hold a slice."""
         earliest = self._earliest_end(q, first)
         if earliest is None or last is not None and earliest > last:
-            return self._empty()  # the common case of a batch's first advance(): no sliding() at all
+            return self._empty()  # nothing to report (a batch's first advance(), usually): no folding
         size, step, phase = self._shapes[q]
         panes = self.panes
         lo = 0 if first is None else int(np.searchsorted(panes, first))
         hi = len(panes) if last is None else int(np.searchsorted(panes, last))
-        sub = slice(lo, hi)
-        w = sliding(self.kinds, [_take(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
-                    size, step, phase)
-        # Windows reaching past the read panes are cut short (end > last) or closed (start < first).
-        keep = np.ones(len(w.start), bool)
-        if first is not None:
-            keep &= w.start >= first
-        if last is not None:
-            keep &= w.end <= last
-        return Windows(group=w.group[keep], start=self.origin + w.start[keep] * self.pane,
-                       end=self.origin + w.end[keep] * self.pane, cols=[_take(c, keep) for c in w.cols])
+        # The window starts from the first one holding a slice (aligned) up to the last one to
+        # report (the start of the last slice's window, or of the last window ending by `last`).
+        begin = earliest - size
+        final = int(panes[hi - 1]) if last is None else last - size
+        gathered = self._gather(lo, hi, np.arange(begin, final + 1, step), size) \
+            if (final - begin) // step + 1 <= _GATHER[0] * (hi - lo) + _GATHER[1] else None
+        if gathered is not None:
+            start, cols = gathered
+        else:
+            sub = slice(lo, hi)
+            w = sliding(self.kinds, [_take(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
+                        size, step, phase)
+            # Windows reaching past the read panes are cut short (end > last) or closed (start < first).
+            keep = (w.start >= begin) & (w.start <= final)
+            start, cols = w.start[keep], [_take(c, keep) for c in w.cols]
+        return Windows(group=np.zeros(len(start), np.int64), start=self.origin + start * self.pane,
+                       end=self.origin + (start + size) * self.pane, cols=cols)
+
+    def _gather(self, lo: int, hi: int, starts: np.ndarray, size: int) -> tuple[np.ndarray, list[Columns]] | None:
+        """The windows ``[s, s + size)`` (``starts`` in panes) holding one of the slices ``lo:hi``,
+        each folded from the slices it reads (``Kind.reduce`` over the gathered rows): fewer numpy
+        calls than :func:`sliding` when windows read few slices, the usual micro-batch of a key.
+        None when the gathered rows would outnumber ``_GATHER``'s bound (sliding is then cheaper)."""
+        panes = self.panes[lo:hi]
+        first, past = np.searchsorted(panes, starts), np.searchsorted(panes, starts + size)
+        some = past > first
+        starts, first, past = starts[some], first[some], past[some]
+        lengths = past - first
+        offsets = np.cumsum(lengths) - lengths
+        total = int(offsets[-1] + lengths[-1])
+        if total > _GATHER[0] * (hi - lo + len(starts)) + _GATHER[1]:
+            return None
+        rows = lo + np.arange(total) + np.repeat(first - offsets, lengths)
+        return starts, [kind.reduce(_take(c, rows), offsets) for kind, c in zip(self.kinds, self.cols)]
 
     def _empty(self) -> Windows:
         """No windows (partials with the held dtypes once events came; object before)."""
