@@ -2,12 +2,14 @@
 
 A master and two workers on 127.0.0.1 are started with the launcher the pyspark wheel ships
 (``bin/spark-class``), and the job file is submitted to them with ``spark-submit``, unchanged,
-twice at once (each run gets one core of each worker): with the executors on this virtualenv's
-Python (the package installed: the shared-environment case), and with driver and executors on
-a virtualenv that has every dependency but not ``mta``, the package shipped as ``--py-files``
-of a zip built from this checkout. Each output must equal, row for row, what ``mta pipeline``
-writes on ``local[*]`` for the same (seeded, generated) input, and each worker must have run
-tasks of each run, Python ones on the intended interpreter.
+three times at once (each run gets one core of each worker): with the executors on this
+virtualenv's Python (the package installed: the shared-environment case); with driver and
+executors on a virtualenv that has every dependency but not ``mta``, the package shipped as
+``--py-files`` of a zip built from this checkout; and as the first with ``--stream``. The batch
+outputs must equal, row for row, what ``mta pipeline`` writes on ``local[*]`` for the same
+(seeded, generated) input; the streaming one must hold those of its windows that its
+watermark closed. Each worker must have run tasks of each run, Python ones on the intended
+interpreter.
 
 Nothing is skipped: a missing ``java`` or launcher fails with a message naming it. The
 cluster is torn down (process groups killed) even when a test fails; every log is under
@@ -38,8 +40,9 @@ import pytest
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
-#: The job's input, the same in every run: generated, seeded telemetry (a few thousand events).
-JOB_ARGS = ["--hosts", "4", "--hours", "0.5", "--seed", "3"]
+#: The job's input, the same in every run: generated, seeded telemetry (a few thousand events),
+#: none of it late (a batch run drops no late event; a streaming run then drops none either).
+JOB_ARGS = ["--hosts", "4", "--hours", "0.5", "--seed", "3", "--late-fraction", "0"]
 #: The distribution's top-level packages (pyproject.toml: packages.find).
 PACKAGES = ("mta", "kvs", "spark_integration")
 JOB = "spark_integration/jobs/telemetry_pipeline.py"
@@ -104,7 +107,7 @@ def _master_state(ui: int) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
-    """A standalone master and two workers (two cores, 2 GiB each) on 127.0.0.1, on ports
+    """A standalone master and two workers (three cores, 3 GiB each) on 127.0.0.1, on ports
     they choose themselves (read from the master's log), stopped at the end of the module."""
     home = _spark_home()
     root = tmp_path_factory.mktemp("spark-cluster")
@@ -135,7 +138,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         for i in (1, 2):  # started once the master leads: a worker that registers earlier retries only after ~10 s
             work.append(root / f"worker{i}")
             (root / f"scratch{i}").mkdir()
-            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--cores", "2", "--memory", "2g",
+            start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", url, "--cores", "3", "--memory", "3g",
                   "--host", "127.0.0.1", "--webui-port", "0", "--work-dir", str(work[-1]),
                   SPARK_LOCAL_DIRS=str(root / f"scratch{i}"))
         _wait("two registered Spark workers", lambda: (_master_state(ui) or {}).get("aliveworkers") == 2,
@@ -239,12 +242,14 @@ class _Submission:
         return self.output
 
 
-def _submit(cluster: Cluster, job: Path, out: Path, python: Path, *options: str) -> _Submission:
-    """Start spark-submit of the job file on the cluster, driver and executors on ``python``."""
+def _submit(cluster: Cluster, job: Path, out: Path, python: Path, *options: str,
+            job_args: tuple[str, ...] = ()) -> _Submission:
+    """Start spark-submit (with ``options``) of the job file (with JOB_ARGS and ``job_args``) on the
+    cluster, driver and executors on ``python``."""
     calls = out / "python-calls.txt"
     executor_python = _recording_python(out / "python", python, calls)
     cmd = [str(cluster.home / "bin" / "spark-submit"), "--master", cluster.url,
-           # one one-core executor on each worker (the two runs share the cluster)
+           # one one-core executor on each worker (the runs share the cluster)
            "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g",
            "--conf", "spark.ui.enabled=false",
            # no task before both executors are up, so that each worker gets some
@@ -254,18 +259,22 @@ def _submit(cluster: Cluster, job: Path, out: Path, python: Path, *options: str)
            # waiting for the executor that holds a partition's map output
            "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.sql.adaptive.coalescePartitions.enabled=false",
            "--conf", "spark.locality.wait=0",
-           *options, str(job), *JOB_ARGS, "--output", str(out / "output")]
+           *options, str(job), *JOB_ARGS, *job_args, "--output", str(out / "output")]
     env = _env(PYSPARK_PYTHON=str(executor_python), PYSPARK_DRIVER_PYTHON=str(python))
     return _Submission(_Job(cmd, out / "spark-submit.log", env, out), cluster.work, python, calls, out / "output")
 
 
+def _key(row: dict[str, Any]) -> tuple:
+    """What identifies a row of either result: its key and window."""
+    return row["host"], row["metric"], row["window"]["start"], row["window"]["end"]
+
+
 def _rows(output: Path, name: str) -> tuple[Any, list[dict[str, Any]]]:
-    """The schema and the rows of one result, sorted by key and window (which identify a row)."""
+    """The schema and the rows of one result, sorted by key and window."""
     table = pq.read_table(output / name)
-    rows = table.to_pylist()
-    key = [(r["host"], r["metric"], r["window"]["start"], r["window"]["end"]) for r in rows]
-    assert len(set(key)) == len(key), f"{output / name}: two rows of one key and window"
-    return table.schema, [row for _, row in sorted(zip(key, rows), key=lambda pair: pair[0])]
+    rows = sorted(table.to_pylist(), key=_key)
+    assert len({_key(row) for row in rows}) == len(rows), f"{output / name}: two rows of one key and window"
+    return table.schema, rows
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -285,6 +294,18 @@ def _assert_same_output(cluster_output: Path, local_output: Path) -> None:
         assert len(rows) == len(local_rows) and len(local_rows) > (1000 if name == "windows" else 50), name
         for row, local in zip(rows, local_rows):
             assert _same(row, local), (name, row, local)
+
+
+def _assert_closed_windows_of(stream_output: Path, local_output: Path) -> None:
+    """A streaming run's rows are the windows its watermark closed, each as the batch run has it."""
+    for name in ("windows", "peaks"):
+        schema, rows = _rows(stream_output, name)
+        local_schema, local_rows = _rows(local_output, name)
+        assert schema == local_schema, name
+        batch = {_key(row): row for row in local_rows}
+        assert 0 < len(rows) < len(local_rows), name  # the last windows wait for a later watermark
+        for row in rows:
+            assert _key(row) in batch and _same(row, batch[_key(row)]), (name, row, batch.get(_key(row)))
 
 
 def _package_zip(path: Path) -> Path:
@@ -320,14 +341,14 @@ def _python_without_the_package(where: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def submissions(local_output, cluster, tmp_path_factory) -> Iterator[dict[str, _Submission]]:
-    """The two runs of the job, started together (each has one core of each worker):
+    """The runs of the job, started together (each has one core of each worker):
 
     - ``shared``: driver and executors on this virtualenv's Python, which has the package;
     - ``py-files``: driver and executors on a Python with every dependency but not mta; the
       package comes as ``--py-files`` of a zip built from this checkout, the job file is the
-      one inside the zip."""
-    shared = tmp_path_factory.mktemp("shared-venv")
-    bare = tmp_path_factory.mktemp("py-files")
+      one inside the zip;
+    - ``stream``: as ``shared``, with ``--stream`` (three micro-batches)."""
+    shared, bare, stream = (tmp_path_factory.mktemp(name) for name in ("shared-venv", "py-files", "stream"))
     archive = _package_zip(bare / "mta.zip")
     job = bare / "telemetry_pipeline.py"
     job.write_bytes(zipfile.ZipFile(archive).read(JOB))
@@ -335,6 +356,7 @@ def submissions(local_output, cluster, tmp_path_factory) -> Iterator[dict[str, _
     runs = {"shared": _submit(cluster, ROOT / JOB, shared, Path(sys.executable))}
     try:
         runs["py-files"] = _submit(cluster, job, bare, bare_python, "--py-files", str(archive))
+        runs["stream"] = _submit(cluster, ROOT / JOB, stream, Path(sys.executable), job_args=("--stream", "--files", "3"))
         yield runs
     finally:
         for run in runs.values():
@@ -348,3 +370,9 @@ def test_spark_submit_on_a_standalone_cluster_writes_the_local_rows(submissions,
 def test_py_files_ship_the_package_to_executors_that_have_only_its_dependencies(submissions,
                                                                                 local_output) -> None:
     _assert_same_output(submissions["py-files"].result(), local_output())
+
+
+def test_the_streaming_job_on_the_cluster_closes_the_windows_of_the_batch_run(submissions, local_output) -> None:
+    """Under spark-submit the job adds the RocksDB state store its streaming windows need (the
+    cluster's default store refuses them: STORE_BACKEND_NOT_SUPPORTED_FOR_TWS)."""
+    _assert_closed_windows_of(submissions["stream"].result(), local_output())
