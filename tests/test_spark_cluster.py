@@ -329,11 +329,11 @@ def _python_without_the_package(where: Path) -> Path:
             if not mine and not (theirs / entry.name).exists():
                 (theirs / entry.name).symlink_to(entry)
     python = where / "bin" / "python"
-    probe = [str(python), "-c", "import importlib.util as u, sys; "
-             "sys.exit(0 if u.find_spec('pyspark') and u.find_spec('pyarrow') and not u.find_spec('mta') else 1)"]
-    if subprocess.run(probe, cwd=where, env=_env()).returncode != 0:
-        pytest.fail(f"{python} should import pyspark and pyarrow but not mta (an old-style install of mta "
-                    f"in {sorted(map(str, ours))}?)")
+    probe = "import importlib.util as u; print(*(bool(u.find_spec(m)) for m in ('pyspark', 'pyarrow', 'mta')))"
+    found = subprocess.run([str(python), "-c", probe], cwd=where, env=_env(), capture_output=True, text=True)
+    if found.stdout.split() != ["True", "True", "False"]:
+        pytest.fail(f"{python} (linked to {sorted(map(str, ours))}) should find pyspark and pyarrow and not mta; "
+                    f"found (pyspark, pyarrow, mta): {found.stdout.strip() or found.stderr}")
     return python
 
 
