@@ -74,7 +74,9 @@ def _env(**extra: str) -> dict[str, str]:
     of the test process (an executor then sees only what its interpreter has installed)."""
     env = {k: v for k, v in os.environ.items()
            if k != "PYTHONPATH" and not k.startswith(("SPARK_", "PYSPARK_"))}
-    return {**env, "SPARK_LOCAL_IP": "127.0.0.1", **extra}
+    # Every JVM here (daemons, drivers, executors) lives seconds: compiling with C1 only spares
+    # ~40% of their CPU (measured: one run of the job 23.8 -> 14.2 s user); results are the same.
+    return {**env, "SPARK_LOCAL_IP": "127.0.0.1", "JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1", **extra}
 
 
 def _wait(what: str, ready: Callable[[], T | None], process: subprocess.Popen, log: Path) -> T:
