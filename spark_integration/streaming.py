@@ -67,7 +67,7 @@ from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.sessions import Sessions, SessionWindow, key_window
 from spark_integration.slicing import Sliced
 from spark_integration.stored import Output, StoredKeys
-from spark_integration.windows import TIME, frame, late_rows
+from spark_integration.frames import TIME, frame, late_rows
 
 
 def _clock_key(schema: StructType) -> tuple:
