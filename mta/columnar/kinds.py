@@ -547,6 +547,24 @@ class _PickBy(_Pick):
         newest_first = taken[::-1]  # descending order, ties oldest first: sort reversed rows, reverse back
         return newest_first[np.argsort(cols["o"][newest_first], kind="stable")][::-1]
 
+    def reduce(self, cols, starts):
+        """Numeric orders without a sort: each segment's best order, then its oldest row holding it."""
+        o = cols["o"]
+        if o.dtype.kind not in "iuf":
+            return super().reduce(cols, starts)  # strings and other objects: ranks by a sort
+        least = self.name == "min_by"
+        if o.dtype.kind == "f":  # NaN is the greatest order: fmin skips it, maximum keeps it
+            op, fill = (np.fmin, np.nan) if least else (np.maximum, -np.inf)
+        else:
+            op, fill = (np.minimum, np.iinfo(o.dtype).max) if least else (np.maximum, np.iinfo(o.dtype).min)
+        taken = cols["n"] > 0
+        best = _reduceat(op, np.where(taken, o, fill), starts)
+        hit = taken & _spark_equal(o, best[segment_ids(starts, len(o))])
+        first = _reduceat(np.minimum, np.where(hit, np.arange(len(o)), _NOT_TAKEN), starts)
+        out = self.take(cols, np.where(first < _NOT_TAKEN, first, -1))
+        out["n"] = _reduceat(np.add, cols["n"], starts)
+        return out
+
     def _better(self, a, b, both):
         ao, bo = a["o"][both], b["o"][both]
         strictly = _spark_less(bo, ao) if self.name == "min_by" else _spark_less(ao, bo)
