@@ -280,6 +280,10 @@ def test_narrow_and_unsigned_dtypes_fold_without_wrapping(dtype):
             assert z == (not held) and (z or plain(x) == fold(held)), (name, s, x, held)
         whole = kind.lower(kind.reduce(cols, np.array([0])))[0][0]
         assert plain(whole) == fold(plain(v) for v, z in zip(values, nulls) if not z)
+        twice, null = kind.lower(kind.merge(cols, cols))
+        assert [None if z else plain(x) for x, z in zip(twice.tolist(), null.tolist())] == [
+            None if z else fold([plain(v), plain(v)]) for v, z in zip(values, nulls)
+        ]
 
 
 # --------------------------------------------------------------------------- windows
