@@ -61,10 +61,13 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from kvs import codec
 from spark_integration.aggregations import Aggregations
+from spark_integration.columnar import KeyColumns, Query
+from spark_integration.columnar import frame as columnar_frame
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.sessions import Sessions, SessionWindow, key_window
+from spark_integration.slicing import Sliced
 from spark_integration.stored import Output, StoredKeys
-from spark_integration.windows import TIME, frame, late_rows
+from spark_integration.frames import TIME, frame, late_rows
 
 
 def _clock_key(schema: StructType) -> tuple:
@@ -74,11 +77,71 @@ def _clock_key(schema: StructType) -> tuple:
     return tuple(None if f.nullable else "" for f in schema.fields)
 
 
+class _Rows:
+    """Keys on the per-key engine (:func:`spark_integration.sessions.key_window`): any
+    aggregation, policies, sessions; events lifted one by one."""
+
+    def __init__(self, aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str],
+                 side: list[str] | None) -> None:
+        self.aggs, self.windowing, self.keys, self.side = aggs, windowing, keys, side
+        self.sessions = isinstance(windowing, Sessions)
+
+    def load(self, saved: bytes | None) -> KeyWindow | SessionWindow:
+        return key_window(self.aggs.monoid, self.windowing, codec.unpack(saved) if saved else None)
+
+    @staticmethod
+    def save(window: KeyWindow | SessionWindow) -> bytes:
+        return codec.pack(window.state())
+
+    def add(self, window: KeyWindow | SessionWindow, pdf: Any, out: Output) -> None:
+        late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
+        if late and self.side is not None:
+            out.late_events += late_rows(pdf, late, self.side)
+
+    @staticmethod
+    def advance(window: KeyWindow | SessionWindow, until: float, out: Output) -> None:
+        out.rows += window.advance(until)
+
+    def frame(self, key: tuple, out: Output) -> Any:
+        if out.rows or (out.late_events and self.side is not None):
+            return frame(key, self.keys, self.aggs, out, self.side)
+        return None
+
+
+class _Columns:
+    """Keys on the columnar engine (:class:`spark_integration.columnar.KeyColumns`):
+    built-in aggregations of time windows, every query over one set of slices."""
+
+    sessions = False
+
+    def __init__(self, sliced: list[Sliced], queries: list[Query], keys: list[str], named: bool) -> None:
+        self.sliced, self.queries, self.keys, self.named = sliced, queries, keys, named
+
+    def load(self, saved: bytes | None) -> KeyColumns:
+        return KeyColumns(self.sliced, self.queries, saved)
+
+    @staticmethod
+    def save(window: KeyColumns) -> bytes:
+        return window.save()
+
+    @staticmethod
+    def add(window: KeyColumns, pdf: Any, out: Output) -> None:
+        window.add(pdf, TIME)
+
+    @staticmethod
+    def advance(window: KeyColumns, until: float, out: Output) -> None:
+        out.rows += window.advance(until)
+
+    def frame(self, key: tuple, out: Output) -> Any:
+        return columnar_frame(key, self.keys, self.sliced, out.rows, out.late, self.named,
+                              self.queries) if out.rows else None
+
+
 class MTAProcessor(StatefulProcessor):
-    def __init__(self, aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str], lateness: int,
-                 side: list[str] | None = None, stored: StoredKeys | None = None) -> None:
-        self.aggs, self.windowing, self.keys, self.lateness = aggs, windowing, keys, lateness
-        self.side, self.stored = side, stored
+    """``engine``: how each key's windows run (:class:`_Rows` or :class:`_Columns`)."""
+
+    def __init__(self, engine: _Rows | _Columns, lateness: int, stored: StoredKeys | None = None) -> None:
+        self.engine, self.lateness, self.stored = engine, lateness, stored
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -86,7 +149,6 @@ class MTAProcessor(StatefulProcessor):
         first = StructField("window", BinaryType()) if self.stored is None else StructField("step", LongType())
         self.state = handle.getValueState("window", StructType([first, StructField("timer", LongType())]))
         self.clock = handle.getValueState("clock", StructType([StructField("watermark", LongType())]))
-        self.monoid = self.aggs.monoid
         #: W[n-1] in ms (see the module's docstring); init runs on the driver too, without state.
         self.previous = self._tick(handle) if TaskContext.get() is not None else 0
 
@@ -110,14 +172,15 @@ class MTAProcessor(StatefulProcessor):
         # batch's events go into the open ones, then this batch's watermark reports. Sessions:
         # the batch's events merge into the open sessions first (Spark drops their late
         # events before they get here, see sessions.session_watermark).
-        def step(window: KeyWindow | SessionWindow) -> Output:
-            sessions = isinstance(window, SessionWindow)
-            out = Output([] if sessions else self._advance(window, self.previous), 0, [])
+        engine = self.engine
+
+        def step(window: Any) -> Output:
+            out = Output([], 0, [])
+            if not engine.sessions:
+                self._advance(window, self.previous, out)
             for pdf in rows:
-                late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
-                if late and self.side is not None:
-                    out.late_events += late_rows(pdf, late, self.side)
-            out.rows += self._advance(window, timerValues.getCurrentWatermarkInMs())
+                engine.add(window, pdf, out)
+            self._advance(window, timerValues.getCurrentWatermarkInMs(), out)
             out.late = window.late
             return out
 
@@ -126,14 +189,18 @@ class MTAProcessor(StatefulProcessor):
             pass
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
-        def step(window: KeyWindow) -> Output:
-            return Output(self._advance(window, timerValues.getCurrentWatermarkInMs()), window.late, [])
+        def step(window: Any) -> Output:
+            out = Output([], 0, [])
+            self._advance(window, timerValues.getCurrentWatermarkInMs(), out)
+            out.late = window.late
+            return out
 
         yield from self._call(key, step, fired=True)
 
-    def _advance(self, window: KeyWindow | SessionWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
+    def _advance(self, window: Any, watermark_ms: int, out: Output) -> None:
         until = watermark_ms * 1000 - self.lateness
-        return window.advance(until) if until > window.done else []
+        if until > window.done:
+            self.engine.advance(window, until, out)
 
     def _call(self, key: tuple, step: Any, fired: bool = False) -> Iterator[Any]:
         """Load the key's window, run ``step`` on it (or take the output a replayed call
@@ -143,9 +210,9 @@ class MTAProcessor(StatefulProcessor):
         if fired:
             timer = None  # Spark deletes a timer once it fires
         if self.stored is None:
-            window = key_window(self.monoid, self.windowing, codec.unpack(saved) if saved else None)
+            window = self.engine.load(saved)
             out = step(window)
-            saved = codec.pack(window.state())
+            saved = self.engine.save(window)
         else:
             steps = saved or 0
             window, out = self.stored.open(key, steps)
@@ -161,5 +228,6 @@ class MTAProcessor(StatefulProcessor):
             if wake is not None:
                 self.handle.registerTimer(wake)
         self.state.update((saved, wake))
-        if out.rows or (out.late_events and self.side is not None):
-            yield frame(key, self.keys, self.aggs, out, self.side)
+        rows = self.engine.frame(key, out)
+        if rows is not None:
+            yield rows
