@@ -27,7 +27,7 @@ booleans). The others (decimals, ``count_distinct``, ``collect_list``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from spark_integration.aggregations import Aggregations, as_integer
 
@@ -65,8 +65,11 @@ class Sliced:
     result: str  # the output's Spark type
 
 
-def columnar(aggs: Aggregations, types: Mapping[str, str]) -> list[Sliced] | None:
-    """The aggregations as slice partials, or None when one of them has no fast path."""
+def columnar(aggs: Aggregations, types: Mapping[str, str], keys: Sequence[str] = ()) -> list[Sliced] | None:
+    """The aggregations as slice partials, or None when one of them, or a key column
+    (arrays, maps and structs are not grouped in the stage), has no fast path."""
+    if any(not _atomic(types[k]) for k in keys):
+        return None
     out = []
     for name, spec in aggs.specs.items():
         kind = KIND.get(spec.how or "")
@@ -80,6 +83,11 @@ def columnar(aggs: Aggregations, types: Mapping[str, str]) -> list[Sliced] | Non
             return None
         out.append(Sliced(name, kind, spec.inputs, source, spec.kind))
     return out
+
+
+def _atomic(kind: str) -> bool:
+    """A key type the stage groups by (Arrow dictionary-encodes it)."""
+    return not kind.startswith(("array", "map", "struct", "interval", "variant"))
 
 
 def field(i: int, name: str) -> str:

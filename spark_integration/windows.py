@@ -171,7 +171,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events,
                  "session_window" if session_gap is not None else "window")
     query = _query("window", windowing)
-    sliced = columnar(aggs, columns) if query is not None else None
+    sliced = columnar(aggs, columns, keys) if query is not None else None
     fast = sliced is not None and store is None and not late_events
     if fast and not df.isStreaming:
         out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, [query], False, late_count)
@@ -347,7 +347,7 @@ def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, column
         raise ValueError(f"output column {NAME!r}: it names the window; rename the key or aggregation")
     late = ["late"] if late_count else []
     queries = [_query(name, shape) for name, shape in shapes.items()]
-    sliced = columnar(aggs, columns) if all(queries) else None
+    sliced = columnar(aggs, columns, keys) if all(queries) else None
     if sliced is not None and df.isStreaming and not any(q.session for q in queries):
         from spark_integration.streaming import _Columns
 
