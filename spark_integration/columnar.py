@@ -19,11 +19,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from spark_integration.slicing import PANE, Sliced, field
+from spark_integration.slicing import PANE, PICKS, Sliced, field
 
 #: Columns of the stage's output besides the keys and the aggregations.
 NAME, START, END = "window_name", "mta_start", "mta_end"
-_GATHERED = ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by")
 
 
 @dataclass(frozen=True)
@@ -87,27 +86,14 @@ class Stage:
     def _windows(self, query: Query, cols: list[dict], group: np.ndarray, pane: np.ndarray, table: Any
                  ) -> tuple[Any, np.ndarray, np.ndarray]:
         """The query's windows and their start and end times (microseconds)."""
-        from mta.columnar import KINDS, coarsen, sessions, sliding
+        from mta.columnar import KINDS, in_panes, sessions, sliding
 
         kinds = [KINDS[s.kind] for s in self.sliced]
-        P, origin = self.pane, self.origin
-        if query.session:
-            times = {"lo": table["mta_t_lo"].to_numpy(), "hi": table["mta_t_hi"].to_numpy(),
-                     "n": table["mta_t_n"].to_numpy()}
-            w = sessions([*kinds, KINDS["times"]], [*cols, times], group, times["lo"], times["hi"], query.gap)
-            w.cols = w.cols[:-1]
+        if query.session:  # no slice is longer than the gap: each lies in one session
+            w = sessions(kinds, cols, group, table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy(), query.gap)
             return w, w.start, w.end
-        own = np.gcd(query.size, query.slide)  # the query's pane
-        factor = own // P
-        # The query's panes start at its offset's edges: coarse pane c covers
-        # [origin + (c * factor + phase) * P, ... + own).
-        phase = ((query.offset - origin) // P) % factor
-        if factor > 1:
-            group, pane, cols = coarsen(kinds, cols, group, pane, factor, phase)
-        base = origin + phase * P
-        step = query.slide // own
-        w = sliding(kinds, cols, group, pane, query.size // own, step, ((query.offset - base) // own) % step)
-        return w, base + w.start * own, base + w.end * own
+        w = sliding(kinds, cols, group, pane, *in_panes(query.spec(), self.pane, self.origin))
+        return w, self.origin + w.start * self.pane, self.origin + w.end * self.pane
 
 
 def _groups(table: Any, keys: list[str]) -> np.ndarray:
@@ -136,7 +122,7 @@ def _partials(s: Sliced, i: int, table: Any) -> dict[str, np.ndarray]:
     from mta.columnar import KINDS
 
     kind = KINDS[s.kind]
-    if s.kind in _GATHERED:
+    if s.kind in PICKS:
         r = table[field(i, "r")].combine_chunks()
         n = np.asarray(r.is_valid()).astype(np.int64)
         t, seq = _struct(r, "t"), _struct(r, "seq")
@@ -175,7 +161,7 @@ def _lowered(s: Sliced, i: int, cols: dict[str, np.ndarray], table: Any) -> Any:
     from mta.columnar import KINDS
 
     values, nulls = KINDS[s.kind].lower(cols)
-    if s.kind in _GATHERED:  # the index of the slice holding the value
+    if s.kind in PICKS:  # the index of the slice holding the value
         source = table[field(i, "r")].combine_chunks().field("v")
         return source.take(pa.array(np.where(nulls, 0, values).astype(np.int64), mask=nulls))
     return arrow_result(s, values, nulls)

@@ -53,6 +53,9 @@ shifts both watermarks back by the same amount.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from typing import Any, Iterator
 
 from pyspark import TaskContext
@@ -67,7 +70,7 @@ from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.sessions import Sessions, SessionWindow, key_window
 from spark_integration.slicing import Sliced
 from spark_integration.stored import Output, StoredKeys
-from spark_integration.windows import TIME, frame, late_rows
+from spark_integration.frames import TIME, frame, late_rows
 
 
 def _clock_key(schema: StructType) -> tuple:
@@ -137,11 +140,44 @@ class _Columns:
                               self.queries) if out.rows else None
 
 
+#: A directory: each Python worker appends where its processor's time went (JSON lines,
+#: seconds per phase, at the end of each micro-batch task); read by benchmarks.spark_streaming.
+PROFILE = "MTA_SPARK_PROFILE"
+
+
+class _Profile:
+    """Seconds per phase of the processor's calls, when :data:`PROFILE` is set: state
+    round trips, reading the input frames (Arrow to pandas), the engine's own work
+    (decoding the key's state, adding events, reporting windows, encoding the state)
+    and building the output frames."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls = 0
+
+    def __call__(self, phase: str, started: float) -> float:
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - started
+        return now
+
+    def write(self) -> None:
+        directory = os.environ.get(PROFILE)
+        if directory and self.calls:
+            line = json.dumps({"pid": os.getpid(), "calls": self.calls, "seconds": self.seconds})
+            with open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a") as out:
+                out.write(line + "\n")
+        self.seconds, self.calls = {}, 0
+
+
 class MTAProcessor(StatefulProcessor):
     """``engine``: how each key's windows run (:class:`_Rows` or :class:`_Columns`)."""
 
     def __init__(self, engine: _Rows | _Columns, lateness: int, stored: StoredKeys | None = None) -> None:
         self.engine, self.lateness, self.stored = engine, lateness, stored
+        self.profile = _Profile()
+
+    def close(self) -> None:
+        self.profile.write()
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -151,6 +187,7 @@ class MTAProcessor(StatefulProcessor):
         self.clock = handle.getValueState("clock", StructType([StructField("watermark", LongType())]))
         #: W[n-1] in ms (see the module's docstring); init runs on the driver too, without state.
         self.previous = self._tick(handle) if TaskContext.get() is not None else 0
+        self.profile = _Profile()
 
     def _tick(self, handle: StatefulProcessorHandle) -> int:
         """Read the partition's clock (the watermark of its previous micro-batch, 0 before the
@@ -178,8 +215,11 @@ class MTAProcessor(StatefulProcessor):
             out = Output([], 0, [])
             if not engine.sessions:
                 self._advance(window, self.previous, out)
+            mark, profile = time.perf_counter(), self.profile
             for pdf in rows:
+                mark = profile("input frames", mark)
                 engine.add(window, pdf, out)
+                mark = profile("engine: add", mark)
             self._advance(window, timerValues.getCurrentWatermarkInMs(), out)
             out.late = window.late
             return out
@@ -200,19 +240,28 @@ class MTAProcessor(StatefulProcessor):
     def _advance(self, window: Any, watermark_ms: int, out: Output) -> None:
         until = watermark_ms * 1000 - self.lateness
         if until > window.done:
+            started = time.perf_counter()
             self.engine.advance(window, until, out)
+            self.profile("engine: advance", started)
 
     def _call(self, key: tuple, step: Any, fired: bool = False) -> Iterator[Any]:
         """Load the key's window, run ``step`` on it (or take the output a replayed call
         already made), store the window, and emit. Every state access is a round trip
         to the JVM: one read, one write, and timer changes only when the wake moves."""
+        profile = self.profile
+        profile.calls += 1
+        mark = time.perf_counter()
         saved, timer = self.state.get() or (None, None)
+        mark = profile("state: get", mark)
         if fired:
             timer = None  # Spark deletes a timer once it fires
         if self.stored is None:
             window = self.engine.load(saved)
+            profile("engine: load", mark)
             out = step(window)
+            mark = time.perf_counter()
             saved = self.engine.save(window)
+            mark = profile("engine: save", mark)
         else:
             steps = saved or 0
             window, out = self.stored.open(key, steps)
@@ -220,6 +269,7 @@ class MTAProcessor(StatefulProcessor):
                 out = step(window)
                 self.stored.commit(window, steps + 1, out)
             saved = steps + 1
+            mark = time.perf_counter()
         wake = window.next_report()  # the watermark (ms) at which this key has rows to report
         wake = -(-(wake + self.lateness) // 1000) if wake is not None else None
         if wake != timer:  # one timer per key: a stale one would only wake the key for nothing
@@ -228,6 +278,8 @@ class MTAProcessor(StatefulProcessor):
             if wake is not None:
                 self.handle.registerTimer(wake)
         self.state.update((saved, wake))
+        mark = profile("state: timers and update", mark)
         rows = self.engine.frame(key, out)
+        profile("output frame", mark)
         if rows is not None:
             yield rows

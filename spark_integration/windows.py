@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 from spark_integration.aggregations import Aggregations, parse
 from spark_integration.columnar import END, NAME, START, Query
 from spark_integration.engine import Windowing
+from spark_integration.frames import LATE_TIME, TIME, frame, late_column
 from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
     session_watermark
 from spark_integration.slicing import columnar
@@ -41,8 +42,6 @@ from spark_integration.stored import Output, StoredKeys
 # Internal columns (no leading underscore: TWS builds its frames through itertuples).
 #: Every internal column starts with it; user columns may not (see :func:`_check_names`).
 RESERVED = "mta_"
-TIME = "mta_time"
-LATE_TIME = "mta_late_time"
 #: Streaming: the key columns' values as one exact string, what the state is grouped on.
 KEY = "mta_key"
 #: A time given as an expression, and a streaming TIMESTAMP_NTZ time's watermark column.
@@ -172,7 +171,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events,
                  "session_window" if session_gap is not None else "window")
     query = _query("window", windowing)
-    sliced = columnar(aggs, columns) if query is not None else None
+    sliced = columnar(aggs, columns, keys) if query is not None else None
     fast = sliced is not None and store is None and not late_events
     if fast and not df.isStreaming:
         out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, [query], False, late_count)
@@ -348,7 +347,7 @@ def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, column
         raise ValueError(f"output column {NAME!r}: it names the window; rename the key or aggregation")
     late = ["late"] if late_count else []
     queries = [_query(name, shape) for name, shape in shapes.items()]
-    sliced = columnar(aggs, columns) if all(queries) else None
+    sliced = columnar(aggs, columns, keys) if all(queries) else None
     if sliced is not None and df.isStreaming and not any(q.session for q in queries):
         from spark_integration.streaming import _Columns
 
@@ -546,7 +545,7 @@ def _side_output(kind: str, time_name: str, side: list[str] | None) -> list[Any]
 
     if side is None:
         return []
-    event = F.struct(_from_micros(F.col(LATE_TIME), kind).alias(time_name), *(F.col(_late(c)).alias(c) for c in side))
+    event = F.struct(_from_micros(F.col(LATE_TIME), kind).alias(time_name), *(F.col(late_column(c)).alias(c) for c in side))
     return [F.when(F.col(LATE_TIME).isNotNull(), event).alias("late_event")]
 
 
@@ -573,10 +572,6 @@ def _check_names(spark: Any, keys: list[str], time_name: str, aggs: Aggregations
                              f"internal columns; rename it")
 
 
-def _late(column: str) -> str:
-    return f"mta_late_{column}"
-
-
 def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None, named: bool = False) -> Any:
     """What each key's frame holds: the grouping columns of ``df`` (the prepared input),
     [the window's name], window bounds in microseconds, the aggregations, the late count,
@@ -589,39 +584,8 @@ def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None
     fields.append(StructField("late", LongType()))
     if side is not None:
         fields.append(StructField(LATE_TIME, LongType()))
-        fields += [StructField(_late(c), df.schema[c].dataType) for c in side]
+        fields += [StructField(late_column(c), df.schema[c].dataType) for c in side]
     return StructType(fields)
-
-
-def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: list[str] | None) -> Any:
-    """The output rows of one key as a pandas DataFrame (each field lowered column by
-    column); with ``side`` (the input columns), the late events after them."""
-    import pandas as pd
-
-    rows, extra = out.rows, len(out.late_events or ()) if side is not None else 0
-    n = len(rows) + extra
-    data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
-    data[START] = [r[0] for r in rows]
-    data[END] = [r[1] for r in rows]
-    for i, name in enumerate(aggs.columns):  # the Record's fields, in order
-        data[name] = aggs.lower(name, [r[2][i] for r in rows], extra)
-    data["late"] = [out.late] * n
-    columns = [*keys, START, END, *aggs.columns, "late"]
-    if side is not None:
-        columns += [LATE_TIME, *map(_late, side)]
-        events = list(zip(*out.late_events)) if extra else [()] * (1 + len(side))
-        for column, values in zip([LATE_TIME, *map(_late, side)], events):
-            data[column] = [None] * len(rows) + list(values)
-        if extra:  # object columns: ints and nulls stay ints and nulls
-            for column in (START, END):
-                data[column] = pd.Series(data[column] + [None] * extra, dtype=object)
-    return pd.DataFrame(data, columns=columns)
-
-
-def late_rows(frame: Any, indices: list[int], side: list[str]) -> list[tuple]:
-    """The late events ``indices`` of a pandas ``frame``: (time, *side columns) as plain values."""
-    picked = frame.iloc[indices]
-    return list(zip(*(picked[c].tolist() for c in [TIME, *side])))
 
 
 def _batch(aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str], side: list[str] | None,

@@ -262,6 +262,30 @@ def test_int64_overflow_guard_keeps_sums_exact():
     assert small["s"].dtype == np.int64  # int64 while a bound proves it exact
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint64, np.float32, np.bool_])
+def test_narrow_and_unsigned_dtypes_fold_without_wrapping(dtype):
+    """Partials may come straight from Arrow in their own dtype: sums widen, extremes keep it."""
+    top = {np.int8: 100, np.int32: 2**30, np.uint8: 200, np.uint64: 2**63 + 7, np.float32: 1.5, np.bool_: True}[dtype]
+    values = np.array([top, top, 0, top, top], dtype=dtype)
+    nulls = np.array([False, False, False, True, False])
+    plain = float if dtype is np.float32 else int
+    group, pane = np.zeros(5, dtype=np.int64), np.arange(5)
+    for name, fold in [("sum", sum), ("max", max), ("min", min)]:
+        kind = KINDS[name]
+        cols = kind.lift(values, nulls, pane, pane)
+        win = sliding([kind], [cols], group, pane, 3, 1)
+        got, null = kind.lower(win.cols[0])
+        for s, x, z in zip(win.start.tolist(), got.tolist(), null.tolist()):
+            held = [plain(values[p]) for p in range(s, s + 3) if 0 <= p < 5 and not nulls[p]]
+            assert z == (not held) and (z or plain(x) == fold(held)), (name, s, x, held)
+        whole = kind.lower(kind.reduce(cols, np.array([0])))[0][0]
+        assert plain(whole) == fold(plain(v) for v, z in zip(values, nulls) if not z)
+        twice, null = kind.lower(kind.merge(cols, cols))
+        assert [None if z else plain(x) for x, z in zip(twice.tolist(), null.tolist())] == [
+            None if z else fold([plain(v), plain(v)]) for v, z in zip(values, nulls)
+        ]
+
+
 # --------------------------------------------------------------------------- windows
 
 

@@ -104,10 +104,24 @@ def _fits_int64(arrays: list[np.ndarray], terms: int) -> bool:
     return bound < 2**63
 
 
+def _summable(a: np.ndarray) -> np.ndarray:
+    """``a`` in the dtype its sums start from: int64 (narrower ints, bools), object (uint64: may
+    exceed int64), float64 (floats), object arrays as they are."""
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8:
+        return a.astype(object)
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "f":
+        return a.astype(np.float64, copy=False)
+    return a
+
+
 def _widen(arrays: list[np.ndarray], terms: int) -> list[np.ndarray]:
-    """The integer arrays as they must be summed: int64 when safe, else object arrays of Python ints."""
+    """The arrays as they must be summed: int64 when a bound proves it exact, else object
+    arrays of Python ints (floats and object arrays unchanged)."""
+    arrays = [_summable(a) for a in arrays]
     if all(a.dtype != np.int64 for a in arrays) or _fits_int64(arrays, terms):
-        return arrays  # floats, or Python ints already, or int64 proven safe
+        return arrays
     return [a.astype(object) for a in arrays]
 
 
@@ -238,15 +252,7 @@ class _Sum(_Fieldwise):
 
     def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
         present = ~_no_nulls(nulls, len(values))
-        values = np.asarray(values)
-        if values.dtype.kind == "u" and values.dtype.itemsize == 8:
-            s = values.astype(object)  # uint64 may exceed int64
-        elif values.dtype.kind in "iub":
-            s = values.astype(np.int64)
-        elif values.dtype.kind == "f":
-            s = values.astype(np.float64)
-        else:
-            s = values.copy()
+        s = _summable(np.asarray(values)).copy()
         s[~present] = 0
         return {"s": s, "n": present.astype(np.int64)}
 
@@ -272,7 +278,7 @@ class _Sum(_Fieldwise):
 
 @dataclass(frozen=True, repr=False)
 class _Extreme(_Fieldwise):
-    """min/max ``m`` of the non-null values and their count ``n``.
+    """min/max ``m`` of the non-null values (any integer, float or boolean dtype) and their count ``n``.
 
     Floats: min ignores NaN unless every value is NaN (np.fmin, identity NaN); max is NaN as
     soon as one value is (np.maximum, identity -inf): Spark orders NaN above every number.
@@ -283,18 +289,22 @@ class _Extreme(_Fieldwise):
 
     def _ops(self, like):
         dtype = like["m"].dtype
+        least = self.name == "min"
         if dtype.kind == "f":
-            m = (np.fmin, np.nan) if self.name == "min" else (np.maximum, -np.inf)
-        elif dtype == np.int64:
-            m = (np.minimum, _I64.max) if self.name == "min" else (np.maximum, _I64.min)
+            m = (np.fmin, np.nan) if least else (np.maximum, -np.inf)
+        elif dtype.kind in "iu":
+            m = (np.minimum, np.iinfo(dtype).max) if least else (np.maximum, np.iinfo(dtype).min)
+        elif dtype.kind == "b":
+            m = (np.minimum, True) if least else (np.maximum, False)
         else:
-            raise TypeError(f"{self.name}: int64 or float64 values, got {dtype}")
+            raise TypeError(f"{self.name}: integer, float or boolean values, got {dtype}")
         return {"m": m, "n": (np.add, 0)}
 
     def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
         present = ~_no_nulls(nulls, len(values))
         values = np.asarray(values)
-        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+        if values.dtype.kind not in "fiub":
+            values = values.astype(np.int64)  # Python ints in an object array
         (_, fill) = self._ops({"m": values})["m"]
         return {"m": np.where(present, values, fill).astype(values.dtype), "n": present.astype(np.int64)}
 
@@ -546,6 +556,24 @@ class _PickBy(_Pick):
             return taken[np.argsort(cols["o"][taken], kind="stable")]
         newest_first = taken[::-1]  # descending order, ties oldest first: sort reversed rows, reverse back
         return newest_first[np.argsort(cols["o"][newest_first], kind="stable")][::-1]
+
+    def reduce(self, cols, starts):
+        """Numeric orders without a sort: each segment's best order, then its oldest row holding it."""
+        o = cols["o"]
+        if o.dtype.kind not in "iuf":
+            return super().reduce(cols, starts)  # strings and other objects: ranks by a sort
+        least = self.name == "min_by"
+        if o.dtype.kind == "f":  # NaN is the greatest order: fmin skips it, maximum keeps it
+            op, fill = (np.fmin, np.nan) if least else (np.maximum, -np.inf)
+        else:
+            op, fill = (np.minimum, np.iinfo(o.dtype).max) if least else (np.maximum, np.iinfo(o.dtype).min)
+        taken = cols["n"] > 0
+        best = _reduceat(op, np.where(taken, o, fill), starts)
+        hit = taken & _spark_equal(o, best[segment_ids(starts, len(o))])
+        first = _reduceat(np.minimum, np.where(hit, np.arange(len(o)), _NOT_TAKEN), starts)
+        out = self.take(cols, np.where(first < _NOT_TAKEN, first, -1))
+        out["n"] = _reduceat(np.add, cols["n"], starts)
+        return out
 
     def _better(self, a, b, both):
         ao, bo = a["o"][both], b["o"][both]

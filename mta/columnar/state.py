@@ -41,7 +41,7 @@ import numpy as np
 
 from kvs import codec
 from mta.columnar.kinds import Columns, Kind
-from mta.columnar.windows import Windows, sliding
+from mta.columnar.windows import Windows, in_panes, sliding
 
 _FORMAT = 1  # snapshot layout version
 #: (a, b): report windows by gathering their slices (KeyState._gather) while the windows and the
@@ -101,12 +101,7 @@ class KeyState:
         for query in self.queries:
             if query[0] != "sliding" or len(query) != 4:
                 raise ValueError(f"KeyState takes ('sliding', size, slide, offset) queries, not {query!r}")
-            _, size, slide, offset = query
-            if not 0 < slide <= size or size % pane or slide % pane or (offset - origin) % pane:
-                raise ValueError(f"query {query!r} does not lie on the grid (pane {pane}, origin {origin}) "
-                                 "or has slide > size")
-            step = slide // pane
-            self._shapes.append((size // pane, step, (offset - origin) // pane % step))
+            self._shapes.append(in_panes(query, self.pane, self.origin))
         #: Pane indices of the held slices (sorted, unique), and their partials per aggregation.
         self.panes = np.empty(0, np.int64)
         self.cols: list[Columns] | None = None  # None until the first event (dtypes unknown)

@@ -210,3 +210,15 @@ def grid(queries: Sequence[tuple]) -> tuple[int, int]:
         raise ValueError(f"need queries with positive lengths, got {queries!r}")
     p = math.gcd(*lengths, *(o - offsets[0] for o in offsets))
     return p, (offsets[0] % p if offsets else 0)
+
+
+def in_panes(query: tuple, pane: int, origin: int) -> tuple[int, int, int]:
+    """A ``("sliding", size, slide, offset)`` query on the grid ``(pane, origin)`` of
+    :func:`grid`: ``(size, step, phase)`` in panes, as :func:`sliding` takes them (its
+    windows start at the panes ``s`` with ``s % step == phase``, at time ``origin + s * pane``)."""
+    _, size, slide, offset = query
+    if not 0 < slide <= size or size % pane or slide % pane or (offset - origin) % pane:
+        raise ValueError(f"query {query!r} does not lie on the grid (pane {pane}, origin {origin}) "
+                         "or has slide > size")
+    step = slide // pane
+    return size // pane, step, (offset - origin) // pane % step
