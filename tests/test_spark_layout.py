@@ -133,8 +133,6 @@ def test_the_import_reader_sees_lazy_imports_and_the_circle_search_finds_circles
     assert "spark_integration.jobs.telemetry_data" in _graph()["spark_integration.jobs.telemetry_pipeline"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="windows imports streaming (lazily) and streaming imports windows: "
-                                       "to go with the adapter's rework (issue 19, item 5); then drop this marker")
 def test_spark_integration_modules_import_no_circle() -> None:
     graph = _graph()
     described = [" -> ".join(f"{a} (line {graph[a][b]})" for a, b in zip(circle, circle[1:])) + f" -> {circle[-1]}"
