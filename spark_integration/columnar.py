@@ -217,8 +217,8 @@ class KeyColumns:
         times = frame[time].to_numpy(dtype=np.int64)
         seq = np.arange(self.seq, self.seq + len(times), dtype=np.int64)
         self.seq += len(times)
-        cols = [kind.lift(*_values(frame, s.inputs[0], s.source), times, seq,
-                          *(_values(frame, s.inputs[1], "") if len(s.inputs) > 1 else ()))
+        read = {c: _values(frame, c) for c in {c for s in self.sliced for c in s.inputs}}
+        cols = [kind.lift(*read[s.inputs[0]], times, seq, *(read[s.inputs[1]] if len(s.inputs) > 1 else ()))
                 for kind, s in zip(self.kinds, self.sliced)]
         late = self.state.add(times, seq, cols)
         return late
@@ -244,7 +244,7 @@ def _unpack(saved: bytes) -> tuple[bytes, int]:
     return data, seq
 
 
-def _values(frame: Any, column: str, source: str) -> tuple[np.ndarray, np.ndarray | None]:
+def _values(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     """An input column of the frame as (values, null mask): numbers and times come as a
     null-free value column and a mask (see aggregations._Reader); others as objects."""
     value, mask = f"mta_in_{column}", f"mta_null_{column}"
