@@ -35,6 +35,7 @@ both sides, exact values, doubles to a relative 1e-9.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import statistics
 import sys
@@ -127,7 +128,7 @@ def many_windows(window_aggregate: Callable[..., Any], df: Any, aggs: Mapping[st
         return [out], parts, "one windows= call"
     parts = {name: window_aggregate(df, KEY, TIME, aggs, size=size, slide=slide)
              for name, (size, slide) in windows.items()}
-    return list(parts.values()), parts, f"{len(parts)} calls (stand-in for windows=)"
+    return list(parts.values()), parts, f"stand-in: {len(parts)} calls"
 
 
 # --------------------------------------------------------------------------- timing
@@ -338,7 +339,6 @@ def shape_list(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in SHAPES]
     if bad or not names:
-        import argparse
         raise argparse.ArgumentTypeError(f"unknown shape {', '.join(bad) or repr(text)}; choose from {', '.join(SHAPES)}")
     return names
 
