@@ -2,6 +2,6 @@
 slide policy, on batch and streaming DataFrames (see :func:`window_aggregate`)."""
 
 from spark_integration.engine import KeyWindow, Windowing
-from spark_integration.windows import micros, window_aggregate
+from spark_integration.windows import micros, session, window_aggregate
 
-__all__ = ["KeyWindow", "Windowing", "micros", "window_aggregate"]
+__all__ = ["KeyWindow", "Windowing", "micros", "session", "window_aggregate"]

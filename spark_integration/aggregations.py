@@ -141,17 +141,23 @@ class _Reader:
     def spark_columns(self) -> list[Any]:
         from pyspark.sql import functions as F
 
-        c = F.col(self.column)
         if not self.masked:
-            return [c]
-        if self.kind == "date":
-            c = F.unix_date(c)
-        elif self.kind == "timestamp":
-            c = F.unix_micros(c)
-        elif self.kind == "timestamp_ntz":  # its wall clock read as UTC: exact, no session zone
-            c = F.unix_micros(F.make_timestamp(F.year(c), F.month(c), F.dayofmonth(c), F.hour(c), F.minute(c),
-                                               F.date_part(F.lit("SECOND"), c), F.lit("UTC")))
+            return [F.col(self.column)]
+        c = as_integer(F.col(self.column), self.kind) if self.kind in _TIMES else F.col(self.column)
         return [F.coalesce(c, F.lit(0)).alias(self.value), F.col(self.column).isNull().alias(self.mask)]
+
+
+def as_integer(c: Any, kind: str) -> Any:
+    """A date as days, a timestamp as microseconds since the epoch (a TIMESTAMP_NTZ's wall
+    clock read as UTC: exact, whatever the session zone)."""
+    from pyspark.sql import functions as F
+
+    if kind == "date":
+        return F.unix_date(c)
+    if kind == "timestamp":
+        return F.unix_micros(c)
+    return F.unix_micros(F.make_timestamp(F.year(c), F.month(c), F.dayofmonth(c), F.hour(c), F.minute(c),
+                                          F.date_part(F.lit("SECOND"), c), F.lit("UTC")))
 
     def read(self, frame: Any) -> _Column:
         series = frame[self.value]
@@ -358,6 +364,7 @@ class _Spec:
     lift: Callable[..., list] | None = None
     lower: Callable[[Any], Any] | None = None  # partial -> lifted value (None for null)
     element: str | None = None  # arrays: the element type
+    how: str | None = None  # the built-in's name (None: a user monoid)
 
 
 @dataclass(frozen=True)
@@ -574,4 +581,4 @@ def _parse_builtin(where: str, how: Any, inputs: tuple, params: tuple, types: Ma
     if paired and _family(types[inputs[1]]) is None:
         raise ValueError(f"{where}: {how} cannot order by column {inputs[1]!r} of type {types[inputs[1]]}")
     built = _builtin(how, kind, params, where)
-    return _Spec(inputs, built.monoid, built.kind, built.lift, built.lower, built.element)
+    return _Spec(inputs, built.monoid, built.kind, built.lift, built.lower, built.element, how)

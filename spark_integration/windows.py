@@ -23,21 +23,26 @@ had come too late, and were dropped, by that row); ``late_events=True`` the side
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from spark_integration.aggregations import Aggregations, parse
+from spark_integration.columnar import END, NAME, START, Query
 from spark_integration.engine import Windowing
 from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
     session_watermark
+from spark_integration.slicing import columnar
+from spark_integration.sliced import plan as sliced_plan
 from spark_integration.stored import Output, StoredKeys
 
 # Internal columns (no leading underscore: TWS builds its frames through itertuples).
 #: Every internal column starts with it; user columns may not (see :func:`_check_names`).
 RESERVED = "mta_"
 TIME = "mta_time"
-START, END, LATE_TIME = "mta_start", "mta_end", "mta_late_time"
+LATE_TIME = "mta_late_time"
 #: Streaming: the key columns' values as one exact string, what the state is grouped on.
 KEY = "mta_key"
 #: A time given as an expression, and a streaming TIMESTAMP_NTZ time's watermark column.
@@ -90,7 +95,8 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
                      policy: Callable[[Any, Any], bool] | None = None, emit: str = "window",
                      watermark: Any = None, allowed_lateness: Any = "0 seconds", late_count: bool = False,
                      late_events: bool = False, flat: bool = False, store: str | None = None,
-                     name: str | None = None, session_gap: Any = None) -> Any:
+                     name: str | None = None, session_gap: Any = None, windows: Mapping[str, Any] | None = None,
+                     split: bool = False) -> Any:
     """Aggregate ``df`` per key over event-time windows; returns a DataFrame of results.
 
     ``time``: the event time, a column name or a ``Column`` (an expression too), of type
@@ -117,6 +123,22 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     state, for windows larger than an executor's memory. A micro-batch that Spark
     replays after a failure is never counted twice (see :mod:`spark_integration.stored`).
 
+    ``windows``: many windows in one call, ``{name: spec}``, each spec a duration string
+    (tumbling), a tuple ``(size, slide[, start_time])``, :func:`session` ``(gap)``, or an
+    :mod:`mta.windows` ``Tumbling``/``Sliding``/``Session`` (seconds). One DataFrame comes
+    back, with a ``window_name`` column after the keys and a ``window`` struct (or
+    ``window_start``/``window_end`` with ``flat``); ``split=True`` gives ``{name: DataFrame}``
+    instead, each with the schema Spark's own query of that window has. On a batch
+    DataFrame with built-in aggregations every window comes from one pass over shared
+    slices (see below); each DataFrame of ``split`` runs that pass again when written,
+    unless the combined one is persisted.
+
+    How it runs: on a batch DataFrame, without ``store``, ``late_events`` or a policy,
+    built-in aggregations of numbers and times (see :mod:`spark_integration.slicing`) are
+    folded into slices by Spark's own aggregation and the windows made from the slices
+    by array kernels (:mod:`spark_integration.columnar`); a lone tumbling window is
+    Spark's own aggregation. Everything else runs per key on the window engine.
+
     Everything knowable from the schema is checked here, before the job runs: a
     ValueError names the argument or column at fault.
     """
@@ -129,6 +151,13 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
         if not isinstance(key, str) or key not in columns:
             raise ValueError(f"keys: no column {key!r} (columns: {', '.join(columns)})")
     df, time, time_name, kind = _time_column(df, time, columns)
+    if windows is not None:
+        return _many(df, keys, time, time_name, kind, columns, aggregations, windows, split, flat, late_count,
+                     dict(size=size, slide=slide, start_time=start_time, policy=policy, session_gap=session_gap,
+                          store=store, name=name, late_events=late_events or None,
+                          emit=None if emit == "window" else emit))
+    if split:
+        raise ValueError("split: it splits the result of many windows (windows={...}); one window is one DataFrame")
     lateness = micros(allowed_lateness, "allowed_lateness", spark)
     if session_gap is not None:
         windowing: Windowing | Sessions = _sessions(
@@ -142,6 +171,12 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     aggs = parse(aggregations, columns)
     _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events,
                  "session_window" if session_gap is not None else "window")
+    query = _query("window", windowing)
+    sliced = columnar(aggs, columns) if query is not None else None
+    if sliced is not None and not df.isStreaming and store is None and not late_events:
+        out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, [query], False, late_count)
+        return out.select(*keys, *_time_outputs(kind, windowing, flat, False, None), *aggs.columns,
+                          *(["late"] if late_count else []))
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
     extra_inputs = []
     if isinstance(windowing, Sessions):
@@ -227,6 +262,100 @@ def _sessions(gap: Any, streaming: bool, allowed_lateness: int, late_events: boo
     if not streaming and isinstance(gap, str) and "day" in gap.lower():
         return Sessions(None)  # Spark adds calendar days in the session time zone: let it give each end
     return Sessions(value)
+
+
+@dataclass(frozen=True)
+class SessionGap:
+    """A session window of ``windows={...}``: made by :func:`session`."""
+
+    gap: Any
+
+
+def session(gap: Any) -> SessionGap:
+    """Session windows with a fixed ``gap`` (a duration, as ``session_gap``) for ``windows={...}``."""
+    return SessionGap(gap)
+
+
+def _query(name: str, windowing: Windowing | Sessions) -> Query | None:
+    """The window as a fast-path query, or None (policies, a row per event, dynamic gaps)."""
+    if isinstance(windowing, Sessions):
+        return Query(name, gap=windowing.gap) if windowing.gap is not None else None
+    if windowing.policy is not None or windowing.emit != "window":
+        return None
+    return Query(name, windowing.size, windowing.step, windowing.offset)
+
+
+def _window_spec(spark: Any, name: str, spec: Any) -> Windowing | Sessions:
+    """One entry of ``windows={...}`` in microseconds."""
+    from mta.windows import Session, Sliding
+
+    where = f"windows[{name!r}]"
+    try:
+        if isinstance(spec, SessionGap):
+            return _sessions(spec.gap, False, 0, False)
+        if isinstance(spec, Session):
+            return _sessions(spec.gap, False, 0, False)
+        if isinstance(spec, Sliding):
+            return _windowing(spark, spec.size, spec.slide, spec.offset or None, None, "window")
+        if isinstance(spec, str):
+            return _windowing(spark, spec, None, None, None, "window")
+        if isinstance(spec, tuple) and 2 <= len(spec) <= 3:
+            return _windowing(spark, *spec, *([None] * (3 - len(spec))), None, "window")
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: {error}") from None
+    raise ValueError(f"{where}: expected a duration (tumbling), (size, slide[, start_time]), session(gap), or an "
+                     f"mta.windows Tumbling, Sliding or Session; got {spec!r}")
+
+
+def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, columns: dict[str, str],
+          aggregations: Mapping[str, tuple], windows: Mapping[str, Any], split: bool, flat: bool, late_count: bool,
+          others: dict[str, Any]) -> Any:
+    """``window_aggregate(..., windows={...})`` (see there)."""
+    from pyspark.sql import functions as F
+
+    clash = [k for k, v in others.items() if v is not None]
+    if clash:
+        raise ValueError(f"windows: give the windows there only, not also {', '.join(clash)}")
+    if not isinstance(windows, Mapping) or not windows:
+        raise ValueError(f"windows: expected a non-empty dict of name -> window, got {windows!r}")
+    for name in windows:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"windows: names must be non-empty strings, got {name!r}")
+    spark = df.sparkSession
+    shapes = {name: _window_spec(spark, name, spec) for name, spec in windows.items()}
+    aggs = parse(aggregations, columns)
+    _check_names(spark, keys, time_name, aggs, "window", flat, late_count, False)
+    if NAME in {k.lower() for k in [*keys, *aggs.columns]}:
+        raise ValueError(f"output column {NAME!r}: it names the window; rename the key or aggregation")
+    late = ["late"] if late_count else []
+    queries = [_query(name, shape) for name, shape in shapes.items()]
+    sliced = columnar(aggs, columns) if all(queries) else None
+    if sliced is None or df.isStreaming:  # one pass per window, each as one window_aggregate call
+        def single(name: str, flat: bool) -> Any:
+            spec, shape = windows[name], shapes[name]
+            if isinstance(spec, (SessionGap, str, tuple)):  # as given: Spark parses calendar intervals itself
+                given = dict(session_gap=spec.gap) if isinstance(spec, SessionGap) else \
+                    dict(zip(("size", "slide", "start_time"), (spec,) if isinstance(spec, str) else spec))
+            else:
+                given = dict(session_gap=shape.gap) if isinstance(shape, Sessions) else \
+                    dict(size=shape.size, slide=shape.slide, start_time=shape.offset or None)
+            return window_aggregate(df, keys, time, aggregations, flat=flat, late_count=late_count, **given)
+
+        if split:
+            return {name: single(name, flat) for name in shapes}
+        parts = [single(name, True).select(*keys, F.lit(name).alias(NAME), F.col("window_start").alias(START),
+                                           F.col("window_end").alias(END), *aggs.columns, *late) for name in shapes]
+        out, start, end = functools.reduce(lambda a, b: a.unionByName(b), parts), F.col(START), F.col(END)
+    else:
+        out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, queries, True, late_count)
+        if split:
+            return {name: out.where(F.col(NAME) == name).select(
+                *keys, *_time_outputs(kind, shape, flat, False, None), *aggs.columns, *late)
+                for name, shape in shapes.items()}
+        start, end = _from_micros(F.col(START), kind), _from_micros(F.col(END), kind)
+    window = [start.alias("window_start"), end.alias("window_end")] if flat else \
+        [F.struct(start.alias("start"), end.alias("end")).alias("window", metadata={"spark.timeWindow": True})]
+    return out.select(*keys, NAME, *window, *aggs.columns, *late)
 
 
 def _time_column(df: Any, time: Any, columns: dict[str, str]) -> tuple[Any, str, str, str]:

@@ -1,0 +1,549 @@
+"""Built-in aggregations as column kernels: partial columns and vectorised numpy folds over them.
+
+A ``Kind`` describes one aggregation by its *partial* columns (``Columns``: field name ->
+array, one row per event or slice) and folds them without a Python loop over rows:
+
+- ``lift`` turns events into one partial row each;
+- ``merge`` combines two partials elementwise;
+- ``reduce`` folds segments of consecutive rows (``np.ufunc.reduceat``);
+- ``slide`` folds the windows of a :class:`Layout` (van Herk/Gil-Werman, see ``_halves``);
+- ``take`` gathers rows (-1 = an identity row), ``identity`` makes empty rows,
+  ``lower`` gives the final (values, null mask).
+
+Semantics are Spark's: nulls are skipped, NaN is a value above every number (and equal to
+itself), integer sums never wrap (object arrays of Python ints when int64 could overflow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+import numpy as np
+
+__all__ = ["Columns", "Kind", "KINDS", "Layout"]
+
+Columns = dict[str, np.ndarray]
+
+_I64 = np.iinfo(np.int64)
+#: Rank of a row that is not taken (first/last/min_by/max_by): above every real rank.
+_NOT_TAKEN = _I64.max
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where rows sit in a dense run of cells cut into blocks of ``size``, and which windows to fold.
+
+    ``pos`` is each row's cell (cells without a row hold the identity), ``cells`` is a multiple
+    of ``size``, and each window covers cells ``[first, first + size)`` within the run of its
+    cluster (the windows module lays clusters out so that no window crosses into another).
+    """
+
+    pos: np.ndarray
+    cells: int
+    size: int
+    first: np.ndarray
+
+    @cached_property
+    def reads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cell of each window's head in the reversed accumulate, cell of its tail, whether it starts a block)."""
+        column = self.first % self.size
+        return self.first + (self.size - 1 - 2 * column), self.first + (self.size - 1), column == 0
+
+
+def _halves(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Van Herk/Gil-Werman: each window as (fold of its cells in its first block, fold in the next block).
+
+    A window ``[i, i + size)`` that does not start a block spans the suffix of the block of ``i``
+    and the prefix of the next block up to ``i + size - 1``: both come from one accumulate per
+    direction over the blocks, so every window costs O(1) whatever ``size`` is. A window that
+    starts a block is that block's suffix alone (its tail is ``fill``, the identity), so the
+    halves are disjoint and non-idempotent folds (sums) are exact.
+    """
+    head_at, tail_at, aligned = layout.reads
+    dense = np.full(layout.cells, fill, dtype=values.dtype)
+    dense[layout.pos] = values
+    blocks = dense.reshape(-1, layout.size)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is NaN, as in Spark
+        # row b of the reversed accumulate holds at column j the suffix of block b from cell size-1-j
+        head = op.accumulate(blocks[:, ::-1], axis=1).ravel()[head_at]
+        tail = op.accumulate(blocks, axis=1).ravel()[tail_at]
+    tail[aligned] = fill
+    return head, tail
+
+
+def _slide(values: np.ndarray, fill: object, op: np.ufunc, layout: Layout) -> np.ndarray:
+    """The fold by ``op`` of every window of ``layout`` (``fill`` is ``op``'s identity)."""
+    head, tail = _halves(values, fill, op, layout)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return op(head, tail)
+
+
+def _reduceat(op: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``op.reduceat`` that accepts no segments (an empty result)."""
+    if len(starts) == 0:
+        return values[:0].copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        return op.reduceat(values, starts)
+
+
+def _segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
+    """The segment of each of ``rows`` rows, segments starting at ``starts``."""
+    marks = np.zeros(rows, dtype=np.int64)
+    marks[starts[1:]] = 1
+    return np.cumsum(marks)
+
+
+def _fits_int64(arrays: list[np.ndarray], terms: int) -> bool:
+    """Whether summing up to ``terms`` values of each array stays inside int64 (False for object)."""
+    bound = 0
+    for a in arrays:
+        if a.dtype != np.int64:
+            return False
+        if len(a):
+            bound += max(int(a.max()), -int(a.min())) * terms
+    return bound < 2**63
+
+
+def _widen(arrays: list[np.ndarray], terms: int) -> list[np.ndarray]:
+    """The integer arrays as they must be summed: int64 when safe, else object arrays of Python ints."""
+    if all(a.dtype != np.int64 and a.dtype != object for a in arrays) or _fits_int64(arrays, terms):
+        return arrays
+    return [a.astype(object) for a in arrays]
+
+
+def _spark_less(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x < y in Spark's order: NaN above every number."""
+    if x.dtype.kind == "f" or y.dtype.kind == "f":
+        return (x < y) | (np.isnan(y) & ~np.isnan(x))
+    return np.asarray(x < y, dtype=bool)
+
+
+def _spark_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x == y in Spark's order: NaN equals NaN (and -0.0 equals 0.0)."""
+    if x.dtype.kind == "f" or y.dtype.kind == "f":
+        return (x == y) | (np.isnan(x) & np.isnan(y))
+    return np.asarray(x == y, dtype=bool)
+
+
+def _no_nulls(nulls: np.ndarray | None, n: int) -> np.ndarray:
+    return np.zeros(n, dtype=bool) if nulls is None else np.asarray(nulls, dtype=bool)
+
+
+class Kind:
+    """One aggregation: its partial fields and their kernels (subclasses implement them)."""
+
+    name: str
+    fields: tuple[str, ...]
+
+    def lift(
+        self,
+        values: np.ndarray,
+        nulls: np.ndarray | None,
+        times: np.ndarray,
+        seq: np.ndarray,
+        order: np.ndarray | None = None,
+        order_nulls: np.ndarray | None = None,
+    ) -> Columns:
+        """One partial row per event."""
+        raise NotImplementedError
+
+    def merge(self, a: Columns, b: Columns) -> Columns:
+        """Elementwise ``a ⊕ b`` (same slice, ``a`` arrived first)."""
+        raise NotImplementedError
+
+    def reduce(self, cols: Columns, starts: np.ndarray) -> Columns:
+        """Fold the segments ``[starts[i], starts[i+1])`` of rows in (time, seq) order within each."""
+        raise NotImplementedError
+
+    def slide(self, cols: Columns, layout: Layout) -> Columns:
+        """Fold every window of ``layout`` (rows in time order within each window)."""
+        raise NotImplementedError
+
+    def identity(self, n: int, like: Columns) -> Columns:
+        """``n`` identity rows with the dtypes of ``like``."""
+        raise NotImplementedError
+
+    def lower(self, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+        """(values, null mask) of the final result of each row."""
+        raise NotImplementedError
+
+    def take(self, cols: Columns, rows: np.ndarray) -> Columns:
+        """Rows ``rows`` of ``cols``; -1 gives an identity row."""
+        missing = rows < 0
+        if not missing.any():
+            return {f: cols[f][rows] for f in self.fields}
+        if len(cols[self.fields[0]]) == 0:
+            return self.identity(len(rows), cols)
+        out = {f: cols[f][np.where(missing, 0, rows)] for f in self.fields}
+        empty = self.identity(int(missing.sum()), cols)
+        for f in self.fields:
+            out[f][missing] = empty[f]
+        return out
+
+    def __repr__(self) -> str:
+        return f"KINDS[{self.name!r}]"
+
+
+class _Fieldwise(Kind):
+    """A kind whose fields fold independently, each by a ufunc with an identity (depending on dtype)."""
+
+    def _ops(self, like: Columns) -> dict[str, tuple[np.ufunc, object]]:
+        raise NotImplementedError
+
+    def _widen(self, cols: list[Columns], terms: int) -> list[Columns]:
+        """Hook for sums: the columns as they must be folded when up to ``terms`` rows add up."""
+        return cols
+
+    def merge(self, a: Columns, b: Columns) -> Columns:
+        a, b = self._widen([a, b], 1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return {f: op(a[f], b[f]) for f, (op, _) in self._ops(a).items()}
+
+    def reduce(self, cols: Columns, starts: np.ndarray) -> Columns:
+        terms = int(np.diff(starts, append=len(cols[self.fields[0]])).max()) if len(starts) else 0
+        (cols,) = self._widen([cols], terms)
+        return {f: _reduceat(op, cols[f], starts) for f, (op, _) in self._ops(cols).items()}
+
+    def slide(self, cols: Columns, layout: Layout) -> Columns:
+        (cols,) = self._widen([cols], layout.size)
+        return {f: _slide(cols[f], fill, op, layout) for f, (op, fill) in self._ops(cols).items()}
+
+    def identity(self, n: int, like: Columns) -> Columns:
+        return {f: np.full(n, fill, dtype=like[f].dtype) for f, (_, fill) in self._ops(like).items()}
+
+
+class _Count(_Fieldwise):
+    name, fields = "count", ("n",)
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        return {"n": (~_no_nulls(nulls, len(values))).astype(np.int64)}
+
+    def _ops(self, like):
+        return {"n": (np.add, 0)}
+
+    def lower(self, cols):
+        return cols["n"], np.zeros(len(cols["n"]), dtype=bool)
+
+
+class _Sum(_Fieldwise):
+    """Sum ``s`` of the non-null values and their count ``n``: int64 while a bound proves it exact."""
+
+    fields = ("s", "n")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        present = ~_no_nulls(nulls, len(values))
+        values = np.asarray(values)
+        if values.dtype.kind == "u" and values.dtype.itemsize == 8:
+            s = values.astype(object)  # uint64 may exceed int64
+        elif values.dtype.kind in "iub":
+            s = values.astype(np.int64)
+        elif values.dtype.kind == "f":
+            s = values.astype(np.float64)
+        else:
+            s = values.copy()
+        s[~present] = 0
+        return {"s": s, "n": present.astype(np.int64)}
+
+    def _widen(self, cols, terms):
+        sums = _widen([c["s"] for c in cols], terms)
+        return [{**c, "s": s} for c, s in zip(cols, sums)]
+
+    def _ops(self, like):
+        return {"s": (np.add, 0), "n": (np.add, 0)}
+
+    def lower(self, cols):
+        s, n = cols["s"], cols["n"]
+        if self.name == "sum":
+            return s, n == 0
+        mean = np.zeros(len(n), dtype=np.float64)
+        some = n > 0
+        if s.dtype == object:  # Python int / int rounds once, exactly
+            mean[some] = (s[some] / n[some]).astype(np.float64)
+        else:
+            mean[some] = s[some] / n[some]
+        return mean, ~some
+
+
+class _Extreme(_Fieldwise):
+    """min/max ``m`` of the non-null values and their count ``n``.
+
+    Floats: min ignores NaN unless every value is NaN (np.fmin, identity NaN); max is NaN as
+    soon as one value is (np.maximum, identity -inf): Spark orders NaN above every number.
+    """
+
+    fields = ("m", "n")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _ops(self, like):
+        dtype = like["m"].dtype
+        if dtype.kind == "f":
+            m = (np.fmin, np.nan) if self.name == "min" else (np.maximum, -np.inf)
+        elif dtype == np.int64:
+            m = (np.minimum, _I64.max) if self.name == "min" else (np.maximum, _I64.min)
+        else:
+            raise TypeError(f"{self.name}: int64 or float64 values, got {dtype}")
+        return {"m": m, "n": (np.add, 0)}
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        present = ~_no_nulls(nulls, len(values))
+        values = np.asarray(values)
+        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+        (_, fill) = self._ops({"m": values})["m"]
+        return {"m": np.where(present, values, fill).astype(values.dtype), "n": present.astype(np.int64)}
+
+    def lower(self, cols):
+        return cols["m"], cols["n"] == 0
+
+
+class _Times(_Fieldwise):
+    """Smallest ``lo`` and largest ``hi`` event time and the event count ``n`` (every event, nulls too)."""
+
+    name, fields = "times", ("lo", "hi", "n")
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        times = np.asarray(times, dtype=np.int64)
+        return {"lo": times.copy(), "hi": times.copy(), "n": np.ones(len(times), dtype=np.int64)}
+
+    def _ops(self, like):
+        return {"lo": (np.minimum, _I64.max), "hi": (np.maximum, _I64.min), "n": (np.add, 0)}
+
+    def lower(self, cols):
+        """The first event time (null for no event)."""
+        return cols["lo"], cols["n"] == 0
+
+
+def _chan(na, ma, m2a, nb, mb, m2b):
+    """Chan's parallel merge of (count, mean, m2) moments; an empty side leaves the other exact."""
+    n = na + nb
+    with np.errstate(all="ignore"):
+        nf = np.where(n > 0, n, 1).astype(np.float64)
+        delta = mb - ma
+        mean = ma + delta * (nb / nf)
+        m2 = m2a + m2b + delta * delta * (na.astype(np.float64) * nb / nf)
+    mean = np.where(na == 0, mb, np.where(nb == 0, ma, mean))
+    m2 = np.where(na == 0, m2b, np.where(nb == 0, m2a, m2))
+    return n, mean, m2
+
+
+class _Moments(Kind):
+    """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula.
+
+    Windows slide shifted sums ``(n, Σ(x - c), Σ(x - c)²)`` with ``c`` the mean of the block
+    of ``size`` cells each half-window lies in (see ``_halves``); the tail half is re-centred on
+    the head's shift and the window's m2 is ``S2 - S1²/n``. Rounding: S2 sums at most
+    ``size`` non-negative terms, so m2's absolute error is about ``size · eps · Σ(x - c)²``
+    over the window, with c the mean of the head's block (two blocks span at most
+    ``2 · size`` panes): small against the window's own m2 unless the window is nearly
+    constant while its block holds values far away. Negative m2 from rounding is clamped to 0.
+    Non-finite values (inf, NaN) make every window holding them NaN, as Spark.
+    """
+
+    fields = ("n", "mean", "m2")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        present = ~_no_nulls(nulls, len(values))
+        x = np.where(present, np.asarray(values).astype(np.float64), 0.0)
+        m2 = np.where(np.isfinite(x), 0.0, np.nan)  # Spark: an inf makes m2 NaN at once
+        return {"n": present.astype(np.int64), "mean": x, "m2": m2}
+
+    def merge(self, a, b):
+        n, mean, m2 = _chan(a["n"], a["mean"], a["m2"], b["n"], b["mean"], b["m2"])
+        return {"n": n, "mean": mean, "m2": m2}
+
+    def reduce(self, cols, starts):
+        n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
+        total = _reduceat(np.add, n, starts)
+        seg = _segment_ids(starts, len(n))
+        with np.errstate(all="ignore"):
+            centre = _reduceat(np.add, n * mean, starts) / np.where(total > 0, total, 1)
+            d = mean - centre[seg]
+            m2 = _reduceat(np.add, m2 + np.where(n > 0, n * d * d, 0.0), starts)
+        centre = np.where(total > 0, centre, 0.0)
+        return {"n": total, "mean": centre, "m2": m2}
+
+    def slide(self, cols, layout):
+        n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
+        bad = ~(np.isfinite(mean) & np.isfinite(m2))
+        poison = None
+        if bad.any():  # rows with non-finite moments count, and make their windows NaN
+            poison = _slide(np.where(bad, n, 0), 0, np.add, layout)
+            n, mean, m2 = np.where(bad, 0, n), np.where(bad, 0.0, mean), np.where(bad, 0.0, m2)
+        nf = n.astype(np.float64)
+        # the shift of each block of `size` cells: the mean of its rows
+        block, blocks = layout.pos // layout.size, layout.cells // layout.size
+        shift = np.bincount(block, nf * mean, blocks) / np.maximum(np.bincount(block, nf, blocks), 1)
+        d = mean - shift[block]
+        (nh, nt), (s1h, s1t), (s2h, s2t) = (_halves(a, 0.0, np.add, layout) for a in (nf, nf * d, m2 + nf * d * d))
+        head_shift = shift[layout.first // layout.size]
+        delta = shift[(layout.first + layout.size - 1) // layout.size] - head_shift
+        # the tail's sums re-expressed around the head's shift, then added
+        total = nh + nt
+        s1 = s1h + s1t + nt * delta
+        s2 = s2h + s2t + delta * (2 * s1t + nt * delta)
+        safe = np.maximum(total, 1.0)
+        mean = np.where(total > 0, head_shift + s1 / safe, 0.0)
+        m2 = np.maximum(s2 - s1 * s1 / safe, 0.0)
+        count = total.astype(np.int64)
+        if poison is not None:
+            count = count + poison
+            mean, m2 = np.where(poison > 0, np.nan, mean), np.where(poison > 0, np.nan, m2)
+        return {"n": count, "mean": mean, "m2": m2}
+
+    def identity(self, n, like):
+        return {"n": np.zeros(n, dtype=np.int64), "mean": np.zeros(n), "m2": np.zeros(n)}
+
+    def lower(self, cols):
+        n, m2 = cols["n"], cols["m2"]
+        ddof = 1 if self.name.endswith("_samp") else 0
+        null = n <= ddof
+        with np.errstate(all="ignore"):
+            out = np.where(null, 0.0, m2 / np.where(null, 1, n - ddof))
+        if self.name.startswith("stddev"):
+            out = np.sqrt(out)
+        return out, null
+
+
+class _Pick(Kind):
+    """Kinds that keep one row: the taken row with the smallest rank (first, last, min_by, max_by).
+
+    ``_preference(cols)`` lists the taken rows best first; a row's rank is its place there,
+    folded by np.minimum (not taken: ``_NOT_TAKEN``), and the winning rank gathers the row.
+    """
+
+    extra: tuple[str, ...] = ()
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.fields = ("v", "vnull", *self.extra, "t", "seq", "n")
+
+    def _preference(self, cols: Columns) -> np.ndarray:
+        raise NotImplementedError
+
+    def _better(self, a: Columns, b: Columns, both: np.ndarray) -> np.ndarray:
+        """Where (among rows ``both``, taken on both sides) b's row beats a's."""
+        raise NotImplementedError
+
+    def _gather(self, cols: Columns, rank: np.ndarray, perm: np.ndarray, n: np.ndarray) -> Columns:
+        taken = rank < _NOT_TAKEN
+        rows = np.where(taken, perm[np.minimum(rank, len(perm) - 1)] if len(perm) else -1, -1)
+        out = self.take(cols, rows)
+        out["n"] = n
+        return out
+
+    def _ranks(self, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+        perm = self._preference(cols)
+        rank = np.full(len(cols["n"]), _NOT_TAKEN, dtype=np.int64)
+        rank[perm] = np.arange(len(perm))
+        return rank, perm
+
+    def reduce(self, cols, starts):
+        rank, perm = self._ranks(cols)
+        return self._gather(cols, _reduceat(np.minimum, rank, starts), perm, _reduceat(np.add, cols["n"], starts))
+
+    def slide(self, cols, layout):
+        rank, perm = self._ranks(cols)
+        best = _slide(rank, _NOT_TAKEN, np.minimum, layout)
+        return self._gather(cols, best, perm, _slide(cols["n"], 0, np.add, layout))
+
+    def merge(self, a, b):
+        both = (a["n"] > 0) & (b["n"] > 0)
+        win = (b["n"] > 0) & (a["n"] == 0)
+        win[both] = self._better(a, b, both)
+        out = {f: np.where(win, b[f], a[f]) for f in self.fields if f != "n"}
+        out["n"] = a["n"] + b["n"]
+        return out
+
+    def identity(self, n, like):
+        out = {f: np.zeros(n, dtype=like[f].dtype) for f in self.fields}
+        if like["v"].dtype == object:
+            out["v"] = np.full(n, None, dtype=object)
+        out["vnull"] = np.ones(n, dtype=bool)
+        return out
+
+    def lower(self, cols):
+        return cols["v"], cols["vnull"] | (cols["n"] == 0)
+
+
+def _older(a: Columns, b: Columns, rows: np.ndarray) -> np.ndarray:
+    """Where b's (t, seq) is smaller than a's, among ``rows``."""
+    at, bt, aq, bq = a["t"][rows], b["t"][rows], a["seq"][rows], b["seq"][rows]
+    return (bt < at) | ((bt == at) & (bq < aq))
+
+
+class _FirstLast(_Pick):
+    """first/last (ignore_nulls: null values are not taken). Rows of a segment or window are in
+    (time, seq) order (the contract of reduce; sliding windows read slices in pane order), so
+    the first taken row is the one with the smallest index."""
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        nulls = _no_nulls(nulls, len(values))
+        taken = ~nulls if self.name.endswith("_ignore_nulls") else np.ones(len(values), dtype=bool)
+        return {
+            "v": np.asarray(values),
+            "vnull": nulls.copy(),
+            "t": np.asarray(times, dtype=np.int64),
+            "seq": np.asarray(seq, dtype=np.int64),
+            "n": taken.astype(np.int64),
+        }
+
+    def _preference(self, cols):
+        taken = np.flatnonzero(cols["n"] > 0)
+        return taken if self.name.startswith("first") else taken[::-1]
+
+    def _better(self, a, b, both):
+        older = _older(a, b, both)
+        return older if self.name.startswith("first") else ~older  # last: ties go to b, the later arrival
+
+
+class _PickBy(_Pick):
+    """min_by/max_by: the value at the smallest (largest) order; ties go to the oldest (t, seq);
+    rows whose order is null are not taken. Orders compare as Spark: NaN above every number."""
+
+    extra = ("o",)
+
+    def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
+        if order is None:
+            raise ValueError(f"{self.name} needs an order column")
+        order = np.asarray(order)
+        taken = ~_no_nulls(order_nulls, len(order))
+        return {
+            "v": np.asarray(values),
+            "vnull": _no_nulls(nulls, len(values)).copy(),
+            "o": order,
+            "t": np.asarray(times, dtype=np.int64),
+            "seq": np.asarray(seq, dtype=np.int64),
+            "n": taken.astype(np.int64),
+        }
+
+    def _preference(self, cols):
+        taken = np.flatnonzero(cols["n"] > 0)
+        # dense order ranks: np.unique sorts NaN last (one NaN) and merges -0.0 with 0.0
+        _, orank = np.unique(cols["o"][taken], return_inverse=True)
+        orank = orank.reshape(-1).astype(np.int64)
+        key = orank if self.name == "min_by" else -orank
+        return taken[np.lexsort((cols["seq"][taken], cols["t"][taken], key))]
+
+    def _better(self, a, b, both):
+        ao, bo = a["o"][both], b["o"][both]
+        strictly = _spark_less(bo, ao) if self.name == "min_by" else _spark_less(ao, bo)
+        return strictly | (_spark_equal(ao, bo) & _older(a, b, both))
+
+
+def _kinds() -> dict[str, Kind]:
+    made: list[Kind] = [_Count(), _Sum("sum"), _Sum("mean"), _Extreme("min"), _Extreme("max"), _Times()]
+    made += [_Moments(n) for n in ("var_samp", "var_pop", "stddev_samp", "stddev_pop")]
+    made += [_FirstLast(n) for n in ("first", "last", "first_ignore_nulls", "last_ignore_nulls")]
+    made += [_PickBy(n) for n in ("min_by", "max_by")]
+    return {k.name: k for k in made}
+
+
+#: Every built-in kind by name.
+KINDS: dict[str, Kind] = _kinds()

@@ -1,0 +1,192 @@
+"""The operator's fast path, Python's half: one call per partition turns the slices
+Spark folded (:mod:`spark_integration.slicing`) into the windows of every query,
+with the array kernels of :mod:`mta.columnar`; Python runs per column and query,
+not per event, slice or window.
+
+The partition holds every slice of its keys (the slices are repartitioned by key).
+Keys become integer groups, slices are ordered by (group, pane), each query's
+windows come from :func:`mta.columnar.sliding` (tumbling and sliding windows, on
+the query's own panes: :func:`mta.columnar.coarsen`) or
+:func:`mta.columnar.sessions`, and the results go out as Arrow columns of Spark's
+result types: values gathered from the slices (first, last, min_by, max_by) keep
+the input's type exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from spark_integration.slicing import PANE, Sliced, field
+
+#: Columns of the stage's output besides the keys and the aggregations.
+NAME, START, END = "window_name", "mta_start", "mta_end"
+_GATHERED = ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One window query in microseconds: sliding (tumbling when ``size == slide``) or a
+    session (``gap``)."""
+
+    name: str
+    size: int = 0
+    slide: int = 0
+    offset: int = 0
+    gap: int = 0
+
+    @property
+    def session(self) -> bool:
+        return self.gap > 0
+
+    def spec(self) -> tuple:
+        return ("session", self.gap) if self.session else ("sliding", self.size, self.slide, self.offset)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What the stage needs on an executor (pickled with the function)."""
+
+    keys: list[str]
+    sliced: list[Sliced]
+    queries: list[Query]
+    pane: int  # P: the slices' length
+    origin: int  # slice k covers [origin + k * P, origin + (k + 1) * P)
+    named: bool  # add the window_name column
+    late: bool  # add a late column (0: a batch has no late events)
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(list(batches))
+        if not table.num_rows:
+            return
+        group = _groups(table, self.keys)
+        pane = table[PANE].to_numpy()
+        order = np.lexsort((pane, group))
+        table, group, pane = table.take(pa.array(order)), group[order], pane[order]
+        first = np.searchsorted(group, np.arange(group[-1] + 1))  # each group's first row
+        cols = [_partials(s, i, table) for i, s in enumerate(self.sliced)]
+        for query in self.queries:
+            windows, start, end = self._windows(query, cols, group, pane, table)
+            if not len(windows.group):
+                continue
+            rows = pa.array(first[windows.group])
+            out = {k: table[k].take(rows) for k in self.keys}
+            if self.named:
+                out[NAME] = pa.array(np.full(len(start), query.name, dtype=object), pa.string())
+            out[START], out[END] = pa.array(start, pa.int64()), pa.array(end, pa.int64())
+            for i, s in enumerate(self.sliced):
+                out[s.name] = _lowered(s, i, windows.cols[i], table)
+            if self.late:
+                out["late"] = pa.array(np.zeros(len(start), dtype=np.int64))
+            yield from pa.table(out).to_batches(max_chunksize=1 << 16)
+
+    def _windows(self, query: Query, cols: list[dict], group: np.ndarray, pane: np.ndarray, table: Any
+                 ) -> tuple[Any, np.ndarray, np.ndarray]:
+        """The query's windows and their start and end times (microseconds)."""
+        from mta.columnar import KINDS, coarsen, sessions, sliding
+
+        kinds = [KINDS[s.kind] for s in self.sliced]
+        P, origin = self.pane, self.origin
+        if query.session:
+            times = {"lo": table["mta_t_lo"].to_numpy(), "hi": table["mta_t_hi"].to_numpy(),
+                     "n": table["mta_t_n"].to_numpy()}
+            w = sessions([*kinds, KINDS["times"]], [*cols, times], group, times["lo"], times["hi"], query.gap)
+            w.cols = w.cols[:-1]
+            return w, w.start, w.end
+        own = np.gcd(query.size, query.slide)  # the query's pane
+        factor = own // P
+        # The query's panes start at its offset's edges: coarse pane c covers
+        # [origin + (c * factor + phase) * P, ... + own).
+        phase = ((query.offset - origin) // P) % factor
+        if factor > 1:
+            group, pane, cols = coarsen(kinds, cols, group, pane, factor, phase)
+        base = origin + phase * P
+        step = query.slide // own
+        w = sliding(kinds, cols, group, pane, query.size // own, step, ((query.offset - base) // own) % step)
+        return w, base + w.start * own, base + w.end * own
+
+
+def _groups(table: Any, keys: list[str]) -> np.ndarray:
+    """A dense int64 group per row: rows with equal keys (nulls equal to nulls) share one."""
+    if not keys:
+        return np.zeros(table.num_rows, dtype=np.int64)
+    codes = [table[k].combine_chunks().dictionary_encode().indices.fill_null(-1).to_numpy().astype(np.int64)
+             for k in keys]
+    if len(codes) == 1:
+        _, group = np.unique(codes[0], return_inverse=True)
+    else:
+        _, group = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    return group.reshape(-1).astype(np.int64)
+
+
+def _column(table: Any, name: str, fill: Any = 0) -> np.ndarray:
+    """A numeric slice column as numpy, nulls (no value in the slice) as ``fill``."""
+    column = table[name].combine_chunks()
+    if column.null_count:
+        column = column.fill_null(fill)
+    return column.to_numpy(zero_copy_only=False)
+
+
+def _partials(s: Sliced, i: int, table: Any) -> dict[str, np.ndarray]:
+    """Aggregation ``i``'s slice partials as the fields of its mta.columnar kind."""
+    from mta.columnar import KINDS
+
+    kind = KINDS[s.kind]
+    if s.kind in _GATHERED:
+        r = table[field(i, "r")].combine_chunks()
+        n = np.asarray(r.is_valid()).astype(np.int64)
+        t, seq = _struct(r, "t"), _struct(r, "seq")
+        sign = -1 if s.kind == "max_by" else 1  # max_by's struct negates (t, seq): ties go to the oldest
+        cols = {"v": np.arange(len(r), dtype=np.int64), "vnull": np.asarray(r.field("v").is_null()),
+                "t": sign * t, "seq": sign * seq, "n": n}
+        if s.kind in ("min_by", "max_by"):
+            cols["o"] = r.field("o").to_numpy(zero_copy_only=False)
+        return cols
+    n = _column(table, field(i, "n"))
+    if s.kind == "count":
+        return {"n": n}
+    if s.kind in ("sum", "mean"):
+        total = _column(table, field(i, "s"))
+        if total.dtype.kind == "i" and float(np.abs(total.astype(np.float64)).sum()) >= 2.0 ** 62:
+            total = np.array([int(v) for v in total.tolist()], dtype=object)  # no window sum may wrap
+        return {"s": total, "n": n}
+    if s.kind in ("min", "max"):
+        m = _column(table, field(i, "m"))
+        empty = n == 0
+        if empty.any():
+            m = np.where(empty, kind.identity(1, {"m": m, "n": n})["m"][0], m)
+        return {"m": m, "n": n}
+    return {"n": n, "mean": _column(table, field(i, "mean"), 0.0), "m2": _column(table, field(i, "m2"), 0.0)}
+
+
+def _struct(r: Any, name: str) -> np.ndarray:
+    child = r.field(name)
+    return (child.fill_null(0) if child.null_count else child).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _lowered(s: Sliced, i: int, cols: dict[str, np.ndarray], table: Any) -> Any:
+    """The windows' results of aggregation ``i`` as an Arrow array of its Spark type."""
+    import pyarrow as pa
+
+    from mta.columnar import KINDS
+    from spark_integration.aggregations import _arrow_type
+
+    values, nulls = KINDS[s.kind].lower(cols)
+    if s.kind in _GATHERED:  # the index of the slice holding the value
+        source = table[field(i, "r")].combine_chunks().field("v")
+        return source.take(pa.array(np.where(nulls, 0, values).astype(np.int64), mask=nulls))
+    arrow = _arrow_type(s.result)
+    try:
+        if values.dtype == object:
+            return pa.array([None if z else v for v, z in zip(values.tolist(), nulls.tolist())], arrow)
+        array = pa.array(values, mask=nulls)
+        if array.type != arrow:
+            array = array.cast(pa.int32()).cast(arrow) if s.result == "date" else array.cast(arrow, safe=False)
+        return array
+    except (OverflowError, pa.ArrowInvalid) as error:
+        raise ArithmeticError(f"aggregations[{s.name!r}]: a {s.result} result overflows: {error} "
+                              f"(Spark's ANSI mode fails the query too)") from None

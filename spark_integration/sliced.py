@@ -1,0 +1,58 @@
+"""The fast batch plan: Spark folds the events into slices, one Python stage per
+partition makes every query's windows from them (see :mod:`spark_integration.slicing`
+and :mod:`spark_integration.columnar`).
+
+    events -> groupBy(keys, pane).agg(slice partials)   Spark, map-side combined
+           -> repartition(keys).mapInArrow(Stage)        the windows of every query
+           -> select(keys, window, aggregations)         Spark's schema
+
+A lone tumbling window stops after the first line: its slices are its windows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from spark_integration.columnar import END, NAME, START, Query, Stage
+from spark_integration.slicing import PANE, SEQ, Sliced, final, partials, times
+
+
+def grid(queries: Sequence[Query]) -> tuple[int, int]:
+    """The slices' length P and origin: every window edge is ``origin + k * P``."""
+    from mta.columnar import grid as columnar_grid
+
+    return columnar_grid([q.spec() for q in queries])
+
+
+def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: list[Query], named: bool,
+         late: bool) -> Any:
+    """The stage's output: keys, [window_name], START, END (microseconds), the
+    aggregations, [late]. ``time``: the event time in microseconds (a Column)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, _parse_datatype_string
+
+    P, origin = grid(queries)
+    inputs = sorted({c for s in sliced for c in s.inputs} - set(keys))
+    events = df.where(time.isNotNull()).select(*keys, time.alias("mta_time"), *inputs,
+                                                F.monotonically_increasing_id().alias(SEQ))
+    t = F.col("mta_time")
+    pane = F.expr(f"((mta_time - {origin}) - pmod(mta_time - {origin}, {P})) div {P}").alias(PANE)
+    late_column = [F.lit(0).cast("bigint").alias("late")] if late else []
+    lone = queries[0] if len(queries) == 1 else None
+    if lone is not None and not lone.session and lone.size == lone.slide:  # tumbling: Spark's own aggregates
+        start = F.col(PANE) * P + origin
+        return (events.groupBy(*keys, pane).agg(*[final(s, t) for s in sliced])
+                .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), start.alias(START),
+                        (start + P).alias(END), *[s.name for s in sliced], *late_column))
+    fields = [f for i, s in enumerate(sliced) for f in partials(s, i, t)]
+    if any(q.session for q in queries):
+        fields += times(t)
+    slices = events.groupBy(*keys, pane).agg(*fields)
+    schema = StructType([df.schema[k] for k in keys]
+                        + ([StructField(NAME, StringType(), False)] if named else [])
+                        + [StructField(START, LongType()), StructField(END, LongType())]
+                        + [StructField(s.name, _parse_datatype_string(s.result)) for s in sliced]
+                        + ([StructField("late", LongType())] if late else []))
+    stage = Stage(keys, sliced, list(queries), P, origin, named, late)
+    spread = slices.repartition(*keys) if keys else slices.repartition(1)
+    return spread.mapInArrow(stage, schema)

@@ -1,0 +1,155 @@
+"""The operator's fast path, Spark's half: events folded into slices by Spark's own
+aggregation, so that no event crosses into Python.
+
+Spark's hash aggregation (with its map-side combine) folds each key's events into
+*slices*, ``groupBy(keys, pane)`` with ``pane = floor((time - origin) / P)``: one row
+per key and pane holding the partial of every aggregation (the fields of its
+:mod:`mta.columnar` kind). ``P`` divides every window edge of every query
+(:func:`mta.columnar.grid`), so each window is a run of whole slices; one Python stage
+per partition (:mod:`spark_integration.columnar`) turns the slices into every
+query's windows with array kernels. A lone tumbling window needs no second stage:
+its slices are its windows, and it compiles wholly to Spark's own aggregates
+(:func:`final`), which is what Spark's ``window()`` runs too, minus its window struct.
+
+Measured on 2M events, 100 keys (BENCHMARKS.md, issue #19): moving the raw events
+into Python at all costs more than Spark's whole tumbling aggregation, and the
+slices are few: at most one row per key and pane.
+
+Which aggregations take this path (:func:`columnar`): the built-ins whose partial
+Spark can fold: ``count`` (any type), ``sum``/``avg`` and the variances (integral and
+floating columns), ``min``/``max`` (those and dates, timestamps), ``first``/``last``
+(any type, event-time order, ties in arrival order: the input's row order), and
+``min_by``/``max_by`` (any value; orders that sort as numbers, times, strings or
+booleans). The others (decimals, ``count_distinct``, ``collect_list``,
+``percentile_approx``, user monoids) go through the per-key engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from spark_integration.aggregations import Aggregations, as_integer
+
+#: The built-in's name -> its mta.columnar kind.
+KIND = {"count": "count", "sum": "sum", "avg": "mean", "mean": "mean", "min": "min", "max": "max",
+        "stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
+        "variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
+        "first": "first", "last": "last", "first_ignore_nulls": "first_ignore_nulls",
+        "last_ignore_nulls": "last_ignore_nulls", "min_by": "min_by", "max_by": "max_by"}
+_INTEGRAL = {"tinyint", "smallint", "int", "bigint"}
+_NUMBERS = _INTEGRAL | {"float", "double"}
+_TIMES = {"date", "timestamp", "timestamp_ntz"}
+#: The input types each built-in takes on this path (None: any).
+_TAKES: dict[str, set[str] | None] = {
+    "count": None, "sum": _NUMBERS, "mean": _NUMBERS, "min": _NUMBERS | _TIMES, "max": _NUMBERS | _TIMES,
+    **{k: _NUMBERS for k in ("stddev_samp", "stddev_pop", "var_samp", "var_pop")},
+    **{k: None for k in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by")}}
+#: The orders min_by/max_by take here: what numpy sorts as Spark does.
+_ORDERS = _NUMBERS | _TIMES | {"string", "boolean"}
+#: The input's row number: arrival order, which breaks ties of first/last/min_by/max_by.
+SEQ = "mta_seq"
+PANE = "mta_pane"
+
+
+@dataclass(frozen=True)
+class Sliced:
+    """One output column on the fast path."""
+
+    name: str
+    kind: str  # its mta.columnar kind
+    inputs: tuple[str, ...]
+    source: str  # the input column's Spark type
+    result: str  # the output's Spark type
+
+
+def columnar(aggs: Aggregations, types: Mapping[str, str]) -> list[Sliced] | None:
+    """The aggregations as slice partials, or None when one of them has no fast path."""
+    out = []
+    for name, spec in aggs.specs.items():
+        kind = KIND.get(spec.how or "")
+        if kind is None:
+            return None
+        source = types[spec.inputs[0]]
+        takes = _TAKES[kind]
+        if takes is not None and source not in takes:
+            return None
+        if kind in ("min_by", "max_by") and types[spec.inputs[1]] not in _ORDERS:
+            return None
+        out.append(Sliced(name, kind, spec.inputs, source, spec.kind))
+    return out
+
+
+def field(i: int, name: str) -> str:
+    """The slice column of field ``name`` of aggregation ``i``."""
+    return f"mta_{i}_{name}"
+
+
+def _number(column: str, source: str) -> Any:
+    """The input as Spark folds it here: integers as bigint, floats as double, times as
+    integers (:func:`spark_integration.aggregations.as_integer`)."""
+    from pyspark.sql import functions as F
+
+    c = F.col(column)
+    if source in _INTEGRAL:
+        return c.cast("bigint")
+    if source in ("float", "double"):
+        return c.cast("double")
+    return as_integer(c, source).cast("bigint")
+
+
+def _taken(s: Sliced, time: Any) -> Any:
+    """first/last/min_by/max_by: the struct whose min (or max) is the row taken, and
+    which rows can be taken (a null order never; a null value for *_ignore_nulls)."""
+    from pyspark.sql import functions as F
+
+    value, seq = F.col(s.inputs[0]), F.col(SEQ)
+    if s.kind in ("min_by", "max_by"):
+        order = F.col(s.inputs[1])
+        if s.kind == "max_by":  # ties: the oldest, as for min_by
+            return F.when(order.isNotNull(), F.struct(order.alias("o"), (-time).alias("t"), (-seq).alias("seq"),
+                                                      value.alias("v")))
+        return F.when(order.isNotNull(), F.struct(order.alias("o"), time.alias("t"), seq.alias("seq"),
+                                                  value.alias("v")))
+    taken = F.struct(time.alias("t"), seq.alias("seq"), value.alias("v"))
+    return F.when(value.isNotNull(), taken) if s.kind.endswith("ignore_nulls") else taken
+
+
+def partials(s: Sliced, i: int, time: Any) -> list[Any]:
+    """Spark aggregate columns of aggregation ``i``'s slice partial (named by :func:`field`)."""
+    from pyspark.sql import functions as F
+
+    kind = s.kind
+    if kind in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by"):
+        pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
+        return [pick(_taken(s, time)).alias(field(i, "r"))]
+    x = _number(s.inputs[0], s.source)
+    n = F.count(x).alias(field(i, "n"))
+    if kind == "count":
+        return [n]
+    if kind in ("sum", "mean"):
+        return [F.sum(x).alias(field(i, "s")), n]
+    if kind in ("min", "max"):
+        return [(F.min if kind == "min" else F.max)(x).alias(field(i, "m")), n]
+    x = x.cast("double")
+    return [n, F.avg(x).alias(field(i, "mean")), (F.var_pop(x) * F.count(x)).alias(field(i, "m2"))]
+
+
+def times(time: Any) -> list[Any]:
+    """The slice's first and last event times (sessions)."""
+    from pyspark.sql import functions as F
+
+    return [F.min(time).alias("mta_t_lo"), F.max(time).alias("mta_t_hi"), F.count(F.lit(1)).alias("mta_t_n")]
+
+
+def final(s: Sliced, time: Any) -> Any:
+    """The output of a lone tumbling window: Spark's own aggregate of the column."""
+    from pyspark.sql import functions as F
+
+    kind, column = s.kind, F.col(s.inputs[0])
+    if kind in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by"):
+        pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
+        return pick(_taken(s, time))["v"].alias(s.name)
+    own = {"count": F.count, "sum": F.sum, "mean": F.avg, "min": F.min, "max": F.max, "stddev_samp": F.stddev_samp,
+           "stddev_pop": F.stddev_pop, "var_samp": F.var_samp, "var_pop": F.var_pop}[kind]
+    return own(column).alias(s.name)

@@ -1,0 +1,189 @@
+"""Many windows in one call (``window_aggregate(..., windows={...})``) and the fast
+batch path (Spark folds slices, array kernels make the windows): Spark's own
+queries are the oracle, one per window, rows and schema."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from spark_integration import session, window_aggregate
+from test_spark_aggregations import assert_rows_equal, frame, native, rows, specs
+from test_spark_dropin import KEYS, generate, time_zone, with_times
+
+AGGS = {"sv": ("v", "sum"), "n": ("v", "count"), "lo": ("x", "min"), "hi": ("x", "max"), "sx": ("x", "sum"),
+        "ax": ("x", "avg"), "sd": ("x", "stddev"), "f": ("v", "first"), "l": ("x", "last_ignore_nulls")}
+WINDOWS = {"hour": ("1 hour", "30 minutes"), "odd": ("2 hours", "20 minutes", "5 minutes"), "day": "1 day",
+           "s": session("45 minutes")}
+
+
+def spark_query(df, time, name):
+    """Spark's own query of window ``name`` of WINDOWS (first/last in event time: min_by/max_by)."""
+    from pyspark.sql import functions as F
+
+    spec = WINDOWS[name]
+    if isinstance(spec, str):
+        window = F.window(time, spec)
+    elif isinstance(spec, tuple):
+        window = F.window(time, *spec)
+    else:
+        window = F.session_window(time, spec.gap)
+    order = F.struct(time, "seq")
+    exprs = [F.sum("v").alias("sv"), F.count("v").alias("n"), F.min("x").alias("lo"), F.max("x").alias("hi"),
+             F.sum("x").alias("sx"), F.avg("x").alias("ax"), F.stddev("x").alias("sd"),
+             F.min_by("v", order).alias("f"), F.max_by("x", F.when(F.col("x").isNotNull(), order)).alias("l")]
+    return df.groupBy(*KEYS, window).agg(*exprs)
+
+
+def comparable(df) -> list[tuple]:
+    out = []
+    for r in df.collect():
+        d = r.asDict()
+        w = d.pop("window", None) or d.pop("session_window")
+        out.append((tuple(d[k] for k in KEYS), (w.start, w.end), tuple(d[a] for a in AGGS)))
+    return sorted(out, key=repr)
+
+
+def close(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def assert_same_rows(ours, theirs) -> None:
+    a, b = comparable(ours), comparable(theirs)
+    assert [r[:2] for r in a] == [r[:2] for r in b] and a
+    bad = [(x, y) for x, y in zip(a, b) if not all(map(close, x[2], y[2]))]
+    assert not bad, bad[:3]
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    from pyspark.sql import functions as F
+
+    data = generate(1500, seed=19)
+    df = with_times(spark.createDataFrame(data, "s string, i int, b bigint, d date, us bigint, v bigint, x double"))
+    # nulls in a value column, and a sequence that orders ties (first/last) as the input does
+    df = df.withColumn("x", F.when(F.col("v") % 7 == 0, None).otherwise(F.col("x")))
+    return df.withColumn("seq", F.monotonically_increasing_id()).cache()
+
+
+@pytest.mark.parametrize("time", ["ts", "tn"])
+def test_every_window_of_one_call_equals_sparks_own_query_of_it(spark, events, time) -> None:
+    """Tumbling, sliding with an offset, and sessions from one pass, in a non-UTC zone;
+    TIMESTAMP_NTZ windows are wall-clock windows."""
+    with time_zone(spark, "America/New_York"):
+        parts = window_aggregate(events, KEYS, time, AGGS, windows=WINDOWS, split=True)
+        assert set(parts) == set(WINDOWS)
+        for name, ours in parts.items():
+            theirs = spark_query(events, time, name)
+            window = "session_window" if name == "s" else "window"
+            assert [(f.name, f.dataType) for f in ours.schema] == [(f.name, f.dataType) for f in theirs.schema]
+            assert ours.schema[window] == theirs.schema[window], name
+            assert_same_rows(ours, theirs)
+
+
+def test_the_combined_result_names_each_window_and_holds_every_windows_rows(spark, events) -> None:
+    combined = window_aggregate(events, KEYS, "ts", AGGS, windows=WINDOWS, late_count=True)
+    assert combined.columns == [*KEYS, "window_name", "window", *AGGS, "late"]
+    parts = window_aggregate(events, KEYS, "ts", AGGS, windows=WINDOWS, split=True)
+    by_name = {name: comparable(part) for name, part in parts.items()}
+    rows_ = combined.collect()
+    assert {r.late for r in rows_} == {0}
+    for name in WINDOWS:
+        mine = [r.asDict() for r in rows_ if r.window_name == name]
+        got = sorted([(tuple(d[k] for k in KEYS), (d["window"].start, d["window"].end), tuple(d[a] for a in AGGS))
+                      for d in mine], key=repr)
+        assert len(got) == len(by_name[name]) and [g[:2] for g in got] == [g[:2] for g in by_name[name]]
+
+
+def test_the_flat_form_and_mta_window_types(spark, events) -> None:
+    from mta.windows import Session, Sliding, Tumbling
+
+    flat = window_aggregate(events, KEYS, "ts", {"n": ("v", "count")}, flat=True,
+                            windows={"t": Tumbling(3600), "w": Sliding(7200, 1200, 300), "s": Session(2700)})
+    assert flat.columns == [*KEYS, "window_name", "window_start", "window_end", "n"]
+    counts = {r.window_name: r.c for r in flat.groupBy("window_name").count().withColumnRenamed("count", "c")
+              .collect()}
+    given = window_aggregate(events, KEYS, "ts", {"n": ("v", "count")}, windows={
+        "t": "1 hour", "w": ("2 hours", "20 minutes", "5 minutes"), "s": session("45 minutes")}, flat=True)
+    assert counts == {r.window_name: r.c for r in given.groupBy("window_name").count()
+                      .withColumnRenamed("count", "c").collect()}
+    assert min(counts.values()) > 0
+
+
+def test_every_fast_aggregation_and_type_equals_spark_on_a_sliding_window(spark) -> None:
+    """Each built-in of the fast path over each type it takes (nulls, NaN, -0.0, longs
+    near 2**60, dates, both timestamps, strings as min_by values), a 30 s window sliding by 10 s."""
+    from spark_integration.aggregations import parse
+    from spark_integration.slicing import columnar
+
+    df = frame(spark, rows(400, seed=5))
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    fast = {}
+    for name, spec in specs().items():
+        one = {name: spec}
+        if columnar(parse(one, types), types) is not None:
+            fast[name] = spec
+    assert len(fast) >= 60  # most built-ins over most types take the fast path
+    ours = window_aggregate(df, "k", "ts", fast, size="30 seconds", slide="10 seconds", flat=True)
+    assert_rows_equal(ours.collect(), native(df, fast, "30 seconds", "10 seconds").collect(), list(fast))
+
+
+def test_a_window_sum_beyond_bigint_fails_the_job_as_sparks_ansi_sum_does(spark) -> None:
+    import datetime as dt
+
+    big = 2**62
+    data = [("a", dt.datetime(2024, 1, 1, 0, 0, s, tzinfo=dt.timezone.utc), big) for s in (1, 12, 25)]
+    df = spark.createDataFrame(data, "k string, ts timestamp, v long")
+    ok = window_aggregate(df, "k", "ts", {"s": ("v", "sum")}, size="10 seconds", slide="5 seconds").collect()
+    assert sorted(r.s for r in ok) == [big] * 5  # each 10 s window holds one of them
+    with pytest.raises(Exception, match="overflow"):
+        window_aggregate(df, "k", "ts", {"s": ("v", "sum")}, size="30 seconds", slide="10 seconds").collect()
+
+
+def test_aggregations_without_a_fast_path_still_give_every_window(spark, events) -> None:
+    """A decimal sum and a percentile run per key, one pass per window: same rows as Spark."""
+    from pyspark.sql import functions as F
+
+    df = events.withColumn("dec", (F.col("v") / 7).cast("decimal(10,3)"))
+    parts = window_aggregate(df, KEYS, "ts", {"d": ("dec", "sum")}, windows={"h": ("1 hour", "30 minutes"),
+                                                                            "s": session("45 minutes")}, split=True)
+    for name, window in (("h", F.window("ts", "1 hour", "30 minutes")), ("s", F.session_window("ts", "45 minutes"))):
+        theirs = df.groupBy(*KEYS, window).agg(F.sum("dec").alias("d"))
+        assert sorted(map(repr, parts[name].collect())) == sorted(map(repr, theirs.collect()))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(windows={"a": "1 hour"}, size="1 hour"), "not also size"),
+    (dict(windows={}), "non-empty"),
+    (dict(windows={"a": ("1 hour", "2 hours")}), r"windows\['a'\]: slide"),
+    (dict(windows={"a": 3}), r"windows\['a'\]: expected"),
+    (dict(windows={"a": session("-1 second")}), r"windows\['a'\]: session_gap"),
+    (dict(size="1 hour", split=True), "split"),
+])
+def test_a_bad_many_window_call_fails_at_call_time_naming_the_argument(spark, events, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        window_aggregate(events, KEYS, "ts", {"n": ("v", "count")}, **kwargs)
+
+
+def test_random_shapes_equal_spark_on_data_the_tests_did_not_shape(spark) -> None:
+    """Sparse and dense keys, size/slide ratios up to 60, random offsets: every row as Spark's."""
+    from pyspark.sql import functions as F
+
+    rng = random.Random(1919)
+    n = 3000
+    df = spark.range(n).select((F.col("id") % 13).alias("k"),
+                               F.timestamp_micros((F.rand(3) * 4e9 * (1 + F.col("id") % 3)).cast("long")).alias("ts"),
+                               (F.rand(4) * 100).cast("long").alias("v")).cache()
+    for _ in range(4):
+        slide = rng.choice([1, 2, 5, 7, 30])
+        size = slide * rng.choice([1, 2, 3, 10, 60])
+        offset = rng.randrange(slide)
+        ours = window_aggregate(df, "k", "ts", {"s": ("v", "sum"), "m": ("v", "max")}, size=f"{size} seconds",
+                                slide=f"{slide} seconds", start_time=f"{offset} seconds")
+        theirs = df.groupBy("k", F.window("ts", f"{size} seconds", f"{slide} seconds", f"{offset} seconds")).agg(
+            F.sum("v").alias("s"), F.max("v").alias("m"))
+        assert sorted(map(repr, ours.collect())) == sorted(map(repr, theirs.collect())), (size, slide, offset)
