@@ -9,7 +9,7 @@ The shapes (each one printed as a row: shape, rate, ours, Spark, ratio, target, 
   ``window_aggregate(df, "k", "ts", aggs, size=..., slide=...)`` against
   ``groupBy("k", window("ts", size, slide)).agg(...)``; sum, count, min, max, avg
   (targets: at least 1.0x, 2x, 5x Spark's speed);
-- ``stats``: the same three windows with stddev, first and last (Spark: ``stddev``, and
+- ``stats``: the same three windows at one rate (10) with stddev, first and last (Spark: ``stddev``, and
   ``min_by``/``max_by(v, ts)`` for the oldest/newest value in event time: Spark's own
   ``first()``/``last()`` take whatever row reaches them first, the operator's follow event time);
 - ``many``: three windows (1 min/10 s, 5 min/30 s, 1 h/1 min) in one ``window_aggregate(...,
@@ -243,16 +243,15 @@ def warm_up(window_aggregate: Callable[..., Any], df: Any) -> None:
 
 def run_rate(run_: common.Run, window_aggregate: Callable[..., Any], df: Any, rate: float, shapes: set[str],
              rounds: int, stats_slides: Sequence[str]) -> list[dict[str, Any]]:
-    """Every shape but ``sweep`` and ``sessions`` at one rate."""
+    """Every shape but ``sweep`` and ``sessions`` at one rate (``stats`` on ``stats_slides``)."""
     rows = []
     for shape, (slide, target) in SLIDES.items():
         if shape in shapes:
             rows.append(window_rows(run_, window_aggregate, df, rate, shape, SIZE, slide, AGGS, target, rounds))
-    if "stats" in shapes:
-        for shape in stats_slides:
-            slide, target = SLIDES[shape]
-            rows.append(window_rows(run_, window_aggregate, df, rate, f"{shape} +stddev,first,last", SIZE, slide,
-                                    STATS_AGGS, target, rounds))
+    for shape in stats_slides if "stats" in shapes else []:
+        slide, target = SLIDES[shape]
+        rows.append(window_rows(run_, window_aggregate, df, rate, f"{shape} +stddev,first,last", SIZE, slide,
+                                STATS_AGGS, target, rounds))
     if "many" in shapes:
         ours, parts, how = many_windows(window_aggregate, df, AGGS, MANY)
         spark = {name: native(df, size, slide) for name, (size, slide) in MANY.items()}
@@ -352,6 +351,8 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                    help="events per second per key (full: 0.5 10, quick: 0.5)")
     p.add_argument("--session-rates", type=float, nargs="+", default=None,
                    help="rates of the sessions shape (full: 0.02 0.5 10, quick: 0.05)")
+    p.add_argument("--stats-rate", type=float, default=None,
+                   help="the rate of the stats shape, one of --rates (default: the largest)")
     p.add_argument("--sweep-rates", type=float, nargs="+", default=None,
                    help="rates of the size/slide sweep (full: 10, quick: 0.5)")
     p.add_argument("--ratios", type=int, nargs="+", default=None,
@@ -370,10 +371,13 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     rounds = args.rounds or (1 if quick else 2)
     shapes = set(args.shapes)
     stats_slides = ["slide10"] if quick else list(SLIDES)
+    stats_rate = args.stats_rate or max(rates)
+    if stats_rate not in rates:
+        p.error(f"--stats-rate {stats_rate}: not one of --rates {rates}")
     run_ = common.Run("spark_windows", args, {
         "events": events, "keys": keys, "rates": rates, "session_rates": session_rates, "sweep_rates": sweep_rates,
-        "ratios": ratios, "rounds": rounds, "shapes": args.shapes, "size": SIZE, "many": MANY, "gap": GAP,
-        "aggregations": AGGS, "stats_aggregations": STATS_AGGS})
+        "ratios": ratios, "stats_rate": stats_rate, "rounds": rounds, "shapes": args.shapes, "size": SIZE,
+        "many": MANY, "gap": GAP, "aggregations": AGGS, "stats_aggregations": STATS_AGGS})
 
     from spark_integration import window_aggregate
     from spark_integration.session import local_session
@@ -391,7 +395,8 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
         if i == 0 and not quick:  # quick: the first shape pays it
             warm_up(window_aggregate, df)
         if rate in rates:
-            rows += run_rate(run_, window_aggregate, df, rate, shapes, rounds, stats_slides)
+            rows += run_rate(run_, window_aggregate, df, rate, shapes, rounds,
+                             stats_slides if rate == stats_rate else [])
         if "sessions" in shapes and rate in session_rates:
             rows.append(sessions_row(run_, window_aggregate, df, rate, rounds))
         if "sweep" in shapes and rate in sweep_rates:
