@@ -146,19 +146,6 @@ class _Reader:
         c = as_integer(F.col(self.column), self.kind) if self.kind in _TIMES else F.col(self.column)
         return [F.coalesce(c, F.lit(0)).alias(self.value), F.col(self.column).isNull().alias(self.mask)]
 
-
-def as_integer(c: Any, kind: str) -> Any:
-    """A date as days, a timestamp as microseconds since the epoch (a TIMESTAMP_NTZ's wall
-    clock read as UTC: exact, whatever the session zone)."""
-    from pyspark.sql import functions as F
-
-    if kind == "date":
-        return F.unix_date(c)
-    if kind == "timestamp":
-        return F.unix_micros(c)
-    return F.unix_micros(F.make_timestamp(F.year(c), F.month(c), F.dayofmonth(c), F.hour(c), F.minute(c),
-                                          F.date_part(F.lit("SECOND"), c), F.lit("UTC")))
-
     def read(self, frame: Any) -> _Column:
         series = frame[self.value]
         values = series.tolist()
@@ -175,6 +162,19 @@ def as_integer(c: Any, kind: str) -> Any:
             s = scale[1]
             values = [None if v is None else int(v.scaleb(s, _EXACT)) for v in values]
         return _Column(values, nulls, False)
+
+
+def as_integer(c: Any, kind: str) -> Any:
+    """A date as days, a timestamp as microseconds since the epoch (a TIMESTAMP_NTZ's wall
+    clock read as UTC: exact, whatever the session zone)."""
+    from pyspark.sql import functions as F
+
+    if kind == "date":
+        return F.unix_date(c)
+    if kind == "timestamp":
+        return F.unix_micros(c)
+    return F.unix_micros(F.make_timestamp(F.year(c), F.month(c), F.dayofmonth(c), F.hour(c), F.minute(c),
+                                          F.date_part(F.lit("SECOND"), c), F.lit("UTC")))
 
 
 # --------------------------------------------------------------------------- lifts (columns -> partials)

@@ -19,11 +19,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from spark_integration.slicing import PANE, Sliced, field
+from spark_integration.slicing import PANE, PICKS, Sliced, field
 
 #: Columns of the stage's output besides the keys and the aggregations.
 NAME, START, END = "window_name", "mta_start", "mta_end"
-_GATHERED = ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by")
 
 
 @dataclass(frozen=True)
@@ -87,27 +86,14 @@ class Stage:
     def _windows(self, query: Query, cols: list[dict], group: np.ndarray, pane: np.ndarray, table: Any
                  ) -> tuple[Any, np.ndarray, np.ndarray]:
         """The query's windows and their start and end times (microseconds)."""
-        from mta.columnar import KINDS, coarsen, sessions, sliding
+        from mta.columnar import KINDS, in_panes, sessions, sliding
 
         kinds = [KINDS[s.kind] for s in self.sliced]
-        P, origin = self.pane, self.origin
-        if query.session:
-            times = {"lo": table["mta_t_lo"].to_numpy(), "hi": table["mta_t_hi"].to_numpy(),
-                     "n": table["mta_t_n"].to_numpy()}
-            w = sessions([*kinds, KINDS["times"]], [*cols, times], group, times["lo"], times["hi"], query.gap)
-            w.cols = w.cols[:-1]
+        if query.session:  # no slice is longer than the gap: each lies in one session
+            w = sessions(kinds, cols, group, table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy(), query.gap)
             return w, w.start, w.end
-        own = np.gcd(query.size, query.slide)  # the query's pane
-        factor = own // P
-        # The query's panes start at its offset's edges: coarse pane c covers
-        # [origin + (c * factor + phase) * P, ... + own).
-        phase = ((query.offset - origin) // P) % factor
-        if factor > 1:
-            group, pane, cols = coarsen(kinds, cols, group, pane, factor, phase)
-        base = origin + phase * P
-        step = query.slide // own
-        w = sliding(kinds, cols, group, pane, query.size // own, step, ((query.offset - base) // own) % step)
-        return w, base + w.start * own, base + w.end * own
+        w = sliding(kinds, cols, group, pane, *in_panes(query.spec(), self.pane, self.origin))
+        return w, self.origin + w.start * self.pane, self.origin + w.end * self.pane
 
 
 def _groups(table: Any, keys: list[str]) -> np.ndarray:
@@ -136,7 +122,7 @@ def _partials(s: Sliced, i: int, table: Any) -> dict[str, np.ndarray]:
     from mta.columnar import KINDS
 
     kind = KINDS[s.kind]
-    if s.kind in _GATHERED:
+    if s.kind in PICKS:
         r = table[field(i, "r")].combine_chunks()
         n = np.asarray(r.is_valid()).astype(np.int64)
         t, seq = _struct(r, "t"), _struct(r, "seq")
@@ -173,16 +159,29 @@ def _lowered(s: Sliced, i: int, cols: dict[str, np.ndarray], table: Any) -> Any:
     import pyarrow as pa
 
     from mta.columnar import KINDS
-    from spark_integration.aggregations import _arrow_type
 
     values, nulls = KINDS[s.kind].lower(cols)
-    if s.kind in _GATHERED:  # the index of the slice holding the value
+    if s.kind in PICKS:  # the index of the slice holding the value
         source = table[field(i, "r")].combine_chunks().field("v")
         return source.take(pa.array(np.where(nulls, 0, values).astype(np.int64), mask=nulls))
+    return arrow_result(s, values, nulls)
+
+
+def arrow_result(s: Sliced, values: np.ndarray, nulls: np.ndarray) -> Any:
+    """Results (numbers; days or microseconds for times; Python objects in object arrays)
+    as an Arrow array of aggregation ``s``'s Spark type. A bigint beyond 64 bits raises
+    ArithmeticError, as Spark's ANSI mode fails the query."""
+    import pyarrow as pa
+
+    from spark_integration.aggregations import _arrow_type
+
     arrow = _arrow_type(s.result)
     try:
         if values.dtype == object:
-            return pa.array([None if z else v for v, z in zip(values.tolist(), nulls.tolist())], arrow)
+            if s.result in ("date", "timestamp", "timestamp_ntz"):
+                values = np.where(nulls, 0, values).astype(np.int64)
+            else:
+                return pa.array([None if z else v for v, z in zip(values.tolist(), nulls.tolist())], arrow)
         array = pa.array(values, mask=nulls)
         if array.type != arrow:
             array = array.cast(pa.int32()).cast(arrow) if s.result == "date" else array.cast(arrow, safe=False)
@@ -190,3 +189,92 @@ def _lowered(s: Sliced, i: int, cols: dict[str, np.ndarray], table: Any) -> Any:
     except (OverflowError, pa.ArrowInvalid) as error:
         raise ArithmeticError(f"aggregations[{s.name!r}]: a {s.result} result overflows: {error} "
                               f"(Spark's ANSI mode fails the query too)") from None
+
+
+class KeyColumns:
+    """Streaming: one key's windows of every query over shared slices
+    (:class:`mta.columnar.state.KeyState`), fed a micro-batch's pandas frame at a time:
+    each event's values are lifted by column, never one by one."""
+
+    def __init__(self, sliced: list[Sliced], queries: list[Query], saved: bytes | None) -> None:
+        from mta.columnar import KINDS, grid
+        from mta.columnar.state import KeyState
+
+        self.sliced, self.queries = sliced, queries
+        self.kinds = [KINDS[s.kind] for s in sliced]
+        pane, origin = grid([q.spec() for q in queries])
+        data, self.seq = (None, 0) if saved is None else _unpack(saved)
+        self.state = KeyState(self.kinds, [q.spec() for q in queries], pane, origin, data)
+        self.done = self.state.done
+
+    def save(self) -> bytes:
+        from kvs import codec
+
+        return codec.pack([self.state.snapshot(), self.seq])
+
+    def add(self, frame: Any, time: str) -> np.ndarray:
+        """The frame's events into their slices; the mask of those late for every query."""
+        times = frame[time].to_numpy(dtype=np.int64)
+        seq = np.arange(self.seq, self.seq + len(times), dtype=np.int64)
+        self.seq += len(times)
+        cols = [kind.lift(*_values(frame, s.inputs[0], s.source), times, seq,
+                          *(_values(frame, s.inputs[1], "") if len(s.inputs) > 1 else ()))
+                for kind, s in zip(self.kinds, self.sliced)]
+        late = self.state.add(times, seq, cols)
+        return late
+
+    def advance(self, until: float) -> list[tuple[Query, Any]]:
+        out = [(q, w) for q, w in zip(self.queries, self.state.advance(until)) if len(w.start)]
+        self.done = self.state.done
+        return out
+
+    def next_report(self) -> int | None:
+        return self.state.next_report()
+
+    @property
+    def late(self) -> list[int]:
+        """The events late so far, per query."""
+        return list(self.state.late)
+
+
+def _unpack(saved: bytes) -> tuple[bytes, int]:
+    from kvs import codec
+
+    data, seq = codec.unpack(saved)
+    return data, seq
+
+
+def _values(frame: Any, column: str, source: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """An input column of the frame as (values, null mask): numbers and times come as a
+    null-free value column and a mask (see aggregations._Reader); others as objects."""
+    value, mask = f"mta_in_{column}", f"mta_null_{column}"
+    if value in frame:
+        values = frame[value].to_numpy()
+        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
+        return values, frame[mask].to_numpy(dtype=bool)
+    values = frame[column].to_numpy(dtype=object)
+    return values, np.asarray(frame[column].isna().to_numpy(), dtype=bool)
+
+
+def frame(key: tuple, keys: list[str], sliced: list[Sliced], windows: list[tuple[Query, Any]], late: list[int],
+          named: bool, queries: list[Query]) -> Any:
+    """Streaming output rows of one key: keys, [window_name], START, END, aggregations, and
+    ``late`` (per query, the key's late events so far)."""
+    import pandas as pd
+
+    from mta.columnar import KINDS
+
+    parts = []
+    for query, w in windows:
+        count = late[queries.index(query)]
+        n = len(w.start)
+        data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
+        if named:
+            data[NAME] = [query.name] * n
+        data[START], data[END] = w.start, w.end
+        for s, cols in zip(sliced, w.cols):
+            array = arrow_result(s, *KINDS[s.kind].lower(cols))
+            data[s.name] = pd.Series(array.to_pandas(types_mapper=pd.ArrowDtype), copy=False)
+        data["late"] = np.full(n, count, dtype=np.int64)
+        parts.append(pd.DataFrame(data))
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)

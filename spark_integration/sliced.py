@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from spark_integration.columnar import END, NAME, START, Query, Stage
-from spark_integration.slicing import PANE, SEQ, Sliced, final, partials, times
+from spark_integration.slicing import PANE, PICKS, SEQ, Sliced, final, partials, times
 
 
 def grid(queries: Sequence[Query]) -> tuple[int, int]:
@@ -33,8 +33,9 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
 
     P, origin = grid(queries)
     inputs = sorted({c for s in sliced for c in s.inputs} - set(keys))
+    ordered = any(s.kind in PICKS for s in sliced)  # their ties go to the oldest: the input's row order
     events = df.where(time.isNotNull()).select(*keys, time.alias("mta_time"), *inputs,
-                                                F.monotonically_increasing_id().alias(SEQ))
+                                                *([F.monotonically_increasing_id().alias(SEQ)] if ordered else []))
     t = F.col("mta_time")
     pane = F.expr(f"((mta_time - {origin}) - pmod(mta_time - {origin}, {P})) div {P}").alias(PANE)
     late_column = [F.lit(0).cast("bigint").alias("late")] if late else []

@@ -27,7 +27,7 @@ booleans). The others (decimals, ``count_distinct``, ``collect_list``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from spark_integration.aggregations import Aggregations, as_integer
 
@@ -47,6 +47,8 @@ _TAKES: dict[str, set[str] | None] = {
     **{k: None for k in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by")}}
 #: The orders min_by/max_by take here: what numpy sorts as Spark does.
 _ORDERS = _NUMBERS | _TIMES | {"string", "boolean"}
+#: The kinds that keep one event's value (its order decides which).
+PICKS = ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by")
 #: The input's row number: arrival order, which breaks ties of first/last/min_by/max_by.
 SEQ = "mta_seq"
 PANE = "mta_pane"
@@ -63,8 +65,11 @@ class Sliced:
     result: str  # the output's Spark type
 
 
-def columnar(aggs: Aggregations, types: Mapping[str, str]) -> list[Sliced] | None:
-    """The aggregations as slice partials, or None when one of them has no fast path."""
+def columnar(aggs: Aggregations, types: Mapping[str, str], keys: Sequence[str] = ()) -> list[Sliced] | None:
+    """The aggregations as slice partials, or None when one of them, or a key column
+    (arrays, maps and structs are not grouped in the stage), has no fast path."""
+    if any(not _atomic(types[k]) for k in keys):
+        return None
     out = []
     for name, spec in aggs.specs.items():
         kind = KIND.get(spec.how or "")
@@ -78,6 +83,11 @@ def columnar(aggs: Aggregations, types: Mapping[str, str]) -> list[Sliced] | Non
             return None
         out.append(Sliced(name, kind, spec.inputs, source, spec.kind))
     return out
+
+
+def _atomic(kind: str) -> bool:
+    """A key type the stage groups by (Arrow dictionary-encodes it)."""
+    return not kind.startswith(("array", "map", "struct", "interval", "variant"))
 
 
 def field(i: int, name: str) -> str:
@@ -120,13 +130,13 @@ def partials(s: Sliced, i: int, time: Any) -> list[Any]:
     from pyspark.sql import functions as F
 
     kind = s.kind
-    if kind in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by"):
+    if kind in PICKS:
         pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
         return [pick(_taken(s, time)).alias(field(i, "r"))]
+    if kind == "count":  # of any type
+        return [F.count(s.inputs[0]).alias(field(i, "n"))]
     x = _number(s.inputs[0], s.source)
     n = F.count(x).alias(field(i, "n"))
-    if kind == "count":
-        return [n]
     if kind in ("sum", "mean"):
         return [F.sum(x).alias(field(i, "s")), n]
     if kind in ("min", "max"):
@@ -139,7 +149,7 @@ def times(time: Any) -> list[Any]:
     """The slice's first and last event times (sessions)."""
     from pyspark.sql import functions as F
 
-    return [F.min(time).alias("mta_t_lo"), F.max(time).alias("mta_t_hi"), F.count(F.lit(1)).alias("mta_t_n")]
+    return [F.min(time).alias("mta_t_lo"), F.max(time).alias("mta_t_hi")]
 
 
 def final(s: Sliced, time: Any) -> Any:
@@ -147,7 +157,7 @@ def final(s: Sliced, time: Any) -> Any:
     from pyspark.sql import functions as F
 
     kind, column = s.kind, F.col(s.inputs[0])
-    if kind in ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "max_by"):
+    if kind in PICKS:
         pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
         return pick(_taken(s, time))["v"].alias(s.name)
     own = {"count": F.count, "sum": F.sum, "mean": F.avg, "min": F.min, "max": F.max, "stddev_samp": F.stddev_samp,

@@ -53,6 +53,9 @@ shifts both watermarks back by the same amount.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from typing import Any, Iterator
 
 from pyspark import TaskContext
@@ -61,10 +64,13 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from kvs import codec
 from spark_integration.aggregations import Aggregations
+from spark_integration.columnar import KeyColumns, Query
+from spark_integration.columnar import frame as columnar_frame
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.sessions import Sessions, SessionWindow, key_window
+from spark_integration.slicing import Sliced
 from spark_integration.stored import Output, StoredKeys
-from spark_integration.windows import TIME, frame, late_rows
+from spark_integration.frames import TIME, frame, late_rows
 
 
 def _clock_key(schema: StructType) -> tuple:
@@ -74,11 +80,104 @@ def _clock_key(schema: StructType) -> tuple:
     return tuple(None if f.nullable else "" for f in schema.fields)
 
 
+class _Rows:
+    """Keys on the per-key engine (:func:`spark_integration.sessions.key_window`): any
+    aggregation, policies, sessions; events lifted one by one."""
+
+    def __init__(self, aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str],
+                 side: list[str] | None) -> None:
+        self.aggs, self.windowing, self.keys, self.side = aggs, windowing, keys, side
+        self.sessions = isinstance(windowing, Sessions)
+
+    def load(self, saved: bytes | None) -> KeyWindow | SessionWindow:
+        return key_window(self.aggs.monoid, self.windowing, codec.unpack(saved) if saved else None)
+
+    @staticmethod
+    def save(window: KeyWindow | SessionWindow) -> bytes:
+        return codec.pack(window.state())
+
+    def add(self, window: KeyWindow | SessionWindow, pdf: Any, out: Output) -> None:
+        late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
+        if late and self.side is not None:
+            out.late_events += late_rows(pdf, late, self.side)
+
+    @staticmethod
+    def advance(window: KeyWindow | SessionWindow, until: float, out: Output) -> None:
+        out.rows += window.advance(until)
+
+    def frame(self, key: tuple, out: Output) -> Any:
+        if out.rows or (out.late_events and self.side is not None):
+            return frame(key, self.keys, self.aggs, out, self.side)
+        return None
+
+
+class _Columns:
+    """Keys on the columnar engine (:class:`spark_integration.columnar.KeyColumns`):
+    built-in aggregations of time windows, every query over one set of slices."""
+
+    sessions = False
+
+    def __init__(self, sliced: list[Sliced], queries: list[Query], keys: list[str], named: bool) -> None:
+        self.sliced, self.queries, self.keys, self.named = sliced, queries, keys, named
+
+    def load(self, saved: bytes | None) -> KeyColumns:
+        return KeyColumns(self.sliced, self.queries, saved)
+
+    @staticmethod
+    def save(window: KeyColumns) -> bytes:
+        return window.save()
+
+    @staticmethod
+    def add(window: KeyColumns, pdf: Any, out: Output) -> None:
+        window.add(pdf, TIME)
+
+    @staticmethod
+    def advance(window: KeyColumns, until: float, out: Output) -> None:
+        out.rows += window.advance(until)
+
+    def frame(self, key: tuple, out: Output) -> Any:
+        return columnar_frame(key, self.keys, self.sliced, out.rows, out.late, self.named,
+                              self.queries) if out.rows else None
+
+
+#: A directory: each Python worker appends where its processor's time went (JSON lines,
+#: seconds per phase, at the end of each micro-batch task); read by benchmarks.spark_streaming.
+PROFILE = "MTA_SPARK_PROFILE"
+
+
+class _Profile:
+    """Seconds per phase of the processor's calls, when :data:`PROFILE` is set: state
+    round trips, reading the input frames (Arrow to pandas), the engine's own work
+    (decoding the key's state, adding events, reporting windows, encoding the state)
+    and building the output frames."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls = 0
+
+    def __call__(self, phase: str, started: float) -> float:
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - started
+        return now
+
+    def write(self) -> None:
+        directory = os.environ.get(PROFILE)
+        if directory and self.calls:
+            line = json.dumps({"pid": os.getpid(), "calls": self.calls, "seconds": self.seconds})
+            with open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a") as out:
+                out.write(line + "\n")
+        self.seconds, self.calls = {}, 0
+
+
 class MTAProcessor(StatefulProcessor):
-    def __init__(self, aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str], lateness: int,
-                 side: list[str] | None = None, stored: StoredKeys | None = None) -> None:
-        self.aggs, self.windowing, self.keys, self.lateness = aggs, windowing, keys, lateness
-        self.side, self.stored = side, stored
+    """``engine``: how each key's windows run (:class:`_Rows` or :class:`_Columns`)."""
+
+    def __init__(self, engine: _Rows | _Columns, lateness: int, stored: StoredKeys | None = None) -> None:
+        self.engine, self.lateness, self.stored = engine, lateness, stored
+        self.profile = _Profile()
+
+    def close(self) -> None:
+        self.profile.write()
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -86,9 +185,9 @@ class MTAProcessor(StatefulProcessor):
         first = StructField("window", BinaryType()) if self.stored is None else StructField("step", LongType())
         self.state = handle.getValueState("window", StructType([first, StructField("timer", LongType())]))
         self.clock = handle.getValueState("clock", StructType([StructField("watermark", LongType())]))
-        self.monoid = self.aggs.monoid
         #: W[n-1] in ms (see the module's docstring); init runs on the driver too, without state.
         self.previous = self._tick(handle) if TaskContext.get() is not None else 0
+        self.profile = _Profile()
 
     def _tick(self, handle: StatefulProcessorHandle) -> int:
         """Read the partition's clock (the watermark of its previous micro-batch, 0 before the
@@ -110,14 +209,18 @@ class MTAProcessor(StatefulProcessor):
         # batch's events go into the open ones, then this batch's watermark reports. Sessions:
         # the batch's events merge into the open sessions first (Spark drops their late
         # events before they get here, see sessions.session_watermark).
-        def step(window: KeyWindow | SessionWindow) -> Output:
-            sessions = isinstance(window, SessionWindow)
-            out = Output([] if sessions else self._advance(window, self.previous), 0, [])
+        engine = self.engine
+
+        def step(window: Any) -> Output:
+            out = Output([], 0, [])
+            if not engine.sessions:
+                self._advance(window, self.previous, out)
+            mark, profile = time.perf_counter(), self.profile
             for pdf in rows:
-                late = window.add(pdf[TIME].tolist(), self.aggs.lift(pdf))
-                if late and self.side is not None:
-                    out.late_events += late_rows(pdf, late, self.side)
-            out.rows += self._advance(window, timerValues.getCurrentWatermarkInMs())
+                mark = profile("input frames", mark)
+                engine.add(window, pdf, out)
+                mark = profile("engine: add", mark)
+            self._advance(window, timerValues.getCurrentWatermarkInMs(), out)
             out.late = window.late
             return out
 
@@ -126,26 +229,39 @@ class MTAProcessor(StatefulProcessor):
             pass
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
-        def step(window: KeyWindow) -> Output:
-            return Output(self._advance(window, timerValues.getCurrentWatermarkInMs()), window.late, [])
+        def step(window: Any) -> Output:
+            out = Output([], 0, [])
+            self._advance(window, timerValues.getCurrentWatermarkInMs(), out)
+            out.late = window.late
+            return out
 
         yield from self._call(key, step, fired=True)
 
-    def _advance(self, window: KeyWindow | SessionWindow, watermark_ms: int) -> list[tuple[int, int, Any]]:
+    def _advance(self, window: Any, watermark_ms: int, out: Output) -> None:
         until = watermark_ms * 1000 - self.lateness
-        return window.advance(until) if until > window.done else []
+        if until > window.done:
+            started = time.perf_counter()
+            self.engine.advance(window, until, out)
+            self.profile("engine: advance", started)
 
     def _call(self, key: tuple, step: Any, fired: bool = False) -> Iterator[Any]:
         """Load the key's window, run ``step`` on it (or take the output a replayed call
         already made), store the window, and emit. Every state access is a round trip
         to the JVM: one read, one write, and timer changes only when the wake moves."""
+        profile = self.profile
+        profile.calls += 1
+        mark = time.perf_counter()
         saved, timer = self.state.get() or (None, None)
+        mark = profile("state: get", mark)
         if fired:
             timer = None  # Spark deletes a timer once it fires
         if self.stored is None:
-            window = key_window(self.monoid, self.windowing, codec.unpack(saved) if saved else None)
+            window = self.engine.load(saved)
+            profile("engine: load", mark)
             out = step(window)
-            saved = codec.pack(window.state())
+            mark = time.perf_counter()
+            saved = self.engine.save(window)
+            mark = profile("engine: save", mark)
         else:
             steps = saved or 0
             window, out = self.stored.open(key, steps)
@@ -153,6 +269,7 @@ class MTAProcessor(StatefulProcessor):
                 out = step(window)
                 self.stored.commit(window, steps + 1, out)
             saved = steps + 1
+            mark = time.perf_counter()
         wake = window.next_report()  # the watermark (ms) at which this key has rows to report
         wake = -(-(wake + self.lateness) // 1000) if wake is not None else None
         if wake != timer:  # one timer per key: a stale one would only wake the key for nothing
@@ -161,5 +278,8 @@ class MTAProcessor(StatefulProcessor):
             if wake is not None:
                 self.handle.registerTimer(wake)
         self.state.update((saved, wake))
-        if out.rows or (out.late_events and self.side is not None):
-            yield frame(key, self.keys, self.aggs, out, self.side)
+        mark = profile("state: timers and update", mark)
+        rows = self.engine.frame(key, out)
+        profile("output frame", mark)
+        if rows is not None:
+            yield rows

@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 from spark_integration.aggregations import Aggregations, parse
 from spark_integration.columnar import END, NAME, START, Query
 from spark_integration.engine import Windowing
+from spark_integration.frames import LATE_TIME, TIME, frame, late_column
 from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
     session_watermark
 from spark_integration.slicing import columnar
@@ -41,8 +42,6 @@ from spark_integration.stored import Output, StoredKeys
 # Internal columns (no leading underscore: TWS builds its frames through itertuples).
 #: Every internal column starts with it; user columns may not (see :func:`_check_names`).
 RESERVED = "mta_"
-TIME = "mta_time"
-LATE_TIME = "mta_late_time"
 #: Streaming: the key columns' values as one exact string, what the state is grouped on.
 KEY = "mta_key"
 #: A time given as an expression, and a streaming TIMESTAMP_NTZ time's watermark column.
@@ -153,7 +152,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     df, time, time_name, kind = _time_column(df, time, columns)
     if windows is not None:
         return _many(df, keys, time, time_name, kind, columns, aggregations, windows, split, flat, late_count,
-                     dict(size=size, slide=slide, start_time=start_time, policy=policy, session_gap=session_gap,
+                     watermark, allowed_lateness, dict(size=size, slide=slide, start_time=start_time, policy=policy, session_gap=session_gap,
                           store=store, name=name, late_events=late_events or None,
                           emit=None if emit == "window" else emit))
     if split:
@@ -172,8 +171,9 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     _check_names(spark, keys, time_name, aggs, emit, flat, late_count, late_events,
                  "session_window" if session_gap is not None else "window")
     query = _query("window", windowing)
-    sliced = columnar(aggs, columns) if query is not None else None
-    if sliced is not None and not df.isStreaming and store is None and not late_events:
+    sliced = columnar(aggs, columns, keys) if query is not None else None
+    fast = sliced is not None and store is None and not late_events
+    if fast and not df.isStreaming:
         out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, [query], False, late_count)
         return out.select(*keys, *_time_outputs(kind, windowing, flat, False, None), *aggs.columns,
                           *(["late"] if late_count else []))
@@ -191,10 +191,7 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
             extra_inputs = [SESSION_WATERMARK]
         else:
             df, delay = _watermarked(df, time, kind, watermark, spark)
-        if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
-            grouping = group_keys = keys  # strings (and their nulls) cross pandas as they are
-        else:
-            grouping, group_keys = [_key_string(df, keys).alias(KEY)], [KEY]
+        grouping, group_keys = _grouping(df, keys)
     else:
         grouping, group_keys, delay = keys, keys, None
     side = aggs.inputs if late_events else None
@@ -202,17 +199,38 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
     prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs, *extra_inputs)
     schema = _schema(prepared, group_keys, aggs, side)
     if df.isStreaming:
-        from spark_integration.streaming import MTAProcessor
+        from spark_integration.streaming import _Columns, _Rows
 
-        processor = MTAProcessor(aggs, windowing, group_keys, lateness, side, stored)
-        out = prepared.groupBy(*group_keys).transformWithStateInPandas(
-            statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
-        key_columns = _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]
+        engine = _Columns(sliced, [query], group_keys, False) if fast and not query.session else \
+            _Rows(aggs, windowing, group_keys, side)
+        out, key_columns = _stateful(df, prepared, keys, group_keys, schema, engine, lateness, stored)
     else:
         out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
         key_columns = [F.col(k) for k in keys]
     return out.select(*key_columns, *_time_outputs(kind, windowing, flat, side is not None, delay), *aggs.columns,
                       *(["late"] if late_count else []), *_side_output(kind, time_name, side))
+
+
+def _grouping(df: Any, keys: list[str]) -> tuple[list[Any], list[str]]:
+    """A stream's grouping columns and their names: string keys as they are (they and
+    their nulls cross pandas unchanged), else one exact string of the key columns."""
+    if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
+        return keys, keys
+    return [_key_string(df, keys).alias(KEY)], [KEY]
+
+
+def _stateful(df: Any, prepared: Any, keys: list[str], group_keys: list[str], schema: Any, engine: Any,
+              lateness: int, stored: StoredKeys | None) -> tuple[Any, list[Any]]:
+    """The stream through ``transformWithStateInPandas`` (one state per key), and the key
+    columns of its output (read back from the key string when there is one)."""
+    from pyspark.sql import functions as F
+
+    from spark_integration.streaming import MTAProcessor
+
+    out = prepared.groupBy(*group_keys).transformWithStateInPandas(
+        statefulProcessor=MTAProcessor(engine, lateness, stored), outputStructType=schema, outputMode="Append",
+        timeMode="EventTime")
+    return out, _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]
 
 
 def _windowing(spark: Any, size: Any, slide: Any, start_time: Any, policy: Any, emit: str) -> Windowing:
@@ -309,7 +327,7 @@ def _window_spec(spark: Any, name: str, spec: Any) -> Windowing | Sessions:
 
 def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, columns: dict[str, str],
           aggregations: Mapping[str, tuple], windows: Mapping[str, Any], split: bool, flat: bool, late_count: bool,
-          others: dict[str, Any]) -> Any:
+          watermark: Any, allowed_lateness: Any, others: dict[str, Any]) -> Any:
     """``window_aggregate(..., windows={...})`` (see there)."""
     from pyspark.sql import functions as F
 
@@ -329,8 +347,25 @@ def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, column
         raise ValueError(f"output column {NAME!r}: it names the window; rename the key or aggregation")
     late = ["late"] if late_count else []
     queries = [_query(name, shape) for name, shape in shapes.items()]
-    sliced = columnar(aggs, columns) if all(queries) else None
-    if sliced is None or df.isStreaming:  # one pass per window, each as one window_aggregate call
+    sliced = columnar(aggs, columns, keys) if all(queries) else None
+    if sliced is not None and df.isStreaming and not any(q.session for q in queries):
+        from spark_integration.streaming import _Columns
+
+        lateness = micros(allowed_lateness, "allowed_lateness", spark)
+        df, delay = _watermarked(df, time, kind, watermark, spark)
+        grouping, group_keys = _grouping(df, keys)
+        prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME),
+                             *aggs.input_columns(skip=group_keys))
+        schema = _schema(prepared, group_keys, aggs, None, named=True)
+        engine = _Columns(sliced, queries, group_keys, True)
+        stream, key_columns = _stateful(df, prepared, keys, group_keys, schema, engine, lateness, None)
+        out = stream.select(*key_columns, NAME, START, END, *aggs.columns, "late")
+        if split:
+            return {name: out.where(F.col(NAME) == name).select(
+                *keys, *_time_outputs(kind, shape, flat, False, delay), *aggs.columns, *late)
+                for name, shape in shapes.items()}
+        start, end = _from_micros(F.col(START), kind), _from_micros(F.col(END), kind)
+    elif sliced is None or df.isStreaming:  # one pass per window, each as one window_aggregate call
         def single(name: str, flat: bool) -> Any:
             spec, shape = windows[name], shapes[name]
             if isinstance(spec, (SessionGap, str, tuple)):  # as given: Spark parses calendar intervals itself
@@ -339,7 +374,8 @@ def _many(df: Any, keys: list[str], time: str, time_name: str, kind: str, column
             else:
                 given = dict(session_gap=shape.gap) if isinstance(shape, Sessions) else \
                     dict(size=shape.size, slide=shape.slide, start_time=shape.offset or None)
-            return window_aggregate(df, keys, time, aggregations, flat=flat, late_count=late_count, **given)
+            return window_aggregate(df, keys, time, aggregations, flat=flat, late_count=late_count,
+                                    watermark=watermark, allowed_lateness=allowed_lateness, **given)
 
         if split:
             return {name: single(name, flat) for name in shapes}
@@ -509,7 +545,7 @@ def _side_output(kind: str, time_name: str, side: list[str] | None) -> list[Any]
 
     if side is None:
         return []
-    event = F.struct(_from_micros(F.col(LATE_TIME), kind).alias(time_name), *(F.col(_late(c)).alias(c) for c in side))
+    event = F.struct(_from_micros(F.col(LATE_TIME), kind).alias(time_name), *(F.col(late_column(c)).alias(c) for c in side))
     return [F.when(F.col(LATE_TIME).isNotNull(), event).alias("late_event")]
 
 
@@ -536,53 +572,20 @@ def _check_names(spark: Any, keys: list[str], time_name: str, aggs: Aggregations
                              f"internal columns; rename it")
 
 
-def _late(column: str) -> str:
-    return f"mta_late_{column}"
-
-
-def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None) -> Any:
+def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None, named: bool = False) -> Any:
     """What each key's frame holds: the grouping columns of ``df`` (the prepared input),
-    window bounds in microseconds, the aggregations, the late count, the side output."""
-    from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
+    [the window's name], window bounds in microseconds, the aggregations, the late count,
+    the side output."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, _parse_datatype_string
 
-    fields = [df.schema[k] for k in keys] + [StructField(START, LongType()), StructField(END, LongType())]
+    fields = [df.schema[k] for k in keys] + ([StructField(NAME, StringType())] if named else [])
+    fields += [StructField(START, LongType()), StructField(END, LongType())]
     fields += [StructField(name, _parse_datatype_string(kind)) for name, (_, _, kind) in aggs.columns.items()]
     fields.append(StructField("late", LongType()))
     if side is not None:
         fields.append(StructField(LATE_TIME, LongType()))
-        fields += [StructField(_late(c), df.schema[c].dataType) for c in side]
+        fields += [StructField(late_column(c), df.schema[c].dataType) for c in side]
     return StructType(fields)
-
-
-def frame(key: tuple, keys: list[str], aggs: Aggregations, out: Output, side: list[str] | None) -> Any:
-    """The output rows of one key as a pandas DataFrame (each field lowered column by
-    column); with ``side`` (the input columns), the late events after them."""
-    import pandas as pd
-
-    rows, extra = out.rows, len(out.late_events or ()) if side is not None else 0
-    n = len(rows) + extra
-    data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
-    data[START] = [r[0] for r in rows]
-    data[END] = [r[1] for r in rows]
-    for i, name in enumerate(aggs.columns):  # the Record's fields, in order
-        data[name] = aggs.lower(name, [r[2][i] for r in rows], extra)
-    data["late"] = [out.late] * n
-    columns = [*keys, START, END, *aggs.columns, "late"]
-    if side is not None:
-        columns += [LATE_TIME, *map(_late, side)]
-        events = list(zip(*out.late_events)) if extra else [()] * (1 + len(side))
-        for column, values in zip([LATE_TIME, *map(_late, side)], events):
-            data[column] = [None] * len(rows) + list(values)
-        if extra:  # object columns: ints and nulls stay ints and nulls
-            for column in (START, END):
-                data[column] = pd.Series(data[column] + [None] * extra, dtype=object)
-    return pd.DataFrame(data, columns=columns)
-
-
-def late_rows(frame: Any, indices: list[int], side: list[str]) -> list[tuple]:
-    """The late events ``indices`` of a pandas ``frame``: (time, *side columns) as plain values."""
-    picked = frame.iloc[indices]
-    return list(zip(*(picked[c].tolist() for c in [TIME, *side])))
 
 
 def _batch(aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str], side: list[str] | None,

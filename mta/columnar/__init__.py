@@ -5,6 +5,6 @@ passes: no Python loop over rows. Imports numpy only.
 """
 
 from mta.columnar.kinds import KINDS, Columns, Kind, Layout
-from mta.columnar.windows import Windows, coarsen, grid, sessions, sliding
+from mta.columnar.windows import Windows, coarsen, grid, in_panes, sessions, sliding
 
-__all__ = ["KINDS", "Kind", "Columns", "Layout", "Windows", "sliding", "sessions", "coarsen", "grid"]
+__all__ = ["KINDS", "Kind", "Columns", "Layout", "Windows", "sliding", "sessions", "coarsen", "grid", "in_panes"]

@@ -86,7 +86,7 @@ def _reduceat(op: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarra
         return op.reduceat(values, starts)
 
 
-def _segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
+def segment_ids(starts: np.ndarray, rows: int) -> np.ndarray:
     """The segment of each of ``rows`` rows, segments starting at ``starts``."""
     marks = np.zeros(rows, dtype=np.int64)
     marks[starts[1:]] = 1
@@ -104,9 +104,23 @@ def _fits_int64(arrays: list[np.ndarray], terms: int) -> bool:
     return bound < 2**63
 
 
+def _summable(a: np.ndarray) -> np.ndarray:
+    """``a`` in the dtype its sums start from: int64 (narrower ints, bools), object (uint64: may
+    exceed int64), float64 (floats), object arrays as they are."""
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8:
+        return a.astype(object)
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "f":
+        return a.astype(np.float64, copy=False)
+    return a
+
+
 def _widen(arrays: list[np.ndarray], terms: int) -> list[np.ndarray]:
-    """The integer arrays as they must be summed: int64 when safe, else object arrays of Python ints."""
-    if all(a.dtype != np.int64 and a.dtype != object for a in arrays) or _fits_int64(arrays, terms):
+    """The arrays as they must be summed: int64 when a bound proves it exact, else object
+    arrays of Python ints (floats and object arrays unchanged)."""
+    arrays = [_summable(a) for a in arrays]
+    if all(a.dtype != np.int64 for a in arrays) or _fits_int64(arrays, terms):
         return arrays
     return [a.astype(object) for a in arrays]
 
@@ -130,7 +144,10 @@ def _no_nulls(nulls: np.ndarray | None, n: int) -> np.ndarray:
 
 
 class Kind:
-    """One aggregation: its partial fields and their kernels (subclasses implement them)."""
+    """One aggregation: its partial fields and their kernels (subclasses implement them).
+
+    Kinds are immutable values (frozen dataclasses): one instance per name in ``KINDS``.
+    """
 
     name: str
     fields: tuple[str, ...]
@@ -212,6 +229,7 @@ class _Fieldwise(Kind):
         return {f: np.full(n, fill, dtype=like[f].dtype) for f, (_, fill) in self._ops(like).items()}
 
 
+@dataclass(frozen=True, repr=False)
 class _Count(_Fieldwise):
     name, fields = "count", ("n",)
 
@@ -225,25 +243,16 @@ class _Count(_Fieldwise):
         return cols["n"], np.zeros(len(cols["n"]), dtype=bool)
 
 
+@dataclass(frozen=True, repr=False)
 class _Sum(_Fieldwise):
     """Sum ``s`` of the non-null values and their count ``n``: int64 while a bound proves it exact."""
 
+    name: str
     fields = ("s", "n")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
     def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
         present = ~_no_nulls(nulls, len(values))
-        values = np.asarray(values)
-        if values.dtype.kind == "u" and values.dtype.itemsize == 8:
-            s = values.astype(object)  # uint64 may exceed int64
-        elif values.dtype.kind in "iub":
-            s = values.astype(np.int64)
-        elif values.dtype.kind == "f":
-            s = values.astype(np.float64)
-        else:
-            s = values.copy()
+        s = _summable(np.asarray(values)).copy()
         s[~present] = 0
         return {"s": s, "n": present.astype(np.int64)}
 
@@ -267,32 +276,35 @@ class _Sum(_Fieldwise):
         return mean, ~some
 
 
+@dataclass(frozen=True, repr=False)
 class _Extreme(_Fieldwise):
-    """min/max ``m`` of the non-null values and their count ``n``.
+    """min/max ``m`` of the non-null values (any integer, float or boolean dtype) and their count ``n``.
 
     Floats: min ignores NaN unless every value is NaN (np.fmin, identity NaN); max is NaN as
     soon as one value is (np.maximum, identity -inf): Spark orders NaN above every number.
     """
 
+    name: str
     fields = ("m", "n")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
     def _ops(self, like):
         dtype = like["m"].dtype
+        least = self.name == "min"
         if dtype.kind == "f":
-            m = (np.fmin, np.nan) if self.name == "min" else (np.maximum, -np.inf)
-        elif dtype == np.int64:
-            m = (np.minimum, _I64.max) if self.name == "min" else (np.maximum, _I64.min)
+            m = (np.fmin, np.nan) if least else (np.maximum, -np.inf)
+        elif dtype.kind in "iu":
+            m = (np.minimum, np.iinfo(dtype).max) if least else (np.maximum, np.iinfo(dtype).min)
+        elif dtype.kind == "b":
+            m = (np.minimum, True) if least else (np.maximum, False)
         else:
-            raise TypeError(f"{self.name}: int64 or float64 values, got {dtype}")
+            raise TypeError(f"{self.name}: integer, float or boolean values, got {dtype}")
         return {"m": m, "n": (np.add, 0)}
 
     def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
         present = ~_no_nulls(nulls, len(values))
         values = np.asarray(values)
-        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+        if values.dtype.kind not in "fiub":
+            values = values.astype(np.int64)  # Python ints in an object array
         (_, fill) = self._ops({"m": values})["m"]
         return {"m": np.where(present, values, fill).astype(values.dtype), "n": present.astype(np.int64)}
 
@@ -300,6 +312,7 @@ class _Extreme(_Fieldwise):
         return cols["m"], cols["n"] == 0
 
 
+@dataclass(frozen=True, repr=False)
 class _Times(_Fieldwise):
     """Smallest ``lo`` and largest ``hi`` event time and the event count ``n`` (every event, nulls too)."""
 
@@ -330,23 +343,26 @@ def _chan(na, ma, m2a, nb, mb, m2b):
     return n, mean, m2
 
 
+@dataclass(frozen=True, repr=False)
 class _Moments(Kind):
-    """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula.
+    """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula;
+    segments fold in two passes (their mean, then the moments about it, corrected).
 
     Windows slide shifted sums ``(n, Σ(x - c), Σ(x - c)²)`` with ``c`` the mean of the block
     of ``size`` cells each half-window lies in (see ``_halves``); the tail half is re-centred on
-    the head's shift and the window's m2 is ``S2 - S1²/n``. Rounding: S2 sums at most
-    ``size`` non-negative terms, so m2's absolute error is about ``size · eps · Σ(x - c)²``
-    over the window, with c the mean of the head's block (two blocks span at most
-    ``2 · size`` panes): small against the window's own m2 unless the window is nearly
-    constant while its block holds values far away. Negative m2 from rounding is clamped to 0.
-    Non-finite values (inf, NaN) make every window holding them NaN, as Spark.
+    the head's shift (the tail's own when the head counts no row) and the window's m2 is
+    ``S2 - S1²/n``. Rounding: S2 sums at most ``size`` non-negative terms, so m2's absolute
+    error is about ``size · eps · Σ(x - c)²`` over the window, with c the mean of a block the
+    window overlaps (two blocks span at most ``2 · size`` panes): at most ``size · eps · n ·
+    spread²`` for the spread of the values in those blocks, small against the window's own m2
+    unless the window is nearly constant while its blocks hold values far away. Stored means
+    add about ``ulp(x) · spread`` per merge, as in any (n, mean, m2) fold. Negative m2 from
+    rounding is clamped to 0. Non-finite values (inf, NaN) make every window holding them
+    NaN, as Spark.
     """
 
+    name: str
     fields = ("n", "mean", "m2")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
     def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
         present = ~_no_nulls(nulls, len(values))
@@ -361,13 +377,16 @@ class _Moments(Kind):
     def reduce(self, cols, starts):
         n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
         total = _reduceat(np.add, n, starts)
-        seg = _segment_ids(starts, len(n))
+        seg = segment_ids(starts, len(n))
+        safe = np.maximum(total, 1)
         with np.errstate(all="ignore"):
-            centre = _reduceat(np.add, n * mean, starts) / np.where(total > 0, total, 1)
-            d = mean - centre[seg]
-            m2 = _reduceat(np.add, m2 + np.where(n > 0, n * d * d, 0.0), starts)
-        centre = np.where(total > 0, centre, 0.0)
-        return {"n": total, "mean": centre, "m2": m2}
+            centre = _reduceat(np.add, n * mean, starts) / safe
+            d = np.where(n > 0, mean - centre[seg], 0.0)
+            # corrected two-pass: the centre's own rounding (huge values) cancels out exactly
+            s1 = _reduceat(np.add, n * d, starts)
+            m2 = _reduceat(np.add, m2 + n * d * d, starts) - s1 * s1 / safe
+            mean = np.where(total > 0, centre + s1 / safe, 0.0)
+        return {"n": total, "mean": mean, "m2": np.maximum(m2, 0.0)}
 
     def slide(self, cols, layout):
         n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
@@ -382,14 +401,16 @@ class _Moments(Kind):
         shift = np.bincount(block, nf * mean, blocks) / np.maximum(np.bincount(block, nf, blocks), 1)
         d = mean - shift[block]
         (nh, nt), (s1h, s1t), (s2h, s2t) = (_halves(a, 0.0, np.add, layout) for a in (nf, nf * d, m2 + nf * d * d))
-        head_shift = shift[layout.first // layout.size]
-        delta = shift[(layout.first + layout.size - 1) // layout.size] - head_shift
-        # the tail's sums re-expressed around the head's shift, then added
+        tail_shift = shift[(layout.first + layout.size - 1) // layout.size]
+        # the window's centre: the head's shift, or the tail's when no head row counts (shifts
+        # of empty blocks are 0, far from the data); the tail's sums re-expressed around it
+        centre = np.where(nh > 0, shift[layout.first // layout.size], tail_shift)
+        delta = tail_shift - centre
         total = nh + nt
         s1 = s1h + s1t + nt * delta
         s2 = s2h + s2t + delta * (2 * s1t + nt * delta)
         safe = np.maximum(total, 1.0)
-        mean = np.where(total > 0, head_shift + s1 / safe, 0.0)
+        mean = np.where(total > 0, centre + s1 / safe, 0.0)
         m2 = np.maximum(s2 - s1 * s1 / safe, 0.0)
         count = total.astype(np.int64)
         if poison is not None:
@@ -411,6 +432,7 @@ class _Moments(Kind):
         return out, null
 
 
+@dataclass(frozen=True, repr=False)
 class _Pick(Kind):
     """Kinds that keep one row: the taken row with the smallest rank (first, last, min_by, max_by).
 
@@ -418,11 +440,12 @@ class _Pick(Kind):
     folded by np.minimum (not taken: ``_NOT_TAKEN``), and the winning rank gathers the row.
     """
 
-    extra: tuple[str, ...] = ()
+    name: str
+    extra = ()  # fields between v/vnull and t/seq
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.fields = ("v", "vnull", *self.extra, "t", "seq", "n")
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return ("v", "vnull", *self.extra, "t", "seq", "n")
 
     def _preference(self, cols: Columns) -> np.ndarray:
         raise NotImplementedError
@@ -478,6 +501,7 @@ def _older(a: Columns, b: Columns, rows: np.ndarray) -> np.ndarray:
     return (bt < at) | ((bt == at) & (bq < aq))
 
 
+@dataclass(frozen=True, repr=False)
 class _FirstLast(_Pick):
     """first/last (ignore_nulls: null values are not taken). Rows of a segment or window are in
     (time, seq) order (the contract of reduce; sliding windows read slices in pane order), so
@@ -503,6 +527,7 @@ class _FirstLast(_Pick):
         return older if self.name.startswith("first") else ~older  # last: ties go to b, the later arrival
 
 
+@dataclass(frozen=True, repr=False)
 class _PickBy(_Pick):
     """min_by/max_by: the value at the smallest (largest) order; ties go to the oldest (t, seq);
     rows whose order is null are not taken. Orders compare as Spark: NaN above every number."""
@@ -524,12 +549,31 @@ class _PickBy(_Pick):
         }
 
     def _preference(self, cols):
+        # rows of a segment or window are in (time, seq) order, so a stable sort by order alone
+        # breaks ties by age; numpy sorts NaN last and -0.0 with 0.0, as Spark orders them
         taken = np.flatnonzero(cols["n"] > 0)
-        # dense order ranks: np.unique sorts NaN last (one NaN) and merges -0.0 with 0.0
-        _, orank = np.unique(cols["o"][taken], return_inverse=True)
-        orank = orank.reshape(-1).astype(np.int64)
-        key = orank if self.name == "min_by" else -orank
-        return taken[np.lexsort((cols["seq"][taken], cols["t"][taken], key))]
+        if self.name == "min_by":
+            return taken[np.argsort(cols["o"][taken], kind="stable")]
+        newest_first = taken[::-1]  # descending order, ties oldest first: sort reversed rows, reverse back
+        return newest_first[np.argsort(cols["o"][newest_first], kind="stable")][::-1]
+
+    def reduce(self, cols, starts):
+        """Numeric orders without a sort: each segment's best order, then its oldest row holding it."""
+        o = cols["o"]
+        if o.dtype.kind not in "iuf":
+            return super().reduce(cols, starts)  # strings and other objects: ranks by a sort
+        least = self.name == "min_by"
+        if o.dtype.kind == "f":  # NaN is the greatest order: fmin skips it, maximum keeps it
+            op, fill = (np.fmin, np.nan) if least else (np.maximum, -np.inf)
+        else:
+            op, fill = (np.minimum, np.iinfo(o.dtype).max) if least else (np.maximum, np.iinfo(o.dtype).min)
+        taken = cols["n"] > 0
+        best = _reduceat(op, np.where(taken, o, fill), starts)
+        hit = taken & _spark_equal(o, best[segment_ids(starts, len(o))])
+        first = _reduceat(np.minimum, np.where(hit, np.arange(len(o)), _NOT_TAKEN), starts)
+        out = self.take(cols, np.where(first < _NOT_TAKEN, first, -1))
+        out["n"] = _reduceat(np.add, cols["n"], starts)
+        return out
 
     def _better(self, a, b, both):
         ao, bo = a["o"][both], b["o"][both]

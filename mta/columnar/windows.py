@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mta.columnar.kinds import Columns, Kind, Layout
+from mta.columnar.kinds import Columns, Kind, Layout, segment_ids
 
 __all__ = ["Windows", "sliding", "coarsen", "sessions", "grid"]
 
@@ -72,9 +72,10 @@ def sliding(
     folded onto strides (``full``) and onto the first r panes of each stride (``part``); the k
     strides slide by van Herk/Gil-Werman over the strides of *clusters* (runs of strides a
     window can join: a gap of at least k + (r > 0) strides splits them), laid out densely;
-    then each window merges the part of the stride after it. Dense cells are at most
-    strides + k + 1 per cluster, so the cost is O(rows + windows) whatever size, step or the
-    sparsity are. Tumbling (size == step) and step 1 are the cases k = 1, r = 0 and r = 0.
+    then each window merges the part of the stride after it. A cluster has at least k windows
+    and fewer than 2k dense cells more than windows, so the cost is O(rows + windows) whatever
+    size, step or the sparsity are. Tumbling (size == step) is k = 1, r = 0; step 1 is r = 0
+    (no strides to fold).
     """
     if not size >= step >= 1:
         raise ValueError(f"need size >= step >= 1, got size={size}, step={step}")
@@ -91,6 +92,9 @@ def sliding(
         starts = _runs(group, stride)
         g, q = group[starts], stride[starts]
         full = [kind.reduce(c, starts) for kind, c in zip(kinds, cols)]
+    if size == step:  # tumbling: every stride is a window
+        start = phase + q * step
+        return Windows(group=g, start=start, end=start + size, cols=list(full))
     reach = k + (r > 0)  # strides one window touches
 
     # clusters of strides: a window touches strides j .. j + reach - 1
@@ -108,31 +112,28 @@ def sliding(
     per = hi - lo + 1
     wc = np.repeat(np.arange(len(cstart)), per)
     nth = np.arange(len(wc)) - np.repeat(np.cumsum(per) - per, per)
-    layout = Layout(pos=pos, cells=int(cells.sum()), size=k, first=offset[wc] + nth)
-    out = [kind.slide(c, layout) for kind, c in zip(kinds, full)]
-    keep = None
+    first = offset[wc] + nth  # the cell of each window's first stride
+    start = phase + (lo[wc] + nth) * step
+    wg = g[cstart][wc]
+    cells = int(cells.sum())
     if r:
-        # the first r panes of each stride, merged into the window that ends inside it
+        # the first r panes of each stride, to merge into the window that ends inside it
         sel = np.flatnonzero(rel - stride * step < r)
         pstarts = _runs(group[sel], stride[sel])
         part = [kind.reduce(_rows(c, sel), pstarts) for kind, c in zip(kinds, cols)]
-        stride_row = np.zeros(len(pane), dtype=np.int64)  # the stride row of each slice
-        stride_row[starts[1:]] = 1
-        stride_row = np.cumsum(stride_row)
-        dense = np.full(layout.cells, -1, dtype=np.int64)
-        dense[pos[stride_row[sel[pstarts]]]] = np.arange(len(pstarts))
-        prow = dense[layout.first + k]
-        out = [kind.merge(w, kind.take(p, prow)) for kind, w, p in zip(kinds, out, part)]
-        # a window may touch its cluster only through panes of the next stride past r
-        filled = np.zeros(layout.cells + 1, dtype=np.int64)
+        dense = np.full(cells, -1, dtype=np.int64)
+        dense[pos[segment_ids(starts, len(pane))[sel[pstarts]]]] = np.arange(len(pstarts))
+        prow = dense[first + k]
+        # a window may touch its cluster only through panes of the next stride past r: drop it
+        filled = np.zeros(cells + 1, dtype=np.int64)
         filled[pos + 1] = 1
         filled = np.cumsum(filled)
-        keep = (filled[layout.first + k] > filled[layout.first]) | (prow >= 0)
-    start = phase + (lo[wc] + nth) * step
-    wg = g[cstart][wc]
-    if keep is not None:
-        out = [_rows(c, keep) for c in out]
-        start, wg = start[keep], wg[keep]
+        keep = (filled[first + k] > filled[first]) | (prow >= 0)
+        first, start, wg, prow = first[keep], start[keep], wg[keep], prow[keep]
+    layout = Layout(pos=pos, cells=cells, size=k, first=first)
+    out = [kind.slide(c, layout) for kind, c in zip(kinds, full)]
+    if r:
+        out = [kind.merge(w, kind.take(p, prow)) for kind, w, p in zip(kinds, out, part)]
     return Windows(group=wg, start=start, end=start + size, cols=out)
 
 
@@ -165,8 +166,11 @@ def sessions(
 
     An event at t opens ``[t, t + gap)``; overlapping or touching ones merge, so a slice joins
     the session before it when its ``lo <= max(hi so far) + gap`` (events exactly gap apart
-    share a session). start = first event time, end = last event time + gap.
+    share a session). start = first event time, end = last event time + gap. Slices of one
+    group cover disjoint time ranges (panes), so index order is time order for first/last.
     """
+    if gap <= 0:
+        raise ValueError(f"gap must be > 0, got {gap}")
     group = np.asarray(group, dtype=np.int64)
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     if len(lo) == 0:
@@ -206,3 +210,15 @@ def grid(queries: Sequence[tuple]) -> tuple[int, int]:
         raise ValueError(f"need queries with positive lengths, got {queries!r}")
     p = math.gcd(*lengths, *(o - offsets[0] for o in offsets))
     return p, (offsets[0] % p if offsets else 0)
+
+
+def in_panes(query: tuple, pane: int, origin: int) -> tuple[int, int, int]:
+    """A ``("sliding", size, slide, offset)`` query on the grid ``(pane, origin)`` of
+    :func:`grid`: ``(size, step, phase)`` in panes, as :func:`sliding` takes them (its
+    windows start at the panes ``s`` with ``s % step == phase``, at time ``origin + s * pane``)."""
+    _, size, slide, offset = query
+    if not 0 < slide <= size or size % pane or slide % pane or (offset - origin) % pane:
+        raise ValueError(f"query {query!r} does not lie on the grid (pane {pane}, origin {origin}) "
+                         "or has slide > size")
+    step = slide // pane
+    return size // pane, step, (offset - origin) // pane % step
