@@ -16,7 +16,7 @@ timed from start to end; then its output is compared with Spark's as sets keyed 
 (key, start, end) (:func:`benchmarks.spark_windows.same`). Where the time goes, per
 query, from Spark's progress reports: running the micro-batches (``addBatch``), planning,
 the offset and commit logs, the state store (updates, removals, commits), and the
-operator's own split when it exposes one (:func:`operator_split`).
+operator's own split of its time (:class:`OperatorProfile`: summed over the workers).
 
     python -m benchmarks.spark_streaming            # ~6 min on 2 cores
     python -m benchmarks.spark_streaming --quick    # smoke run, under a minute
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchmarks import common
-from benchmarks.spark_windows import AGGS, KEY, SIZE, TIME, native, same, write_markdown
+from benchmarks.spark_windows import AGGS, HEADERS, KEY, SIZE, TIME, native, same, table_row, write_markdown
 
 WATERMARK = "10 seconds"
 #: shape -> (slide of the 60 s window, target: Spark's time / ours at least this)
@@ -88,20 +88,41 @@ def run_query(result: Any, out: Path, checkpoint: Path) -> tuple[float, list[dic
     return seconds, [json.loads(p.json) for p in query.recentProgress]
 
 
-def operator_split(progress: list[dict[str, Any]]) -> dict[str, float]:
-    """The operator's own split of its time (seconds summed over the micro-batches), e.g. Arrow
-    transfer, state round trips, Python folding: whatever this returns is printed as columns.
+class OperatorProfile:
+    """The operator's own split of its time: with ``MTA_SPARK_PROFILE`` (see
+    :mod:`spark_integration.streaming`) set in the Python workers' environment, each worker
+    appends a JSON line per micro-batch task to ``<directory>/<pid>.jsonl``: the seconds per
+    phase (state round trips, input frames, the engine's load/add/advance/save, output
+    frames). Queries run one after the other, so the lines new since the last :meth:`take`
+    are the last query's."""
 
-    TODO(lead): the operator exposes no timers yet. When it does, read them here: e.g.
-    custom metrics of its state operator named ``mta...`` (in milliseconds) are picked up
-    below already; timers kept elsewhere (an accumulator, a log) need their reader here."""
-    split: dict[str, float] = {}
-    for p in progress:
-        for op in p.get("stateOperators", []):
-            for name, value in (op.get("customMetrics") or {}).items():
-                if name.startswith("mta"):
-                    split[f"{name} s"] = split.get(f"{name} s", 0.0) + value / 1000
-    return split
+    def __init__(self, spark: Any, directory: Path) -> None:
+        from spark_integration.streaming import PROFILE
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.seen: dict[str, int] = {}  # file -> lines taken
+        # Python functions carry the context's environment to their workers (those made from now on)
+        self.environment, self.variable = spark.sparkContext.environment, PROFILE
+        self.environment[PROFILE] = str(directory)
+
+    def close(self) -> None:
+        """Python functions made from now on profile no more."""
+        self.environment.pop(self.variable, None)
+
+    def take(self) -> dict[str, float]:
+        """Seconds per phase (summed over the workers, which run side by side) and the key calls,
+        since the last call."""
+        split: dict[str, float] = {}
+        for f in sorted(self.directory.glob("*.jsonl")):
+            lines = f.read_text().splitlines()
+            for line in lines[self.seen.get(f.name, 0):]:
+                entry = json.loads(line)
+                split["key calls"] = split.get("key calls", 0) + entry["calls"]
+                for phase, seconds in entry["seconds"].items():
+                    split[f"{phase} s"] = split.get(f"{phase} s", 0.0) + seconds
+            self.seen[f.name] = len(lines)
+        return split
 
 
 def breakdown(progress: list[dict[str, Any]]) -> dict[str, float]:
@@ -116,7 +137,6 @@ def breakdown(progress: list[dict[str, Any]]) -> dict[str, float]:
                 out[column] = out.get(column, 0.0) + (op.get(key) or 0) / 1000
             for key, (column, unit) in CUSTOM.items():
                 out[column] = out.get(column, 0.0) + (op.get("customMetrics") or {}).get(key, 0) / unit
-    out.update(operator_split(progress))
     return out
 
 
@@ -151,10 +171,11 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     if args.redis:
         from kvs.servers import start_redis
         url, stop_redis = start_redis()
-    rows, splits, batches, last_progress = [], [], {}, {}
+    rows, splits, phases, batches, last_progress = [], [], [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         write_pieces(spark, events, keys, rate, pieces, tmp_path / "in")
+        profile = OperatorProfile(spark, tmp_path / "profile")
 
         def source() -> Any:
             return spark.readStream.schema(f"{KEY} string, {TIME} timestamp, v long").option(
@@ -173,6 +194,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                                                          name=f"bench_{uuid.uuid4().hex[:8]}")
             times: dict[str, list[float]] = {name: [] for name in setups}
             progress: dict[str, list[dict[str, Any]]] = {}
+            own_split: dict[str, dict[str, float]] = {}
             outputs: dict[str, Path] = {}
             names = list(setups)
             for r in range(rounds):  # rotate who goes first: none always runs on a warmer machine
@@ -180,6 +202,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                     runs += 1
                     outputs[name] = tmp_path / f"out-{runs}"
                     seconds, progress[name] = run_query(setups[name](), outputs[name], tmp_path / f"ck-{runs}")
+                    own_split[name] = profile.take()
                     times[name].append(seconds)
                     run_.log(f"{shape} {name}: {seconds:.1f} s")
             t_spark = statistics.median(times[SPARK])
@@ -201,28 +224,36 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
             for name in names:
                 splits.append({"shape": shape, "query": name, "seconds": statistics.median(times[name]),
                                **breakdown(progress[name])})
+                if own_split[name]:
+                    phases.append({"shape": shape, "query": name, **own_split[name]})
                 last_progress[f"{shape}: {name}"] = progress[name][-1] if progress[name] else None
                 batches[f"{shape}: {name}"] = [(b.get("durationMs") or {}).get("triggerExecution", 0) / 1000
                                                for b in progress[name]]
+        profile.close()
     if stop_redis is not None:
         stop_redis()
     if own:
         spark.stop()
 
-    from benchmarks.spark_windows import HEADERS, table_row
     run_.table(f"{events:,} events, {keys} keys, {rate} ev/s/key, {pieces} micro-batches, 60 s windows, "
                f"{WATERMARK} watermark, append; median of {rounds} round{'s' * (rounds > 1)} (local[*])",
                HEADERS, [table_row(r) for r in rows])
     columns = list(dict.fromkeys(c for s in splits for c in s))
-    run_.table("Where the time goes (seconds summed over the micro-batches, from Spark's progress reports; "
-               "the operator's own split: TODO, see operator_split)", columns,
+    run_.table("Where the time goes (seconds summed over the micro-batches, from Spark's progress reports)", columns,
                [[s.get(c) for c in columns] for s in splits],
                note="For the operator (transformWithStateInPandas) `state updates s` is its whole input handling "
-                    "(Arrow transfer and Python included) and `timers s` its expired timers; for Spark's own, "
-                    "state store writes only. `state gets`/`state puts`: RocksDB calls (the operator's state "
-                    "round trips).")
+                    "(Python workers included) and `timers s` its expired timers; for Spark's own, state store "
+                    "writes only. `state gets`/`state puts`: RocksDB calls.")
+    if phases:
+        columns = list(dict.fromkeys(c for s in phases for c in s))
+        run_.table("The operator's own phases (seconds summed over its Python workers and micro-batches; "
+                   "MTA_SPARK_PROFILE)", columns, [[s.get(c) for c in columns] for s in phases],
+                   note="`key calls`: the processor's calls (a key's input rows or its timer, per micro-batch). "
+                        "What `state updates s` holds beyond these phases is outside the processor's calls: "
+                        "the Python workers' start, Arrow batches between the JVM and Python.")
     run_.data["results"] = rows
     run_.data["breakdown"] = splits
+    run_.data["operator_phases"] = phases
     run_.data["batch_seconds"] = batches
     run_.data["last_progress"] = last_progress  # each query's last progress report, as Spark gave it
     result_columns = ["shape", "rate", "ours_s", "spark_s", "ratio", "target", "met", "rows", "identical"]

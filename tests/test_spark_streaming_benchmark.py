@@ -1,5 +1,5 @@
 """benchmarks.spark_streaming --quick: both shapes, the operator's rows are Spark's streaming
-window() rows, and the breakdown of each query's time (in the tests' shared Spark session)."""
+window() rows, and the breakdown of each query's time and the operator's phases (in the tests' shared Spark session)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ def test_quick_run_gives_spark_rows_and_a_breakdown(spark, tmp_path) -> None:
     for b in data["breakdown"]:
         assert b["batches"] >= data["params"]["pieces"]
         assert 0 < b["run batches s"] <= b["seconds"]
+    # the operator's own phases (MTA_SPARK_PROFILE), for its queries only
+    assert {(p["shape"], p["query"]) for p in data["operator_phases"]} == {
+        (s, spark_streaming.OURS) for s in spark_streaming.SHAPES}
+    for p in data["operator_phases"]:
+        assert p["key calls"] > 0 and p["engine: add s"] > 0
     report = (tmp_path / "spark_streaming_quick.md").read_text()
     assert data["command"] in report and data["machine"]["git_commit"] in report
     assert (tmp_path / "spark_streaming_quick.png").stat().st_size > 1000
