@@ -345,16 +345,16 @@ def shape_list(text: str) -> list[str]:
 def main(argv: list[str] | None = None, spark: Any = None) -> int:
     """Run the benchmark; ``spark``: a session to use (and leave running), else a local one."""
     p = common.parser(__doc__)
-    p.add_argument("--events", type=int, default=None, help="events (full: 2,000,000, quick: 5,000)")
-    p.add_argument("--keys", type=int, default=None, help="keys (full: 100, quick: 5)")
+    p.add_argument("--events", type=int, default=None, help="events (full: 2,000,000, quick: 2,000)")
+    p.add_argument("--keys", type=int, default=None, help="keys (full: 100, quick: 4)")
     p.add_argument("--rates", type=float, nargs="+", default=None,
-                   help="events per second per key (full: 0.5 10, quick: 0.5)")
+                   help="events per second per key (full: 0.5 10, quick: 0.1)")
     p.add_argument("--session-rates", type=float, nargs="+", default=None,
-                   help="rates of the sessions shape (full: 0.02 0.5 10, quick: 0.05)")
+                   help="rates of the sessions shape (full: 0.02 0.5 10, quick: 0.1)")
     p.add_argument("--stats-rate", type=float, default=None,
                    help="the rate of the stats shape, one of --rates (default: the largest)")
     p.add_argument("--sweep-rates", type=float, nargs="+", default=None,
-                   help="rates of the size/slide sweep (full: 10, quick: 0.5)")
+                   help="rates of the size/slide sweep (full: 10, quick: 0.1)")
     p.add_argument("--ratios", type=int, nargs="+", default=None,
                    help=f"size/slide of the sweep (full: {' '.join(map(str, RATIOS))}; quick: 1 60)")
     p.add_argument("--shapes", type=shape_list, default=SHAPES, help=f"comma-separated subset of {','.join(SHAPES)}")
@@ -362,11 +362,12 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                    help="timings per competitor, alternating which goes first; medians (full: 2, quick: 1)")
     args = p.parse_args(argv)
     quick = args.quick
-    events = args.events or (5_000 if quick else 2_000_000)
-    keys = args.keys or (5 if quick else 100)
-    rates = args.rates or ([0.5] if quick else [0.5, 10.0])
-    session_rates = args.session_rates or ([0.05] if quick else [0.02, 0.5, 10.0])
-    sweep_rates = args.sweep_rates or ([0.5] if quick else [10.0])
+    events = args.events or (2_000 if quick else 2_000_000)
+    keys = args.keys or (4 if quick else 100)
+    # quick: one dataset for every shape, sparse enough for ~100 sessions
+    rates = args.rates or ([0.1] if quick else [0.5, 10.0])
+    session_rates = args.session_rates or ([0.1] if quick else [0.02, 0.5, 10.0])
+    sweep_rates = args.sweep_rates or ([0.1] if quick else [10.0])
     ratios = args.ratios or ([1, 60] if quick else RATIOS)
     rounds = args.rounds or (1 if quick else 2)
     shapes = set(args.shapes)
