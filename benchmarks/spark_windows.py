@@ -9,12 +9,13 @@ The shapes (each one printed as a row: shape, rate, ours, Spark, ratio, target, 
   ``window_aggregate(df, "k", "ts", aggs, size=..., slide=...)`` against
   ``groupBy("k", window("ts", size, slide)).agg(...)``; sum, count, min, max, avg
   (targets: at least 1.0x, 2x, 5x Spark's speed);
-- ``stats``: the same three windows at one rate (10) with stddev, first and last (Spark: ``stddev``, and
-  ``min_by``/``max_by(v, ts)`` for the oldest/newest value in event time: Spark's own
-  ``first()``/``last()`` take whatever row reaches them first, the operator's follow event time);
+- ``stats``: the same three windows, at one rate (10), with sum, stddev, first and last
+  (Spark: ``stddev``, and ``min_by``/``max_by(v, ts)`` for the oldest/newest value in event
+  time: Spark's own ``first()``/``last()`` take whatever row reaches them first, the
+  operator's follow event time);
 - ``many``: three windows (1 min/10 s, 5 min/30 s, 1 h/1 min) in one ``window_aggregate(...,
   windows={...})`` call against three ``window()`` queries, one after the other (at least 3x);
-  until the operator has ``windows=`` it runs one call per window (``many_windows`` picks);
+  an operator without ``windows=`` runs one call per window (``many_windows`` picks);
 - ``sessions``: ``window_aggregate(..., session_gap="30 seconds")`` against
   ``groupBy("k", session_window("ts", "30 seconds"))`` (at least 1.0x); at 0.5 and 10
   events/s/key each key is one long session, so 0.02 (many short sessions) is run as well;
@@ -28,7 +29,7 @@ within seconds) and the medians are reported. Then the rows are compared as sets
 (key, window start, window end): the same column types, the same row count, every row on
 both sides, exact values, doubles to a relative 1e-9.
 
-    python -m benchmarks.spark_windows                       # everything (~25 min on 2 cores)
+    python -m benchmarks.spark_windows                       # everything (~30 min on 2 quiet cores)
     python -m benchmarks.spark_windows --quick               # smoke run, under a minute
     python -m benchmarks.spark_windows --shapes slide1 --rates 10 --rounds 3
 """
