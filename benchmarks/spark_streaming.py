@@ -140,6 +140,65 @@ def breakdown(progress: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def competitors(window_aggregate: Callable[..., Any], source: Callable[[], Any], slide: str,
+                redis_url: str | None) -> dict[str, Callable[[], Any]]:
+    """Name -> a function making that competitor's streaming DataFrame of 60 s windows by ``slide``."""
+    setups: dict[str, Callable[[], Any]] = {
+        OURS: lambda: window_aggregate(source(), KEY, TIME, AGGS, size=SIZE, slide=slide, watermark=WATERMARK),
+        SPARK: lambda: native(source().withWatermark(TIME, WATERMARK), SIZE, slide),
+    }
+    if redis_url is not None:
+        setups[REDIS] = lambda: window_aggregate(source(), KEY, TIME, AGGS, size=SIZE, slide=slide,
+                                                 watermark=WATERMARK, store=redis_url,
+                                                 name=f"bench_{uuid.uuid4().hex[:8]}")
+    return setups
+
+
+def run_shape(run_: common.Run, spark: Any, shape: str, setups: dict[str, Callable[[], Any]], rounds: int,
+              profile: OperatorProfile, directory: Path, rate: float) -> dict[str, Any]:
+    """Run every competitor of one shape ``rounds`` times (rotating who goes first: none always
+    runs on a warmer machine), check its rows against Spark's; the result rows, the breakdowns
+    (of each competitor's last run), each micro-batch's seconds and the last progress reports."""
+    target = SHAPES[shape][1]
+    names = list(setups)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    progress: dict[str, list[dict[str, Any]]] = {}
+    own_split: dict[str, dict[str, float]] = {}
+    outputs: dict[str, Path] = {}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            outputs[name] = directory / f"out-{r}-{names.index(name)}"
+            seconds, progress[name] = run_query(setups[name](), outputs[name],
+                                                directory / f"checkpoint-{r}-{names.index(name)}")
+            own_split[name] = profile.take()
+            times[name].append(seconds)
+            run_.log(f"{shape} {name}: {seconds:.1f} s")
+    t_spark = statistics.median(times[SPARK])
+    theirs = spark.read.parquet(str(outputs[SPARK]))
+    out: dict[str, Any] = {"rows": [], "splits": [], "phases": [], "batches": {}, "last_progress": {}}
+    for name in names:
+        if name != SPARK:
+            count, ok, diff = same(spark.read.parquet(str(outputs[name])), theirs, AGGS)
+            t_ours = statistics.median(times[name])
+            row = {"shape": shape if name == OURS else f"{shape}, {name}", "rate": rate, "ours_s": t_ours,
+                   "spark_s": t_spark, "ratio": t_spark / t_ours, "target": target,
+                   "met": t_spark / t_ours >= target, "rows": count, "identical": ok,
+                   "ours_all": times[name], "spark_all": times[SPARK]}
+            if diff:
+                row["differences"] = diff
+            out["rows"].append(row)
+            run_.log(f"{row['shape']}: ours {t_ours:.1f} s, Spark {t_spark:.1f} s ({row['ratio']:.2f}x, "
+                     f"target {target}x), {count:,} rows, identical: {ok} {diff}")
+        out["splits"].append({"shape": shape, "query": name, "seconds": statistics.median(times[name]),
+                              **breakdown(progress[name])})
+        if own_split[name]:
+            out["phases"].append({"shape": shape, "query": name, **own_split[name]})
+        out["last_progress"][f"{shape}: {name}"] = progress[name][-1] if progress[name] else None
+        out["batches"][f"{shape}: {name}"] = [(b.get("durationMs") or {}).get("triggerExecution", 0) / 1000
+                                              for b in progress[name]]
+    return out
+
+
 def main(argv: list[str] | None = None, spark: Any = None) -> int:
     """Run the benchmark; ``spark``: a session to use (and leave running), else a local one."""
     p = common.parser(__doc__)
@@ -167,7 +226,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     own = spark is None
     if own:
         spark = local_session("mta-bench-streaming", shuffle_partitions=4)
-    stop_redis: Callable[[], None] | None = None
+    url, stop_redis = None, None
     if args.redis:
         from kvs.servers import start_redis
         url, stop_redis = start_redis()
@@ -181,54 +240,14 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
             return spark.readStream.schema(f"{KEY} string, {TIME} timestamp, v long").option(
                 "maxFilesPerTrigger", 1).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
 
-        runs = 0
-        for shape in args.shapes:
-            slide, target = SHAPES[shape]
-            setups: dict[str, Callable[[], Any]] = {
-                OURS: lambda: window_aggregate(source(), KEY, TIME, AGGS, size=SIZE, slide=slide, watermark=WATERMARK),
-                SPARK: lambda: native(source().withWatermark(TIME, WATERMARK), SIZE, slide),
-            }
-            if args.redis:
-                setups[REDIS] = lambda: window_aggregate(source(), KEY, TIME, AGGS, size=SIZE, slide=slide,
-                                                         watermark=WATERMARK, store=url,
-                                                         name=f"bench_{uuid.uuid4().hex[:8]}")
-            times: dict[str, list[float]] = {name: [] for name in setups}
-            progress: dict[str, list[dict[str, Any]]] = {}
-            own_split: dict[str, dict[str, float]] = {}
-            outputs: dict[str, Path] = {}
-            names = list(setups)
-            for r in range(rounds):  # rotate who goes first: none always runs on a warmer machine
-                for name in names[r % len(names):] + names[:r % len(names)]:
-                    runs += 1
-                    outputs[name] = tmp_path / f"out-{runs}"
-                    seconds, progress[name] = run_query(setups[name](), outputs[name], tmp_path / f"ck-{runs}")
-                    own_split[name] = profile.take()
-                    times[name].append(seconds)
-                    run_.log(f"{shape} {name}: {seconds:.1f} s")
-            t_spark = statistics.median(times[SPARK])
-            theirs = spark.read.parquet(str(outputs[SPARK]))
-            for name in names:
-                if name == SPARK:
-                    continue
-                count, ok, diff = same(spark.read.parquet(str(outputs[name])), theirs, AGGS)
-                t_ours = statistics.median(times[name])
-                row = {"shape": shape if name == OURS else f"{shape}, {name}", "rate": rate, "ours_s": t_ours,
-                       "spark_s": t_spark, "ratio": t_spark / t_ours, "target": target,
-                       "met": t_spark / t_ours >= target, "rows": count, "identical": ok,
-                       "ours_all": times[name], "spark_all": times[SPARK]}
-                if diff:
-                    row["differences"] = diff
-                rows.append(row)
-                run_.log(f"{row['shape']}: ours {t_ours:.1f} s, Spark {t_spark:.1f} s ({row['ratio']:.2f}x, "
-                         f"target {target}x), {count:,} rows, identical: {ok} {diff}")
-            for name in names:
-                splits.append({"shape": shape, "query": name, "seconds": statistics.median(times[name]),
-                               **breakdown(progress[name])})
-                if own_split[name]:
-                    phases.append({"shape": shape, "query": name, **own_split[name]})
-                last_progress[f"{shape}: {name}"] = progress[name][-1] if progress[name] else None
-                batches[f"{shape}: {name}"] = [(b.get("durationMs") or {}).get("triggerExecution", 0) / 1000
-                                               for b in progress[name]]
+        for i, shape in enumerate(args.shapes):
+            setups = competitors(window_aggregate, source, SHAPES[shape][0], url)
+            out = run_shape(run_, spark, shape, setups, rounds, profile, tmp_path / f"shape-{i}", rate)
+            rows += out["rows"]
+            splits += out["splits"]
+            phases += out["phases"]
+            batches.update(out["batches"])
+            last_progress.update(out["last_progress"])
         profile.close()
     if stop_redis is not None:
         stop_redis()

@@ -194,8 +194,9 @@ def same(ours: Any, theirs: Any, aggs: Mapping[str, tuple]) -> tuple[int, bool, 
     if summary["joined"] != summary["distinct"]:
         problems.append(f"{summary['joined'] - summary['distinct']:,} repeated (key, start, end)")
     if summary["bad"]:
+        examples = joined.where(~F.col("mta_agree")).limit(3).collect()
         problems.append(f"{summary['bad']:,} rows differ or are missing ({count:,} rows, Spark {summary['spark']:,}), "
-                        "e.g. " + "; ".join(str(r.asDict()) for r in joined.where(~F.col("mta_agree")).limit(3).collect()))
+                        "e.g. " + "; ".join(str(r.asDict()) for r in examples))
     return count, not problems, "; ".join(problems)
 
 
@@ -339,7 +340,8 @@ def shape_list(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in SHAPES]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown shape {', '.join(bad) or repr(text)}; choose from {', '.join(SHAPES)}")
+        raise argparse.ArgumentTypeError(f"unknown shape {', '.join(bad) or repr(text)}; "
+                                         f"choose from {', '.join(SHAPES)}")
     return names
 
 
