@@ -139,7 +139,8 @@ def test_unknown_algorithm_lists_choices(capsys):
 
 # --------------------------------------------------------------------------- benchmark smoke runs
 
-# Each --quick run takes a few seconds; set MTA_SKIP_BENCH_SMOKE=1 to skip them.
+# Each --quick run takes a few seconds; set MTA_SKIP_BENCH_SMOKE=1 to skip them. The Spark benchmarks have
+# their own tests (tests/test_spark_windows_benchmark.py, test_spark_streaming_benchmark.py).
 bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
                                  reason="MTA_SKIP_BENCH_SMOKE is set")
 
@@ -147,7 +148,7 @@ bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
 @bench_smoke
 @pytest.mark.parametrize("script", ["exp1_constant_window", "exp2_bulk_eviction", "table2_stream_analytics",
                                     "exp1_2_redis", "exp4_memory", "exp5_dimensions", "server_ingest",
-                                    "server_memory", "server_out_of_order", "spark_windows", "spark_streaming"])
+                                    "server_memory", "server_out_of_order"])
 def test_benchmark_quick_mode(tmp_path, script):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)],
