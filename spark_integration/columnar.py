@@ -212,16 +212,14 @@ class KeyColumns:
 
         return codec.pack([self.state.snapshot(), self.seq])
 
-    def add(self, frame: Any, time: str) -> np.ndarray:
-        """The frame's events into their slices; the mask of those late for every query."""
-        times = frame[time].to_numpy(dtype=np.int64)
+    def add(self, times: np.ndarray, read: dict[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """Events into their slices: their times and, per input column, (values, null mask);
+        the mask of those late for every query."""
         seq = np.arange(self.seq, self.seq + len(times), dtype=np.int64)
         self.seq += len(times)
-        read = {c: _values(frame, c) for c in {c for s in self.sliced for c in s.inputs}}
         cols = [kind.lift(*read[s.inputs[0]], times, seq, *(read[s.inputs[1]] if len(s.inputs) > 1 else ()))
                 for kind, s in zip(self.kinds, self.sliced)]
-        late = self.state.add(times, seq, cols)
-        return late
+        return self.state.add(times, seq, cols)
 
     def advance(self, until: float) -> list[tuple[Query, Any]]:
         out = [(q, w) for q, w in zip(self.queries, self.state.advance(until)) if len(w.start)]
@@ -270,9 +268,10 @@ class Bucket:
 
         self.sliced, self.queries, self.key_columns, self.buckets = sliced, queries, keys, buckets
         self.keys: dict[tuple, KeyColumns] = {}
-        self.done: float = -np.inf
+        self.reached: float = -np.inf  # the last until
+        self.frames: list[Any] = []  # the call's input, split by key once (advance)
         if saved is not None:
-            entries, self.done, written = codec.unpack(saved)
+            entries, self.reached, written = codec.unpack(saved)
             if written != buckets:
                 raise ValueError(f"this query's state was written with its keys in {written} buckets (its "
                                  f"spark.sql.shuffle.partitions then), now {buckets}: restart it with "
@@ -282,24 +281,48 @@ class Bucket:
     def save(self) -> bytes:
         from kvs import codec
 
-        return codec.pack([[[list(key), window.save()] for key, window in self.keys.items()], self.done,
+        return codec.pack([[[list(key), window.save()] for key, window in self.keys.items()], self.reached,
                            self.buckets])
 
-    def add(self, frame: Any, time: str) -> None:
-        """A frame of the bucket's events, of any of its keys."""
-        for key, rows in frame.groupby(self.key_columns, sort=False, dropna=False).indices.items():
+    @property
+    def done(self) -> float:
+        """The last ``until``; -inf while frames wait to be taken in, so that the next
+        :meth:`advance` takes them whatever its ``until``."""
+        return -np.inf if self.frames else self.reached
+
+    def add(self, frame: Any) -> None:
+        """A frame of the bucket's events, of any of its keys (taken in by :meth:`advance`)."""
+        self.frames.append(frame)
+
+    def _take_in(self, time: str) -> None:
+        """The frames' events into their keys' slices: one split by key for all of them."""
+        import pandas as pd
+
+        frame = self.frames[0] if len(self.frames) == 1 else pd.concat(self.frames, ignore_index=True)
+        self.frames = []
+        codes, uniques = pd.MultiIndex.from_frame(frame[self.key_columns]).factorize() \
+            if len(self.key_columns) > 1 else pd.factorize(frame[self.key_columns[0]], use_na_sentinel=False)
+        order = np.argsort(codes, kind="stable")  # each key's rows together, in arrival order
+        bounds = np.flatnonzero(np.diff(codes[order])) + 1
+        times = frame[time].to_numpy(dtype=np.int64)[order]
+        read = {c: tuple(a[order] for a in _values(frame, c)) for c in {c for s in self.sliced for c in s.inputs}}
+        for rows in np.split(np.arange(len(order)), bounds):
+            key = uniques[codes[order[rows[0]]]]
             key = key if isinstance(key, tuple) else (key,)
             key = tuple(None if k is None or k != k else k for k in key)  # pandas reads a null key as NaN
             window = self.keys.get(key)
             if window is None:
                 window = self.keys[key] = KeyColumns(self.sliced, self.queries, None)
-                if self.done > -np.inf:  # a new key starts where the others are (Spark's late rule)
-                    window.advance(self.done)
-            window.add(frame.iloc[rows], time)
+                if self.reached > -np.inf:  # a new key starts where the others are (Spark's late rule)
+                    window.advance(self.reached)
+            lo, hi = rows[0], rows[-1] + 1
+            window.add(times[lo:hi], {c: (v[lo:hi], z[lo:hi]) for c, (v, z) in read.items()})
 
-    def advance(self, until: float) -> list[tuple[tuple, Query, Any]]:
+    def advance(self, until: float, time: str = "") -> list[tuple[tuple, Query, Any]]:
+        if self.frames:
+            self._take_in(time)
         out = [(key, query, w) for key, window in self.keys.items() for query, w in window.advance(until)]
-        self.done = until
+        self.reached = max(self.reached, until)
         return out
 
     def next_report(self) -> int | None:

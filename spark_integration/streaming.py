@@ -131,11 +131,11 @@ class _Columns:
 
     @staticmethod
     def add(window: Bucket, pdf: Any, out: Output) -> None:
-        window.add(pdf, TIME)
+        window.add(pdf)
 
     @staticmethod
     def advance(window: Bucket, until: float, out: Output) -> None:
-        out.rows += window.advance(until)
+        out.rows += window.advance(until, TIME)
 
     def frame(self, key: tuple, out: Output) -> Any:
         return columnar_frame(self.keys, self.sliced, out.rows, out.late, self.named,

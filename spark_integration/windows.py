@@ -35,7 +35,7 @@ from spark_integration.engine import Windowing
 from spark_integration.frames import LATE_TIME, TIME, frame, late_column
 from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
     session_watermark
-from spark_integration.slicing import columnar
+from spark_integration.slicing import columnar, final, own_streaming
 from spark_integration.sliced import plan as sliced_plan
 from spark_integration.stored import Output, StoredKeys
 
@@ -179,6 +179,15 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
         out = sliced_plan(df, keys, _to_micros(F.col(time), kind), sliced, [query], False, late_count)
         return out.select(*keys, *_time_outputs(kind, windowing, flat, False, None), *aggs.columns,
                           *(["late"] if late_count else []))
+    if fast and df.isStreaming and own_streaming(sliced, query, kind, lateness, late_count):
+        # Spark's own streaming aggregation is faster here (BENCHMARKS.md, issue #19): it is the plan
+        df, delay = _watermarked(df, time, kind, watermark, spark)
+        window = F.window(time, f"{query.size} microseconds", f"{query.slide} microseconds",
+                          f"{query.offset} microseconds")
+        out = df.groupBy(*keys, window.alias("window")).agg(*[final(s, F.col(time)) for s in sliced])
+        times = [F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end")] if flat \
+            else ["window"]
+        return out.select(*keys, *times, *aggs.columns)
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
     extra_inputs = []
     if isinstance(windowing, Sessions):
