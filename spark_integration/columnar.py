@@ -217,8 +217,8 @@ class KeyColumns:
         times = frame[time].to_numpy(dtype=np.int64)
         seq = np.arange(self.seq, self.seq + len(times), dtype=np.int64)
         self.seq += len(times)
-        cols = [kind.lift(*_values(frame, s.inputs[0], s.source), times, seq,
-                          *(_values(frame, s.inputs[1], "") if len(s.inputs) > 1 else ()))
+        read = {c: _values(frame, c) for c in {c for s in self.sliced for c in s.inputs}}
+        cols = [kind.lift(*read[s.inputs[0]], times, seq, *(read[s.inputs[1]] if len(s.inputs) > 1 else ()))
                 for kind, s in zip(self.kinds, self.sliced)]
         late = self.state.add(times, seq, cols)
         return late
@@ -244,7 +244,7 @@ def _unpack(saved: bytes) -> tuple[bytes, int]:
     return data, seq
 
 
-def _values(frame: Any, column: str, source: str) -> tuple[np.ndarray, np.ndarray | None]:
+def _values(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     """An input column of the frame as (values, null mask): numbers and times come as a
     null-free value column and a mask (see aggregations._Reader); others as objects."""
     value, mask = f"mta_in_{column}", f"mta_null_{column}"
@@ -256,25 +256,81 @@ def _values(frame: Any, column: str, source: str) -> tuple[np.ndarray, np.ndarra
     return values, np.asarray(frame[column].isna().to_numpy(), dtype=bool)
 
 
-def frame(key: tuple, keys: list[str], sliced: list[Sliced], windows: list[tuple[Query, Any]], late: list[int],
-          named: bool, queries: list[Query]) -> Any:
-    """Streaming output rows of one key: keys, [window_name], START, END, aggregations, and
-    ``late`` (per query, the key's late events so far)."""
+class Bucket:
+    """Streaming: the keys of one bucket (``pmod(xxhash64(keys), buckets)``), each a
+    :class:`KeyColumns`, under one state value and one timer. Every state access of
+    ``transformWithStateInPandas`` is a round trip to the JVM, and each call of it costs
+    a pandas frame: a call per bucket and micro-batch, not per key, is what keeps a
+    stream of many keys cheap (measured: BENCHMARKS.md, issue #19). Every key of the
+    bucket moves with the watermark at every call."""
+
+    def __init__(self, sliced: list[Sliced], queries: list[Query], keys: list[str], buckets: int,
+                 saved: bytes | None) -> None:
+        from kvs import codec
+
+        self.sliced, self.queries, self.key_columns, self.buckets = sliced, queries, keys, buckets
+        self.keys: dict[tuple, KeyColumns] = {}
+        self.done: float = -np.inf
+        if saved is not None:
+            entries, self.done, written = codec.unpack(saved)
+            if written != buckets:
+                raise ValueError(f"this query's state was written with its keys in {written} buckets (its "
+                                 f"spark.sql.shuffle.partitions then), now {buckets}: restart it with "
+                                 f"spark.sql.shuffle.partitions={written}, or from a new checkpoint")
+            self.keys = {tuple(key): KeyColumns(sliced, queries, data) for key, data in entries}
+
+    def save(self) -> bytes:
+        from kvs import codec
+
+        return codec.pack([[[list(key), window.save()] for key, window in self.keys.items()], self.done,
+                           self.buckets])
+
+    def add(self, frame: Any, time: str) -> None:
+        """A frame of the bucket's events, of any of its keys."""
+        for key, rows in frame.groupby(self.key_columns, sort=False, dropna=False).indices.items():
+            key = key if isinstance(key, tuple) else (key,)
+            key = tuple(None if k is None or k != k else k for k in key)  # pandas reads a null key as NaN
+            window = self.keys.get(key)
+            if window is None:
+                window = self.keys[key] = KeyColumns(self.sliced, self.queries, None)
+                if self.done > -np.inf:  # a new key starts where the others are (Spark's late rule)
+                    window.advance(self.done)
+            window.add(frame.iloc[rows], time)
+
+    def advance(self, until: float) -> list[tuple[tuple, Query, Any]]:
+        out = [(key, query, w) for key, window in self.keys.items() for query, w in window.advance(until)]
+        self.done = until
+        return out
+
+    def next_report(self) -> int | None:
+        return min((w for w in (window.next_report() for window in self.keys.values()) if w is not None),
+                   default=None)
+
+    @property
+    def late(self) -> dict[tuple, list[int]]:
+        """Per key, its events late so far, per query."""
+        return {key: window.late for key, window in self.keys.items()}
+
+
+def frame(keys: list[str], sliced: list[Sliced], windows: list[tuple[tuple, Query, Any]],
+          late: dict[tuple, list[int]], named: bool, queries: list[Query]) -> Any:
+    """Streaming output rows: keys, [window_name], START, END, aggregations, and ``late``
+    (per key and query, the key's late events so far). Each column is built once, from
+    all the windows (one Arrow array per aggregation: pyspark takes no chunked ones)."""
     import pandas as pd
+    import pyarrow as pa
 
     from mta.columnar import KINDS
 
-    parts = []
-    for query, w in windows:
-        count = late[queries.index(query)]
-        n = len(w.start)
-        data: dict[str, Any] = {k: [v] * n for k, v in zip(keys, key)}
-        if named:
-            data[NAME] = [query.name] * n
-        data[START], data[END] = w.start, w.end
-        for s, cols in zip(sliced, w.cols):
-            array = arrow_result(s, *KINDS[s.kind].lower(cols))
-            data[s.name] = pd.Series(array.to_pandas(types_mapper=pd.ArrowDtype), copy=False)
-        data["late"] = np.full(n, count, dtype=np.int64)
-        parts.append(pd.DataFrame(data))
-    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    counts = [len(w.start) for _, _, w in windows]
+    data: dict[str, Any] = {k: [v for (key, _, _), n in zip(windows, counts) for v in [key[i]] * n]
+                            for i, k in enumerate(keys)}
+    if named:
+        data[NAME] = [query.name for (_, query, _), n in zip(windows, counts) for _ in range(n)]
+    data[START] = np.concatenate([w.start for _, _, w in windows]).astype(np.int64)
+    data[END] = np.concatenate([w.end for _, _, w in windows]).astype(np.int64)
+    for i, s in enumerate(sliced):
+        array = pa.concat_arrays([arrow_result(s, *KINDS[s.kind].lower(w.cols[i])) for _, _, w in windows])
+        data[s.name] = pd.Series(array.to_pandas(types_mapper=pd.ArrowDtype), copy=False)
+    data["late"] = np.repeat([late[key][queries.index(query)] for key, query, _ in windows], counts).astype(np.int64)
+    return pd.DataFrame(data)

@@ -64,7 +64,7 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from kvs import codec
 from spark_integration.aggregations import Aggregations
-from spark_integration.columnar import KeyColumns, Query
+from spark_integration.columnar import Bucket, Query
 from spark_integration.columnar import frame as columnar_frame
 from spark_integration.engine import KeyWindow, Windowing
 from spark_integration.sessions import Sessions, SessionWindow, key_window
@@ -112,31 +112,33 @@ class _Rows:
 
 
 class _Columns:
-    """Keys on the columnar engine (:class:`spark_integration.columnar.KeyColumns`):
-    built-in aggregations of time windows, every query over one set of slices."""
+    """Buckets of keys on the columnar engine (:class:`spark_integration.columnar.Bucket`):
+    built-in aggregations of time windows, every query over one set of slices per key."""
 
     sessions = False
+    #: How many buckets the keys are hashed into (set with the plan: spark.sql.shuffle.partitions).
+    buckets = 0
 
     def __init__(self, sliced: list[Sliced], queries: list[Query], keys: list[str], named: bool) -> None:
         self.sliced, self.queries, self.keys, self.named = sliced, queries, keys, named
 
-    def load(self, saved: bytes | None) -> KeyColumns:
-        return KeyColumns(self.sliced, self.queries, saved)
+    def load(self, saved: bytes | None) -> Bucket:
+        return Bucket(self.sliced, self.queries, self.keys, self.buckets, saved)
 
     @staticmethod
-    def save(window: KeyColumns) -> bytes:
+    def save(window: Bucket) -> bytes:
         return window.save()
 
     @staticmethod
-    def add(window: KeyColumns, pdf: Any, out: Output) -> None:
+    def add(window: Bucket, pdf: Any, out: Output) -> None:
         window.add(pdf, TIME)
 
     @staticmethod
-    def advance(window: KeyColumns, until: float, out: Output) -> None:
+    def advance(window: Bucket, until: float, out: Output) -> None:
         out.rows += window.advance(until)
 
     def frame(self, key: tuple, out: Output) -> Any:
-        return columnar_frame(key, self.keys, self.sliced, out.rows, out.late, self.named,
+        return columnar_frame(self.keys, self.sliced, out.rows, out.late, self.named,
                               self.queries) if out.rows else None
 
 

@@ -44,6 +44,8 @@ from spark_integration.stored import Output, StoredKeys
 RESERVED = "mta_"
 #: Streaming: the key columns' values as one exact string, what the state is grouped on.
 KEY = "mta_key"
+#: Streaming on the columnar engine: the bucket of keys that share a state value.
+BUCKET = "mta_bucket"
 #: A time given as an expression, and a streaming TIMESTAMP_NTZ time's watermark column.
 EVENT, WATERMARK = "mta_event", "mta_watermark"
 #: An SQL literal: a Python datetime would be a TIMESTAMP, cast in the session's zone.
@@ -227,7 +229,14 @@ def _stateful(df: Any, prepared: Any, keys: list[str], group_keys: list[str], sc
 
     from spark_integration.streaming import MTAProcessor
 
-    out = prepared.groupBy(*group_keys).transformWithStateInPandas(
+    from spark_integration.streaming import _Columns
+
+    grouping = group_keys
+    if isinstance(engine, _Columns):  # keys share state by bucket: a call per bucket, not per key
+        engine.buckets = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        prepared = prepared.withColumn(BUCKET, F.pmod(F.xxhash64(*group_keys), F.lit(engine.buckets)))
+        grouping = [BUCKET]
+    out = prepared.groupBy(*grouping).transformWithStateInPandas(
         statefulProcessor=MTAProcessor(engine, lateness, stored), outputStructType=schema, outputMode="Append",
         timeMode="EventTime")
     return out, _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]

@@ -45,14 +45,29 @@ def peak_policy(total: Any, old: Any) -> bool:
 
 
 def session(master: str | None) -> Any:
-    """Under spark-submit the master is spark-submit's; alone, ``master`` (default local[*])."""
-    from spark_integration.session import local_session
+    """The job's Spark session on ``master``: spark-submit's when launched by it and none is given.
 
-    if "PYSPARK_GATEWAY_PORT" in os.environ and master is None:  # launched by spark-submit
-        from pyspark.sql import SparkSession
+    Alone (no spark-submit, no ``master``) it is ``local[*]``; ``local[N]`` is :func:`local_session`.
+    On any other master (spark-submit's, or ``--master spark://...``) the cluster's settings stand
+    and the job adds only what it needs and was not given (``--conf`` wins): RocksDB state (streaming
+    windows refuse the default store) and UTC session time (as the local run: input timestamps
+    without an offset mean the same instant on every cluster)."""
+    from spark_integration.session import ROCKSDB, local_session
 
-        return SparkSession.builder.appName("mta-pipeline").getOrCreate()
-    return local_session("mta-pipeline", (master or "local[*]").removeprefix("local[").rstrip("]"))
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        master = "local[*]"
+    if master is not None and master.startswith("local["):
+        return local_session("mta-pipeline", master.removeprefix("local[").rstrip("]"))
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("mta-pipeline")
+    spark = (builder.master(master) if master is not None else builder).getOrCreate()
+    given = spark.sparkContext.getConf()  # spark-submit's settings (--conf, spark-defaults.conf)
+    for key, value in (("spark.sql.streaming.stateStore.providerClass", ROCKSDB),
+                       ("spark.sql.session.timeZone", "UTC")):
+        if not given.contains(key):
+            spark.conf.set(key, value)
+    return spark
 
 
 def load(spark: Any, args: argparse.Namespace, out: Path) -> tuple[Any, int]:
