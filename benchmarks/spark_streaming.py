@@ -118,7 +118,7 @@ class OperatorProfile:
             lines = f.read_text().splitlines()
             for line in lines[self.seen.get(f.name, 0):]:
                 entry = json.loads(line)
-                split["key calls"] = split.get("key calls", 0) + entry["calls"]
+                split["calls"] = split.get("calls", 0) + entry["calls"]
                 for phase, seconds in entry["seconds"].items():
                     split[f"{phase} s"] = split.get(f"{phase} s", 0.0) + seconds
             self.seen[f.name] = len(lines)
@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
         columns = list(dict.fromkeys(c for s in phases for c in s))
         run_.table("The operator's own phases (seconds summed over its Python workers and micro-batches; "
                    "MTA_SPARK_PROFILE)", columns, [[s.get(c) for c in columns] for s in phases],
-                   note="`key calls`: the processor's calls (a key's input rows or its timer, per micro-batch). "
+                   note="`calls`: the processor's calls (one per state key, a key or a bucket of keys, and "
+                        "micro-batch: its input rows or its timer). "
                         "What `state updates s` holds beyond these phases is outside the processor's calls: "
                         "the Python workers' start, Arrow batches between the JVM and Python.")
     run_.data["results"] = rows
