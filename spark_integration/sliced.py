@@ -14,7 +14,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from spark_integration.columnar import END, NAME, START, Query, Stage
-from spark_integration.slicing import PANE, PICKS, SEQ, Sliced, final, partials, times
+from spark_integration.slicing import (PANE, PICKS, SEQ, Sliced, final, merged, merged_inputs, partials,
+                                      remergeable, times)
+
+
+#: A lone sliding window of at most this many windows per slice (size/slide) is aggregated again
+#: by Spark from its slices; above it, the Python stage makes the windows.
+RESLICE = 10
 
 
 def grid(queries: Sequence[Query]) -> tuple[int, int]:
@@ -49,6 +55,20 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
     if any(q.session for q in queries):
         fields += times(t)
     slices = events.groupBy(*keys, pane).agg(*fields)
+    if lone is not None and not lone.session and lone.size // lone.slide <= RESLICE and \
+            all(map(remergeable, sliced)):
+        # few windows per slice: each slice goes to its size/slide windows and Spark aggregates them
+        # again (an Expand of slices, not of events), with no Python stage (measured faster)
+        first = F.col(PANE) * P + origin - lone.size + P  # the earliest window start holding the slice
+        first = first + F.pmod(F.lit(lone.offset) - first, F.lit(lone.slide))
+        last = F.col(PANE) * P + origin
+        starts = F.explode(F.sequence(first, last - F.pmod(last - F.lit(lone.offset), F.lit(lone.slide)),
+                                      F.lit(lone.slide)))
+        spread = slices.select(*keys, starts.alias(START), *[f for i in range(len(sliced))
+                                                              for f in merged_inputs(sliced[i], i)])
+        return (spread.groupBy(*keys, START).agg(*[merged[s.kind](s, i) for i, s in enumerate(sliced)])
+                .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), START,
+                        (F.col(START) + lone.size).alias(END), *[s.name for s in sliced], *late_column))
     schema = StructType([df.schema[k] for k in keys]
                         + ([StructField(NAME, StringType(), False)] if named else [])
                         + [StructField(START, LongType()), StructField(END, LongType())]

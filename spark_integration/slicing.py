@@ -174,3 +174,47 @@ def own_streaming(sliced: list[Sliced], query: Any, time_kind: str, lateness: in
     by construction."""
     return (not query.session and query.size == query.slide and time_kind == "timestamp" and not lateness
             and not late_count and not any(s.kind in PICKS for s in sliced))
+
+
+def merged_inputs(s: Sliced, i: int) -> list[Any]:
+    """The slice columns :data:`merged` reads for aggregation ``i``."""
+    from pyspark.sql import functions as F
+
+    names = {"count": ("n",), "sum": ("s",), "mean": ("s", "n"), "min": ("m",), "max": ("m",)}[s.kind]
+    return [F.col(field(i, n)) for n in names]
+
+
+def _merge_sum(s: Sliced, i: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.sum(field(i, "s")).alias(s.name)  # null when every slice's is (all values null)
+
+
+def _merge_mean(s: Sliced, i: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return (F.sum(field(i, "s")).cast("double") / F.sum(field(i, "n"))).alias(s.name)
+
+
+def _merge_count(s: Sliced, i: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.sum(field(i, "n")).alias(s.name)
+
+
+def _merge_extreme(s: Sliced, i: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return (F.min if s.kind == "min" else F.max)(field(i, "m")).cast(s.result).alias(s.name)
+
+
+def remergeable(s: Sliced) -> bool:
+    """Whether Spark aggregates the slice partials of ``s`` again itself (:data:`merged`):
+    sums, counts, means and extremes of numbers."""
+    return s.kind in merged and (s.kind == "count" or s.source in _NUMBERS)
+
+
+#: Spark's aggregate of slice partials into a window's result, for the kinds whose partials
+#: Spark merges itself (sums, counts, extremes): a window's slices aggregated again.
+merged = {"count": _merge_count, "sum": _merge_sum, "mean": _merge_mean, "min": _merge_extreme,
+          "max": _merge_extreme}
