@@ -534,6 +534,9 @@ def _percentile(kind: str, params: tuple, where: str) -> _Spec:
 def parse(spec: Mapping[str, tuple], input_types: Mapping[str, str]) -> Aggregations:
     """Check ``spec`` against the DataFrame's columns (``input_types``: name -> Spark
     simple type string); ValueError naming the bad entry."""
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"aggregations: expected a dict of output name -> (column, aggregation), e.g. "
+                         f"{{'total': ('value', 'sum')}}, got {type(spec).__name__} {spec!r}")
     if not spec:
         raise ValueError("aggregations: give at least one, e.g. {'total': ('value', 'sum')}")
     columns: dict[str, tuple[str, Monoid, str]] = {}

@@ -190,8 +190,8 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
         return out.select(*keys, *times, *aggs.columns)
     stored = StoredKeys(store, name, aggs.monoid, windowing) if store is not None else None
     extra_inputs = []
+    df = df.where(F.col(time).isNotNull())  # as window() and session_window: a row without a time has no window
     if isinstance(windowing, Sessions):
-        df = df.where(F.col(time).isNotNull())  # as session_window: a row without a time has no session
         if windowing.gap is None:
             gap_column = session_gap if hasattr(session_gap, "_jc") else F.lit(session_gap)
             df, extra_inputs = dynamic_session_end(df, time, gap_column, kind, _to_micros), [SESSION_END]
