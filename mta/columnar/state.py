@@ -41,17 +41,12 @@ import numpy as np
 
 from kvs import codec
 from mta.columnar.kinds import Columns, Kind
-from mta.columnar.windows import Windows, in_panes, sliding
+from mta.columnar.windows import Windows, in_panes, rows, sliding
 
 _FORMAT = 1  # snapshot layout version
 #: (a, b): report windows by gathering their slices (KeyState._gather) while the windows and the
 #: gathered rows number at most a * (slices + windows) + b; else by sliding() (O(slices + windows)).
 _GATHER = (4, 64)
-
-
-def _take(cols: Columns, index: np.ndarray | slice) -> Columns:
-    """The rows ``index`` of ``cols``."""
-    return {name: array[index] for name, array in cols.items()}
 
 
 def _concat(parts: Sequence[Columns]) -> Columns:
@@ -141,14 +136,14 @@ class KeyState:
             if late.any():
                 keep = ~late
                 times, seq, panes = times[keep], seq[keep], panes[keep]
-                cols = [_take(c, keep) for c in cols]
+                cols = [rows(c, keep) for c in cols]
                 if len(times) == 0:
                     return late
         # Fold the batch by pane: rows in (time, seq) order (so in pane order: panes grow with
         # time), one segment per pane. Rows usually come in arrival (seq) order, often in time too.
         order = _time_order(times, seq)
         if order is not None:
-            panes, cols = panes[order], [_take(c, order) for c in cols]
+            panes, cols = panes[order], [rows(c, order) for c in cols]
         change = panes[1:] != panes[:-1]
         if not change.all():  # else each event is its pane's slice: lifted rows are partials
             starts = np.concatenate(([0], np.flatnonzero(change) + 1))
@@ -175,12 +170,12 @@ class KeyState:
         cols = []
         for kind, h, n in zip(self.kinds, self.cols, new):
             # The held slice arrived first: merge(held, new); first/last/min_by/max_by decide by (t, seq).
-            merged = kind.merge(_take(h, at[same]), _take(n, same))
-            cols.append(_concat([_take(h, old), merged, _take(n, fresh)]))
+            merged = kind.merge(rows(h, at[same]), rows(n, same))
+            cols.append(_concat([rows(h, old), merged, rows(n, fresh)]))
         all_panes = np.concatenate([held[old], panes[same], panes[fresh]])
         order = np.argsort(all_panes, kind="stable")
         self.panes = all_panes[order]
-        self.cols = [_take(c, order) for c in cols]
+        self.cols = [rows(c, order) for c in cols]
 
     # ------------------------------------------------------------------ reporting
 
@@ -201,7 +196,7 @@ class KeyState:
             cut = int(np.searchsorted(self.panes, min(self._first_open())))
             if cut:
                 self.panes = self.panes[cut:]
-                self.cols = [_take(c, slice(cut, None)) for c in self.cols]
+                self.cols = [rows(c, slice(cut, None)) for c in self.cols]
         return out
 
     def _report(self, q: int, first: int | float | None, last: int | None) -> Windows:
@@ -224,11 +219,11 @@ class KeyState:
             start, cols = gathered
         else:
             sub = slice(lo, hi)
-            w = sliding(self.kinds, [_take(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
+            w = sliding(self.kinds, [rows(c, sub) for c in self.cols], np.zeros(hi - lo, np.int64), panes[sub],
                         size, step, phase)
             # Windows reaching past the read panes are cut short (end > last) or closed (start < first).
             keep = (w.start >= begin) & (w.start <= final)
-            start, cols = w.start[keep], [_take(c, keep) for c in w.cols]
+            start, cols = w.start[keep], [rows(c, keep) for c in w.cols]
         return Windows(group=np.zeros(len(start), np.int64), start=self.origin + start * self.pane,
                        end=self.origin + (start + size) * self.pane, cols=cols)
 
@@ -246,13 +241,13 @@ class KeyState:
         total = int(offsets[-1] + lengths[-1])
         if total > _GATHER[0] * (hi - lo + len(starts)) + _GATHER[1]:
             return None
-        rows = lo + np.arange(total) + np.repeat(first - offsets, lengths)
-        return starts, [kind.reduce(_take(c, rows), offsets) for kind, c in zip(self.kinds, self.cols)]
+        picked = lo + np.arange(total) + np.repeat(first - offsets, lengths)
+        return starts, [kind.reduce(rows(c, picked), offsets) for kind, c in zip(self.kinds, self.cols)]
 
     def _empty(self) -> Windows:
         """No windows (partials with the held dtypes once events came; object before)."""
         if self.cols is not None:
-            cols = [_take(c, slice(0)) for c in self.cols]
+            cols = [rows(c, slice(0)) for c in self.cols]
         else:
             cols = [{name: np.empty(0, object) for name in kind.fields} for kind in self.kinds]
         empty = np.empty(0, np.int64)

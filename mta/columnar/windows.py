@@ -41,8 +41,9 @@ def _runs(group: np.ndarray, key: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.flatnonzero(change) + 1))
 
 
-def _rows(cols: Columns, rows: np.ndarray) -> Columns:
-    return {f: a[rows] for f, a in cols.items()}
+def rows(cols: Columns, index: np.ndarray | slice) -> Columns:
+    """The rows ``index`` of ``cols`` (an index array, a mask or a slice)."""
+    return {name: array[index] for name, array in cols.items()}
 
 
 def coarsen(
@@ -120,7 +121,7 @@ def sliding(
         # the first r panes of each stride, to merge into the window that ends inside it
         sel = np.flatnonzero(rel - stride * step < r)
         pstarts = _runs(group[sel], stride[sel])
-        part = [kind.reduce(_rows(c, sel), pstarts) for kind, c in zip(kinds, cols)]
+        part = [kind.reduce(rows(c, sel), pstarts) for kind, c in zip(kinds, cols)]
         dense = np.full(cells, -1, dtype=np.int64)
         dense[pos[segment_ids(starts, len(pane))[sel[pstarts]]]] = np.arange(len(pstarts))
         prow = dense[first + k]
