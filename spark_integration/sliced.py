@@ -66,9 +66,10 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
                                       F.lit(lone.slide)))
         spread = slices.select(*keys, starts.alias(START), *[f for i in range(len(sliced))
                                                               for f in merged_inputs(sliced[i], i)])
+        start = F.try_add(F.col(START), F.lit(0))  # nullable, as the window() struct's fields are
         return (spread.groupBy(*keys, START).agg(*[merged[s.kind](s, i) for i, s in enumerate(sliced)])
-                .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), START,
-                        (F.col(START) + lone.size).alias(END), *[s.name for s in sliced], *late_column))
+                .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), start.alias(START),
+                        (start + lone.size).alias(END), *[s.name for s in sliced], *late_column))
     schema = StructType([df.schema[k] for k in keys]
                         + ([StructField(NAME, StringType(), False)] if named else [])
                         + [StructField(START, LongType()), StructField(END, LongType())]
