@@ -14,8 +14,11 @@ explicitly: a module that calls ``settings.load_profile`` at import time (as
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections import Counter
 from functools import reduce
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from hypothesis import settings
@@ -326,3 +329,18 @@ def reopen(tree: FiBA, again: Callable[[], LevelStore], **options: Any) -> FiBA:
     store = again()
     return FiBA(tree.monoid, store=store, state=store.load() if store.durable else tree.checkpoint(),
                 min_arity=tree.min_arity, **options)
+
+
+#: The benchmarks' --quick runs take seconds each; MTA_SKIP_BENCH_SMOKE=1 skips them locally (CI sets nothing).
+bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")), reason="MTA_SKIP_BENCH_SMOKE is set")
+
+
+def run_quick(script: str, out: Any, timeout: int = 300, args: tuple = ()) -> Any:
+    """``python -m benchmarks.<script> --quick --out <out>`` from the checkout, in a subprocess;
+    asserts that it succeeded and returns the completed process."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(out), *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc

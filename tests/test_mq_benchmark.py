@@ -5,24 +5,14 @@ benchmark raises otherwise), and the combine counts show the sharing. Timings ar
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
+from conftest import run_quick, bench_smoke
 
-ROOT = Path(__file__).resolve().parents[1]
-
-bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")), reason="MTA_SKIP_BENCH_SMOKE is set")
 
 
 @bench_smoke
 def test_multi_query_quick(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.multi_query", "--quick", "--out", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_quick("multi_query", tmp_path, timeout=300)
     data = json.loads((tmp_path / "multi_query_quick.json").read_text())
     figures = data["figures"]
     assert set(figures) == {"3a", "3b"}

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import bench_smoke
+
 ROOT = Path(__file__).resolve().parents[1]
 
-bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")), reason="MTA_SKIP_BENCH_SMOKE is set")
 
 
 @bench_smoke

@@ -5,19 +5,12 @@ Timings are not asserted."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import run_quick
 
 
 def test_plans_quick_runs_both_experiments(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.plans", "--quick", "--out", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_quick("plans", tmp_path, timeout=300)
     data = json.loads((tmp_path / "plans_quick.json").read_text())
     experiments = data["experiments"]
     assert list(experiments) == ["plans", "finals"]

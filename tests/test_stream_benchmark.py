@@ -10,11 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from conftest import bench_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 
-bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")), reason="MTA_SKIP_BENCH_SMOKE is set")
 
 
 def _run(tmp_path: Path, *extra: str) -> dict:

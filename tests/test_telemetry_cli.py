@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from itertools import islice
 from pathlib import Path
 
@@ -13,6 +10,8 @@ import pytest
 
 from mta.cli import main
 from mta.telemetry import DAY, HOUR, PEAK_HOUR, readings
+
+from conftest import run_quick, bench_smoke
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -141,8 +140,6 @@ def test_unknown_algorithm_lists_choices(capsys):
 
 # Each --quick run takes a few seconds; set MTA_SKIP_BENCH_SMOKE=1 to skip them. The Spark benchmarks have
 # their own tests (tests/test_spark_windows_benchmark.py, test_spark_streaming_benchmark.py).
-bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
-                                 reason="MTA_SKIP_BENCH_SMOKE is set")
 
 
 @bench_smoke
@@ -150,10 +147,7 @@ bench_smoke = pytest.mark.skipif(bool(os.environ.get("MTA_SKIP_BENCH_SMOKE")),
                                     "exp1_2_redis", "exp4_memory", "exp5_dimensions", "server_ingest",
                                     "server_memory", "server_out_of_order"])
 def test_benchmark_quick_mode(tmp_path, script):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--quick", "--out", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_quick(f"{script}", tmp_path, timeout=180)
     assert "| " in proc.stdout  # a markdown table
     data = json.loads((tmp_path / f"{script}_quick.json").read_text())
     assert data["quick"] is True
@@ -167,10 +161,7 @@ def test_benchmark_quick_mode(tmp_path, script):
 @bench_smoke
 def test_fiba_benchmark_quick_mode(tmp_path):
     """benchmarks.fiba runs five experiments in one driver, one PNG each, one merged JSON and CSV."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.fiba", "--quick", "--out", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_quick("fiba", tmp_path, timeout=180)
     data = json.loads((tmp_path / "fiba_quick.json").read_text())
     assert data["quick"] is True
     experiments = data["experiments"]
@@ -189,9 +180,7 @@ def test_fiba_benchmark_quick_mode(tmp_path):
     assert rows[0] == "experiment,n,d,variant,metric,value"
     assert {r.split(",")[0] for r in rows[1:]} == set(experiments)
     # a single experiment keeps the others' results already in the JSON
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.fiba", "--quick", "--exp", "bulk", "--no-plot",
-                           "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_quick("fiba", tmp_path, timeout=180, args=("--exp", "bulk", "--no-plot"))
     again = json.loads((tmp_path / "fiba_quick.json").read_text())["experiments"]
     assert list(again) == list(experiments)
     assert again["fig11"] == experiments["fig11"]
