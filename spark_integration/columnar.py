@@ -221,6 +221,13 @@ class KeyColumns:
                 for kind, s in zip(self.kinds, self.sliced)]
         return self.state.add(times, seq, cols)
 
+    def add_slices(self, times: np.ndarray, events: np.ndarray, cols: list[dict[str, np.ndarray]]) -> None:
+        """Slices folded before the state (:class:`Fold`): a time in each one's pane, its event
+        count and its partials."""
+        seq = np.arange(self.seq, self.seq + len(times), dtype=np.int64)
+        self.seq += len(times)
+        self.state.add(times, seq, cols, events)
+
     def advance(self, until: float) -> list[tuple[Query, Any]]:
         out = [(q, w) for q, w in zip(self.queries, self.state.advance(until)) if len(w.start)]
         self.done = self.state.done
@@ -252,6 +259,105 @@ def _values(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
         return values, frame[mask].to_numpy(dtype=bool)
     values = frame[column].to_numpy(dtype=object)
     return values, np.asarray(frame[column].isna().to_numpy(), dtype=bool)
+
+
+#: Kinds a stream folds into slices before its state (:class:`Fold`): those that need no
+#: arrival order (first/last/min_by/max_by break ties by it, across micro-batches).
+ORDER_FREE = frozenset({"count", "sum", "mean", "min", "max", "var_samp", "var_pop", "stddev_samp", "stddev_pop"})
+#: Folded slices' event counts (the late counts weigh each slice by it).
+EVENTS = "mta_events"
+
+
+def _fields(s: Sliced) -> tuple[str, ...]:
+    from mta.columnar import KINDS
+
+    return KINDS[s.kind].fields
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Streaming, before the state: each micro-batch partition's events folded into one
+    slice per key and pane (``mapInArrow``), so ``transformWithStateInPandas``, whose cost
+    is per row (Arrow to pandas, grouping), takes slices, not events (BENCHMARKS.md,
+    issue #19). Only for :data:`ORDER_FREE` kinds. Lateness is unchanged: it depends on an
+    event's pane only (every window edge is a pane edge), and :data:`EVENTS` keeps the
+    late counts per event. An integer sum that int64 cannot hold goes on as its events."""
+
+    keys: list[str]  # the grouping columns, kept as they are
+    time: str
+    sliced: list[Sliced]
+    pane: int
+    origin: int
+
+    def schema(self, prepared: Any) -> Any:
+        """The output's Spark schema: the grouping columns, the time, :data:`EVENTS`, the partials."""
+        from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+        out = [prepared.schema[k] for k in self.keys] + [StructField(self.time, LongType()),
+                                                          StructField(EVENTS, LongType(), False)]
+        for i, s in enumerate(self.sliced):
+            for name, array in self._lift(s, 0, {}).items():
+                out.append(StructField(field(i, name), DoubleType() if array.dtype.kind == "f" else LongType(), False))
+        return StructType(out)
+
+    def _lift(self, s: Sliced, n: int, read: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+        from mta.columnar import KINDS
+
+        values, nulls = read.get(s.inputs[0]) or \
+            (np.zeros(n, np.float64 if s.source in ("float", "double") else np.int64), np.zeros(n, bool))
+        return KINDS[s.kind].lift(values, nulls, np.zeros(n, np.int64), np.zeros(n, np.int64))
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from mta.columnar import KINDS, coarsen
+        from mta.columnar.kinds import segment_ids
+
+        table = pa.Table.from_batches(list(batches))
+        if not table.num_rows:
+            return
+        group = _groups(table, self.keys)
+        times = table[self.time].to_numpy()
+        pane = (times - self.origin) // self.pane
+        order = np.lexsort((pane, group))
+        table, group, pane, times = table.take(pa.array(order)), group[order], pane[order], times[order]
+        read = {c: _arrow_values(table, c) for c in {s.inputs[0] for s in self.sliced}}
+        kinds = [KINDS[s.kind] for s in self.sliced]
+        lifted = [self._lift(s, table.num_rows, read) for s in self.sliced]
+        _, _, cols = coarsen(kinds, lifted, group, pane, 1)
+        starts = np.concatenate(([0], np.flatnonzero((group[1:] != group[:-1]) | (pane[1:] != pane[:-1])) + 1))
+        events = np.diff(np.append(starts, table.num_rows))
+        wide = np.zeros(len(starts), bool)  # slices whose integer sum int64 cannot hold
+        for c in cols:
+            for name, array in c.items():
+                if array.dtype == object:
+                    wide |= np.array([not -2 ** 63 <= v < 2 ** 63 for v in array.tolist()])
+        if wide.any():  # those slices go on as their events (each fits)
+            raw = wide[segment_ids(starts, table.num_rows)]
+            starts_kept = starts[~wide]
+            rows = np.concatenate([starts_kept, np.flatnonzero(raw)])
+            events = np.concatenate([events[~wide], np.ones(int(raw.sum()), np.int64)])
+            cols = [{f: np.concatenate([c[f][~wide], lift[f][raw]]) for f in c} for c, lift in zip(cols, lifted)]
+        else:
+            rows = starts
+        out = {k: table[k].take(pa.array(rows)) for k in self.keys}
+        out[self.time] = pa.array(times[rows], pa.int64())
+        out[EVENTS] = pa.array(events, pa.int64())
+        for i, c in enumerate(cols):
+            for name, array in c.items():
+                out[field(i, name)] = pa.array(array.astype(np.float64 if array.dtype.kind == "f" else np.int64))
+        yield from pa.table(out).to_batches(max_chunksize=1 << 16)
+
+
+def _arrow_values(table: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """An input column of the Arrow table as (values, null mask), as :func:`_values` reads a frame."""
+    value, mask = f"mta_in_{column}", f"mta_null_{column}"
+    if value in table.column_names:
+        values = table[value].to_numpy()
+        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
+        return values, table[mask].to_numpy()
+    data = table[column]
+    return np.zeros(len(data), np.int64), np.asarray(data.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class Bucket:
@@ -305,7 +411,12 @@ class Bucket:
         order = np.argsort(codes, kind="stable")  # each key's rows together, in arrival order
         bounds = np.flatnonzero(np.diff(codes[order])) + 1
         times = frame[time].to_numpy(dtype=np.int64)[order]
-        read = {c: tuple(a[order] for a in _values(frame, c)) for c in {c for s in self.sliced for c in s.inputs}}
+        folded = EVENTS in frame
+        if folded:
+            events = frame[EVENTS].to_numpy(dtype=np.int64)[order]
+            parts = [{f: frame[field(i, f)].to_numpy()[order] for f in _fields(s)} for i, s in enumerate(self.sliced)]
+        else:
+            read = {c: tuple(a[order] for a in _values(frame, c)) for c in {c for s in self.sliced for c in s.inputs}}
         for rows in np.split(np.arange(len(order)), bounds):
             key = uniques[codes[order[rows[0]]]]
             key = key if isinstance(key, tuple) else (key,)
@@ -316,7 +427,10 @@ class Bucket:
                 if self.reached > -np.inf:  # a new key starts where the others are (Spark's late rule)
                     window.advance(self.reached)
             lo, hi = rows[0], rows[-1] + 1
-            window.add(times[lo:hi], {c: (v[lo:hi], z[lo:hi]) for c, (v, z) in read.items()})
+            if folded:
+                window.add_slices(times[lo:hi], events[lo:hi], [{f: a[lo:hi] for f, a in p.items()} for p in parts])
+            else:
+                window.add(times[lo:hi], {c: (v[lo:hi], z[lo:hi]) for c, (v, z) in read.items()})
 
     def advance(self, until: float, time: str = "") -> list[tuple[tuple, Query, Any]]:
         if self.frames:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from spark_integration.aggregations import Aggregations, parse
-from spark_integration.columnar import END, NAME, START, Query
+from spark_integration.columnar import END, NAME, ORDER_FREE, START, Fold, Query
 from spark_integration.engine import Windowing
 from spark_integration.frames import LATE_TIME, TIME, frame, late_column
 from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
@@ -242,6 +242,11 @@ def _stateful(df: Any, prepared: Any, keys: list[str], group_keys: list[str], sc
 
     grouping = group_keys
     if isinstance(engine, _Columns):  # keys share state by bucket: a call per bucket, not per key
+        if all(s.kind in ORDER_FREE for s in engine.sliced):  # the state takes slices, not events
+            from mta.columnar import grid
+
+            fold = Fold(group_keys, TIME, engine.sliced, *grid([q.spec() for q in engine.queries]))
+            prepared = prepared.mapInArrow(fold, fold.schema(prepared))
         engine.buckets = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
         prepared = prepared.withColumn(BUCKET, F.pmod(F.xxhash64(*group_keys), F.lit(engine.buckets)))
         grouping = [BUCKET]

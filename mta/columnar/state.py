@@ -118,10 +118,15 @@ class KeyState:
         d = (self.done - self.origin) // self.pane
         return [_align_up(d - size + 1, step, phase) for size, step, phase in self._shapes]
 
-    def add(self, times: np.ndarray, seq: np.ndarray, cols: list[Columns]) -> np.ndarray:
+    def add(self, times: np.ndarray, seq: np.ndarray, cols: list[Columns], events: np.ndarray | None = None
+            ) -> np.ndarray:
         """Fold events (``times`` µs, arrival ``seq``, per aggregation its lifted Columns, one
-        row per event, any order) into the key's slices; return the mask of the events late
-        for every query (dropped). ``late`` counts per query the events late for it."""
+        row per event, any order) into the key's slices; return the mask of the rows late
+        for every query (dropped). ``late`` counts per query the events late for it.
+
+        A row may also be a partial of several events of one pane (folded before, e.g. per
+        micro-batch partition: order-free kinds only, ``seq`` then orders nothing); ``events``
+        gives each row's event count for ``late`` (default: one per row)."""
         times = np.asarray(times, np.int64)
         seq = np.asarray(seq, np.int64)
         if len(times) == 0:
@@ -131,7 +136,8 @@ class KeyState:
             late = np.zeros(len(times), bool)  # nothing closed yet
         else:
             late_q = panes < np.array(self._first_open())[:, None]  # (query, event): late for the query
-            self.late = [count + int(more) for count, more in zip(self.late, late_q.sum(axis=1))]
+            more = late_q.sum(axis=1) if events is None else late_q @ np.asarray(events, np.int64)
+            self.late = [count + int(m) for count, m in zip(self.late, more)]
             late = late_q.all(axis=0)
             if late.any():
                 keep = ~late
