@@ -100,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                                                    "batch_s": BATCH / SECOND, "delay_s": DELAY / SECOND,
                                                    "lag_s": LAG / SECOND, "rounds": rounds})
 
+    from mta.watermarked import KeyWindow, PaneWindow, Windowing
     from spark_integration.aggregations import parse
-    from spark_integration.engine import KeyWindow, Windowing
-    from spark_integration.panes import PaneWindow
 
     paths = {"held back": KeyWindow, "pane lists": PaneWindow}
     aggs = parse(AGGS, {"v": "bigint"})

@@ -28,8 +28,9 @@ from typing import Any
 import kvs
 from kvs import codec
 from mta.monoid import Monoid
+from mta.watermarked import KeyWindow, Windowing
+from mta.watermarked.held import window_policy
 from mta.window import Window
-from spark_integration.engine import KeyWindow, Windowing, window_policy
 
 
 @dataclass

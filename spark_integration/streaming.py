@@ -2,8 +2,8 @@
 
 Each key keeps one value in Spark's state store (RocksDB), read and written once
 per call (every state access is a round trip to the JVM): its timer and its whole
-window's state (:class:`~spark_integration.engine.KeyWindow` or
-:class:`~spark_integration.panes.PaneWindow`; ``kvs.codec``: msgpack keeping
+window's state (:class:`~mta.watermarked.held.KeyWindow` or
+:class:`~mta.watermarked.panes.PaneWindow`; ``kvs.codec``: msgpack keeping
 tuples), or, when the window lives in a store, only the step that makes a replayed
 micro-batch idempotent (:mod:`spark_integration.stored`). An event-time timer at
 the key's next window end (plus the allowed lateness) reports windows even when the
@@ -63,11 +63,10 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from kvs import codec
+from mta.watermarked import KeyWindow, Sessions, SessionWindow, Windowing, key_window
 from spark_integration.aggregations import Aggregations
 from spark_integration.columnar import Bucket, Query
 from spark_integration.columnar import frame as columnar_frame
-from spark_integration.engine import KeyWindow, Windowing
-from spark_integration.sessions import Sessions, SessionWindow, key_window
 from spark_integration.slicing import Sliced
 from spark_integration.stored import Output, StoredKeys
 from spark_integration.frames import TIME, frame, late_rows
@@ -81,7 +80,7 @@ def _clock_key(schema: StructType) -> tuple:
 
 
 class _Rows:
-    """Keys on the per-key engine (:func:`spark_integration.sessions.key_window`): any
+    """Keys on the per-key engine (:func:`mta.watermarked.key_window`): any
     aggregation, policies, sessions; events lifted one by one."""
 
     def __init__(self, aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str],
@@ -210,7 +209,7 @@ class MTAProcessor(StatefulProcessor):
         # closed take no more events (a key that sat out batches catches up first), the
         # batch's events go into the open ones, then this batch's watermark reports. Sessions:
         # the batch's events merge into the open sessions first (Spark drops their late
-        # events before they get here, see sessions.session_watermark).
+        # events before they get here, see session_columns.session_watermark).
         engine = self.engine
 
         def step(window: Any) -> Output:

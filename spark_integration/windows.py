@@ -9,7 +9,7 @@ streaming DataFrames; a drop-in for Spark's ``groupBy(keys, window(...)).agg(...
 A batch DataFrame is grouped by key (``applyInPandas``); a streaming one runs
 ``transformWithStateInPandas`` (Spark 4, RocksDB state store provider) with the
 watermark, event-time timers at window ends and the allowed lateness. Both feed the
-same per-key window (:func:`spark_integration.sessions.key_window`), so a stream gives
+same per-key window (:func:`mta.watermarked.key_window`), so a stream gives
 the rows the batch run gives (for the windows its watermark closed).
 
 Output columns, as Spark's: the keys, a ``window`` struct of ``start`` and ``end`` (typed
@@ -29,12 +29,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from mta.watermarked import Sessions, Windowing, key_window
 from spark_integration.aggregations import Aggregations, parse
 from spark_integration.columnar import END, NAME, ORDER_FREE, START, Fold, Query
-from spark_integration.engine import Windowing
 from spark_integration.frames import LATE_TIME, TIME, frame, late_column
-from spark_integration.sessions import SESSION_END, SESSION_WATERMARK, Sessions, dynamic_session_end, key_window, \
-    session_watermark
+from spark_integration.session_columns import SESSION_END, SESSION_WATERMARK, dynamic_session_end, session_watermark
 from spark_integration.slicing import columnar, final, own_streaming
 from spark_integration.sliced import plan as sliced_plan
 from spark_integration.stored import Output, StoredKeys
@@ -294,7 +293,7 @@ def _sessions(gap: Any, streaming: bool, allowed_lateness: int, late_events: boo
     value = micros(gap, "session_gap", signed=True)
     if value <= 0:
         raise ValueError(f"session_gap must be a positive duration, got {gap!r}")
-    # On a stream Spark drops the late events itself (see sessions.session_watermark).
+    # On a stream Spark drops the late events itself (see session_columns.session_watermark).
     if streaming and allowed_lateness:
         raise ValueError("allowed_lateness: session windows on a stream follow Spark's watermark only (give 0)")
     if streaming and late_events:

@@ -137,7 +137,7 @@ def test_a_user_monoid_and_a_user_policy_give_the_oracles_results(spark) -> None
     from spark_integration.aggregations import parse
     # Spark's workers import functions by module; a job's own module goes by value (or with --py-files)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    from spark_integration.engine import KeyWindow, Windowing
+    from mta.watermarked import KeyWindow, Windowing
 
     rows = events(800, keys=3, span=300)
     df = frame(spark, rows)

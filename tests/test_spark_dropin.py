@@ -151,6 +151,19 @@ def test_the_extras_come_when_asked_for(spark) -> None:
         (r.s or "", r.window.start, r.window.end, r.sv, 0) for r in nested)
 
 
+@pytest.mark.parametrize("value, expected", [(2, 2_000_000), (0.5, 500_000),
+                                             (dt.timedelta(minutes=1, microseconds=3), 60_000_003)])
+def test_durations(value, expected) -> None:
+    """Numbers are seconds; interval strings are Spark's (below)."""
+    assert micros(value) == expected
+
+
+@pytest.mark.parametrize("bad", [-2, True, None, math.nan, dt.timedelta(seconds=-1)])
+def test_bad_durations_are_refused(bad) -> None:
+    with pytest.raises((ValueError, TypeError), match="duration"):
+        micros(bad)
+
+
 def test_durations_are_parsed_by_spark(spark) -> None:
     assert micros("1 week", spark=spark) == 7 * 24 * HOUR
     assert micros("1 hour 30 minutes") == 5_400_000_000  # the active session

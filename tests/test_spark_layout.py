@@ -4,7 +4,11 @@
   pipeline`` imports the job when it runs. Checked twice: in a fresh interpreter (what
   actually gets loaded) and statically over every ``mta`` module (no module-level import of
   either, so no other module of the package can bring them in later).
-- ``spark_integration``'s modules import one another without a circle. Checked statically
+- ``mta.watermarked`` (the per-key windows a watermark closes, Spark's late rule) is the
+  engine and ``spark_integration`` the adapter on it: the package imports neither pyspark nor
+  ``spark_integration``, not even inside a function (checked statically, and in a fresh
+  interpreter), and ``spark_integration`` defines none of its classes or functions again.
+- ``spark_integration``'s modules, and ``mta.watermarked``'s, import one another without a circle. Checked statically
   with ``ast``: every import statement of every module, including those inside functions (a
   lazy import that closes a circle hides it at import time; the modules still depend on each
   other both ways), resolved to the module it names; then a search for circles in that graph.
@@ -63,19 +67,53 @@ def _imports(path: Path, module_level: bool) -> list[tuple[str, list[str], int]]
 
 # --------------------------------------------------------------------------- mta loads no Spark
 
-def test_importing_mta_and_its_cli_loads_neither_spark_integration_nor_pyspark() -> None:
-    code = (f"import sys, mta, mta.cli; mta.cli.build_parser(); "
-            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {SPARK!r}))")
+def _spark_loaded_by(code: str) -> str:
+    """The Spark modules loaded after running ``code`` in a fresh interpreter, as printed."""
+    code += f"; import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in {SPARK!r}))"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    return done.stdout.strip()
+
+
+def test_importing_mta_and_its_cli_loads_neither_spark_integration_nor_pyspark() -> None:
+    assert _spark_loaded_by("import mta, mta.cli; mta.cli.build_parser()") == "[]"
 
 
 def test_no_mta_module_imports_spark_at_module_level() -> None:
     found = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in _sources("mta").values()
              for name, _, line in _imports(path, module_level=True) if name.split(".")[0] in SPARK]
     assert found == []
+
+
+# --------------------------------------------------------------------------- the engine is mta.watermarked
+
+def test_the_watermarked_windows_load_no_spark() -> None:
+    assert _spark_loaded_by("import mta.watermarked") == "[]"
+    # the check sees Spark when it is loaded: the streaming processor imports pyspark
+    assert "'pyspark'" in _spark_loaded_by("import spark_integration.streaming")
+
+
+def test_no_watermarked_module_imports_spark_even_inside_a_function() -> None:
+    modules = _sources("mta/watermarked")
+    assert {"mta.watermarked", "mta.watermarked.held", "mta.watermarked.sessions"} <= set(modules)
+    found = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in modules.values()
+             for name, _, line in _imports(path, module_level=False) if name.split(".")[0] in SPARK]
+    assert found == []
+
+
+def _defined(package: str) -> dict[str, str]:
+    """Top-level class and function name -> the module defining it (the last one, if several)."""
+    return {node.name: name for name, path in _sources(package).items()
+            for node in ast.parse(path.read_text(), str(path)).body
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def test_spark_integration_defines_no_window_logic_of_the_engine_again() -> None:
+    engine = _defined("mta/watermarked")
+    assert {"KeyWindow", "PaneWindow", "SessionWindow", "LateRule", "Windowing", "key_window"} <= set(engine)
+    adapter = _defined("spark_integration")
+    assert {name: (engine[name], adapter[name]) for name in set(engine) & set(adapter)} == {}
 
 
 def test_mta_pipeline_reaches_the_job(capsys) -> None:
@@ -87,9 +125,9 @@ def test_mta_pipeline_reaches_the_job(capsys) -> None:
 
 # --------------------------------------------------------------------------- no circle
 
-def _graph() -> dict[str, dict[str, int]]:
-    """Module -> {module it imports: line of the first such import}, within spark_integration."""
-    modules = _sources("spark_integration")
+def _graph(package: str) -> dict[str, dict[str, int]]:
+    """Module -> {module it imports: line of the first such import}, within ``package`` (a folder)."""
+    modules = _sources(package)
     graph: dict[str, dict[str, int]] = {name: {} for name in modules}
     for name, path in modules.items():
         for target, names, line in _imports(path, module_level=False):
@@ -130,11 +168,15 @@ def test_the_import_reader_sees_lazy_imports_and_the_circle_search_finds_circles
     graph["c"]["a"] = 4
     assert _circles(graph) == [["a", "b", "c", "a"]]
     # the real graph holds the job's import of its data, made inside a function
-    assert "spark_integration.jobs.telemetry_data" in _graph()["spark_integration.jobs.telemetry_pipeline"]
+    assert "spark_integration.jobs.telemetry_data" in _graph("spark_integration")[
+        "spark_integration.jobs.telemetry_pipeline"]
+    # and a module's import of a sibling through the package's own name
+    assert "mta.watermarked.rule" in _graph("mta/watermarked")["mta.watermarked.held"]
 
 
-def test_spark_integration_modules_import_no_circle() -> None:
-    graph = _graph()
+@pytest.mark.parametrize("package", ["spark_integration", "mta/watermarked"])
+def test_the_modules_of_a_package_import_no_circle(package) -> None:
+    graph = _graph(package)
     described = [" -> ".join(f"{a} (line {graph[a][b]})" for a, b in zip(circle, circle[1:])) + f" -> {circle[-1]}"
                  for circle in _circles(graph)]
     assert described == []

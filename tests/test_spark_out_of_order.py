@@ -3,7 +3,7 @@ streaming ``groupBy(k, window(...))``: seeded random streams where each event ar
 random lag after its time (up to four micro-batches late, some behind the watermark and
 dropped), many events at equal times, several keys, tumbling and sliding windows (panes
 shorter than the slide too). Time windows of commutative aggregations put each batch's
-events into their panes as they come (:mod:`spark_integration.panes`)."""
+events into their panes as they come (:mod:`mta.watermarked.panes`)."""
 
 from __future__ import annotations
 

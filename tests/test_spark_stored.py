@@ -10,7 +10,7 @@ import pytest
 
 import kvs
 from mta.monoid import Collect
-from spark_integration.engine import Windowing
+from mta.watermarked import Windowing
 from spark_integration.stored import Output, StoredKeys, delete_windows
 
 

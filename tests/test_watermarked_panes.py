@@ -1,5 +1,5 @@
-"""Time windows whose events go into panes as they come (spark_integration.panes), against
-the naive models of Spark's windows in tests/test_spark_engine.py (no Spark needed): any
+"""Time windows whose events go into panes as they come (mta.watermarked.panes), against
+the naive models of Spark's windows in tests/test_watermarked_held.py (no Spark needed): any
 arrival order, equal times, late events, a state round trip at every micro-batch."""
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from mta.monoid import Collect, Monoid, Record, Sum
-from spark_integration import KeyWindow, Windowing
-from spark_integration.panes import PaneWindow
-from spark_integration.sessions import key_window
-from test_spark_engine import batches_strategy, events_strategy, naive_time_windows, spark_streaming_windows
+from mta.watermarked import KeyWindow, PaneWindow, Windowing, key_window
+from test_watermarked_held import batches_strategy, events_strategy, naive_time_windows, spark_streaming_windows
 
 
 class Bag(Monoid):

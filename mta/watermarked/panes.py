@@ -21,11 +21,11 @@ one range query per window. The sorted lists take an out-of-order pane in one
 
 Order: a pane's partial combines its events batch by batch in arrival order (each
 batch's sorted by time first), which is event-time order only up to reordering, so
-the windows take commutative monoids only; :func:`spark_integration.sessions.key_window`
+the windows take commutative monoids only; :func:`mta.watermarked.key_window`
 gives any other monoid (``first``, ``last``, ``collect_list``, ...) the
-:class:`~spark_integration.engine.KeyWindow`, which keeps event-time order.
+:class:`~mta.watermarked.held.KeyWindow`, which keeps event-time order.
 
-Same rows, late rule and interface as ``KeyWindow`` (:class:`~spark_integration.engine.LateRule`).
+Same rows, late rule and interface as ``KeyWindow`` (:class:`~mta.watermarked.rule.LateRule`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 from mta.algorithms.amta import AmortizedMTA
 from mta.monoid import Monoid
-from spark_integration.engine import LateRule, Windowing, _align_up, check_times, fold_panes
+from mta.watermarked.rule import LateRule, Windowing, align_up, check_times, fold_panes
 
 
 def takes(monoid: Monoid, windowing: Windowing) -> bool:
@@ -58,7 +58,7 @@ class PaneWindow(LateRule):
         state = state or {}
         if "pending_times" in state:
             raise ValueError("this key's state was written by the held-back engine (KeyWindow): "
-                             "spark_integration.sessions.key_window gives such a key a KeyWindow")
+                             "mta.watermarked.key_window gives such a key a KeyWindow")
         self.windowing, self.monoid = windowing, monoid
         self.pane = math.gcd(windowing.size, windowing.step)
         self.pane_offset = windowing.offset % self.pane  # panes align with windows
@@ -127,7 +127,7 @@ class PaneWindow(LateRule):
             if first == len(starts):
                 start = None  # no pane left: go on from the next event's first open window
             elif starts[first] >= end:
-                start = _align_up(starts[first] - size + 1, slide, offset)  # empty: skip to the pane's first window
+                start = align_up(starts[first] - size + 1, slide, offset)  # empty: skip to the pane's first window
             else:
                 stop = bisect.bisect_left(starts, end, tail)
                 if stop > tail:

@@ -6,7 +6,7 @@ give the same rows.
 Times are integer microseconds since the epoch (Spark's ``unix_micros``).
 
 Time windows of a commutative monoid take each event as it comes instead
-(:mod:`spark_integration.panes`, picked by :func:`spark_integration.sessions.key_window`);
+(:mod:`mta.watermarked.panes`, picked by :func:`mta.watermarked.key_window`);
 this module holds the events back until the watermark, which keeps event-time order
 for any monoid, and serves policy windows, reactive rows and windows kept in a store.
 
@@ -36,68 +36,15 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from mta.monoid import Monoid
 from mta.policy import TimeRange
+from mta.watermarked.rule import LateRule, Windowing, align_down, align_up, check_times, fold_panes
 from mta.window import Window
 
 #: Compact the kept event lists once this many evicted entries lead them.
 _COMPACT = 4096
-
-
-@dataclass(frozen=True)
-class Windowing:
-    """How a key's window slides and when it reports; times in microseconds."""
-
-    size: int | None = None
-    slide: int | None = None
-    policy: Callable[[Any, Any], bool] | None = None
-    emit: str = "window"
-    #: Time windows start at ``offset + k * slide`` (Spark's startTime).
-    offset: int = 0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.offset, int) or isinstance(self.offset, bool):
-            raise ValueError(f"offset must be an integer number of microseconds, got {self.offset!r}")
-        for name in ("size", "slide"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
-                raise ValueError(f"{name} must be a positive number of microseconds, got {value!r}")
-        if self.emit not in ("window", "event"):
-            raise ValueError(f"emit must be 'window' (a row per window end) or 'event' (a row per event), "
-                             f"got {self.emit!r}")
-        if self.policy is not None and not callable(self.policy):
-            raise TypeError(f"policy must be callable (total, old) -> bool, got {self.policy!r}")
-        if self.emit == "window":
-            if self.policy is None and self.size is None:
-                raise ValueError("a window needs a size (and a slide; tumbling when omitted) or a policy")
-            if self.policy is not None and self.slide is None:
-                raise ValueError("a policy window reports once per slide: give slide (or emit='event')")
-            if self.policy is not None and self.size is not None:
-                raise ValueError("give either size (time windows) or a policy, not both")
-
-    @property
-    def step(self) -> int | None:
-        return self.slide or self.size
-
-
-def check_times(times: list[int]) -> None:
-    """TypeError unless every event time is an int (microseconds): what a key's window takes."""
-    if not set(map(type, times)) <= {int}:
-        bad = next(t for t in times if type(t) is not int)
-        raise TypeError(f"event times must be int microseconds, got {bad!r}")
-
-
-def _align_up(x: int, step: int, offset: int = 0) -> int:
-    """The smallest ``offset + k * step`` >= x."""
-    return -((offset - x) // step) * step + offset
-
-
-def _align_down(x: int, step: int, offset: int = 0) -> int:
-    """The largest ``offset + k * step`` <= x."""
-    return x - (x - offset) % step
 
 
 def window_policy(windowing: Windowing, stored: bool = False) -> Callable[[Any, Any], bool] | None:
@@ -109,22 +56,6 @@ def window_policy(windowing: Windowing, stored: bool = False) -> Callable[[Any, 
     if windowing.size is not None and (stored or windowing.emit == "event"):
         return TimeRange(windowing.size)  # never evicts inside [end - size, end): the newest is before end
     return None
-
-
-def fold_panes(times: list[int], values: list[Any], pane: int, offset: int, fold: Callable[[Any, list], Any],
-               identity: Any) -> tuple[list[int], list[Any]]:
-    """Sorted events folded by pane (``pane`` long, starting at ``offset + k * pane``): (pane
-    starts, pane partials), each pane's events folded in their order. A window is a run of
-    whole panes, so it aggregates its panes' partials as it would its events."""
-    starts, partials = [], []
-    i, n = 0, len(times)
-    while i < n:
-        start = times[i] - (times[i] - offset) % pane
-        j = bisect.bisect_left(times, start + pane, i)
-        starts.append(start)
-        partials.append(values[i] if j == i + 1 else fold(identity, values[i:j]))
-        i = j
-    return starts, partials
 
 
 class _Listed:
@@ -183,54 +114,6 @@ class _Stored:
 
     def state(self) -> dict[str, Any]:
         return {}
-
-
-class LateRule:
-    """Spark's late rule over the rows a key's window reports (see
-    :mod:`spark_integration.streaming`): the rows ending at or before ``done`` are closed,
-    an event whose rows are all closed is late (counted in ``late`` and dropped)."""
-
-    windowing: Windowing
-    #: The rows ending at or before this time are reported (or were empty): closed to new events.
-    done: float
-    late: int
-
-    def _drop_late(self, times: list[int], values: list[Any]) -> tuple[list[int], list[int], list[Any]]:
-        """The indices of the late events among ``times``, and the other events."""
-        open_from = self._open_from()
-        late = [i for i, t in enumerate(times) if t < open_from and self._in_a_row(t)] \
-            if min(times) < open_from else []
-        if late:
-            dropped = set(late)
-            times = [t for i, t in enumerate(times) if i not in dropped]
-            values = [v for i, v in enumerate(values) if i not in dropped]
-            self.late += len(late)
-        return late, times, values
-
-    def _open_from(self) -> float:
-        """The oldest time an added event may have: before it, every row that would hold
-        it ended at or before ``done`` (the event is late)."""
-        done, windowing = self.done, self.windowing
-        if windowing.emit == "event" or not math.isfinite(done):
-            return done  # a reactive row ends right after its event
-        if windowing.policy is not None:
-            return _align_down(done, windowing.slide)  # rows end at multiples of slide
-        return _align_down(done - windowing.size, windowing.step, windowing.offset) + windowing.step  # first open
-
-    def _in_a_row(self, time: int) -> bool:
-        """Whether some row holds an event at ``time`` (not so between windows when slide > size)."""
-        windowing = self.windowing
-        if windowing.emit == "event" or windowing.policy is not None:
-            return True
-        return time - _align_down(time, windowing.step, windowing.offset) < windowing.size
-
-    def _first_open(self, time: int) -> int:
-        """The start (time windows) or end (policy windows) of the first open row holding ``time``."""
-        windowing = self.windowing
-        if windowing.policy is not None:
-            return _align_up(time + 1, windowing.slide)
-        first, open_from = _align_up(time - windowing.size + 1, windowing.step, windowing.offset), self._open_from()
-        return first if first >= open_from else int(open_from)
 
 
 class KeyWindow(LateRule):
@@ -332,7 +215,7 @@ class KeyWindow(LateRule):
         if windowing.emit == "event":
             return pending[0] + 1 if pending else None
         if windowing.policy is not None:
-            return _align_up(pending[0] + 1, windowing.slide) if pending else None
+            return align_up(pending[0] + 1, windowing.slide) if pending else None
         start = self.next
         if start is None:
             start = self._restart(pending[0] if pending else None)
@@ -361,7 +244,7 @@ class KeyWindow(LateRule):
                 kept_times.append(t)
                 kept_values.append(v)
                 continue
-            first, last = _align_up(t - size + 1, slide, offset), _align_down(t, slide, offset)
+            first, last = align_up(t - size + 1, slide, offset), align_down(t, slide, offset)
             for start in range(max(first, int(open_from)), last + 1, slide):
                 extra[start] = combine(extra.get(start, identity), v)
         return kept_times, kept_values
@@ -416,7 +299,7 @@ class KeyWindow(LateRule):
                 if first is None:
                     end = None
                     break
-                end = _align_up(first + 1, slide)  # the interval of the next event
+                end = align_up(first + 1, slide)  # the interval of the next event
             if end > until:
                 break
             self._take(end)

@@ -1,4 +1,4 @@
-"""The session windows of one key (spark_integration.sessions) against a naive model,
+"""The session windows of one key (mta.watermarked.sessions) against a naive model,
 without Spark: fixed and dynamic gaps, any arrival order, micro-batches with a
 watermark, the state packed and unpacked between them as a streaming run does."""
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kvs import codec
 from mta.monoid import Monoid, Record, Sum
-from spark_integration.sessions import Sessions, SessionWindow
+from mta.watermarked import Sessions, SessionWindow
 
 
 class Concat(Monoid):

@@ -1,8 +1,8 @@
-"""The Spark operator's per-key engine against naive recomputation (no Spark needed)."""
+"""The per-key windows a watermark closes (:mod:`mta.watermarked`: the Spark operator's engine
+off its columnar path) against naive recomputation of Spark's windows (no Spark needed)."""
 
 from __future__ import annotations
 
-import datetime
 import math
 
 import pytest
@@ -10,7 +10,8 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from mta import Window
 from mta.monoid import Collect, Sum
-from spark_integration import KeyWindow, Windowing, micros
+from mta.watermarked import KeyWindow, Windowing
+from mta.watermarked.held import window_policy
 
 
 def naive_time_windows(events: list[tuple[int, int]], size: int, slide: int,
@@ -115,19 +116,6 @@ def test_bad_windowing_is_refused() -> None:
         Windowing(size=10, offset=1.5)
 
 
-@pytest.mark.parametrize("value, expected", [(2, 2_000_000), (0.5, 500_000),
-                                             (datetime.timedelta(minutes=1, microseconds=3), 60_000_003)])
-def test_durations(value, expected) -> None:
-    """Numbers are seconds; interval strings are Spark's (tests/test_spark_dropin.py)."""
-    assert micros(value) == expected
-
-
-@pytest.mark.parametrize("bad", [-2, True, None, math.nan, datetime.timedelta(seconds=-1)])
-def test_bad_durations_are_refused(bad) -> None:
-    with pytest.raises((ValueError, TypeError), match="duration"):
-        micros(bad)
-
-
 @given(events_strategy, st.integers(1, 30), st.integers(1, 30), st.lists(st.integers(-40, 130), max_size=6),
        st.sampled_from(["time", "policy", "event"]))
 @hsettings(max_examples=120, deadline=None)
@@ -136,7 +124,6 @@ def test_a_window_whose_levels_live_in_a_store_gives_the_rows_of_one_in_lists(ev
     """Reopened from the store at every piece, with tiny buffers and caches (every
     eviction and oldest-time read goes to the store): the rows of the listed window."""
     import kvs
-    from spark_integration.engine import window_policy
 
     def policy(total, old):
         return len(total.value) - len(old.value) >= 3 or total.last - old.last > size
@@ -193,7 +180,6 @@ def run_like_the_processor(batches, windowing: Windowing, stored: bool = False):
     batch's; in a batch without, advance only when its timer (at ``next_report``) fires.
     The window's state makes a round trip (and a stored window is reopened) at every call."""
     import kvs
-    from spark_integration.engine import window_policy
 
     backend, state, rows, previous = kvs.connect("memory://"), None, [], -math.inf
     policy = window_policy(windowing, stored=True)
