@@ -448,6 +448,9 @@ class Aggregations:
         return pd.Series(_arrow_array(spec.kind, values + [None] * pad), dtype=pd.ArrowDtype(_arrow_type(spec.kind)))
 
 
+#: The built-ins whose result Spark declares non-nullable (a group always has a count).
+NEVER_NULL = frozenset({"count", "count_distinct"})
+
 #: name -> (families it takes, result type from the input type)
 _NUMERIC = ("integral", "fractional", "decimal")
 _ANY = ("integral", "fractional", "decimal", "time", "object")

@@ -199,7 +199,7 @@ def _merge_mean(s: Sliced, i: int) -> Any:
 def _merge_count(s: Sliced, i: int) -> Any:
     from pyspark.sql import functions as F
 
-    return F.sum(field(i, "n")).alias(s.name)
+    return F.coalesce(F.sum(field(i, "n")), F.lit(0)).alias(s.name)  # never null (a window has a slice), as count()
 
 
 def _merge_extreme(s: Sliced, i: int) -> Any:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from mta.watermarked import Sessions, Windowing, key_window
-from spark_integration.aggregations import Aggregations, parse
+from spark_integration.aggregations import NEVER_NULL, Aggregations, parse
 from spark_integration.columnar import END, NAME, ORDER_FREE, START, Fold, Query
 from spark_integration.frames import LATE_TIME, TIME, frame, late_column
 from spark_integration.session_columns import SESSION_END, SESSION_WATERMARK, dynamic_session_end, session_watermark
@@ -602,7 +602,8 @@ def _schema(df: Any, keys: list[str], aggs: Aggregations, side: list[str] | None
 
     fields = [df.schema[k] for k in keys] + ([StructField(NAME, StringType())] if named else [])
     fields += [StructField(START, LongType()), StructField(END, LongType())]
-    fields += [StructField(name, _parse_datatype_string(kind)) for name, (_, _, kind) in aggs.columns.items()]
+    fields += [StructField(name, _parse_datatype_string(kind), aggs.specs[name].how not in NEVER_NULL)
+               for name, (_, _, kind) in aggs.columns.items()]
     fields.append(StructField("late", LongType()))
     if side is not None:
         fields.append(StructField(LATE_TIME, LongType()))

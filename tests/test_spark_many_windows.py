@@ -189,6 +189,33 @@ def test_random_shapes_equal_spark_on_data_the_tests_did_not_shape(spark) -> Non
         assert sorted(map(repr, ours.collect())) == sorted(map(repr, theirs.collect())), (size, slide, offset)
 
 
+@pytest.mark.parametrize("size, slide, reaggregated", [("20 seconds", "10 seconds", True),
+                                                      ("30 seconds", "10 seconds", False)])
+def test_a_lone_sliding_window_takes_its_path_by_size_over_slide_and_gives_sparks_rows(
+        spark, events, size, slide, reaggregated) -> None:
+    """At most RESLICE windows per slice: Spark aggregates the slices again (no Python stage);
+    more: the Python stage. Sums, counts, means and extremes (nulls included) as Spark's, schema too."""
+    import contextlib
+    import io
+
+    from pyspark.sql import functions as F
+
+    from spark_integration.sliced import RESLICE
+
+    assert RESLICE == 2  # the shapes straddle it
+    aggs = {"sv": ("v", "sum"), "n": ("x", "count"), "ax": ("x", "avg"), "lo": ("x", "min"), "hi": ("v", "max")}
+    ours = window_aggregate(events, KEYS, "ts", aggs, size=size, slide=slide, start_time="3 seconds")
+    plan = io.StringIO()
+    with contextlib.redirect_stdout(plan):
+        ours.explain()
+    assert ("MapInArrow" not in plan.getvalue()) == reaggregated, plan.getvalue()
+    theirs = events.groupBy(*KEYS, F.window("ts", size, slide, "3 seconds")).agg(
+        F.sum("v").alias("sv"), F.count("x").alias("n"), F.avg("x").alias("ax"), F.min("x").alias("lo"),
+        F.max("v").alias("hi"))
+    assert ours.schema == theirs.schema
+    assert sorted(map(repr, ours.collect())) == sorted(map(repr, theirs.collect()))
+
+
 def test_many_windows_on_a_stream_give_sparks_streaming_rows_late_events_included(spark, tmp_path) -> None:
     """One stateful pass for three windows (one state per key), against one Spark
     streaming query per window, on micro-batches with late events and keys sitting out."""
