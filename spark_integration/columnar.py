@@ -268,10 +268,21 @@ ORDER_FREE = frozenset({"count", "sum", "mean", "min", "max", "var_samp", "var_p
 EVENTS = "mta_events"
 
 
-def _fields(s: Sliced) -> tuple[str, ...]:
+def folded_columns(sliced: list[Sliced]) -> dict[tuple[int, str], str]:
+    """Each partial field ``(aggregation, field)`` of :class:`Fold`'s output -> its column.
+    Fields equal by construction share one, the output being as narrow as it can be (the
+    stateful operator's cost grows with its input's width): every kind's ``n`` over a
+    column counts its non-null values, sum's and mean's ``s`` are alike, and so are the
+    moments of the variance family."""
     from mta.columnar import KINDS
 
-    return KINDS[s.kind].fields
+    out: dict[tuple[int, str], str] = {}
+    first: dict[tuple, str] = {}
+    for i, s in enumerate(sliced):
+        for f in KINDS[s.kind].fields:
+            same = (f, s.inputs[0]) if f in ("n", "s", "mean", "m2") else (s.kind, f, s.inputs[0])
+            out[(i, f)] = first.setdefault(same, field(i, f))
+    return out
 
 
 @dataclass(frozen=True)
@@ -295,9 +306,12 @@ class Fold:
 
         out = [prepared.schema[k] for k in self.keys] + [StructField(self.time, LongType()),
                                                           StructField(EVENTS, LongType(), False)]
+        columns = folded_columns(self.sliced)
         for i, s in enumerate(self.sliced):
             for name, array in self._lift(s, 0, {}).items():
-                out.append(StructField(field(i, name), DoubleType() if array.dtype.kind == "f" else LongType(), False))
+                if columns[(i, name)] == field(i, name):  # its column's first field
+                    out.append(StructField(field(i, name), DoubleType() if array.dtype.kind == "f" else LongType(),
+                                           False))
         return StructType(out)
 
     def _lift(self, s: Sliced, n: int, read: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -343,9 +357,11 @@ class Fold:
         out = {k: table[k].take(pa.array(rows)) for k in self.keys}
         out[self.time] = pa.array(times[rows], pa.int64())
         out[EVENTS] = pa.array(events, pa.int64())
+        columns = folded_columns(self.sliced)
         for i, c in enumerate(cols):
             for name, array in c.items():
-                out[field(i, name)] = pa.array(array.astype(np.float64 if array.dtype.kind == "f" else np.int64))
+                if columns[(i, name)] == field(i, name):
+                    out[field(i, name)] = pa.array(array.astype(np.float64 if array.dtype.kind == "f" else np.int64))
         yield from pa.table(out).to_batches(max_chunksize=1 << 16)
 
 
@@ -413,8 +429,10 @@ class Bucket:
         times = frame[time].to_numpy(dtype=np.int64)[order]
         folded = EVENTS in frame
         if folded:
+            columns = folded_columns(self.sliced)
             events = frame[EVENTS].to_numpy(dtype=np.int64)[order]
-            parts = [{f: frame[field(i, f)].to_numpy()[order] for f in _fields(s)} for i, s in enumerate(self.sliced)]
+            read = {c: frame[c].to_numpy()[order] for c in set(columns.values())}
+            parts = [{f: read[c] for (j, f), c in columns.items() if j == i} for i in range(len(self.sliced))]
         else:
             read = {c: tuple(a[order] for a in _values(frame, c)) for c in {c for s in self.sliced for c in s.inputs}}
         for rows in np.split(np.arange(len(order)), bounds):

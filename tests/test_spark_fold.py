@@ -17,8 +17,8 @@ from hypothesis import given, strategies as st
 from conftest import hsettings
 from mta.columnar import KINDS, grid
 from mta.columnar.state import KeyState
-from spark_integration.columnar import EVENTS, Fold, _fields
-from spark_integration.slicing import Sliced, field
+from spark_integration.columnar import EVENTS, Fold, folded_columns
+from spark_integration.slicing import Sliced
 
 SLICED = [Sliced("n", "count", ("i",), "bigint", "bigint"), Sliced("s", "sum", ("i",), "bigint", "bigint"),
           Sliced("hi", "max", ("i",), "bigint", "bigint"), Sliced("lo", "min", ("f",), "double", "double"),
@@ -64,8 +64,11 @@ def folded(events: list[tuple], pieces: int) -> dict:
     per_key: dict = {}
     for row in range(len(out.get("t", []))):
         per_key.setdefault(out["k"][row], []).append(row)
+    columns = folded_columns(SLICED)
+    assert set(out) == {"k", "t", EVENTS, *columns.values()} if events else True
     return {key: (np.array(out["t"])[rows], np.array(out[EVENTS])[rows],
-                  [{f: np.array(out[field(i, f)])[rows] for f in _fields(s)} for i, s in enumerate(SLICED)])
+                  [{f: np.array(out[columns[(i, f)]])[rows] for f in KINDS[s.kind].fields}
+                   for i, s in enumerate(SLICED)])
             for key, rows in per_key.items()}
 
 
@@ -116,6 +119,14 @@ def test_a_state_fed_folded_slices_gives_the_windows_and_late_counts_of_one_fed_
     for key in by_events:
         assert same(results(by_slices[key], math.inf), results(by_events[key], math.inf))
         assert by_slices[key].late == by_events[key].late
+
+
+def test_fields_equal_by_construction_share_one_column() -> None:
+    """Every kind's n over a column, sum's and mean's s: 9 columns for the 13 fields of SLICED."""
+    columns = folded_columns(SLICED)
+    assert len(columns) == 13 and len(set(columns.values())) == 9
+    assert columns[(0, "n")] == columns[(1, "n")] == columns[(2, "n")] != columns[(3, "n")] == columns[(5, "n")]
+    assert columns[(2, "m")] != columns[(3, "m")] and columns[(6, "n")] not in (columns[(0, "n")], columns[(3, "n")])
 
 
 def test_integer_sums_beyond_int64_go_on_as_events() -> None:
