@@ -298,10 +298,10 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
                         "the Python workers' start, Arrow batches between the JVM and Python.")
     if batches:
         run_.table("Each micro-batch (seconds, triggerExecution)", BATCH_HEADERS, batch_rows(batches, rows),
-                   note="The last micro-batch reads no data: it moves the watermark and reports. It costs both "
-                        "queries the same: Spark's fixed cost per micro-batch (planning, logs, the state store's "
-                        "commit). `bound`: Spark's total over (micro-batches x that cost), the ratio an operator "
-                        "costing nothing beyond it would reach.")
+                   note="The last micro-batch reads no data: it moves the watermark and reports the windows it "
+                        "closes; with few of them, it costs what any micro-batch costs Spark at least (planning, "
+                        "logs, the state store's commit). `bound`: Spark's total over (micro-batches x its no-data "
+                        "batch), about the ratio an operator costing nothing beyond that would reach.")
     run_.data["results"] = rows
     run_.data["breakdown"] = splits
     run_.data["operator_phases"] = phases
