@@ -535,8 +535,9 @@ def _keys_from_string(df: Any, keys: list[str]) -> list[Any]:
 def _time_outputs(kind: str, windowing: Windowing | Sessions, flat: bool, side: bool, delay: int | None
                   ) -> list[Any]:
     """The window's columns: the ``window`` struct (null on side-output rows), or flat ones.
-    As in Spark, the struct is nullable for sliding windows only (or with the side output),
-    and its metadata marks it a time window (for ``window_time``) and, on a stream whose
+    As in Spark, the struct is nullable on a stream (``delay`` given: Spark's streaming
+    aggregation makes every window struct nullable) and in batch for sliding windows only
+    (or with the side output), and its metadata marks it a time window (for ``window_time``) and, on a stream whose
     watermark is on the time column, carries the watermark's delay (so that a later
     stateful operator can take the window as its event time)."""
     from pyspark.sql import functions as F
@@ -545,8 +546,12 @@ def _time_outputs(kind: str, windowing: Windowing | Sessions, flat: bool, side: 
     if isinstance(windowing, Sessions):
         if flat:
             return [start.alias("window_start"), end.alias("window_end")]
-        return [F.struct(start.alias("start"), end.alias("end")).alias(
-            "session_window", metadata={"spark.sessionWindow": True})]
+        window = F.struct(start.alias("start"), end.alias("end"))
+        metadata: dict[str, Any] = {"spark.sessionWindow": True}
+        if delay is not None:
+            window = F.when(F.col(START).isNotNull(), window)
+            metadata["spark.watermarkDelayMs"] = delay // 1000
+        return [window.alias("session_window", metadata=metadata)]
     if windowing.emit == "event":
         return [start.alias("event_time")]
     if flat:
@@ -554,7 +559,7 @@ def _time_outputs(kind: str, windowing: Windowing | Sessions, flat: bool, side: 
     window = F.struct(start.alias("start"), end.alias("end"))
     if side:
         window = F.when(F.col(LATE_TIME).isNull(), window)
-    elif windowing.policy is None and windowing.size != windowing.step:
+    elif delay is not None or windowing.policy is None and windowing.size != windowing.step:
         window = F.when(F.col(START).isNotNull(), window)
     metadata: dict[str, Any] = {"spark.timeWindow": True}
     if delay is not None:

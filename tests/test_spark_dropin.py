@@ -249,6 +249,35 @@ def stream(spark, directory: Path):
     return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(directory))
 
 
+def test_stream_schemas_are_sparks_streaming_schemas_on_every_path(spark, tmp_path) -> None:
+    """Spark's streaming aggregation makes its window struct (and count) nullable, tumbling
+    and session windows too: a lone window (Spark's own plan or the operator's), every part
+    of a split windows={...} call, and sessions, against Spark's own streaming query."""
+    from pyspark.sql import functions as F
+
+    from spark_integration import session
+
+    def theirs(window):
+        return events.withWatermark("ts", "10 seconds").groupBy(*KEYS, window).agg(
+            F.sum("v").alias("sv"), F.count("v").alias("n"))
+
+    events = stream(spark, tmp_path)
+    aggs = {"sv": ("v", "sum"), "n": ("v", "count")}
+    shapes = {"tumbling": ("1 hour", "1 hour"), "sliding": ("1 hour", "20 minutes")}
+    for size, slide in shapes.values():
+        for options in ({}, {"allowed_lateness": "1 second"}):  # Spark's own plan, then the operator's
+            ours = window_aggregate(events, KEYS, "ts", aggs, size=size, slide=slide, watermark="10 seconds",
+                                    **options)
+            assert ours.schema == theirs(F.window("ts", size, slide)).schema, (size, slide, options)
+    parts = window_aggregate(events, KEYS, "ts", aggs, windows=shapes, watermark="10 seconds", split=True)
+    for name, (size, slide) in shapes.items():
+        assert [(f.name, f.dataType, f.nullable) for f in parts[name].schema] == \
+            [(f.name, f.dataType, f.nullable) for f in theirs(F.window("ts", size, slide)).schema], name
+    ours = window_aggregate(events, KEYS, "ts", aggs, session_gap="10 minutes", watermark="10 seconds")
+    assert ours.schema == theirs(F.session_window("ts", "10 minutes")).schema
+    assert callable(session) and session("1 minute").gap == "1 minute"
+
+
 def test_streaming_keeps_keys_with_nulls_apart_and_honours_the_inputs_watermark(spark, tmp_path) -> None:
     """Spark's streaming window() on the same files, a drop-in job's input (its own
     withWatermark, no watermark= argument), under a non-UTC zone, with an offset."""

@@ -86,6 +86,16 @@ def test_no_mta_module_imports_spark_at_module_level() -> None:
     assert found == []
 
 
+def test_the_session_helper_survives_importing_the_session_module() -> None:
+    """The README imports both: `spark_integration.session` (the module of local_session) must
+    not replace `spark_integration.session` (the window helper), in either order."""
+    for code in ("from spark_integration.session import local_session; from spark_integration import session",
+                 "from spark_integration import session; from spark_integration.session import local_session; "
+                 "import spark_integration; session = spark_integration.session"):
+        printed = _spark_loaded_by(code + "; print(session('30 seconds'))")
+        assert printed.startswith("SessionGap(gap='30 seconds')"), (code, printed)
+
+
 # --------------------------------------------------------------------------- the engine is mta.watermarked
 
 def test_the_watermarked_windows_load_no_spark() -> None:
