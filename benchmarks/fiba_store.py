@@ -25,7 +25,7 @@ deep size over every node.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import kvs
 from benchmarks import common

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
          f"{largest['per_window_kib'] / smallest['per_window_kib']:.2f}"],
         [f"estimated server RSS for 1000 windows of {largest['n']:,}",
          f"{estimate:,.0f} MiB"],
-        [f"the same in memory (34.7 B/element)", f"{1000 * largest['n'] * IN_MEMORY_BYTES_PER_ELEMENT / 2**30:,.1f} GiB"],
+        ["the same in memory (34.7 B/element)", f"{1000 * largest['n'] * IN_MEMORY_BYTES_PER_ELEMENT / 2**30:,.1f} GiB"],
     ])
     run_.data["results"] = rows
     run_.finish(list(rows[0]), [list(r.values()) for r in rows])

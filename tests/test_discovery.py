@@ -8,7 +8,7 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 
 from mta.client import Client
 from mta.v1 import aggregation_pb2 as pb

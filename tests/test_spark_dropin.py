@@ -117,9 +117,9 @@ def test_time_as_a_column_or_an_expression(spark) -> None:
     from pyspark.sql import functions as F
 
     df = with_times(spark.createDataFrame(generate(300, seed=5), SCHEMA))
-    for time in (F.col("ts"), F.col("tn") + F.expr("INTERVAL 90 MINUTES")):
-        assert_same(window_aggregate(df, KEYS, time, AGGS, size="2 hours", slide="1 hour", start_time="-20 minutes"),
-                    native(df, time, "2 hours", "1 hour", "-20 minutes"))
+    for column in (F.col("ts"), F.col("tn") + F.expr("INTERVAL 90 MINUTES")):
+        assert_same(window_aggregate(df, KEYS, column, AGGS, size="2 hours", slide="1 hour", start_time="-20 minutes"),
+                    native(df, column, "2 hours", "1 hour", "-20 minutes"))
     side = window_aggregate(df, KEYS, F.col("ts") - F.expr("INTERVAL 1 SECOND"), AGGS, size="1 hour",
                             late_events=True)
     assert side.schema["late_event"].dataType.fieldNames()[0] == df.select(

@@ -857,7 +857,6 @@ class FiBA(OrderedAggregator):
         child; a child whose aggregate is not its subtree's (the right spine's last) is
         entered last, when everything before it passed."""
         combine = self._combine
-        has_up = self._has_up
         while True:
             children = node.children
             if children is None:
