@@ -100,10 +100,12 @@ class Cluster:
 
 
 def _master_state(ui: int) -> dict[str, Any] | None:
+    """The master's state from its UI's /json/ (None while it cannot say: a starting UI can
+    answer /json/ with its HTML page, seen once in CI)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as reply:
             return json.load(reply)
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
