@@ -371,7 +371,13 @@ def test_prometheus_metrics(tmp_path) -> None:
         stub.CreateWindow(pb.CreateWindowRequest(spec=spec("p", policy=("max_size", {"n": 3}))))
         stub.Insert(batch("p", [(i, 1) for i in range(5)]))
         error_of(stub.GetWindow, pb.GetWindowRequest(name="missing"))
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+        # a call is counted once its reply is sent, which the client may see first: scrape until it is
+        deadline = time.monotonic() + 30
+        while True:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+            if 'method="GetWindow"' in text or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert 'mta_requests_total{code="OK",method="Insert"} 1.0' in text
         assert 'mta_requests_total{code="NOT_FOUND",method="GetWindow"} 1.0' in text
         assert "mta_updates_total 5.0" in text and "mta_evictions_total 2.0" in text
