@@ -249,14 +249,17 @@ def _unpack(saved: bytes) -> tuple[bytes, int]:
     return data, seq
 
 
+def _widened(values: np.ndarray) -> np.ndarray:
+    """Numbers as the kernels take them: float64 or int64 (times are integers already)."""
+    return values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
+
+
 def _values(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     """An input column of the frame as (values, null mask): numbers and times come as a
     null-free value column and a mask (see aggregations._Reader); others as objects."""
     value, mask = f"mta_in_{column}", f"mta_null_{column}"
     if value in frame:
-        values = frame[value].to_numpy()
-        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
-        return values, frame[mask].to_numpy(dtype=bool)
+        return _widened(frame[value].to_numpy()), frame[mask].to_numpy(dtype=bool)
     values = frame[column].to_numpy(dtype=object)
     return values, np.asarray(frame[column].isna().to_numpy(), dtype=bool)
 
@@ -324,8 +327,9 @@ class Fold:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from mta.columnar import KINDS, coarsen
+        from mta.columnar import KINDS
         from mta.columnar.kinds import segment_ids
+        from mta.columnar.windows import runs
 
         table = pa.Table.from_batches(list(batches))
         if not table.num_rows:
@@ -338,18 +342,17 @@ class Fold:
         read = {c: _arrow_values(table, c) for c in {s.inputs[0] for s in self.sliced}}
         kinds = [KINDS[s.kind] for s in self.sliced]
         lifted = [self._lift(s, table.num_rows, read) for s in self.sliced]
-        _, _, cols = coarsen(kinds, lifted, group, pane, 1)
-        starts = np.concatenate(([0], np.flatnonzero((group[1:] != group[:-1]) | (pane[1:] != pane[:-1])) + 1))
+        starts = runs(group, pane)  # one slice per (key, pane)
+        cols = [kind.reduce(c, starts) for kind, c in zip(kinds, lifted)]
         events = np.diff(np.append(starts, table.num_rows))
         wide = np.zeros(len(starts), bool)  # slices whose integer sum int64 cannot hold
         for c in cols:
-            for name, array in c.items():
-                if array.dtype == object:
-                    wide |= np.array([not -2 ** 63 <= v < 2 ** 63 for v in array.tolist()])
+            for array in c.values():
+                if array.dtype == object:  # Python ints: the sums a bound could not prove exact in int64
+                    wide |= ~((array >= -2 ** 63) & (array < 2 ** 63))
         if wide.any():  # those slices go on as their events (each fits)
             raw = wide[segment_ids(starts, table.num_rows)]
-            starts_kept = starts[~wide]
-            rows = np.concatenate([starts_kept, np.flatnonzero(raw)])
+            rows = np.concatenate([starts[~wide], np.flatnonzero(raw)])
             events = np.concatenate([events[~wide], np.ones(int(raw.sum()), np.int64)])
             cols = [{f: np.concatenate([c[f][~wide], lift[f][raw]]) for f in c} for c, lift in zip(cols, lifted)]
         else:
@@ -369,9 +372,7 @@ def _arrow_values(table: Any, column: str) -> tuple[np.ndarray, np.ndarray]:
     """An input column of the Arrow table as (values, null mask), as :func:`_values` reads a frame."""
     value, mask = f"mta_in_{column}", f"mta_null_{column}"
     if value in table.column_names:
-        values = table[value].to_numpy()
-        values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
-        return values, table[mask].to_numpy()
+        return _widened(table[value].to_numpy()), table[mask].to_numpy()
     data = table[column]
     return np.zeros(len(data), np.int64), np.asarray(data.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 

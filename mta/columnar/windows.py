@@ -15,7 +15,7 @@ import numpy as np
 
 from mta.columnar.kinds import Columns, Kind, Layout, segment_ids
 
-__all__ = ["Windows", "sliding", "coarsen", "sessions", "grid"]
+__all__ = ["Windows", "sliding", "coarsen", "sessions", "grid", "runs"]
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Windows:
     cols: list[Columns]
 
 
-def _runs(group: np.ndarray, key: np.ndarray) -> np.ndarray:
+def runs(group: np.ndarray, key: np.ndarray) -> np.ndarray:
     """Start rows of the runs of equal (group, key) in rows sorted by them."""
     if len(group) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -53,7 +53,7 @@ def coarsen(
     if factor < 1:
         raise ValueError(f"factor must be >= 1, got {factor}")
     coarse = (np.asarray(pane, dtype=np.int64) - phase) // factor
-    starts = _runs(group, coarse)
+    starts = runs(group, coarse)
     return group[starts], coarse[starts], [k.reduce(c, starts) for k, c in zip(kinds, cols)]
 
 
@@ -90,7 +90,7 @@ def sliding(
     if step == 1:
         g, q, full, starts = group, stride, cols, np.arange(len(pane))
     else:
-        starts = _runs(group, stride)
+        starts = runs(group, stride)
         g, q = group[starts], stride[starts]
         full = [kind.reduce(c, starts) for kind, c in zip(kinds, cols)]
     if size == step:  # tumbling: every stride is a window
@@ -120,7 +120,7 @@ def sliding(
     if r:
         # the first r panes of each stride, to merge into the window that ends inside it
         sel = np.flatnonzero(rel - stride * step < r)
-        pstarts = _runs(group[sel], stride[sel])
+        pstarts = runs(group[sel], stride[sel])
         part = [kind.reduce(rows(c, sel), pstarts) for kind, c in zip(kinds, cols)]
         dense = np.full(cells, -1, dtype=np.int64)
         dense[pos[segment_ids(starts, len(pane))[sel[pstarts]]]] = np.arange(len(pstarts))
