@@ -59,6 +59,9 @@ class Stage:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
+        from mta.columnar import KINDS
+        from mta.columnar.windows import runs
+
         table = pa.Table.from_batches(list(batches))
         if not table.num_rows:
             return
@@ -68,8 +71,16 @@ class Stage:
         table, group, pane = table.take(pa.array(order)), group[order], pane[order]
         first = np.searchsorted(group, np.arange(group[-1] + 1))  # each group's first row
         cols = [_partials(s, i, table) for i, s in enumerate(self.sliced)]
+        spans = (table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy()) if "mta_t_lo" in table.column_names \
+            else None
+        starts = runs(group, pane)
+        if len(starts) < len(pane):  # first/last fold a pane per input partition (slicing.ORDER): one slice each
+            cols = [_one_per_pane(KINDS[s.kind], c, starts) for s, c in zip(self.sliced, cols)]
+            if spans is not None:
+                spans = (np.minimum.reduceat(spans[0], starts), np.maximum.reduceat(spans[1], starts))
+            group, pane = group[starts], pane[starts]
         for query in self.queries:
-            windows, start, end = self._windows(query, cols, group, pane, table)
+            windows, start, end = self._windows(query, cols, group, pane, spans)
             if not len(windows.group):
                 continue
             rows = pa.array(first[windows.group])
@@ -83,17 +94,29 @@ class Stage:
                 out["late"] = pa.array(np.zeros(len(start), dtype=np.int64))
             yield from pa.table(out).to_batches(max_chunksize=1 << 16)
 
-    def _windows(self, query: Query, cols: list[dict], group: np.ndarray, pane: np.ndarray, table: Any
-                 ) -> tuple[Any, np.ndarray, np.ndarray]:
-        """The query's windows and their start and end times (microseconds)."""
+    def _windows(self, query: Query, cols: list[dict], group: np.ndarray, pane: np.ndarray,
+                 spans: tuple[np.ndarray, np.ndarray] | None) -> tuple[Any, np.ndarray, np.ndarray]:
+        """The query's windows and their start and end times (microseconds). ``spans``: each
+        slice's first and last event times (sessions)."""
         from mta.columnar import KINDS, in_panes, sessions, sliding
 
         kinds = [KINDS[s.kind] for s in self.sliced]
         if query.session:  # no slice is longer than the gap: each lies in one session
-            w = sessions(kinds, cols, group, table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy(), query.gap)
+            w = sessions(kinds, cols, group, *spans, query.gap)
             return w, w.start, w.end
         w = sliding(kinds, cols, group, pane, *in_panes(query.spec(), self.pane, self.origin))
         return w, self.origin + w.start * self.pane, self.origin + w.end * self.pane
+
+
+def _one_per_pane(kind: Any, cols: dict[str, np.ndarray], starts: np.ndarray) -> dict[str, np.ndarray]:
+    """The slices of each pane (runs from ``starts``) folded into one. A pick's rows are first
+    put in its (time, seq) order within each pane, the order :meth:`Kind.reduce` expects."""
+    from mta.columnar.kinds import segment_ids
+
+    if "seq" in cols:
+        order = np.lexsort((cols["seq"], cols["t"], segment_ids(starts, len(cols["seq"]))))
+        cols = {f: c[order] for f, c in cols.items()}
+    return kind.reduce(cols, starts)
 
 
 def _groups(table: Any, keys: list[str]) -> np.ndarray:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from spark_integration.columnar import END, NAME, START, Query, Stage
-from spark_integration.slicing import (PANE, PICKS, SEQ, Sliced, final, merged, merged_inputs, partials,
-                                      remergeable, times)
+from spark_integration.slicing import (HIGH, PACKED, PANE, PART, PICKS, SEQ, Sliced, field, final, merged,
+                                      merged_inputs, ordering, partials, remergeable, times, unpacked)
 
 
 #: A lone sliding window of at most this many windows per slice (size/slide) is aggregated again
@@ -49,7 +49,9 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
     pane = F.expr(f"((mta_time - {origin}) - pmod(mta_time - {origin}, {P})) div {P}").alias(PANE)
     late_column = [F.lit(0).cast("bigint").alias("late")] if late else []
     lone = queries[0] if len(queries) == 1 else None
-    if lone is not None and not lone.session and lone.size == lone.slide:  # tumbling: Spark's own aggregates
+    packed = [i for i, s in enumerate(sliced) if s.kind in PACKED]
+    if lone is not None and not lone.session and lone.size == lone.slide and not packed:
+        # tumbling: Spark's own aggregates
         start = F.col(PANE) * P + origin
         return (events.groupBy(*keys, pane).agg(*[final(s, t) for s in sliced])
                 .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), start.alias(START),
@@ -57,7 +59,15 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
     fields = [f for i, s in enumerate(sliced) for f in partials(s, i, t)]
     if any(q.session for q in queries):
         fields += times(t)
-    slices = events.groupBy(*keys, pane).agg(*fields)
+    if packed:  # folded by ORDER per input partition: a hash aggregation (see slicing.ORDER)
+        events = events.select("*", *ordering(t, P, origin))
+        parts = [c for c in (PART, HIGH) if c in events.columns]
+        slices = events.groupBy(*keys, pane, *parts).agg(*fields)
+        gone = set(parts) | {field(i, f) for i in packed for f in "ov"}
+        slices = slices.select(*[c for c in slices.columns if c not in gone],
+                               *[unpacked(sliced[i], i, P, origin) for i in packed])
+    else:
+        slices = events.groupBy(*keys, pane).agg(*fields)
     if lone is not None and not lone.session and lone.size // lone.slide <= RESLICE and \
             all(map(remergeable, sliced)):
         # few windows per slice: each slice goes to its size/slide windows and Spark aggregates them

@@ -52,6 +52,16 @@ PICKS = ("first", "last", "first_ignore_nulls", "last_ignore_nulls", "min_by", "
 #: The input's row number: arrival order, which breaks ties of first/last/min_by/max_by.
 SEQ = "mta_seq"
 PANE = "mta_pane"
+#: first/last fold by a long, so that Spark's hash aggregation takes them (a struct's min is a
+#: sort aggregation: 3x slower, BENCHMARKS.md, issue #19). The long is (the event's offset in its
+#: slice, low OFFSET_BITS) over (its row in its input partition, ROW_BITS: SEQ's low bits, as
+#: monotonically_increasing_id numbers rows), unique within a (keys, pane, PART, HIGH) group:
+#: slices are folded per input partition and per 2**OFFSET_BITS microseconds of the slice, and
+#: the stage folds those of one pane (:class:`spark_integration.columnar.Stage`).
+ORDER, PART, HIGH = "mta_order", "mta_part", "mta_high"
+ROW_BITS, OFFSET_BITS = 33, 30
+#: The kinds that fold by :data:`ORDER`.
+PACKED = ("first", "last", "first_ignore_nulls", "last_ignore_nulls")
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,12 @@ def partials(s: Sliced, i: int, time: Any) -> list[Any]:
     from pyspark.sql import functions as F
 
     kind = s.kind
+    if kind in PACKED:
+        value, order = F.col(s.inputs[0]), F.col(ORDER)
+        if kind.endswith("ignore_nulls"):
+            order = F.when(value.isNotNull(), order)
+        pick, by = (F.max, F.max_by) if kind.startswith("last") else (F.min, F.min_by)
+        return [pick(order).alias(field(i, "o")), by(value, order).alias(field(i, "v"))]
     if kind in PICKS:
         pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
         return [pick(_taken(s, time)).alias(field(i, "r"))]
@@ -143,6 +159,32 @@ def partials(s: Sliced, i: int, time: Any) -> list[Any]:
         return [(F.min if kind == "min" else F.max)(x).alias(field(i, "m")), n]
     x = x.cast("double")
     return [n, F.avg(x).alias(field(i, "mean")), (F.var_pop(x) * F.count(x)).alias(field(i, "m2"))]
+
+
+def ordering(time: Any, P: int, origin: int) -> list[Any]:
+    """The columns a packed pick's slices are folded by: :data:`ORDER`, :data:`PART` and, when a
+    slice is longer than 2**OFFSET_BITS microseconds, :data:`HIGH`. ``time``: the event time in
+    microseconds; the events carry :data:`SEQ`."""
+    from pyspark.sql import functions as F
+
+    offset = F.pmod(time - F.lit(origin), F.lit(P))
+    low = F.col(SEQ).bitwiseAND(F.lit((1 << ROW_BITS) - 1))
+    order = F.shiftleft(offset.bitwiseAND(F.lit((1 << OFFSET_BITS) - 1)), ROW_BITS).bitwiseOR(low)
+    columns = [order.alias(ORDER), F.shiftright(F.col(SEQ), ROW_BITS).alias(PART)]
+    return columns + ([F.shiftright(offset, OFFSET_BITS).alias(HIGH)] if P > 1 << OFFSET_BITS else [])
+
+
+def unpacked(s: Sliced, i: int, P: int, origin: int) -> Any:
+    """A packed pick's slice partial as the struct the stage reads (:func:`_taken`'s): the
+    event's time and SEQ back from its ORDER, and its value; null when no event is taken."""
+    from pyspark.sql import functions as F
+
+    o = F.col(field(i, "o"))
+    offset = F.shiftright(o, ROW_BITS) + (F.shiftleft(F.col(HIGH), OFFSET_BITS) if P > 1 << OFFSET_BITS else 0)
+    t = F.col(PANE) * P + origin + offset
+    seq = F.shiftleft(F.col(PART), ROW_BITS).bitwiseOR(o.bitwiseAND(F.lit((1 << ROW_BITS) - 1)))
+    return F.when(o.isNotNull(), F.struct(t.alias("t"), seq.alias("seq"), F.col(field(i, "v")).alias("v"))
+                  ).alias(field(i, "r"))
 
 
 def times(time: Any) -> list[Any]:
