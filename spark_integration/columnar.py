@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from spark_integration.slicing import PANE, PICKS, Sliced, field
+from spark_integration.slicing import PANE, PICKS, Sliced, field, shared_columns
 
 #: Columns of the stage's output besides the keys and the aggregations.
 NAME, START, END = "window_name", "mta_start", "mta_end"
@@ -70,7 +70,8 @@ class Stage:
         order = np.lexsort((pane, group))
         table, group, pane = table.take(pa.array(order)), group[order], pane[order]
         first = np.searchsorted(group, np.arange(group[-1] + 1))  # each group's first row
-        cols = [_partials(s, i, table) for i, s in enumerate(self.sliced)]
+        columns = shared_columns(self.sliced)
+        cols = [_partials(s, i, table, columns) for i, s in enumerate(self.sliced)]
         spans = (table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy()) if "mta_t_lo" in table.column_names \
             else None
         starts = runs(group, pane)
@@ -140,8 +141,9 @@ def _column(table: Any, name: str, fill: Any = 0) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def _partials(s: Sliced, i: int, table: Any) -> dict[str, np.ndarray]:
-    """Aggregation ``i``'s slice partials as the fields of its mta.columnar kind."""
+def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str]) -> dict[str, np.ndarray]:
+    """Aggregation ``i``'s slice partials as the fields of its mta.columnar kind (``columns``:
+    where each is, :func:`spark_integration.slicing.shared_columns`)."""
     from mta.columnar import KINDS
 
     kind = KINDS[s.kind]
@@ -155,21 +157,21 @@ def _partials(s: Sliced, i: int, table: Any) -> dict[str, np.ndarray]:
         if s.kind in ("min_by", "max_by"):
             cols["o"] = r.field("o").to_numpy(zero_copy_only=False)
         return cols
-    n = _column(table, field(i, "n"))
+    n = _column(table, columns[(i, "n")])
     if s.kind == "count":
         return {"n": n}
     if s.kind in ("sum", "mean"):
-        total = _column(table, field(i, "s"))
+        total = _column(table, columns[(i, "s")])
         if total.dtype.kind == "i" and float(np.abs(total.astype(np.float64)).sum()) >= 2.0 ** 62:
             total = np.array([int(v) for v in total.tolist()], dtype=object)  # no window sum may wrap
         return {"s": total, "n": n}
     if s.kind in ("min", "max"):
-        m = _column(table, field(i, "m"))
+        m = _column(table, columns[(i, "m")])
         empty = n == 0
         if empty.any():
             m = np.where(empty, kind.identity(1, {"m": m, "n": n})["m"][0], m)
         return {"m": m, "n": n}
-    return {"n": n, "mean": _column(table, field(i, "mean"), 0.0), "m2": _column(table, field(i, "m2"), 0.0)}
+    return {"n": n, "mean": _column(table, columns[(i, "mean")], 0.0), "m2": _column(table, columns[(i, "m2")], 0.0)}
 
 
 def _struct(r: Any, name: str) -> np.ndarray:
@@ -294,23 +296,6 @@ ORDER_FREE = frozenset({"count", "sum", "mean", "min", "max", "var_samp", "var_p
 EVENTS = "mta_events"
 
 
-def folded_columns(sliced: list[Sliced]) -> dict[tuple[int, str], str]:
-    """Each partial field ``(aggregation, field)`` of :class:`Fold`'s output -> its column.
-    Fields equal by construction share one, the output being as narrow as it can be (the
-    stateful operator's cost grows with its input's width): every kind's ``n`` over a
-    column counts its non-null values, sum's and mean's ``s`` are alike, and so are the
-    moments of the variance family."""
-    from mta.columnar import KINDS
-
-    out: dict[tuple[int, str], str] = {}
-    first: dict[tuple, str] = {}
-    for i, s in enumerate(sliced):
-        for f in KINDS[s.kind].fields:
-            same = (f, s.inputs[0]) if f in ("n", "s", "mean", "m2") else (s.kind, f, s.inputs[0])
-            out[(i, f)] = first.setdefault(same, field(i, f))
-    return out
-
-
 @dataclass(frozen=True)
 class Fold:
     """Streaming, before the state: each micro-batch partition's events folded into one
@@ -332,7 +317,7 @@ class Fold:
 
         out = [prepared.schema[k] for k in self.keys] + [StructField(self.time, LongType()),
                                                           StructField(EVENTS, LongType(), False)]
-        columns = folded_columns(self.sliced)
+        columns = shared_columns(self.sliced)
         for i, s in enumerate(self.sliced):
             for name, array in self._lift(s, 0, {}).items():
                 if columns[(i, name)] == field(i, name):  # its column's first field
@@ -383,7 +368,7 @@ class Fold:
         out = {k: table[k].take(pa.array(rows)) for k in self.keys}
         out[self.time] = pa.array(times[rows], pa.int64())
         out[EVENTS] = pa.array(events, pa.int64())
-        columns = folded_columns(self.sliced)
+        columns = shared_columns(self.sliced)
         for i, c in enumerate(cols):
             for name, array in c.items():
                 if columns[(i, name)] == field(i, name):
@@ -453,7 +438,7 @@ class Bucket:
         times = frame[time].to_numpy(dtype=np.int64)[order]
         folded = EVENTS in frame
         if folded:
-            columns = folded_columns(self.sliced)
+            columns = shared_columns(self.sliced)
             events = frame[EVENTS].to_numpy(dtype=np.int64)[order]
             read = {c: frame[c].to_numpy()[order] for c in set(columns.values())}
             parts = [{f: read[c] for (j, f), c in columns.items() if j == i} for i in range(len(self.sliced))]

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 from spark_integration.columnar import END, NAME, START, Query, Stage
 from spark_integration.slicing import (HIGH, PACKED, PANE, PART, PICKS, SEQ, Sliced, field, final, merged,
-                                      merged_inputs, ordering, partials, remergeable, times, unpacked)
+                                      merged_inputs, ordering, partials, remergeable, shared_columns, times,
+                                      unpacked)
 
 
 #: A lone sliding window of at most this many windows per slice (size/slide) is aggregated again
@@ -56,7 +57,9 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
         return (events.groupBy(*keys, pane).agg(*[final(s, t) for s in sliced])
                 .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), start.alias(START),
                         (start + P).alias(END), *[s.name for s in sliced], *late_column))
-    fields = [f for i, s in enumerate(sliced) for f in partials(s, i, t)]
+    columns = shared_columns(sliced)
+    fields = [c for i, s in enumerate(sliced) for f, c in partials(s, i, t).items()
+              if s.kind in PICKS or columns[(i, f)] == field(i, f)]  # each shared field once
     if any(q.session for q in queries):
         fields += times(t)
     if packed:  # folded by ORDER per input partition: a hash aggregation (see slicing.ORDER)
@@ -78,7 +81,7 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
         starts = F.explode(F.sequence(first, last - F.pmod(last - F.lit(lone.offset), F.lit(lone.slide)),
                                       F.lit(lone.slide)))
         spread = slices.select(*keys, starts.alias(START), *[f for i in range(len(sliced))
-                                                              for f in merged_inputs(sliced[i], i)])
+                                                              for f in merged_inputs(sliced[i], i, columns)])
         start = F.try_add(F.col(START), F.lit(0))  # nullable, as the window() struct's fields are
         return (spread.groupBy(*keys, START).agg(*[merged[s.kind](s, i) for i, s in enumerate(sliced)])
                 .select(*keys, *([F.lit(lone.name).alias(NAME)] if named else []), start.alias(START),

@@ -135,8 +135,9 @@ def _taken(s: Sliced, time: Any) -> Any:
     return F.when(value.isNotNull(), taken) if s.kind.endswith("ignore_nulls") else taken
 
 
-def partials(s: Sliced, i: int, time: Any) -> list[Any]:
-    """Spark aggregate columns of aggregation ``i``'s slice partial (named by :func:`field`)."""
+def partials(s: Sliced, i: int, time: Any) -> dict[str, Any]:
+    """Spark aggregate columns of aggregation ``i``'s slice partial, by field (each named by
+    :func:`field`)."""
     from pyspark.sql import functions as F
 
     kind = s.kind
@@ -145,20 +146,43 @@ def partials(s: Sliced, i: int, time: Any) -> list[Any]:
         if kind.endswith("ignore_nulls"):
             order = F.when(value.isNotNull(), order)
         pick, by = (F.max, F.max_by) if kind.startswith("last") else (F.min, F.min_by)
-        return [pick(order).alias(field(i, "o")), by(value, order).alias(field(i, "v"))]
-    if kind in PICKS:
+        out = {"o": pick(order), "v": by(value, order)}
+    elif kind in PICKS:
         pick = F.max if kind.startswith("last") or kind == "max_by" else F.min
-        return [pick(_taken(s, time)).alias(field(i, "r"))]
-    if kind == "count":  # of any type
-        return [F.count(s.inputs[0]).alias(field(i, "n"))]
-    x = _number(s.inputs[0], s.source)
-    n = F.count(x).alias(field(i, "n"))
-    if kind in ("sum", "mean"):
-        return [F.sum(x).alias(field(i, "s")), n]
-    if kind in ("min", "max"):
-        return [(F.min if kind == "min" else F.max)(x).alias(field(i, "m")), n]
-    x = x.cast("double")
-    return [n, F.avg(x).alias(field(i, "mean")), (F.var_pop(x) * F.count(x)).alias(field(i, "m2"))]
+        out = {"r": pick(_taken(s, time))}
+    elif kind == "count":  # of any type
+        out = {"n": F.count(s.inputs[0])}
+    else:
+        x = _number(s.inputs[0], s.source)
+        if kind in ("sum", "mean"):
+            out = {"s": F.sum(x), "n": F.count(x)}
+        elif kind in ("min", "max"):
+            out = {"m": (F.min if kind == "min" else F.max)(x), "n": F.count(x)}
+        else:
+            x = x.cast("double")
+            out = {"n": F.count(x), "mean": F.avg(x), "m2": F.var_pop(x) * F.count(x)}
+    return {f: c.alias(field(i, f)) for f, c in out.items()}
+
+
+def shared_columns(sliced: list[Sliced]) -> dict[tuple[int, str], str]:
+    """Each partial field ``(aggregation, field)`` of the slices -> its column. Fields equal
+    by construction share one, so that slices are as narrow as they can be (batch: Spark's
+    slices cross into Python; streaming: :class:`spark_integration.columnar.Fold`'s output,
+    whose cost in the stateful operator grows with its width): every kind's ``n`` over a
+    column counts its non-null values, sum's and mean's ``s`` are alike, and so are the
+    moments of the variance family. first/last/min_by/max_by keep their own."""
+    from mta.columnar import KINDS
+
+    out: dict[tuple[int, str], str] = {}
+    first: dict[tuple, str] = {}
+    for i, s in enumerate(sliced):
+        for f in KINDS[s.kind].fields:
+            if s.kind in PICKS:
+                out[(i, f)] = field(i, f)
+                continue
+            same = (f, s.inputs[0]) if f in ("n", "s", "mean", "m2") else (s.kind, f, s.inputs[0])
+            out[(i, f)] = first.setdefault(same, field(i, f))
+    return out
 
 
 def ordering(time: Any, P: int, origin: int) -> list[Any]:
@@ -218,12 +242,13 @@ def own_streaming(sliced: list[Sliced], query: Any, time_kind: str, lateness: in
             and not late_count and not any(s.kind in PICKS for s in sliced))
 
 
-def merged_inputs(s: Sliced, i: int) -> list[Any]:
-    """The slice columns :data:`merged` reads for aggregation ``i``."""
+def merged_inputs(s: Sliced, i: int, columns: Mapping[tuple[int, str], str]) -> list[Any]:
+    """The slice columns :data:`merged` reads for aggregation ``i``, named by :func:`field`;
+    ``columns``: where each field is (:func:`shared_columns`)."""
     from pyspark.sql import functions as F
 
     names = {"count": ("n",), "sum": ("s",), "mean": ("s", "n"), "min": ("m",), "max": ("m",)}[s.kind]
-    return [F.col(field(i, n)) for n in names]
+    return [F.col(columns[(i, n)]).alias(field(i, n)) for n in names]
 
 
 def _merge_sum(s: Sliced, i: int) -> Any:

@@ -17,8 +17,8 @@ from hypothesis import given, strategies as st
 from conftest import hsettings
 from mta.columnar import KINDS, grid
 from mta.columnar.state import KeyState
-from spark_integration.columnar import EVENTS, Fold, folded_columns
-from spark_integration.slicing import Sliced
+from spark_integration.columnar import EVENTS, Fold
+from spark_integration.slicing import Sliced, shared_columns
 
 SLICED = [Sliced("n", "count", ("i",), "bigint", "bigint"), Sliced("s", "sum", ("i",), "bigint", "bigint"),
           Sliced("hi", "max", ("i",), "bigint", "bigint"), Sliced("lo", "min", ("f",), "double", "double"),
@@ -64,7 +64,7 @@ def folded(events: list[tuple], pieces: int) -> dict:
     per_key: dict = {}
     for row in range(len(out.get("t", []))):
         per_key.setdefault(out["k"][row], []).append(row)
-    columns = folded_columns(SLICED)
+    columns = shared_columns(SLICED)
     if events:
         assert set(out) == {"k", "t", EVENTS, *columns.values()}
     return {key: (np.array(out["t"])[rows], np.array(out[EVENTS])[rows],
@@ -124,7 +124,7 @@ def test_a_state_fed_folded_slices_gives_the_windows_and_late_counts_of_one_fed_
 
 def test_fields_equal_by_construction_share_one_column() -> None:
     """Every kind's n over a column, sum's and mean's s: 9 columns for the 13 fields of SLICED."""
-    columns = folded_columns(SLICED)
+    columns = shared_columns(SLICED)
     assert len(columns) == 13 and len(set(columns.values())) == 9
     assert columns[(0, "n")] == columns[(1, "n")] == columns[(2, "n")] != columns[(3, "n")] == columns[(5, "n")]
     assert columns[(2, "m")] != columns[(3, "m")] and columns[(6, "n")] not in (columns[(0, "n")], columns[(3, "n")])
