@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from mta.watermarked import Sessions, Windowing, key_window
-from spark_integration.aggregations import NEVER_NULL, Aggregations, parse
+from spark_integration.aggregations import NEVER_NULL, Aggregations, as_integer, parse
 from spark_integration.columnar import END, NAME, ORDER_FREE, START, Fold, Query
 from spark_integration.frames import LATE_TIME, TIME, frame, late_column
 from spark_integration.session_columns import SESSION_END, SESSION_WATERMARK, dynamic_session_end, session_watermark
-from spark_integration.slicing import columnar, final, own_streaming
+from spark_integration.slicing import SEQ, columnar, final, own_streaming
 from spark_integration.sliced import plan as sliced_plan
 from spark_integration.stored import Output, StoredKeys
 
@@ -48,7 +48,7 @@ BUCKET = "mta_bucket"
 #: A time given as an expression, and a streaming TIMESTAMP_NTZ time's watermark column.
 EVENT, WATERMARK = "mta_event", "mta_watermark"
 #: An SQL literal: a Python datetime would be a TIMESTAMP, cast in the session's zone.
-_NTZ_EPOCH = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
+_DAY = 86_400_000_000  # microseconds
 
 
 def micros(duration: str | int | float | dt.timedelta, name: str = "duration", spark: Any = None,
@@ -201,9 +201,10 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
             extra_inputs = [SESSION_WATERMARK]
         else:
             df, delay = _watermarked(df, time, kind, watermark, spark)
-        grouping, group_keys = _grouping(df, keys)
     else:
-        grouping, group_keys, delay = keys, keys, None
+        delay = None
+        extra_inputs = [*extra_inputs, F.monotonically_increasing_id().alias(SEQ)]  # ties: the input's row order
+    grouping, group_keys = _grouping(df, keys)
     side = aggs.inputs if late_events else None
     inputs = aggs.input_columns(raw=late_events, skip=group_keys)
     prepared = df.select(*grouping, _to_micros(F.col(time), kind).alias(TIME), *inputs, *extra_inputs)
@@ -215,16 +216,21 @@ def window_aggregate(df: Any, keys: str | Sequence[str], time: Any, aggregations
             _Rows(aggs, windowing, group_keys, side)
         out, key_columns = _stateful(df, prepared, keys, group_keys, schema, engine, lateness, stored)
     else:
-        out = prepared.groupBy(*keys).applyInPandas(_batch(aggs, windowing, keys, side, stored), schema)
-        key_columns = [F.col(k) for k in keys]
+        out = prepared.groupBy(*group_keys).applyInPandas(_batch(aggs, windowing, group_keys, side, stored), schema)
+        key_columns = _keys_from_string(df, keys) if group_keys == [KEY] else [F.col(k) for k in keys]
     return out.select(*key_columns, *_time_outputs(kind, windowing, flat, side is not None, delay), *aggs.columns,
                       *(["late"] if late_count else []), *_side_output(kind, time_name, side))
 
 
 def _grouping(df: Any, keys: list[str]) -> tuple[list[Any], list[str]]:
-    """A stream's grouping columns and their names: string keys as they are (they and
-    their nulls cross pandas unchanged), else one exact string of the key columns."""
+    """The per-key path's grouping columns and their names: string keys as they are (they
+    and their nulls cross pandas unchanged), else one exact string of the key columns
+    (pandas makes a null and NaN one float, -0.0 stays itself, and an integer column with a
+    null turns into floats). In batch, keys the string cannot carry (arrays, maps,
+    structs) group as they are; a stream refuses them (:func:`_key_string`)."""
     if keys and all(df.schema[k].dataType.simpleString() == "string" for k in keys):
+        return keys, keys
+    if not df.isStreaming and any(_key_codec(df.schema[k].dataType) is None for k in keys):
         return keys, keys
     return [_key_string(df, keys).alias(KEY)], [KEY]
 
@@ -440,21 +446,28 @@ def _time_column(df: Any, time: Any, columns: dict[str, str]) -> tuple[Any, str,
 
 def _to_micros(column: Any, kind: str) -> Any:
     """Microseconds since the epoch: of UTC for a TIMESTAMP, of the wall clock for a
-    TIMESTAMP_NTZ (what Spark's window() aligns either on, whatever the session zone)."""
+    TIMESTAMP_NTZ (what Spark's window() aligns either on, whatever the session zone).
+    Not ``timestamp_diff`` from an NTZ epoch: it goes through the session zone, and a wall
+    clock in a daylight-saving gap or overlap came out an hour off."""
     from pyspark.sql import functions as F
 
     if kind == "timestamp":
         return F.unix_micros(column)
-    return F.timestamp_diff("MICROSECOND", F.expr(_NTZ_EPOCH), column)
+    return as_integer(column, kind)
 
 
 def _from_micros(column: Any, kind: str) -> Any:
-    """The inverse of :func:`_to_micros`: a ``kind`` time."""
+    """The inverse of :func:`_to_micros`: a ``kind`` time (an NTZ built from its fields:
+    interval arithmetic on NTZ goes through the session zone too)."""
     from pyspark.sql import functions as F
 
     if kind == "timestamp":
         return F.timestamp_micros(column)
-    return F.timestamp_add("MICROSECOND", column, F.expr(_NTZ_EPOCH))
+    of_day = F.pmod(column, F.lit(_DAY))
+    day = F.date_from_unix_date(((column - of_day).cast("decimal(20,0)") / F.lit(_DAY)).cast("int"))  # exact
+    second = (F.pmod(column, F.lit(60_000_000)).cast("decimal(16,6)") / F.lit(1_000_000)).cast("decimal(8,6)")
+    return F.make_timestamp_ntz(F.year(day), F.month(day), F.dayofmonth(day), (of_day / 3_600_000_000).cast("int"),
+                                ((of_day / 60_000_000).cast("int") % 60), second)
 
 
 def _watermarked(df: Any, time: str, kind: str, watermark: Any, spark: Any) -> tuple[Any, int | None]:
@@ -623,7 +636,7 @@ def _batch(aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str],
     def per_key(pdf: Any) -> Any:
         key = tuple(pdf[k].iloc[0] for k in keys)
         window = stored.scratch(key) if stored is not None else key_window(monoid, windowing)
-        pdf = pdf.sort_values(TIME, kind="stable")
+        pdf = pdf.sort_values([TIME, SEQ], kind="stable")  # event time, ties in the input's row order
         window.add(pdf[TIME].tolist(), aggs.lift(pdf), *([pdf[SESSION_END].tolist()] if SESSION_END in pdf else []))
         out = Output(window.advance(math.inf), 0, [])
         if stored is not None:
