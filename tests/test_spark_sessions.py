@@ -63,6 +63,9 @@ def test_batch_sessions_equal_spark_session_window(spark) -> None:
     assert_same(rows_of(ours), rows_of(theirs))
     spans = [(r[2] - r[1]).total_seconds() for r in rows_of(theirs)]
     assert 10 in spans and any(s > 30 for s in spans)  # single-event sessions and long chains are both there
+    # one shuffle, of the events by key: the slices are folded after it (sliced.plan)
+    plan = ours._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange hashpartitioning") == 1 and "MapInArrow" in plan
 
 
 @pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
