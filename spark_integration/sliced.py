@@ -65,13 +65,13 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
     # 3.00 at 0.02 events/s/key (a slice is about one event), 1.23 / 1.49 / 3.20 at 0.5, and
     # 1.09 / 0.74 / 3.01 at 10: the smaller worst case. Time windows keep the map-side combine:
     # there the same trade loses at 10 events/s/key (BENCHMARKS.md, issue #19).
-    by_key = any(q.session for q in queries)
-    if by_key:
+    sessions = any(q.session for q in queries)
+    if sessions:
         events = events.repartition(*keys) if keys else events.repartition(1)
     columns = shared_columns(sliced)
     fields = [c for i, s in enumerate(sliced) for f, c in partials(s, i, t).items()
               if s.kind in PICKS or columns[(i, f)] == field(i, f)]  # each shared field once
-    if any(q.session for q in queries):
+    if sessions:
         fields += times(t)
     if packed:  # folded by ORDER per input partition: a hash aggregation (see slicing.ORDER)
         events = events.select("*", *ordering(t, P, origin))
@@ -103,5 +103,5 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
                         + [StructField(s.name, _parse_datatype_string(s.result), s.kind != "count") for s in sliced]
                         + ([StructField("late", LongType())] if late else []))
     stage = Stage(keys, sliced, list(queries), P, origin, named, late)
-    spread = slices if by_key else slices.repartition(*keys) if keys else slices.repartition(1)
+    spread = slices if sessions else slices.repartition(*keys) if keys else slices.repartition(1)
     return spread.mapInArrow(stage, schema)
