@@ -386,14 +386,15 @@ class Aggregations:
     def input_columns(self, raw: bool = False, skip: Sequence[str] = ()) -> list[Any]:
         """The Spark columns :meth:`lift` reads (numbers and times as values and null
         masks, times converted to integers by Spark); with ``raw`` the input columns
-        as they are too (the late-event side output), but for those in ``skip`` (the
+        as they are too (the late-event side output); none of those in ``skip`` (the
         key columns, which the frame has already)."""
         from pyspark.sql import functions as F
 
         out: dict[str, Any] = {}
         for reader in self.readers.values():
             for column, name in zip(reader.spark_columns(), (reader.value, reader.mask)):
-                out[name] = column
+                if name not in skip:  # a key column read as it is: the frame has it once
+                    out[name] = column
         if raw:
             for column in self.inputs:
                 if column not in skip:

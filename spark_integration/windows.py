@@ -538,11 +538,38 @@ def _key_string(df: Any, keys: list[str]) -> Any:
 
 
 def _keys_from_string(df: Any, keys: list[str]) -> list[Any]:
-    """The key columns back from :data:`KEY`, with their own types and values."""
+    """The key columns back from :data:`KEY`, with their own types, values and nullability
+    (a key column that cannot be null comes back coalesced with a zero of its type, which
+    no row takes, so that the schema says so as Spark's groupBy does)."""
     from pyspark.sql import functions as F
 
     values = F.from_json(F.col(KEY), "array<string>")
-    return [_key_codec(df.schema[k].dataType)[1](values[i]).alias(k) for i, k in enumerate(keys)]
+    out = []
+    for i, k in enumerate(keys):
+        field = df.schema[k]
+        column = _key_codec(field.dataType)[1](values[i])
+        if not field.nullable:
+            column = F.coalesce(column, _zero(field.dataType))
+        out.append(column.alias(k))
+    return out
+
+
+def _zero(kind: Any) -> Any:
+    """A literal of Spark type ``kind`` that is never null (a key type of :func:`_key_codec`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(kind, T.BinaryType):
+        return F.lit(bytearray())
+    if isinstance(kind, T.StringType):
+        return F.lit("")
+    if isinstance(kind, T.BooleanType):
+        return F.lit(False)
+    if isinstance(kind, T.DateType):
+        return F.lit(dt.date(1970, 1, 1))
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+        return F.lit(dt.datetime(1970, 1, 1)).cast(kind)
+    return F.lit(0).cast(kind)
 
 
 def _time_outputs(kind: str, windowing: Windowing | Sessions, flat: bool, side: bool, delay: int | None

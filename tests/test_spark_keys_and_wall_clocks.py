@@ -92,3 +92,33 @@ def test_the_per_key_path_keeps_nan_null_and_zero_keys_as_spark_groups_them(spar
         return sorted((repr(r.k), int(r.s)) for r in out.collect())
 
     assert keyed(ours) == keyed(theirs) == [("0.0", 12), ("None", 2), ("nan", 17)]
+
+
+def test_the_per_key_path_keeps_each_key_columns_type_and_nullability(spark):
+    """Keys travel as one string; they come back with their own types, and a key column
+    that cannot be null stays so in the schema, as in Spark's groupBy."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField("l", T.LongType(), False), T.StructField("x", T.DoubleType(), False),
+                           T.StructField("n", T.TimestampNTZType(), False), T.StructField("b", T.BinaryType(), False),
+                           T.StructField("s", T.StringType(), False), T.StructField("o", T.LongType(), True),
+                           T.StructField("ts", T.TimestampType(), False), T.StructField("d", T.DecimalType(10, 0))])
+    t0 = dt.datetime(2024, 1, 1)
+    rows = [(2**62 + i % 2, -0.0 if i % 3 else 0.0, t0, b"\x00", "", None if i % 2 else 7, t0,
+             decimal.Decimal(i)) for i in range(6)]
+    df = spark.createDataFrame(rows, schema)
+    keys = ["l", "x", "n", "b", "s", "o"]
+    ours = window_aggregate(df, keys, "ts", {"d": ("d", "sum")}, size="10 seconds")
+    theirs = df.groupBy(*keys, F.window("ts", "10 seconds")).agg(F.sum("d").alias("d"))
+    assert [ours.schema[k] for k in keys] == [theirs.schema[k] for k in keys]
+    assert sorted(map(repr, ours.select(*keys, "d").collect())) == \
+        sorted(map(repr, theirs.select(*keys, "d").collect()))
+
+
+def test_a_string_key_column_can_also_be_an_aggregations_input(spark):
+    df = spark.createDataFrame([("a", dt.datetime(2021, 1, 1, 0, 0, 1)), ("a", dt.datetime(2021, 1, 1, 0, 0, 2))],
+                               "s string, t timestamp")
+    rows = window_aggregate(df, ["s"], "t", {"c": ("s", "collect_list"), "n": ("s", "count")},
+                            size="10 seconds").collect()
+    assert [(r.s, r.c, r.n) for r in rows] == [("a", ["a", "a"], 2)]
