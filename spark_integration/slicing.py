@@ -195,7 +195,12 @@ def ordering(time: Any, P: int, origin: int) -> list[Any]:
     low = F.col(SEQ).bitwiseAND(F.lit((1 << ROW_BITS) - 1))
     order = F.shiftleft(offset.bitwiseAND(F.lit((1 << OFFSET_BITS) - 1)), ROW_BITS).bitwiseOR(low)
     columns = [order.alias(ORDER), F.shiftright(F.col(SEQ), ROW_BITS).alias(PART)]
-    return columns + ([F.shiftright(offset, OFFSET_BITS).alias(HIGH)] if P > 1 << OFFSET_BITS else [])
+    return columns + ([F.shiftright(offset, OFFSET_BITS).alias(HIGH)] if _split_high(P) else [])
+
+
+def _split_high(P: int) -> bool:
+    """Whether slices of P microseconds fold per :data:`HIGH` too (an offset needs more bits)."""
+    return P > 1 << OFFSET_BITS
 
 
 def unpacked(s: Sliced, i: int, P: int, origin: int) -> Any:
@@ -204,7 +209,7 @@ def unpacked(s: Sliced, i: int, P: int, origin: int) -> Any:
     from pyspark.sql import functions as F
 
     o = F.col(field(i, "o"))
-    offset = F.shiftright(o, ROW_BITS) + (F.shiftleft(F.col(HIGH), OFFSET_BITS) if P > 1 << OFFSET_BITS else 0)
+    offset = F.shiftright(o, ROW_BITS) + (F.shiftleft(F.col(HIGH), OFFSET_BITS) if _split_high(P) else 0)
     t = F.col(PANE) * P + origin + offset
     seq = F.shiftleft(F.col(PART), ROW_BITS).bitwiseOR(o.bitwiseAND(F.lit((1 << ROW_BITS) - 1)))
     return F.when(o.isNotNull(), F.struct(t.alias("t"), seq.alias("seq"), F.col(field(i, "v")).alias("v"))

@@ -663,7 +663,7 @@ def _batch(aggs: Aggregations, windowing: Windowing | Sessions, keys: list[str],
     def per_key(pdf: Any) -> Any:
         key = tuple(pdf[k].iloc[0] for k in keys)
         window = stored.scratch(key) if stored is not None else key_window(monoid, windowing)
-        pdf = pdf.sort_values([TIME, SEQ], kind="stable")  # event time, ties in the input's row order
+        pdf = pdf.sort_values([TIME, SEQ])  # event time, ties in the input's row order (SEQ is unique)
         window.add(pdf[TIME].tolist(), aggs.lift(pdf), *([pdf[SESSION_END].tolist()] if SESSION_END in pdf else []))
         out = Output(window.advance(math.inf), 0, [])
         if stored is not None:
