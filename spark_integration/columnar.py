@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from spark_integration.slicing import PANE, PICKS, Sliced, field, shared_columns
+from spark_integration.slicing import HIGH, PACKED, PANE, PART, PICKS, Sliced, field, shared_columns, unpacked
 
 #: Columns of the stage's output besides the keys and the aggregations.
 NAME, START, END = "window_name", "mta_start", "mta_end"
@@ -71,7 +71,7 @@ class Stage:
         table, group, pane = table.take(pa.array(order)), group[order], pane[order]
         first = np.searchsorted(group, np.arange(group[-1] + 1))  # each group's first row
         columns = shared_columns(self.sliced)
-        cols = [_partials(s, i, table, columns) for i, s in enumerate(self.sliced)]
+        cols = [_partials(s, i, table, columns, pane, self) for i, s in enumerate(self.sliced)]
         spans = (table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy()) if "mta_t_lo" in table.column_names \
             else None
         starts = runs(group, pane)
@@ -141,12 +141,20 @@ def _column(table: Any, name: str, fill: Any = 0) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str]) -> dict[str, np.ndarray]:
+def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str], pane: np.ndarray,
+              stage: Stage) -> dict[str, np.ndarray]:
     """Aggregation ``i``'s slice partials as the fields of its mta.columnar kind (``columns``:
-    where each is, :func:`spark_integration.slicing.shared_columns`)."""
+    where each is, :func:`spark_integration.slicing.shared_columns`; ``pane``: each slice's)."""
     from mta.columnar import KINDS
 
     kind = KINDS[s.kind]
+    if s.kind in PACKED:  # ORDER's min (or max) and its value: the event's time and SEQ unpacked
+        o = table[field(i, "o")].combine_chunks()
+        n = np.asarray(o.is_valid()).astype(np.int64)
+        high = _column(table, HIGH) if HIGH in table.column_names else None
+        t, seq = unpacked(_column(table, field(i, "o")), _column(table, PART), high, pane, stage.pane, stage.origin)
+        return {"v": np.arange(len(o), dtype=np.int64), "vnull": np.asarray(table[field(i, "v")].combine_chunks().is_null()),
+                "t": t, "seq": seq, "n": n}
     if s.kind in PICKS:
         r = table[field(i, "r")].combine_chunks()
         n = np.asarray(r.is_valid()).astype(np.int64)
@@ -187,7 +195,8 @@ def _lowered(s: Sliced, i: int, cols: dict[str, np.ndarray], table: Any) -> Any:
 
     values, nulls = KINDS[s.kind].lower(cols)
     if s.kind in PICKS:  # the index of the slice holding the value
-        source = table[field(i, "r")].combine_chunks().field("v")
+        source = table[field(i, "v")].combine_chunks() if s.kind in PACKED else \
+            table[field(i, "r")].combine_chunks().field("v")
         return source.take(pa.array(np.where(nulls, 0, values).astype(np.int64), mask=nulls))
     return arrow_result(s, values, nulls)
 

@@ -17,8 +17,7 @@ from typing import Any, Sequence
 
 from spark_integration.columnar import END, NAME, START, Query, Stage
 from spark_integration.slicing import (HIGH, PACKED, PANE, PART, PICKS, SEQ, Sliced, field, final, merged,
-                                      merged_inputs, ordering, partials, remergeable, shared_columns, times,
-                                      unpacked)
+                                      merged_inputs, ordering, partials, remergeable, shared_columns, times)
 
 
 #: A lone sliding window of at most this many windows per slice (size/slide) is aggregated again
@@ -76,10 +75,7 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
     if packed:  # folded by ORDER per input partition: a hash aggregation (see slicing.ORDER)
         events = events.select("*", *ordering(t, P, origin))
         parts = [c for c in (PART, HIGH) if c in events.columns]
-        slices = events.groupBy(*keys, pane, *parts).agg(*fields)
-        gone = set(parts) | {field(i, f) for i in packed for f in "ov"}
-        slices = slices.select(*[c for c in slices.columns if c not in gone],
-                               *[unpacked(sliced[i], i, P, origin) for i in packed])
+        slices = events.groupBy(*keys, pane, *parts).agg(*fields)  # the stage reads PART, HIGH, o, v
     else:
         slices = events.groupBy(*keys, pane).agg(*fields)
     if lone is not None and not lone.session and lone.size // lone.slide <= RESLICE and \

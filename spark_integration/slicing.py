@@ -57,7 +57,8 @@ PANE = "mta_pane"
 #: slice, low OFFSET_BITS) over (its row in its input partition, ROW_BITS: SEQ's low bits, as
 #: monotonically_increasing_id numbers rows), unique within a (keys, pane, PART, HIGH) group:
 #: slices are folded per input partition and per 2**OFFSET_BITS microseconds of the slice, and
-#: the stage folds those of one pane (:class:`spark_integration.columnar.Stage`).
+#: the stage folds those of one pane (:class:`spark_integration.columnar.Stage`), reading each
+#: pick's ORDER, value, PART and HIGH as plain columns (:func:`unpacked`).
 ORDER, PART, HIGH = "mta_order", "mta_part", "mta_high"
 ROW_BITS, OFFSET_BITS = 33, 30
 #: The kinds that fold by :data:`ORDER`.
@@ -203,17 +204,14 @@ def _split_high(P: int) -> bool:
     return P > 1 << OFFSET_BITS
 
 
-def unpacked(s: Sliced, i: int, P: int, origin: int) -> Any:
-    """A packed pick's slice partial as the struct the stage reads (:func:`_taken`'s): the
-    event's time and SEQ back from its ORDER, and its value; null when no event is taken."""
-    from pyspark.sql import functions as F
-
-    o = F.col(field(i, "o"))
-    offset = F.shiftright(o, ROW_BITS) + (F.shiftleft(F.col(HIGH), OFFSET_BITS) if _split_high(P) else 0)
-    t = F.col(PANE) * P + origin + offset
-    seq = F.shiftleft(F.col(PART), ROW_BITS).bitwiseOR(o.bitwiseAND(F.lit((1 << ROW_BITS) - 1)))
-    return F.when(o.isNotNull(), F.struct(t.alias("t"), seq.alias("seq"), F.col(field(i, "v")).alias("v"))
-                  ).alias(field(i, "r"))
+def unpacked(o: Any, part: Any, high: Any, pane: Any, P: int, origin: int) -> tuple[Any, Any]:
+    """A packed pick's (time, SEQ) back from its slice's ORDER ``o``, PART, HIGH (None when
+    slices do not split by it) and pane, as numpy int64 arrays: the inverse of :func:`ordering`,
+    run in the stage, so that the slices cross into Python as plain longs, not structs."""
+    offset = o >> ROW_BITS
+    if high is not None:
+        offset = offset + (high << OFFSET_BITS)
+    return pane * P + origin + offset, (part << ROW_BITS) | (o & ((1 << ROW_BITS) - 1))
 
 
 def times(time: Any) -> list[Any]:
