@@ -66,3 +66,15 @@ def test_quick_run_covers_every_shape_with_spark_rows(spark, tmp_path) -> None:
     assert data["command"] in report and data["machine"]["git_commit"] in report
     assert report.count("| yes |") + report.count("| NO |") >= len(results)
     assert (tmp_path / "spark_windows_quick.png").stat().st_size > 1000
+
+
+def test_bounds_quick_run_times_every_piece_and_checks_the_exact_plan(spark, tmp_path) -> None:
+    from benchmarks import spark_bounds
+
+    assert spark_bounds.main(["--quick", "--out", str(tmp_path)], spark=spark) == 0
+    data = json.loads((tmp_path / "spark_bounds_quick.json").read_text())
+    pieces = {(r["shape"], r["piece"]) for r in data["results"]}
+    assert pieces == {("tumbling-stats", p) for p in ("Spark", "operator", "exact one pass", "slicing alone")} | \
+        {("slide10", p) for p in ("Spark", "operator", "slicing alone", "+ shuffle by key", "+ empty Python stage")}
+    assert all(r["s"] > 0 for r in data["results"])
+    assert data["machine"]["git_commit"] in (tmp_path / "spark_bounds_quick.md").read_text()
