@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, Aggregator, OrderedAggregator
+from mta.arrays import as_list
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
@@ -362,8 +363,11 @@ class Window:
             self._algorithm.flush(wait=False)
         return evicted
 
-    def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
+    def insert_many(self, updates: Iterable[tuple[int | float, Any]] | Any, values: Any = None) -> int:
         """Insert ``(timestamp, value)`` pairs in order; return the total evicted.
+        ``insert_many(timestamps, values)`` takes the same batch as two columns: numpy or
+        Arrow arrays, buffers or sequences (:func:`mta.arrays.as_list`), with the same
+        checks and results.
 
         The whole batch is validated first: one bad update rejects the batch and
         nothing is inserted. With a policy that is ``batchable`` (counts, times and
@@ -375,16 +379,20 @@ class Window:
         commit that comes due during the batch (a write buffer filled up) is sent
         right after it, so a crash loses at most what :meth:`insert` would.
         """
-        updates = updates if isinstance(updates, list) else list(updates)
-        try:
-            if set(map(len, updates)) - {2}:
-                raise ValueError
-            timestamps, values = zip(*updates) if updates else ((), ())
-        except (TypeError, ValueError):
-            for position, update in enumerate(updates):
-                if not isinstance(update, (tuple, list)) or len(update) != 2:
-                    raise TypeError(f"update {position} must be a (timestamp, value) pair, got {update!r}") from None
-            raise
+        if values is not None:
+            timestamps, values = as_list(updates, "timestamps"), as_list(values, "values")
+        else:
+            updates = updates if isinstance(updates, list) else list(updates)
+            try:
+                if set(map(len, updates)) - {2}:
+                    raise ValueError
+                timestamps, values = zip(*updates) if updates else ((), ())
+            except (TypeError, ValueError):
+                for position, update in enumerate(updates):
+                    if not isinstance(update, (tuple, list)) or len(update) != 2:
+                        raise TypeError(f"update {position} must be a (timestamp, value) pair, "
+                                        f"got {update!r}") from None
+                raise
         evicted = self.insert_checked(self.check(timestamps, values))
         if self._flush_due:  # a write buffer filled up during the batch: its commit follows it
             self._algorithm.flush(wait=False)

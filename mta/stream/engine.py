@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
+from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
@@ -312,23 +313,34 @@ class Stream:
         self.dropped += 1
         return False
 
-    def insert_many(self, updates: Iterable[tuple[int | float, Any]]) -> int:
+    def insert_many(self, updates: Iterable[tuple[int | float, Any]] | Any, values: Any = None) -> int:
         """Add ``(ts, value)`` pairs in order; return how many were taken. All or nothing:
-        a bad pair raises (naming its index) before any is added."""
-        return self._insert_checked(self._check_batch(list(updates)))
+        a bad pair raises (naming its index) before any is added. ``insert_many(timestamps,
+        values)`` takes the batch as two columns (numpy or Arrow arrays, buffers, sequences:
+        :func:`mta.arrays.as_list`); its errors name ``timestamps[i]`` or ``values[i]``."""
+        if values is None:
+            return self._insert_checked(self._check_batch(list(updates)))
+        timestamps, values = as_list(updates, "timestamps"), as_list(values, "values")
+        if len(timestamps) != len(values):
+            raise ValueError(f"{len(timestamps)} timestamps for {len(values)} values")
+        return self._insert_checked(self._check_columns(timestamps, values, lambda i, part: f"{part}[{i}]"))
 
     def _check_batch(self, updates: list, positions: list[int] | None = None) -> tuple[list, list, list, list]:
-        """Validate, lift and mark a batch without changing anything: ``(timestamps, values,
-        partials, masks)``. Errors name ``updates[i]``, i being ``positions[index]`` if given
-        (the place in a larger batch)."""
-        def where(index: int) -> str:
+        """Validate, lift and mark a batch of pairs without changing anything: ``(timestamps,
+        values, partials, masks)``. Errors name ``updates[i]``, i being ``positions[index]`` if
+        given (the place in a larger batch)."""
+        def where(index: int, part: str = "") -> str:
             return f"updates[{index if positions is None else positions[index]}]"
 
         for i, update in enumerate(updates):
             if type(update) is not tuple and type(update) is not list or len(update) != 2:
                 raise TypeError(f"{where(i)}: expected a (timestamp, value) pair, got {update!r}")
-        timestamps = [u[0] for u in updates]
-        values = [u[1] for u in updates]
+        return self._check_columns([u[0] for u in updates], [u[1] for u in updates], where)
+
+    def _check_columns(self, timestamps: list, values: list,
+                       where: Callable[[int, str], str]) -> tuple[list, list, list, list]:
+        """:meth:`_check_batch` of a batch in columns; ``where(i, "timestamps" or "values")``
+        names update i in the errors."""
         newest = self._newest
         for i, ts in enumerate(timestamps):
             kind = type(ts)
@@ -336,7 +348,7 @@ class Stream:
                 try:
                     self._check(ts, newest)
                 except (TypeError, ValueError) as error:
-                    raise type(error)(f"{where(i)}: {error}") from None
+                    raise type(error)(f"{where(i, 'timestamps')}: {error}") from None
             if ts > newest:
                 newest = ts
         try:
@@ -346,7 +358,7 @@ class Stream:
                 try:
                     self.monoid.lift(value)
                 except (TypeError, ValueError) as error:
-                    raise type(error)(f"{where(i)}: {error}") from None
+                    raise type(error)(f"{where(i, 'values')}: {error}") from None
             raise
         masks = [0] * len(values)
         if self._predicates:
@@ -354,7 +366,7 @@ class Stream:
                 try:
                     masks[i] = self._mask(value)
                 except ValueError as error:
-                    raise ValueError(f"{where(i)}: {error}") from error.__cause__
+                    raise ValueError(f"{where(i, 'values')}: {error}") from error.__cause__
         return timestamps, values, partials, masks
 
     def _insert_checked(self, checked: tuple[list, list, list, list]) -> int:

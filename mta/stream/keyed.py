@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, Callable, Iterable
 
 from kvs import codec
+from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.stream.engine import Stream
 from mta.stream.queries import Result
@@ -107,25 +108,42 @@ class KeyedStream:
             self.dropped += 1
         return taken
 
-    def insert_many(self, updates: Iterable[tuple[Any, int | float, Any]]) -> int:
+    def insert_many(self, updates: Iterable[tuple[Any, int | float, Any]] | Any, timestamps: Any = None,
+                    values: Any = None) -> int:
         """Add ``(key, ts, value)`` triples; all or nothing (a bad one raises, naming its index,
-        before any is added). Returns how many were taken."""
-        updates = list(updates)
-        groups: dict[Any, tuple[list, list]] = {}  # key -> its (ts, value) pairs, their indexes
-        for i, update in enumerate(updates):
-            if not (isinstance(update, (tuple, list)) and len(update) == 3):
-                raise TypeError(f"updates[{i}]: expected a (key, timestamp, value) triple, got {update!r}")
+        before any is added). Returns how many were taken. ``insert_many(keys, timestamps,
+        values)`` takes the batch as three columns (:func:`mta.arrays.as_list`); its errors
+        name ``keys[i]``, ``timestamps[i]`` or ``values[i]``."""
+        if timestamps is None and values is None:
+            updates = list(updates)
+            for i, update in enumerate(updates):
+                if not (isinstance(update, (tuple, list)) and len(update) == 3):
+                    raise TypeError(f"updates[{i}]: expected a (key, timestamp, value) triple, got {update!r}")
+            keys, times, vals = [u[0] for u in updates], [u[1] for u in updates], [u[2] for u in updates]
+        else:
+            keys, times, vals = (as_list(c, n) for c, n in ((updates, "keys"), (timestamps, "timestamps"),
+                                                              (values, "values")))
+            if not len(keys) == len(times) == len(vals):
+                raise ValueError(f"{len(keys)} keys, {len(times)} timestamps and {len(vals)} values")
+
+        def name(part: str) -> str:  # what the errors call a column: the pairs form has one
+            return "updates" if timestamps is None and values is None else part
+
+        groups: dict[Any, tuple[list, list, list]] = {}  # key -> its timestamps, values, indexes
+        for i, key in enumerate(keys):
             try:
-                hash(update[0])
+                hash(key)
             except TypeError as error:
-                raise TypeError(f"updates[{i}]: the key {update[0]!r} is not hashable ({error})") from None
-            pairs, positions = groups.setdefault(update[0], ([], []))
-            pairs.append((update[1], update[2]))
+                raise TypeError(f"{name('keys')}[{i}]: the key {key!r} is not hashable ({error})") from None
+            ts, vs, positions = groups.setdefault(key, ([], [], []))
+            ts.append(times[i])
+            vs.append(vals[i])
             positions.append(i)
         new = [key for key in groups if key not in self._keys]
         try:  # every key's batch is checked (and lifted, once) before any is inserted
-            checked = {key: self._stream(key)._check_batch(pairs, positions)
-                       for key, (pairs, positions) in groups.items()}
+            checked = {key: self._stream(key)._check_columns(
+                ts, vs, lambda index, part, positions=positions: f"{name(part)}[{positions[index]}]")
+                for key, (ts, vs, positions) in groups.items()}
         except BaseException:
             for key in new:
                 del self._keys[key]

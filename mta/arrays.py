@@ -1,0 +1,37 @@
+"""A batch given in columns: ``insert_many(timestamps, values)`` of :class:`mta.Window` and
+:class:`mta.Stream` takes each column as a numpy array, an Arrow array, any object with
+the buffer protocol (``array.array``, ``memoryview``) or a sequence, and checks it as the
+pairs form does. Values come out as Python numbers (``tolist``), so a batch in columns
+gives exactly the results of the same batch in pairs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def as_list(column: Any, name: str) -> list:
+    """``column`` as a list of Python values; ``name`` ("timestamps", "values") names it
+    in the errors. Arrow nulls become None (refused by the checks where a value is)."""
+    if isinstance(column, list):
+        return column
+    if isinstance(column, (str, bytes, bytearray)):
+        raise TypeError(f"{name} must be an array or a sequence, got {type(column).__name__}")
+    ndim = getattr(column, "ndim", None)
+    if ndim is not None and hasattr(column, "tolist"):  # numpy arrays
+        if ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {column.shape}")
+        return column.tolist()
+    if hasattr(column, "to_pylist"):  # Arrow arrays and chunked arrays
+        return column.to_pylist()
+    try:
+        view = memoryview(column)
+    except TypeError:
+        pass
+    else:
+        if view.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {view.shape}")
+        return view.tolist()
+    try:
+        return list(column)
+    except TypeError:
+        raise TypeError(f"{name} must be an array or a sequence, got {type(column).__name__}") from None
