@@ -62,7 +62,10 @@ class Stage:
         from mta.columnar import KINDS
         from mta.columnar.windows import runs
 
-        table = pa.Table.from_batches(list(batches))
+        batches = list(batches)  # none at all for an empty partition
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
         if not table.num_rows:
             return
         group = _groups(table, self.keys)
@@ -348,7 +351,10 @@ class Fold:
         from mta.columnar.kinds import segment_ids
         from mta.columnar.windows import runs
 
-        table = pa.Table.from_batches(list(batches))
+        batches = list(batches)  # none at all for an empty partition
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
         if not table.num_rows:
             return
         group = _groups(table, self.keys)

@@ -45,8 +45,10 @@ def plan(df: Any, keys: list[str], time: Any, sliced: list[Sliced], queries: lis
     P, origin = grid(queries)
     inputs = sorted({c for s in sliced for c in s.inputs} - set(keys))
     ordered = any(s.kind in PICKS for s in sliced)  # their ties go to the oldest: the input's row order
-    events = df.where(time.isNotNull()).select(*keys, time.alias("mta_time"), *inputs,
-                                                *([F.monotonically_increasing_id().alias(SEQ)] if ordered else []))
+    # the row number before the filter: a filter below it could be pushed under the input's own
+    # shuffle (a round-robin repartition) and deal the rows, so number them, differently
+    events = df.select(*keys, time.alias("mta_time"), *inputs,
+                       *([F.monotonically_increasing_id().alias(SEQ)] if ordered else [])).where("mta_time IS NOT NULL")
     t = F.col("mta_time")
     pane = F.expr(f"((mta_time - {origin}) - pmod(mta_time - {origin}, {P})) div {P}").alias(PANE)
     late_column = [F.lit(0).cast("bigint").alias("late")] if late else []
