@@ -62,11 +62,8 @@ class Stage:
         from mta.columnar import KINDS
         from mta.columnar.windows import runs
 
-        batches = list(batches)  # none at all for an empty partition
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        if not table.num_rows:
+        table = _table(batches)
+        if table is None:
             return
         group = _groups(table, self.keys)
         pane = table[PANE].to_numpy()
@@ -74,7 +71,7 @@ class Stage:
         table, group, pane = table.take(pa.array(order)), group[order], pane[order]
         first = np.searchsorted(group, np.arange(group[-1] + 1))  # each group's first row
         columns = shared_columns(self.sliced)
-        cols = [_partials(s, i, table, columns, pane, self) for i, s in enumerate(self.sliced)]
+        cols = [_partials(s, i, table, columns, pane, self.pane, self.origin) for i, s in enumerate(self.sliced)]
         spans = (table["mta_t_lo"].to_numpy(), table["mta_t_hi"].to_numpy()) if "mta_t_lo" in table.column_names \
             else None
         starts = runs(group, pane)
@@ -123,6 +120,17 @@ def _one_per_pane(kind: Any, cols: dict[str, np.ndarray], starts: np.ndarray) ->
     return kind.reduce(cols, starts)
 
 
+def _table(batches: Iterator[Any]) -> Any:
+    """A partition's batches as one Arrow table, or None when it has no row (an empty
+    partition gets no batch at all)."""
+    import pyarrow as pa
+
+    batches = list(batches)
+    if not batches or not any(b.num_rows for b in batches):
+        return None
+    return pa.Table.from_batches(batches)
+
+
 def _groups(table: Any, keys: list[str]) -> np.ndarray:
     """A dense int64 group per row: rows with equal keys (nulls equal to nulls) share one."""
     if not keys:
@@ -144,20 +152,20 @@ def _column(table: Any, name: str, fill: Any = 0) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str], pane: np.ndarray,
-              stage: Stage) -> dict[str, np.ndarray]:
+def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str], pane: np.ndarray, P: int,
+              origin: int) -> dict[str, np.ndarray]:
     """Aggregation ``i``'s slice partials as the fields of its mta.columnar kind (``columns``:
-    where each is, :func:`spark_integration.slicing.shared_columns`; ``pane``: each slice's)."""
+    where each is, :func:`spark_integration.slicing.shared_columns`; ``pane``: each slice's, of
+    ``P`` microseconds from ``origin``)."""
     from mta.columnar import KINDS
 
     kind = KINDS[s.kind]
     if s.kind in PACKED:  # ORDER's min (or max) and its value: the event's time and SEQ unpacked
-        o = table[field(i, "o")].combine_chunks()
-        n = np.asarray(o.is_valid()).astype(np.int64)
+        n = np.asarray(table[field(i, "o")].combine_chunks().is_valid()).astype(np.int64)
         high = _column(table, HIGH) if HIGH in table.column_names else None
-        t, seq = unpacked(_column(table, field(i, "o")), _column(table, PART), high, pane, stage.pane, stage.origin)
-        return {"v": np.arange(len(o), dtype=np.int64), "vnull": np.asarray(table[field(i, "v")].combine_chunks().is_null()),
-                "t": t, "seq": seq, "n": n}
+        t, seq = unpacked(_column(table, field(i, "o")), _column(table, PART), high, pane, P, origin)
+        return {"v": np.arange(len(n), dtype=np.int64), "t": t, "seq": seq, "n": n,
+                "vnull": np.asarray(table[field(i, "v")].combine_chunks().is_null())}
     if s.kind in PICKS:
         r = table[field(i, "r")].combine_chunks()
         n = np.asarray(r.is_valid()).astype(np.int64)
@@ -351,11 +359,8 @@ class Fold:
         from mta.columnar.kinds import segment_ids
         from mta.columnar.windows import runs
 
-        batches = list(batches)  # none at all for an empty partition
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        if not table.num_rows:
+        table = _table(batches)
+        if table is None:
             return
         group = _groups(table, self.keys)
         times = table[self.time].to_numpy()

@@ -114,7 +114,8 @@ class KeyedStream:
         before any is added). Returns how many were taken. ``insert_many(keys, timestamps,
         values)`` takes the batch as three columns (:func:`mta.arrays.as_list`); its errors
         name ``keys[i]``, ``timestamps[i]`` or ``values[i]``."""
-        if timestamps is None and values is None:
+        columns = timestamps is not None or values is not None
+        if not columns:
             updates = list(updates)
             for i, update in enumerate(updates):
                 if not (isinstance(update, (tuple, list)) and len(update) == 3):
@@ -126,8 +127,8 @@ class KeyedStream:
             if not len(keys) == len(times) == len(vals):
                 raise ValueError(f"{len(keys)} keys, {len(times)} timestamps and {len(vals)} values")
 
-        def name(part: str) -> str:  # what the errors call a column: the pairs form has one
-            return "updates" if timestamps is None and values is None else part
+        def name(part: str) -> str:  # what the errors call a column: the triples form has one
+            return part if columns else "updates"
 
         groups: dict[Any, tuple[list, list, list]] = {}  # key -> its timestamps, values, indexes
         for i, key in enumerate(keys):
