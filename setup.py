@@ -19,6 +19,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = runpy.run_path(os.path.join(HERE, "mta", "_extensions.py"))["EXTENSION_MODULES"]
@@ -33,7 +34,7 @@ def _tell(line: str) -> None:
     stderr otherwise (CI logs with pip -v, python -m build, setup.py)."""
     try:
         with open("/dev/tty", "w") as tty:
-            tty.write(line + "\n")
+            tty.write("\n" + line + "\n")  # own line, even after pip's spinner
         return
     except OSError:
         pass
@@ -67,8 +68,16 @@ class optional_build_ext(build_ext):
     def _failed(self, name: str, error: Exception) -> None:
         if REQUIRE_EXTENSIONS:
             raise
-        reason = " ".join(str(error).split()) or type(error).__name__
-        self._failures.append(f"{name}: {reason}" if len(MODULES) > 1 else reason)
+        self._failures.append(f"{name}: {self._reason(error)}" if len(MODULES) > 1 else self._reason(error))
+
+    def _reason(self, error: Exception) -> str:
+        if isinstance(error, ImportError):
+            return f"{error.name or 'Cython'} is not installed"
+        if isinstance(error, (CCompilerError, ExecError, PlatformError)):
+            command = getattr(getattr(self, "compiler", None), "compiler_so", None)
+            return f"no working C compiler: {command[0]!r} failed" if command else "no C compiler"
+        first = (str(error).strip().splitlines() or [""])[0]
+        return f"{type(error).__name__}: {first[:100]}"
 
 
 if NO_EXTENSIONS or platform.python_implementation() != "CPython":
