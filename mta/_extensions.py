@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import os
 import sys
 
@@ -46,6 +47,22 @@ class PureFinder(importlib.abc.MetaPathFinder):
 def install_pure_finder() -> None:
     if not any(isinstance(f, PureFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, PureFinder())
+
+
+def load_pure(name: str):
+    """A fresh pure-Python twin of module ``name``, loaded from its ``.py`` beside whatever is
+    in ``sys.modules`` (for tests that compare both paths in one process, as SQLAlchemy's
+    ``load_uncompiled_module`` does). Not registered in ``sys.modules``: its classes are not
+    the compiled ones (``isinstance`` across the twins is False), and its own ``mta.*``
+    imports get the modules in use (compiled ones included)."""
+    module = importlib.import_module(name)
+    origin = module.__spec__.origin
+    directory = os.path.dirname(origin)
+    source = os.path.join(directory, name.rpartition(".")[2] + ".py")
+    spec = importlib.util.spec_from_file_location(name, source)
+    twin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(twin)
+    return twin
 
 
 def compiled_modules() -> dict[str, bool]:

@@ -119,3 +119,20 @@ def test_compiled_module_is_not_older_than_its_source():
     source = so.with_name("_speedups_probe.py")
     assert so.stat().st_mtime >= source.stat().st_mtime - 2, (
         f"{so.name} is older than {source.name}: rebuild with pip install -e . (or set MTA_NO_EXTENSIONS=1)")
+
+
+def test_pure_twin_in_process_agrees():
+    """Both paths in one process: what the algorithm property tests need (no subprocess)."""
+    import random
+
+    pure = _extensions.load_pure("mta._speedups_probe")
+    assert pure.COMPILED is False and pure.__file__.endswith(".py")
+    rng = random.Random(7)
+    a, b = RunningSum(16), pure.RunningSum(16)
+    for _ in range(500):
+        x = rng.uniform(-1e9, 1e9)
+        a.insert(x)
+        b.insert(x)
+        if len(a) == 16:
+            assert a.evict() == b.evict()
+        assert a.query() == b.query()
