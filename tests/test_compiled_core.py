@@ -76,7 +76,7 @@ def _compiled_file() -> Path | None:
 def test_in_process_path_matches_mta_compiled():
     compiled = _compiled_file() is not None
     assert mta.COMPILED is compiled
-    assert _extensions.compiled_modules() == {"mta._speedups_probe": compiled}
+    assert _extensions.compiled_modules() == dict.fromkeys(_extensions.EXTENSION_MODULES, compiled)
     if os.environ.get("MTA_REQUIRE_EXTENSIONS") and not os.environ.get("MTA_NO_EXTENSIONS"):
         assert compiled, "MTA_REQUIRE_EXTENSIONS is set but the compiled core is not in use"
 
