@@ -125,7 +125,8 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
 
 
 def _column(typecode: str, size: int) -> array:
-    return array(typecode, bytes(8 * size))
+    """``size`` zeros of ``typecode`` (no temporary of that size on the way)."""
+    return array(typecode, [0]) * size
 
 
 def _regrow(old: array, base: int, cap: int, low: int, high: int, size: int) -> array:
@@ -737,6 +738,7 @@ class TypedAMTA:
         return Part(d=0.0, i=self._si[n], c=c)
 
     @cython.cfunc
+    @cython.cdivision(True)
     @cython.exceptval(check=False)
     def _moved(self) -> cython.int:
         """After ``head`` moved forward by at most a ring's size: keep each ring's base at
