@@ -26,7 +26,7 @@ compiled = False
 # C types, as the Python types that hold their values
 bint = bool
 int = int  # noqa: A001
-long = longlong = Py_ssize_t = size_t = int
+long = longlong = ulonglong = Py_ssize_t = size_t = int
 float = double = float  # noqa: A001
 
 

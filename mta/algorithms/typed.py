@@ -1,0 +1,455 @@
+"""Typed cores: the built-in numeric monoids' partials in C columns, not Python objects (issue 20).
+
+A typed core is the twin of an object algorithm (here :class:`TypedTwoStacks` of
+:class:`~mta.algorithms.two_stacks.TwoStacks`) for the monoids whose partials are plain
+numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``, ``Max`` and ``Mean`` (``(sum, count)``).
+It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
+``INT`` (exactly an ``int``: a C int64). The kind is chosen by the first partial of an empty
+window. It combines in the object algorithm's order, so that its results are the object
+algorithm's, float rounding included.
+
+A partial it cannot hold (another type, the other kind in a window that is not empty, an
+int outside int64, or one that would break the INT bound below) makes ``insert`` raise
+:class:`Untyped` and changes nothing; ``mta.Window`` then *demotes* the window:
+:meth:`to_object` gives the object algorithm in the same state, and the window goes on
+with it. INT bound: for ``SUM`` and ``MEAN`` the sum of ``|v|`` over the window's values
+stays <= 2**63 - 1, so no partial sum of the window can overflow and combines need no
+checks (the pure path's Python ints never overflow; the typed path never needs to).
+
+The module is Cython in pure-Python mode: compiled, the columns are typed memoryviews and
+the cores are extension types; interpreted, the same code runs on ``array.array`` columns.
+``mta.Window`` uses the cores only when compiled (:data:`USE`): interpreted they are slower
+than the object algorithms they mirror.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, Iterator, Sequence
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
+
+COMPILED: bool = cython.compiled
+
+# C constants for the compiled code (a module global read from C would be a Python lookup);
+# the public names below are the same values for Python.
+_SUM = cython.declare(cython.int, 0)
+_MIN = cython.declare(cython.int, 1)
+_MAX = cython.declare(cython.int, 2)
+_MEAN = cython.declare(cython.int, 3)
+_FLOAT = cython.declare(cython.int, 0)
+_INT = cython.declare(cython.int, 1)
+
+SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
+FLOAT, INT = _FLOAT, _INT
+
+_OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
+
+_I64_MIN = -(2 ** 63)
+_I64_MAX = 2 ** 63 - 1
+#: The INT bound: the sum of |v| over a window's values (SUM, MEAN).
+_LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+_COUNT_LIMIT = 2 ** 32
+
+#: Whether ``mta.Window`` picks the typed cores (compiled only; tests set it to run the
+#: integration on the pure path too).
+USE: bool = COMPILED
+
+
+class Untyped(Exception):
+    """A partial a typed core cannot hold; nothing was changed (``mta.Window`` demotes)."""
+
+
+def op_of(monoid: Monoid) -> int | None:
+    """The op of a monoid the typed cores serve (exact types: a subclass may combine otherwise)."""
+    return _OPS.get(type(monoid))
+
+
+def _doubles(n: cython.Py_ssize_t) -> array:
+    return array("d", bytes(8 * n))
+
+
+def _int64s(n: cython.Py_ssize_t) -> array:
+    return array("q", bytes(8 * n))
+
+
+@cython.cfunc
+@cython.inline
+def _cd(op: cython.int, a: cython.double, b: cython.double) -> cython.double:
+    """``combine(a, b)`` of doubles, as the monoid's: ties keep the left operand."""
+    if op == _MIN:
+        return a if a <= b else b
+    if op == _MAX:
+        return a if a >= b else b
+    return a + b
+
+
+@cython.cfunc
+@cython.inline
+def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlong:
+    """``combine(a, b)`` of int64s (the INT bound rules out overflow)."""
+    if op == _MIN:
+        return a if a <= b else b
+    if op == _MAX:
+        return a if a >= b else b
+    return a + b
+
+
+@cython.cclass
+class _Columns:
+    """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c`` (MEAN)."""
+
+    d: cython.double[:]
+    i: cython.longlong[:]
+    c: cython.longlong[:]
+    size: cython.Py_ssize_t
+
+    def __init__(self, capacity: cython.Py_ssize_t) -> None:
+        self.d = _doubles(capacity)
+        self.i = _int64s(capacity)
+        self.c = _int64s(capacity)
+        self.size = capacity
+
+    @cython.cfunc
+    def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t) -> cython.void:
+        """Room for ``n`` rows, keeping the first ``used``."""
+        size: cython.Py_ssize_t = self.size
+        if n <= size:
+            return
+        while size < n:
+            size *= 2
+        d: cython.double[:] = _doubles(size)
+        i: cython.longlong[:] = _int64s(size)
+        c: cython.longlong[:] = _int64s(size)
+        d[:used] = self.d[:used]
+        i[:used] = self.i[:used]
+        c[:used] = self.c[:used]
+        self.d, self.i, self.c, self.size = d, i, c, size
+
+    def copy(self) -> _Columns:
+        other = _Columns(self.size)
+        other.d[:] = self.d
+        other.i[:] = self.i
+        other.c[:] = self.c
+        return other
+
+
+@cython.cclass
+class TypedTwoStacks:
+    """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
+
+    Front stack ``f`` (rows ``0 .. nf-1``, row ``nf-1`` the oldest) with suffix aggregates
+    ``fs`` (row ``r`` aggregates rows ``r`` down to ``0``: the object algorithm's
+    ``_faggs[r + 1]``); back ``b`` (rows ``0 .. nb-1``, oldest first) with its running
+    aggregate ``bagg``.
+    """
+
+    name = "two_stacks"
+
+    monoid = cython.declare(object, visibility="public")
+    hold = cython.declare(cython.bint, visibility="public")
+    _op: cython.int
+    _kind: cython.int
+    _f: _Columns
+    _fs: _Columns
+    _b: _Columns
+    _nf: cython.Py_ssize_t
+    _nb: cython.Py_ssize_t
+    _bagg_d: cython.double
+    _bagg_i: cython.longlong
+    _bagg_c: cython.longlong
+    _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
+    # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
+    _xd: cython.double
+    _xi: cython.longlong
+    _xc: cython.longlong
+    _xu: cython.ulonglong
+    _xk: cython.int
+
+    def __init__(self, monoid: Monoid) -> None:
+        op = op_of(monoid)
+        if op is None:
+            raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
+        self.monoid = monoid
+        self.hold = False
+        self._op = op
+        self._kind = _FLOAT
+        self._f = _Columns(8)
+        self._fs = _Columns(8)
+        self._b = _Columns(8)
+        self._nf = 0
+        self._nb = 0
+        self._magnitude = 0
+        self._xc = 1
+
+    # -- decoding ---------------------------------------------------------------------
+
+    @cython.cfunc
+    def _scalar(self, p: object, kind: cython.int) -> cython.int:
+        """Decode partial ``p`` into the scratch fields ``_xd``/``_xi``/``_xc``/``_xu`` and
+        return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
+        v: cython.longlong
+        u: cython.ulonglong
+        if self._op == _MEAN:
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            count = p[1]
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            self._xc = count
+            p = p[0]
+        if type(p) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            self._xd = p
+            self._xu = 0
+            return _FLOAT
+        if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
+            raise Untyped(p)
+        v = p
+        self._xi = v
+        u = cython.cast(cython.ulonglong, v)
+        if v < 0:
+            u = 0 - u
+        self._xu = u if self._op == _SUM or self._op == _MEAN else 0
+        return _INT
+
+    @cython.cfunc
+    def _decode(self, partials: Sequence[Any]) -> _Columns:
+        """The batch in columns (kind in ``_xk``, sum of |v| in ``_xu``), or :class:`Untyped`
+        (nothing changed) if one partial does not fit."""
+        n: cython.Py_ssize_t = len(partials)
+        cols = _Columns(n if n else 1)
+        kind: cython.int = self._kind if self._nf + self._nb else -1
+        total: cython.ulonglong = 0
+        j: cython.Py_ssize_t
+        for j in range(n):
+            kind = self._scalar(partials[j], kind)
+            if self._xu > _LIMIT - total:
+                raise Untyped(partials[j])
+            total += self._xu
+            cols.d[j] = self._xd
+            cols.i[j] = self._xi
+            cols.c[j] = self._xc
+        if total > _LIMIT - self._magnitude:
+            raise Untyped(partials)
+        self._xk = kind if kind != -1 else self._kind
+        self._xu = total
+        return cols
+
+    def accepts(self, partials: Sequence[Any]) -> bool:
+        """Whether :meth:`insert_many` takes ``partials`` (else it raises :class:`Untyped`)."""
+        try:
+            self._decode(partials)
+        except Untyped:
+            return False
+        return True
+
+    # -- updates ----------------------------------------------------------------------
+
+    def insert(self, partial: Any) -> None:
+        kind: cython.int = self._scalar(partial, self._kind if self._nf + self._nb else -1)
+        if self._xu > _LIMIT - self._magnitude:
+            raise Untyped(partial)
+        nb: cython.Py_ssize_t = self._nb
+        if nb == self._b.size:
+            self._b.reserve(nb + 1, nb)
+        b: _Columns = self._b
+        op: cython.int = self._op
+        self._kind = kind
+        self._magnitude += self._xu
+        if kind == _FLOAT:
+            b.d[nb] = self._xd
+            self._bagg_d = _cd(op, self._bagg_d, self._xd) if nb else self._xd
+        else:
+            b.i[nb] = self._xi
+            self._bagg_i = _ci(op, self._bagg_i, self._xi) if nb else self._xi
+        if op == _MEAN:
+            b.c[nb] = self._xc
+            self._bagg_c = self._bagg_c + self._xc if nb else self._xc
+        self._nb = nb + 1
+
+    def insert_many(self, partials: Sequence[Any]) -> None:
+        """As :meth:`insert` one by one (the whole batch is checked first)."""
+        src: _Columns = self._decode(partials)
+        n: cython.Py_ssize_t = len(partials)
+        if not n:
+            return
+        nb: cython.Py_ssize_t = self._nb
+        self._b.reserve(nb + n, nb)
+        op: cython.int = self._op
+        j: cython.Py_ssize_t
+        b: _Columns = self._b
+        self._kind = self._xk
+        self._magnitude += self._xu
+        if self._kind == _FLOAT:
+            acc_d: cython.double = self._bagg_d
+            for j in range(n):
+                x: cython.double = src.d[j]
+                b.d[nb + j] = x
+                acc_d = x if nb + j == 0 else _cd(op, acc_d, x)
+            self._bagg_d = acc_d
+        else:
+            acc_i: cython.longlong = self._bagg_i
+            for j in range(n):
+                y: cython.longlong = src.i[j]
+                b.i[nb + j] = y
+                acc_i = y if nb + j == 0 else _ci(op, acc_i, y)
+            self._bagg_i = acc_i
+        if op == _MEAN:
+            acc_c: cython.longlong = self._bagg_c if nb else 0
+            for j in range(n):
+                b.c[nb + j] = src.c[j]
+                acc_c += src.c[j]
+            self._bagg_c = acc_c
+        self._nb = nb + n
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _flip(self) -> cython.void:
+        """Move the back onto the (empty) front: newest first, suffix aggregates built
+        newest to oldest (``combine(v, acc)``, as the object algorithm does)."""
+        nb: cython.Py_ssize_t = self._nb
+        self._f.reserve(nb, 0)
+        self._fs.reserve(nb, 0)
+        f: _Columns = self._f
+        fs: _Columns = self._fs
+        b: _Columns = self._b
+        op: cython.int = self._op
+        r: cython.Py_ssize_t
+        if self._kind == _FLOAT:
+            for r in range(nb):
+                x: cython.double = b.d[nb - 1 - r]
+                f.d[r] = x
+                fs.d[r] = x if r == 0 else _cd(op, x, fs.d[r - 1])
+        else:
+            for r in range(nb):
+                y: cython.longlong = b.i[nb - 1 - r]
+                f.i[r] = y
+                fs.i[r] = y if r == 0 else _ci(op, y, fs.i[r - 1])
+        if op == _MEAN:
+            for r in range(nb):
+                f.c[r] = b.c[nb - 1 - r]
+                fs.c[r] = f.c[r] if r == 0 else f.c[r] + fs.c[r - 1]
+        self._nf = nb
+        self._nb = 0
+
+    def evict(self, k: Any = 1) -> None:
+        n: cython.Py_ssize_t = self._nf + self._nb
+        m: cython.Py_ssize_t
+        if type(k) is not int and (isinstance(k, bool) or not isinstance(k, int)):
+            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
+        try:
+            m = k
+        except OverflowError:  # compiled only: beyond a C ssize_t
+            m = -1
+        if m < 0 or m > n:
+            raise ValueError(f"cannot evict {k} elements from a window of {n}")
+        self._evict(m)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        bounded: cython.bint = self._kind == _INT and (self._op == _SUM or self._op == _MEAN)
+        m: cython.Py_ssize_t
+        r: cython.Py_ssize_t
+        v: cython.longlong
+        u: cython.ulonglong
+        while k:
+            if not self._nf:
+                self._flip()
+            m = k if k < self._nf else self._nf
+            if bounded:
+                for r in range(self._nf - m, self._nf):
+                    v = self._f.i[r]
+                    u = cython.cast(cython.ulonglong, v)
+                    if v < 0:
+                        u = 0 - u
+                    self._magnitude -= u
+            self._nf -= m
+            k -= m
+        if not self._nf and not self._nb:
+            self._magnitude = 0
+
+    # -- results ----------------------------------------------------------------------
+
+    @cython.cfunc
+    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of a row: a float or an int by kind, with its count for MEAN."""
+        value: object
+        if self._kind == _FLOAT:
+            value = d
+        else:
+            value = i
+        if self._op == _MEAN:
+            return (value, c)
+        return value
+
+    @cython.cfunc
+    def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        return self._partial(cols.d[r], cols.i[r], cols.c[r])
+
+    def query(self) -> Any:
+        nf: cython.Py_ssize_t = self._nf
+        if not self._nb:
+            return self._row(self._fs, nf - 1) if nf else self.monoid.identity
+        if self._op == _MEAN:
+            back = self._partial(self._bagg_d, self._bagg_i, self._bagg_c)
+            if not nf:
+                return back
+            front = self._row(self._fs, nf - 1)
+            return (front[0] + back[0], front[1] + back[1])
+        if self._kind == _FLOAT:
+            return _cd(self._op, self._fs.d[nf - 1], self._bagg_d) if nf else self._bagg_d
+        return _ci(self._op, self._fs.i[nf - 1], self._bagg_i) if nf else self._bagg_i
+
+    def __len__(self) -> int:
+        return self._nf + self._nb
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([*(self._row(self._f, r) for r in range(self._nf - 1, -1, -1)),
+                     *(self._row(self._b, r) for r in range(self._nb))])
+
+    def clear(self) -> None:
+        self._nf = self._nb = 0
+        self._magnitude = 0
+
+    # -- batches that may be undone (mta.Window.insert_slices) -------------------------
+
+    def snapshot(self) -> tuple:
+        return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._nf, self._nb,
+                self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        (self._kind, self._f, self._fs, self._b, self._nf, self._nb,
+         self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude) = snapshot
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def to_object(self) -> Any:
+        """The object :class:`TwoStacks` in this state: the same stacks and aggregates, so
+        that every later result is the one it would have given all along."""
+        from mta.algorithms.two_stacks import TwoStacks
+
+        twin = TwoStacks(self.monoid)
+        identity = self.monoid.identity
+        twin._fvals = [self._row(self._f, r) for r in range(self._nf)]
+        twin._faggs = [identity, *(self._row(self._fs, r) for r in range(self._nf))]
+        twin._bvals = [self._row(self._b, r) for r in range(self._nb)]
+        if self._nb:
+            twin._bagg = self._partial(self._bagg_d, self._bagg_i, self._bagg_c)
+        return twin
