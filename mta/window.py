@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kvs import Backend, LevelStore, StoreError, connect
-from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, Aggregator, OrderedAggregator
+from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
 from mta.arrays import as_list
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
@@ -271,17 +271,23 @@ class Window:
         inner = _Timed(monoid) if self._timed else monoid
         if store is not None:
             options = {**options, "store": store}
-        if self._ordered:
-            self._make = functools.partial(TimeOrdered, cls, inner, **options)
-        else:
-            self._make = functools.partial(cls, inner, **options)
         self._wsp = self._policy_on_tuples(policy) if self._timed and policy is not None else None
         self._store = store
-        #: Set by insert_slices: a commit came due during its batch (insert_many sends it).
-        self._flush_due = False
         # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
+        # A typed core (compiled, built-in numeric monoid, in memory, untimed and safe) until a
+        # partial it cannot hold comes: then the window goes on with the object algorithm.
+        self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and not self._timed and self._safe
+                       and store is None and not options and typed.op_of(monoid) is not None)
+        if self._ordered:
+            self._make = functools.partial(TimeOrdered, cls, inner, **options)
+        elif self._typed:
+            self._make = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
+        else:
+            self._make = functools.partial(cls, inner, **options)
+        #: Set by insert_slices: a commit came due during its batch (insert_many sends it).
+        self._flush_due = False
         # Our policies read the count and the newest timestamp of ``total``, never its value.
         self._counts_and_times = _trusted(policy)
         self._restart(state)
@@ -351,6 +357,14 @@ class Window:
             return self._apply_first_search(timestamp, partial)
         except StoreError as error:
             raise _unchanged(error) from error
+        except typed.Untyped:  # raised by the typed core before it changed anything
+            self._demote()
+            return self._apply(timestamp, partial)
+
+    def _demote(self) -> None:
+        """Go on with the object algorithm, in the typed core's state."""
+        self._algorithm = self._algorithm.to_object()
+        self._typed = False
 
     def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
         self._check_timestamp(timestamp, self._algorithm.bound())
@@ -464,6 +478,8 @@ class Window:
         self._flush_due = False
         if not n:
             return
+        if self._typed and not self._algorithm.accepts(partials):
+            self._demote()
         algorithm = self._algorithm
         # Undo needs a snapshot if something can fail (a user's policy, the store) or the
         # caller can stop between slices.

@@ -185,6 +185,10 @@ class TypedTwoStacks:
         self._nf = 0
         self._nb = 0
         self._magnitude = 0
+        self._bagg_d = 0.0
+        self._bagg_i = self._bagg_c = 0
+        self._xd = 0.0
+        self._xi = self._xu = self._xk = 0
         self._xc = 1
 
     # -- decoding ---------------------------------------------------------------------

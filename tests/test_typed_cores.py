@@ -1,0 +1,217 @@
+"""The typed cores (mta.algorithms.typed, issue 20) against the object algorithms they mirror.
+
+Every core runs twice in this process: as imported (compiled when the install had a C
+compiler) and as its pure-Python twin (``load_pure``). Both must give the object
+algorithm's results on random operation sequences: the same values and types, floats
+included (the values mix magnitudes so that a different order of additions shows), and a
+partial a core cannot hold must raise ``Untyped`` without changing it, after which its
+``to_object()`` goes on exactly as the object algorithm would have.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window
+from mta._extensions import load_pure
+from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
+
+MONOIDS = [Sum, Count, Min, Max, Mean]
+TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
+
+# Magnitudes far apart: a sum in another order rounds differently.
+floats = st.sampled_from([1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60])
+ints = st.one_of(st.integers(-10**6, 10**6), st.sampled_from([2**62, -2**62, 2**63 - 1, -2**63, 2**63, -2**64]))
+values = st.one_of(floats, ints)
+
+
+def _values_for(monoid_cls):
+    """Ints, floats or both, and infinities where the monoid takes them."""
+    extra = st.sampled_from([math.inf, -math.inf]) if monoid_cls in (Min, Max) else st.nothing()
+    return st.one_of(st.deferred(lambda: floats), st.deferred(lambda: ints), extra)
+
+
+def _op(monoid_cls):
+    vals = _values_for(monoid_cls)
+    return st.one_of(
+        st.tuples(st.just("insert"), vals),
+        st.tuples(st.just("insert"), vals),
+        st.tuples(st.just("many"), st.lists(vals, max_size=6)),
+        st.tuples(st.just("evict"), st.integers(0, 4)),
+        st.tuples(st.just("evict"), st.integers(0, 4)),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("snapshot"), st.none()),
+        st.tuples(st.just("restore"), st.none()),
+    )
+
+
+def _same(a, b) -> bool:
+    """Equal values of the same types (tuples element by element)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def _state(algorithm) -> tuple:
+    return len(algorithm), algorithm.query(), list(algorithm)
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_core_matches_object_algorithm(path, name, monoid_cls, data):
+    module = TWINS[path]
+    monoid = monoid_cls()
+    core = getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid)
+    ref = ALGORITHMS[name](monoid)
+    untyped = module.Untyped
+    demoted = False
+    saved = None
+    for kind, arg in data.draw(st.lists(_op(monoid_cls), max_size=60)):
+        if kind in ("insert", "many"):
+            partials = monoid.lift(arg) if kind == "insert" else [monoid.lift(v) for v in arg]
+            before = _state(core)
+            try:
+                core.insert(partials) if kind == "insert" else core.insert_many(partials)
+            except untyped:
+                assert not demoted, "an object algorithm raised Untyped"
+                state = _state(core)
+                assert _same(state[1], before[1]) and state[0] == before[0] and state[2] == before[2]
+                assert kind == "insert" or not core.accepts(partials)
+                core, demoted, saved = core.to_object(), True, None
+                core.insert(partials) if kind == "insert" else core.insert_many(partials)
+            ref.insert(partials) if kind == "insert" else ref.insert_many(partials)
+        elif kind == "evict":
+            k = arg if arg <= len(ref) else len(ref) + 1
+            if k > len(ref):
+                for window in (core, ref):
+                    with pytest.raises(ValueError, match=f"cannot evict {k} elements from a window of {len(ref)}"):
+                        window.evict(k)
+            else:
+                core.evict(k)
+                ref.evict(k)
+        elif kind == "clear":
+            core.clear()
+            ref.clear()
+        elif kind == "snapshot":
+            saved = (core.snapshot(), ref.snapshot())
+        elif saved is not None:  # restore, once per snapshot (it becomes the state)
+            core.restore(saved[0])
+            ref.restore(saved[1])
+            saved = None
+        assert len(core) == len(ref)
+        assert _same(core.query(), ref.query()), (core.query(), ref.query())
+        assert all(map(_same, core, ref))
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+def test_core_errors_are_the_object_algorithms(path, name):
+    core = getattr(TWINS[path], TYPED_ALGORITHMS[name].__name__)(Sum())
+    ref = ALGORITHMS[name](Sum())
+    for window in (core, ref):
+        window.insert_many([1.0, 2.0])
+    for bad, error in (("1", TypeError), (1.5, TypeError), (True, TypeError), (-1, ValueError), (3, ValueError),
+                       (2**70, ValueError)):
+        messages = []
+        for window in (core, ref):
+            with pytest.raises(error) as raised:
+                window.evict(bad)
+            messages.append(str(raised.value))
+        assert messages[0] == messages[1]
+        assert _same(core.query(), 3.0) and len(core) == 2
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+def test_int_bound_refuses_what_could_overflow(path, name):
+    """INT kind: the sum of |v| over the window stays below 2**63, so no partial sum overflows."""
+    module = TWINS[path]
+    core = getattr(module, TYPED_ALGORITHMS[name].__name__)(Sum())
+    core.insert(2**62)
+    core.insert(2**62 - 1)  # |v| sums to 2**63 - 1: still held
+    with pytest.raises(module.Untyped):
+        core.insert(-1)  # the sum would be exact, but |v| no longer bounds every partial sum
+    assert not core.accepts([1]) and core.accepts([])
+    core.evict(1)
+    core.insert(-5)  # room again once the big value left
+    assert _same(core.query(), 2**62 - 6)
+    twin = core.to_object()
+    twin.insert(2**80)
+    assert _same(twin.query(), 2**62 - 6 + 2**80)
+    core.clear()
+    core.insert(1.5)  # an empty window takes either kind
+    assert _same(core.query(), 1.5)
+
+
+def test_unserved_monoids_are_refused():
+    with pytest.raises(TypeError, match="typed cores do not serve"):
+        typed.TypedTwoStacks(Variance())
+    assert typed.op_of(type("MySum", (Sum,), {})()) is None  # a subclass may combine otherwise
+
+
+# -- mta.Window with a typed core -----------------------------------------------------------
+
+
+@pytest.fixture
+def use_typed(monkeypatch):
+    """Windows pick the typed cores on whichever path this run is on (compiled or pure)."""
+    monkeypatch.setattr(typed, "USE", True)
+
+
+def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
+    assert isinstance(Window(Sum(), MaxSize(5), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
+    assert isinstance(Window(Mean(), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
+    for window in (Window(Sum(), TimeRange(5), algorithm="two_stacks"),  # timed: tuples of (count, time, partial)
+                   Window(Sum(), lambda total, old: False, algorithm="two_stacks"),  # a policy of the user's
+                   Window(type("MySum", (Sum,), {})(), algorithm="two_stacks"),
+                   Window(Sum(), algorithm="daba")):
+        assert not isinstance(window._algorithm, typed.TypedTwoStacks)
+
+
+def test_window_uses_typed_cores_when_compiled():
+    window = Window(Sum(), MaxSize(5), algorithm="two_stacks")
+    assert isinstance(window._algorithm, typed.TypedTwoStacks) is typed.COMPILED
+
+
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_window_with_typed_core_matches_object_window(monoid_cls, data):
+    """Windows on typed cores (on this run's path) against the same algorithms on objects:
+    results, evictions, errors and demotion on a value of another kind."""
+    size = data.draw(st.one_of(st.none(), st.integers(0, 6)))
+    policy = None if size is None else MaxSize(size)
+    use = typed.USE
+    try:
+        typed.USE = False
+        refs = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
+        typed.USE = True
+        windows = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
+    finally:
+        typed.USE = use
+    assert all(isinstance(w._algorithm, TYPED_ALGORITHMS[w.algorithm]) for w in windows)
+    t = 0
+    for kind, arg in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "many", "evict"]),
+                                                  st.lists(values | st.just("x"), max_size=4)), max_size=30)):
+        results = []
+        for window in (*windows, *refs):
+            try:
+                if kind == "insert":
+                    results.append(window.insert(t, arg[0] if arg else 1.0))
+                elif kind == "many":
+                    results.append(window.insert_many([(t, v) for v in arg]))
+                else:
+                    window.evict(min(len(arg), len(window)))
+                    results.append(None)
+            except (TypeError, ValueError) as error:
+                results.append((type(error), str(error)))
+        t += 1
+        assert all(r == results[-1] for r in results), results
+        for window, ref in zip(windows, refs):
+            assert len(window) == len(ref)
+            assert _same(window.query(), ref.query())
+            assert all(map(_same, window, ref))
