@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window
+from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window, all_of, any_of
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 
@@ -166,7 +167,8 @@ def use_typed(monkeypatch):
 def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
     assert isinstance(Window(Sum(), MaxSize(5), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
     assert isinstance(Window(Mean(), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
-    for window in (Window(Sum(), TimeRange(5), algorithm="two_stacks"),  # timed: tuples of (count, time, partial)
+    assert isinstance(Window(Sum(), TimeRange(5), algorithm="two_stacks")._algorithm, typed.TypedTimed)
+    for window in (Window(Sum(), TimeRange(2**60), algorithm="two_stacks"),  # a width a double does not hold
                    Window(Sum(), lambda total, old: False, algorithm="two_stacks"),  # a policy of the user's
                    Window(type("MySum", (Sum,), {})(), algorithm="two_stacks"),
                    Window(Sum(), algorithm="daba")):
@@ -178,13 +180,12 @@ def test_window_uses_typed_cores_when_compiled():
     assert isinstance(window._algorithm, typed.TypedTwoStacks) is typed.COMPILED
 
 
-@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
-@given(data=st.data())
-def test_window_with_typed_core_matches_object_window(monoid_cls, data):
-    """Windows on typed cores (on this run's path) against the same algorithms on objects:
-    results, evictions, errors and demotion on a value of another kind."""
-    size = data.draw(st.one_of(st.none(), st.integers(0, 6)))
-    policy = None if size is None else MaxSize(size)
+POLICIES = [None, MaxSize(0), MaxSize(3), TimeRange(3), TimeRange(2.5), TimeRange(1),
+            any_of(TimeRange(4), MaxSize(3)), all_of(TimeRange(2), MaxSize(2))]
+
+
+def _windows(monoid_cls, policy):
+    """The window on each typed core (on this run's path), and the same windows on objects."""
     use = typed.USE
     try:
         typed.USE = False
@@ -193,25 +194,80 @@ def test_window_with_typed_core_matches_object_window(monoid_cls, data):
         windows = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
     finally:
         typed.USE = use
-    assert all(isinstance(w._algorithm, TYPED_ALGORITHMS[w.algorithm]) for w in windows)
-    t = 0
-    for kind, arg in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "many", "evict"]),
-                                                  st.lists(values | st.just("x"), max_size=4)), max_size=30)):
-        results = []
-        for window in (*windows, *refs):
+    assert all(isinstance(w._algorithm, (TYPED_ALGORITHMS[w.algorithm], typed.TypedTimed)) for w in windows)
+    return windows, refs
+
+
+def _call(window, kind, t, arg):
+    """One operation on a window: its result, or the error it raised (type and message)."""
+    try:
+        if kind == "insert":
+            return window.insert(t, arg[0] if arg else 1.0)
+        if kind == "pairs":
+            return window.insert_many([(t, v) for v in arg])
+        if kind == "arrays":  # numpy columns, whatever dtype numpy makes of them
+            times = np.array([t] * len(arg))
             try:
-                if kind == "insert":
-                    results.append(window.insert(t, arg[0] if arg else 1.0))
-                elif kind == "many":
-                    results.append(window.insert_many([(t, v) for v in arg]))
-                else:
-                    window.evict(min(len(arg), len(window)))
-                    results.append(None)
-            except (TypeError, ValueError) as error:
-                results.append((type(error), str(error)))
-        t += 1
+                values = np.array(arg)
+            except (OverflowError, ValueError):
+                values = np.array(arg, dtype=object)
+            return window.insert_many(times, values)
+        if kind == "evict":
+            return window.evict(min(len(arg), len(window)))
+        if kind == "evict_before":
+            return window.evict_before(t - 1)
+        return window.oldest_timestamp()
+    except (TypeError, ValueError) as error:
+        return (type(error), str(error))
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_window_with_typed_core_matches_object_window(monoid_cls, policy, data):
+    """Windows on typed cores against the same algorithms on objects: results, evictions,
+    errors, and demotion on a value or a timestamp of another kind, through every way in
+    (insert, pairs, numpy columns of any dtype) and out (query, iteration, evict_before)."""
+    windows, refs = _windows(monoid_cls, policy)
+    kinds = ["insert", "insert", "pairs", "arrays", "arrays", "evict"]
+    if policy is not None and policy.max_size is None:
+        kinds += ["evict_before", "oldest"]
+    t = data.draw(st.sampled_from([0, 0.0, -2**61]))
+    steps = st.tuples(st.sampled_from(kinds), st.lists(values | st.just("x") | st.just(math.nan), max_size=4),
+                      st.sampled_from([0, 0, 1, 2, 0.5]))
+    for kind, arg, dt in data.draw(st.lists(steps, max_size=30)):
+        t += dt
+        results = [_call(window, kind, t, arg) for window in (*windows, *refs)]
         assert all(r == results[-1] for r in results), results
         for window, ref in zip(windows, refs):
             assert len(window) == len(ref)
-            assert _same(window.query(), ref.query())
+            assert _same(window.query(), ref.query()), (window.query(), ref.query())
             assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint32", "uint64", "float64", "float32", "bool", "object"])
+def test_numpy_columns_of_every_dtype(dtype):
+    """The typed core's array path takes what it holds exactly; everything else goes the general
+    way, with its results and errors."""
+    values = np.array([3, 1, 2, 5, 4], dtype=dtype)
+    for monoid_cls in MONOIDS:
+        windows, refs = _windows(monoid_cls, TimeRange(3))
+        for pair in zip(windows, refs):
+            results = [_call(w, "arrays", 1, values.tolist()) for w in pair]
+            times = np.array([1, 2, 2, 3, 7])
+            results = [(w.insert_many(times, values), w.query(), list(w)) if not isinstance(r, tuple) else r
+                       for w, r in zip(pair, results)]
+            assert _same(results[0][1], results[1][1]) and results[0][0] == results[1][0], (dtype, results)
+
+
+def test_array_path_takes_no_python_per_event_when_it_applies():
+    """Counted, not timed: the column path never calls the monoid's lift (the general path
+    calls lift_many once per batch at least)."""
+    from unittest import mock
+    window = _windows(Sum, TimeRange(10))[0][0]
+    with mock.patch.object(Sum, "lift_many", side_effect=AssertionError("general path")):
+        window.insert_many(np.arange(100), np.arange(100.0))
+    assert window.query() == sum(range(90, 100))
+    with pytest.raises(AssertionError, match="general path"), mock.patch.object(
+            Sum, "lift_many", side_effect=AssertionError("general path")):
+        window.insert_many(np.arange(100, 200), np.array([math.nan] * 100))  # NaN: the general path names it
