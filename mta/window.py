@@ -287,7 +287,8 @@ class Window:
             self._make = functools.partial(TimeOrdered, cls, inner, **options)
         elif self._typed:
             core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
-            self._make = (lambda: typed.TypedTimed(core(), inner, policy)) if self._timed else core
+            self._make = (lambda: typed.TypedTimed(core(), inner, policy)) if self._timed else functools.partial(
+                core, max_size=self._max_size)
         else:
             self._make = functools.partial(cls, inner, **options)
         #: Set by insert_slices: a commit came due during its batch (insert_many sends it).
@@ -547,6 +548,8 @@ class Window:
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
         self._newest = timestamp
+        if self._typed:  # insertion and policy in one call into the compiled core
+            return self._algorithm.push(timestamp, partial)
         if self._timed:
             self._algorithm.insert((1, timestamp, partial))
         else:
@@ -761,6 +764,8 @@ class Window:
     def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:
         see :meth:`partial`)."""
+        if self._typed and t_from is None and t_to is None:
+            return self._algorithm.result()
         return self.monoid.lower(self.partial(t_from, t_to))
 
     def __len__(self) -> int:

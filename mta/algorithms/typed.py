@@ -187,6 +187,7 @@ class TypedTwoStacks:
     _bagg_i: cython.longlong
     _bagg_c: cython.longlong
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
+    _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
     # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
     _xd: cython.double
     _xi: cython.longlong
@@ -194,12 +195,13 @@ class TypedTwoStacks:
     _xu: cython.ulonglong
     _xk: cython.int
 
-    def __init__(self, monoid: Monoid) -> None:
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         op = op_of(monoid)
         if op is None:
             raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
         self.monoid = monoid
         self.hold = False
+        self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
         self._f = _Columns(8)
@@ -279,7 +281,24 @@ class TypedTwoStacks:
 
     # -- updates ----------------------------------------------------------------------
 
-    def insert(self, partial: Any) -> None:
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize; return how many were evicted."""
+        self.insert(partial)
+        n: cython.Py_ssize_t = self._nf + self._nb
+        if 0 <= self._max_size < n:
+            self._evict(n - self._max_size)
+            return n - self._max_size
+        return 0
+
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        if self._op == _MEAN:
+            return self.monoid.lower(self.query())
+        return self.query()
+
+    @cython.ccall
+    def insert(self, partial: object):
         kind: cython.int = self._scalar(partial, self._kind if self._nf + self._nb else -1)
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
@@ -464,7 +483,8 @@ class TypedTwoStacks:
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         return self._partial(cols.d[r], cols.i[r], cols.c[r])
 
-    def query(self) -> Any:
+    @cython.ccall
+    def query(self) -> object:
         nf: cython.Py_ssize_t = self._nf
         if not self._nb:
             return self._row(self._fs, nf - 1) if nf else self.monoid.identity
@@ -655,9 +675,12 @@ class TypedTimed:
     def insert(self, element: Any) -> None:
         if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
             raise Untyped(element)
-        t = element[1]
+        self._insert(element[1], element[2])
+
+    @cython.cfunc
+    def _insert(self, t: object, partial: object) -> cython.void:
         kind: cython.int = self._tkind_of(t, self._tkind if self._n else -1)
-        self.core.insert(element[2])  # Untyped here changes nothing either
+        self.core.insert(partial)  # Untyped here changes nothing either
         self._room(1)
         self._tkind = kind
         if kind == _FLOAT:
@@ -665,6 +688,21 @@ class TypedTimed:
         else:
             self._ti[self._h + self._n] = t
         self._n += 1
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
+        enforce the window's policy; return how many were evicted."""
+        self._insert(timestamp, partial)
+        k: cython.Py_ssize_t = self._condemned(self._plan)
+        if k:
+            self.core.evict(k)
+            self._h += k
+            self._n -= k
+        return k
+
+    def result(self) -> Any:
+        """``monoid.lower`` of the window's partial: the core's result."""
+        return self.core.result()
 
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
         """Whether a batch of these partials at these timestamps would be taken."""
