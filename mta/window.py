@@ -287,8 +287,8 @@ class Window:
             self._make = functools.partial(TimeOrdered, cls, inner, **options)
         elif self._typed:
             core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
-            self._make = (lambda: typed.TypedTimed(core(), inner, policy)) if self._timed else functools.partial(
-                core, max_size=self._max_size)
+            self._make = (functools.partial(typed.TypedTimed.over, core, inner, policy) if self._timed
+                          else functools.partial(core, max_size=self._max_size))
         else:
             self._make = functools.partial(cls, inner, **options)
         #: Set by insert_slices: a commit came due during its batch (insert_many sends it).

@@ -271,3 +271,90 @@ def test_array_path_takes_no_python_per_event_when_it_applies():
     with pytest.raises(AssertionError, match="general path"), mock.patch.object(
             Sum, "lift_many", side_effect=AssertionError("general path")):
         window.insert_many(np.arange(100, 200), np.array([math.nan] * 100))  # NaN: the general path names it
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("policy", [TimeRange(3), TimeRange(1.5), any_of(TimeRange(2), MaxSize(2)),
+                                    all_of(TimeRange(1), MaxSize(1))], ids=repr)
+@given(data=st.data())
+def test_timed_core_matches_object_algorithm(path, policy, data):
+    """TypedTimed against the object algorithm over the timed monoid, as mta.Window drives
+    both: elements (1, t, partial), the window's own policy (native) and another one
+    (evict_before's), snapshots, and demotion on a timestamp of another kind."""
+    from mta.window import _Timed
+    module = TWINS[path]
+    monoid = Mean()
+    timed = _Timed(monoid)
+    name = data.draw(st.sampled_from(list(TYPED_ALGORITHMS)))
+    core = module.TypedTimed(getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid), timed, policy)
+    ref = ALGORITHMS[name](timed)
+    t, saved = data.draw(st.sampled_from([0, 0.0])), None
+    for kind, dt, value in data.draw(st.lists(st.tuples(
+            st.sampled_from(["push", "push", "columns", "before", "snapshot", "restore", "evict"]),
+            st.sampled_from([0, 1, 2, 0.5]), floats), max_size=40)):
+        t += dt
+        element = (1, t, monoid.lift(value))
+        if kind in ("push", "columns"):
+            try:
+                if isinstance(core, module.TypedTimed) and kind == "push":
+                    evicted = core.push(t, element[2])
+                elif isinstance(core, module.TypedTimed):
+                    core.insert_columns([t, t], [element[2]] * 2)
+                    evicted = core.enforce(policy)
+                else:  # demoted
+                    core.insert(element) if kind == "push" else core.insert_many([element] * 2)
+                    evicted = core.enforce(policy)
+            except module.Untyped:
+                core, saved = core.to_object(), None
+                core.insert(element) if kind == "push" else core.insert_many([element] * 2)
+                evicted = core.enforce(policy)
+            ref.insert(element) if kind == "push" else ref.insert_many([element] * 2)
+            assert evicted == ref.enforce(policy)
+        elif kind == "before":
+            assert core.enforce(lambda total, old: old[1] < t - 1) == ref.enforce(lambda total, old: old[1] < t - 1)
+        elif kind == "evict":
+            k = min(1, len(ref))
+            core.evict(k)
+            ref.evict(k)
+        elif kind == "snapshot":
+            saved = (core.snapshot(), ref.snapshot())
+        elif saved is not None:
+            core.restore(saved[0])
+            ref.restore(saved[1])
+            saved = None
+        assert len(core) == len(ref)
+        assert _same(core.query(), ref.query()), (core.query(), ref.query())
+        assert all(map(_same, core, ref))
+        if len(ref):
+            assert _same(core._oldest()[1], ref._oldest()[1])
+
+
+@pytest.mark.parametrize("policy", [MaxSize(4), TimeRange(4)], ids=repr)
+def test_typed_windows_copy_and_pickle(use_typed, policy):
+    """The Stream engine deep-copies windows; untimed windows pickle (as on the object path)."""
+    import copy
+    import pickle
+    window = Window(Mean(), policy, algorithm="two_stacks")
+    for t in range(10):
+        window.insert(t, t * 1.5)
+    twin = copy.deepcopy(window)
+    assert _same(twin.query(), window.query()) and list(twin) == list(window)
+    twin.insert(20, 1.0)
+    assert len(window) == 4 and _same(window.query(), sum(t * 1.5 for t in range(6, 10)) / 4)
+    if policy.max_size is not None:
+        again = pickle.loads(pickle.dumps(window))
+        assert _same(again.query(), window.query()) and list(again) == list(window)
+
+
+@pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(5)], ids=repr)
+def test_a_batch_given_up_between_slices_leaves_the_typed_window_as_it_was(use_typed, policy):
+    """insert_slices (the server's) snapshots the typed core and restores it."""
+    window = Window(Sum(), policy, algorithm="two_stacks")
+    window.insert_many([(t, float(t)) for t in range(8)])
+    before = (len(window), window.query(), list(window))
+    slices = window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)
+    next(slices)
+    slices.close()  # the caller gives up: the window is as it was
+    assert (len(window), window.query(), list(window)) == before
+    assert sum(window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)) == 12
+    assert window.query() == 5.0

@@ -161,6 +161,21 @@ class _Columns:
         other.c[:] = self.c
         return other
 
+    def __reduce__(self) -> tuple:
+        return (_columns, (array("d", self.d), array("q", self.i), array("q", self.c)))
+
+
+def _columns(d: array, i: array, c: array) -> _Columns:
+    """Columns holding these arrays' values (unpickling)."""
+    cols = _Columns(len(d))
+    sd: cython.double[:] = d
+    si: cython.longlong[:] = i
+    sc: cython.longlong[:] = c
+    cols.d[:] = sd
+    cols.i[:] = si
+    cols.c[:] = sc
+    return cols
+
 
 @cython.cclass
 class TypedTwoStacks:
@@ -515,6 +530,11 @@ class TypedTwoStacks:
         return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._nf, self._nb,
                 self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude)
 
+    def __reduce__(self) -> tuple:
+        # copy.deepcopy and pickle (the Stream engine copies windows)
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
     def restore(self, snapshot: tuple) -> None:
         (self._kind, self._f, self._fs, self._b, self._nf, self._nb,
          self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude) = snapshot
@@ -552,6 +572,13 @@ class TypedTwoStacks:
         if self._nb:
             twin._bagg = wrap(nf, nf + self._nb - 1, self._partial(self._bagg_d, self._bagg_i, self._bagg_c))
         return twin
+
+
+def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
+    """``cls(*args)`` in the state of ``snapshot`` (unpickling a typed core)."""
+    core = cls(*args)
+    core.restore(snapshot)
+    return core
 
 
 # -- timed windows ------------------------------------------------------------------------
@@ -629,6 +656,11 @@ class TypedTimed:
         self._ti = _int64s(8)
         self._h = self._n = 0
         self._tkind = _FLOAT
+
+    @staticmethod
+    def over(make_core: Any, timed_monoid: Monoid, policy: Any) -> TypedTimed:
+        """A new timed window over a new core ``make_core()``."""
+        return TypedTimed(make_core(), timed_monoid, policy)
 
     @property
     def name(self) -> str:
@@ -879,8 +911,9 @@ class TypedTimed:
         return (1, self._timestamp(0), self.core.oldest())
 
     def snapshot(self) -> tuple:
-        live = slice(self._h, self._h + self._n)
-        return (self.core.snapshot(), array("d", self._td[live]), array("q", self._ti[live]), self._tkind)
+        h: cython.Py_ssize_t = self._h
+        end: cython.Py_ssize_t = self._h + self._n
+        return (self.core.snapshot(), array("d", self._td[h:end]), array("q", self._ti[h:end]), self._tkind)
 
     def restore(self, snapshot: tuple) -> None:
         core, td, ti, self._tkind = snapshot
@@ -890,8 +923,10 @@ class TypedTimed:
         self._cap = self._n if self._n > 8 else 8
         self._td = _doubles(self._cap)
         self._ti = _int64s(self._cap)
-        self._td[:self._n] = td
-        self._ti[:self._n] = ti
+        sd: cython.double[:] = td
+        si: cython.longlong[:] = ti
+        self._td[:self._n] = sd
+        self._ti[:self._n] = si
 
     def begin_hold(self) -> None:
         self.hold = True
@@ -899,6 +934,9 @@ class TypedTimed:
     def end_hold(self) -> bool:
         self.hold = False
         return False
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.core, self.monoid, self._policy), self.snapshot()))
 
     def to_object(self) -> Any:
         """The object algorithm over the timed monoid in this state (see the core's)."""
