@@ -125,49 +125,58 @@ def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlo
 
 @cython.cclass
 class _Columns:
-    """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c`` (MEAN)."""
+    """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
+    (MEAN). Only the columns of the kind held (``kind``; -1: both, for a batch being decoded)
+    and the counts of a Mean take room; the others are empty."""
 
     d: cython.double[:]
     i: cython.longlong[:]
     c: cython.longlong[:]
     size: cython.Py_ssize_t
+    kind: cython.int
+    mean: cython.bint
 
-    def __init__(self, capacity: cython.Py_ssize_t) -> None:
-        self.d = _doubles(capacity)
-        self.i = _int64s(capacity)
-        self.c = _int64s(capacity)
+    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, mean: cython.bint) -> None:
         self.size = capacity
+        self.kind = kind
+        self.mean = mean
+        self.d = _doubles(capacity if kind != _INT else 0)
+        self.i = _int64s(capacity if kind != _FLOAT else 0)
+        self.c = _int64s(capacity if mean else 0)
 
     @cython.cfunc
-    def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t) -> cython.void:
-        """Room for ``n`` rows, keeping the first ``used``."""
+    def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t, kind: cython.int) -> cython.void:
+        """Room for ``n`` rows of ``kind``, keeping the first ``used`` (none when the kind changes)."""
         size: cython.Py_ssize_t = self.size
-        if n <= size:
+        if n <= size and kind == self.kind:
             return
         while size < n:
             size *= 2
-        d: cython.double[:] = _doubles(size)
-        i: cython.longlong[:] = _int64s(size)
-        c: cython.longlong[:] = _int64s(size)
-        d[:used] = self.d[:used]
-        i[:used] = self.i[:used]
-        c[:used] = self.c[:used]
-        self.d, self.i, self.c, self.size = d, i, c, size
+        other = _Columns(size, kind, self.mean)
+        if kind == self.kind and used:
+            if kind != _INT:
+                other.d[:used] = self.d[:used]
+            if kind != _FLOAT:
+                other.i[:used] = self.i[:used]
+            if self.mean:
+                other.c[:used] = self.c[:used]
+        self.d, self.i, self.c, self.size, self.kind = other.d, other.i, other.c, size, kind
 
     def copy(self) -> _Columns:
-        other = _Columns(self.size)
+        other = _Columns(self.size, self.kind, self.mean)
         other.d[:] = self.d
         other.i[:] = self.i
         other.c[:] = self.c
         return other
 
     def __reduce__(self) -> tuple:
-        return (_columns, (array("d", self.d), array("q", self.i), array("q", self.c)))
+        return (_columns, (self.size, self.kind, self.mean, array("d", self.d), array("q", self.i),
+                           array("q", self.c)))
 
 
-def _columns(d: array, i: array, c: array) -> _Columns:
+def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: array, i: array, c: array) -> _Columns:
     """Columns holding these arrays' values (unpickling)."""
-    cols = _Columns(len(d))
+    cols = _Columns(size, kind, mean)
     sd: cython.double[:] = d
     si: cython.longlong[:] = i
     sc: cython.longlong[:] = c
@@ -219,9 +228,9 @@ class TypedTwoStacks:
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
-        self._f = _Columns(8)
-        self._fs = _Columns(8)
-        self._b = _Columns(8)
+        self._f = _Columns(8, _FLOAT, op == _MEAN)
+        self._fs = _Columns(8, _FLOAT, op == _MEAN)
+        self._b = _Columns(8, _FLOAT, op == _MEAN)
         self._nf = 0
         self._nb = 0
         self._magnitude = 0
@@ -268,7 +277,7 @@ class TypedTwoStacks:
         """The batch in columns (kind in ``_xk``, sum of |v| in ``_xu``), or :class:`Untyped`
         (nothing changed) if one partial does not fit."""
         n: cython.Py_ssize_t = len(partials)
-        cols = _Columns(n if n else 1)
+        cols = _Columns(n if n else 1, -1, True)
         kind: cython.int = self._kind if self._nf + self._nb else -1
         total: cython.ulonglong = 0
         j: cython.Py_ssize_t
@@ -318,8 +327,8 @@ class TypedTwoStacks:
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
         nb: cython.Py_ssize_t = self._nb
-        if nb == self._b.size:
-            self._b.reserve(nb + 1, nb)
+        if nb == self._b.size or kind != self._b.kind:
+            self._b.reserve(nb + 1, nb, kind)
         b: _Columns = self._b
         op: cython.int = self._op
         self._kind = kind
@@ -380,7 +389,7 @@ class TypedTwoStacks:
         if not n:
             return
         nb: cython.Py_ssize_t = self._nb
-        self._b.reserve(nb + n, nb)
+        self._b.reserve(nb + n, nb, kind)
         op: cython.int = self._op
         j: cython.Py_ssize_t
         b: _Columns = self._b
@@ -415,30 +424,40 @@ class TypedTwoStacks:
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _flip(self) -> cython.void:
-        """Move the back onto the (empty) front: newest first, suffix aggregates built
-        newest to oldest (``combine(v, acc)``, as the object algorithm does)."""
+        """Move the back onto the (empty) front: its rows reversed in place (newest first)
+        become the front, whose old columns become the empty back (no copy, and the room of
+        one window, not two); suffix aggregates built newest to oldest (``combine(v, acc)``,
+        as the object algorithm does)."""
         nb: cython.Py_ssize_t = self._nb
-        self._f.reserve(nb, 0)
-        self._fs.reserve(nb, 0)
-        f: _Columns = self._f
+        f: _Columns = self._b
+        self._b = self._f
+        self._f = f
+        self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
-        b: _Columns = self._b
         op: cython.int = self._op
         r: cython.Py_ssize_t
+        half: cython.Py_ssize_t = nb // 2
         if self._kind == _FLOAT:
+            fd: cython.double[:] = f.d
+            sd: cython.double[:] = fs.d
+            for r in range(half):
+                fd[r], fd[nb - 1 - r] = fd[nb - 1 - r], fd[r]
             for r in range(nb):
-                x: cython.double = b.d[nb - 1 - r]
-                f.d[r] = x
-                fs.d[r] = x if r == 0 else _cd(op, x, fs.d[r - 1])
+                sd[r] = fd[r] if r == 0 else _cd(op, fd[r], sd[r - 1])
         else:
+            fi: cython.longlong[:] = f.i
+            si: cython.longlong[:] = fs.i
+            for r in range(half):
+                fi[r], fi[nb - 1 - r] = fi[nb - 1 - r], fi[r]
             for r in range(nb):
-                y: cython.longlong = b.i[nb - 1 - r]
-                f.i[r] = y
-                fs.i[r] = y if r == 0 else _ci(op, y, fs.i[r - 1])
+                si[r] = fi[r] if r == 0 else _ci(op, fi[r], si[r - 1])
         if op == _MEAN:
+            fc: cython.longlong[:] = f.c
+            sc: cython.longlong[:] = fs.c
+            for r in range(half):
+                fc[r], fc[nb - 1 - r] = fc[nb - 1 - r], fc[r]
             for r in range(nb):
-                f.c[r] = b.c[nb - 1 - r]
-                fs.c[r] = f.c[r] if r == 0 else f.c[r] + fs.c[r - 1]
+                sc[r] = fc[r] if r == 0 else fc[r] + sc[r - 1]
         self._nf = nb
         self._nb = 0
 
@@ -496,7 +515,14 @@ class TypedTwoStacks:
 
     @cython.cfunc
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
-        return self._partial(cols.d[r], cols.i[r], cols.c[r])
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._op == _MEAN:
+            return (value, cols.c[r])
+        return value
 
     @cython.ccall
     def query(self) -> object:
