@@ -187,29 +187,18 @@ def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: ar
 
 
 @cython.cclass
-class TypedTwoStacks:
-    """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
+class _TypedCore:
+    """What every typed core shares: the op and kind, decoding and checking partials (one
+    at a time, in a batch, in a numpy array), the INT bound, eviction counts, the results.
 
-    Front stack ``f`` (rows ``0 .. nf-1``, row ``nf-1`` the oldest) with suffix aggregates
-    ``fs`` (row ``r`` aggregates rows ``r`` down to ``0``: the object algorithm's
-    ``_faggs[r + 1]``); back ``b`` (rows ``0 .. nb-1``, oldest first) with its running
-    aggregate ``bagg``.
+    A core implements ``_size``, ``_put`` (append the scratch row), ``_append`` (append a
+    checked batch), ``_evict`` (evict k, checked), ``query`` and the rest of the algorithm.
     """
-
-    name = "two_stacks"
 
     monoid = cython.declare(object, visibility="public")
     hold = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _kind: cython.int
-    _f: _Columns
-    _fs: _Columns
-    _b: _Columns
-    _nf: cython.Py_ssize_t
-    _nb: cython.Py_ssize_t
-    _bagg_d: cython.double
-    _bagg_i: cython.longlong
-    _bagg_c: cython.longlong
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
     _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
     # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
@@ -228,17 +217,33 @@ class TypedTwoStacks:
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
-        self._f = _Columns(8, _FLOAT, op == _MEAN)
-        self._fs = _Columns(8, _FLOAT, op == _MEAN)
-        self._b = _Columns(8, _FLOAT, op == _MEAN)
-        self._nf = 0
-        self._nb = 0
         self._magnitude = 0
-        self._bagg_d = 0.0
-        self._bagg_i = self._bagg_c = 0
         self._xd = 0.0
         self._xi = self._xu = self._xk = 0
         self._xc = 1
+
+    # -- what a core implements ---------------------------------------------------------
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        """Append the row in the scratch fields (checked, of ``kind``)."""
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """Append ``n`` checked rows of ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
+        each when ``ones``) whose |v| sum to ``magnitude``."""
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        """Evict the ``k`` oldest (0 <= k <= size)."""
+        raise NotImplementedError
 
     # -- decoding ---------------------------------------------------------------------
 
@@ -278,7 +283,7 @@ class TypedTwoStacks:
         (nothing changed) if one partial does not fit."""
         n: cython.Py_ssize_t = len(partials)
         cols = _Columns(n if n else 1, -1, True)
-        kind: cython.int = self._kind if self._nf + self._nb else -1
+        kind: cython.int = self._kind if self._size() else -1
         total: cython.ulonglong = 0
         j: cython.Py_ssize_t
         for j in range(n):
@@ -303,46 +308,34 @@ class TypedTwoStacks:
             return False
         return True
 
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _untrack(self, cols: _Columns, start: cython.Py_ssize_t, stop: cython.Py_ssize_t,
+                 mask: cython.Py_ssize_t) -> cython.void:
+        """Take rows ``start .. stop-1`` (indexes ``& mask``) out of the INT bound's sum."""
+        r: cython.Py_ssize_t
+        v: cython.longlong
+        u: cython.ulonglong
+        if self._kind != _INT or not (self._op == _SUM or self._op == _MEAN):
+            return
+        for r in range(start, stop):
+            v = cols.i[r & mask]
+            u = cython.cast(cython.ulonglong, v)
+            if v < 0:
+                u = 0 - u
+            self._magnitude -= u
+
     # -- updates ----------------------------------------------------------------------
-
-    def push(self, timestamp: Any, partial: Any) -> int:
-        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
-        window's MaxSize; return how many were evicted."""
-        self.insert(partial)
-        n: cython.Py_ssize_t = self._nf + self._nb
-        if 0 <= self._max_size < n:
-            self._evict(n - self._max_size)
-            return n - self._max_size
-        return 0
-
-    def result(self) -> Any:
-        """``monoid.lower(query())``: the window's result."""
-        if self._op == _MEAN:
-            return self.monoid.lower(self.query())
-        return self.query()
 
     @cython.ccall
     def insert(self, partial: object):
-        kind: cython.int = self._scalar(partial, self._kind if self._nf + self._nb else -1)
+        kind: cython.int = self._scalar(partial, self._kind if self._size() else -1)
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
-        nb: cython.Py_ssize_t = self._nb
-        if nb == self._b.size or kind != self._b.kind:
-            self._b.reserve(nb + 1, nb, kind)
-        b: _Columns = self._b
-        op: cython.int = self._op
+        self._put(kind)
         self._kind = kind
         self._magnitude += self._xu
-        if kind == _FLOAT:
-            b.d[nb] = self._xd
-            self._bagg_d = _cd(op, self._bagg_d, self._xd) if nb else self._xd
-        else:
-            b.i[nb] = self._xi
-            self._bagg_i = _ci(op, self._bagg_i, self._xi) if nb else self._xi
-        if op == _MEAN:
-            b.c[nb] = self._xc
-            self._bagg_c = self._bagg_c + self._xc if nb else self._xc
-        self._nb = nb + 1
 
     def insert_many(self, partials: Sequence[Any]) -> None:
         """As :meth:`insert` one by one (the whole batch is checked first)."""
@@ -357,7 +350,7 @@ class TypedTwoStacks:
         view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(view)
         kind: cython.int = _FLOAT if view.format == "d" else _INT
-        if self._nf + self._nb and kind != self._kind:
+        if self._size() and kind != self._kind:
             raise Untyped(values)
         if kind == _FLOAT:
             d: cython.double[:] = view
@@ -379,13 +372,161 @@ class TypedTwoStacks:
                 raise Untyped(values)
         self._append(_NO_DOUBLES, i, _NO_INT64S, True, n, kind, total)
 
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize; return how many were evicted."""
+        self.insert(partial)
+        n: cython.Py_ssize_t = self._size()
+        if 0 <= self._max_size < n:
+            self._evict(n - self._max_size)
+            return n - self._max_size
+        return 0
+
+    def evict(self, k: Any = 1) -> None:
+        n: cython.Py_ssize_t = self._size()
+        m: cython.Py_ssize_t
+        if type(k) is not int and (isinstance(k, bool) or not isinstance(k, int)):
+            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
+        try:
+            m = k
+        except OverflowError:  # compiled only: beyond a C ssize_t
+            m = -1
+        if m < 0 or m > n:
+            raise ValueError(f"cannot evict {k} elements from a window of {n}")
+        self._evict(m)
+
+    # -- results ----------------------------------------------------------------------
+
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        if self._op == _MEAN:
+            return self.monoid.lower(self.query())
+        return self.query()
+
+    @cython.ccall
+    def query(self) -> object:
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
+        count for MEAN."""
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._op == _MEAN:
+            return (value, cols.c[r])
+        return value
+
+    @cython.cfunc
+    def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
+        """``combine(row ai of a, row bi of b)`` as the Python partial."""
+        value: object
+        if self._kind == _FLOAT:
+            value = _cd(self._op, a.d[ai], b.d[bi])
+        else:
+            value = _ci(self._op, a.i[ai], b.i[bi])
+        if self._op == _MEAN:
+            return (value, a.c[ai] + b.c[bi])
+        return value
+
+    def __len__(self) -> int:
+        return self._size()
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
+
+
+@cython.cfunc
+@cython.inline
+def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
+         si: cython.Py_ssize_t) -> cython.void:
+    """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
+    if kind == _FLOAT:
+        dst.d[di] = src.d[si]
+    else:
+        dst.i[di] = src.i[si]
+    if mean:
+        dst.c[di] = src.c[si]
+
+
+@cython.cfunc
+@cython.inline
+def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+              ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
+    if kind == _FLOAT:
+        dst.d[di] = _cd(op, a.d[ai], b.d[bi])
+    else:
+        dst.i[di] = _ci(op, a.i[ai], b.i[bi])
+    if op == _MEAN:
+        dst.c[di] = a.c[ai] + b.c[bi]
+
+
+@cython.cclass
+class TypedTwoStacks(_TypedCore):
+    """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
+
+    Front stack ``f`` (rows ``0 .. nf-1``, row ``nf-1`` the oldest) with suffix aggregates
+    ``fs`` (row ``r`` aggregates rows ``r`` down to ``0``: the object algorithm's
+    ``_faggs[r + 1]``); back ``b`` (rows ``0 .. nb-1``, oldest first) with its running
+    aggregate in ``bagg`` (one row).
+    """
+
+    name = "two_stacks"
+
+    _f: _Columns
+    _fs: _Columns
+    _b: _Columns
+    _bagg: _Columns
+    _nf: cython.Py_ssize_t
+    _nb: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        mean: cython.bint = self._op == _MEAN
+        self._f = _Columns(8, _FLOAT, mean)
+        self._fs = _Columns(8, _FLOAT, mean)
+        self._b = _Columns(8, _FLOAT, mean)
+        self._bagg = _Columns(1, -1, True)
+        self._nf = 0
+        self._nb = 0
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._nf + self._nb
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        nb: cython.Py_ssize_t = self._nb
+        if nb == self._b.size or kind != self._b.kind:
+            self._b.reserve(nb + 1, nb, kind)
+        b: _Columns = self._b
+        g: _Columns = self._bagg
+        op: cython.int = self._op
+        if kind == _FLOAT:
+            b.d[nb] = self._xd
+            g.d[0] = _cd(op, g.d[0], self._xd) if nb else self._xd
+        else:
+            b.i[nb] = self._xi
+            g.i[0] = _ci(op, g.i[0], self._xi) if nb else self._xi
+        if op == _MEAN:
+            b.c[nb] = self._xc
+            g.c[0] = g.c[0] + self._xc if nb else self._xc
+        self._nb = nb + 1
+
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
-        """Append ``n`` checked rows of kind ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
-        each when ``ones``) to the back, extending its running aggregate left to right."""
+        """To the back, extending its running aggregate left to right."""
         if not n:
             return
         nb: cython.Py_ssize_t = self._nb
@@ -393,31 +534,32 @@ class TypedTwoStacks:
         op: cython.int = self._op
         j: cython.Py_ssize_t
         b: _Columns = self._b
+        g: _Columns = self._bagg
         self._kind = kind
         self._magnitude += magnitude
         if kind == _FLOAT:
             bd: cython.double[:] = b.d
-            acc_d: cython.double = self._bagg_d
+            acc_d: cython.double = g.d[0]
             for j in range(n):
                 x: cython.double = d[j]
                 bd[nb + j] = x
                 acc_d = x if nb + j == 0 else _cd(op, acc_d, x)
-            self._bagg_d = acc_d
+            g.d[0] = acc_d
         else:
             bi: cython.longlong[:] = b.i
-            acc_i: cython.longlong = self._bagg_i
+            acc_i: cython.longlong = g.i[0]
             for j in range(n):
                 y: cython.longlong = i[j]
                 bi[nb + j] = y
                 acc_i = y if nb + j == 0 else _ci(op, acc_i, y)
-            self._bagg_i = acc_i
+            g.i[0] = acc_i
         if op == _MEAN:
             bc: cython.longlong[:] = b.c
-            acc_c: cython.longlong = self._bagg_c if nb else 0
+            acc_c: cython.longlong = g.c[0] if nb else 0
             for j in range(n):
                 bc[nb + j] = 1 if ones else c[j]
                 acc_c += bc[nb + j]
-            self._bagg_c = acc_c
+            g.c[0] = acc_c
         self._nb = nb + n
 
     @cython.cfunc
@@ -461,39 +603,14 @@ class TypedTwoStacks:
         self._nf = nb
         self._nb = 0
 
-    def evict(self, k: Any = 1) -> None:
-        n: cython.Py_ssize_t = self._nf + self._nb
-        m: cython.Py_ssize_t
-        if type(k) is not int and (isinstance(k, bool) or not isinstance(k, int)):
-            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
-        try:
-            m = k
-        except OverflowError:  # compiled only: beyond a C ssize_t
-            m = -1
-        if m < 0 or m > n:
-            raise ValueError(f"cannot evict {k} elements from a window of {n}")
-        self._evict(m)
-
     @cython.cfunc
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
     def _evict(self, k: cython.Py_ssize_t) -> cython.void:
-        bounded: cython.bint = self._kind == _INT and (self._op == _SUM or self._op == _MEAN)
         m: cython.Py_ssize_t
-        r: cython.Py_ssize_t
-        v: cython.longlong
-        u: cython.ulonglong
         while k:
             if not self._nf:
                 self._flip()
             m = k if k < self._nf else self._nf
-            if bounded:
-                for r in range(self._nf - m, self._nf):
-                    v = self._f.i[r]
-                    u = cython.cast(cython.ulonglong, v)
-                    if v < 0:
-                        u = 0 - u
-                    self._magnitude -= u
+            self._untrack(self._f, self._nf - m, self._nf, -1)
             self._nf -= m
             k -= m
         if not self._nf and not self._nb:
@@ -501,46 +618,14 @@ class TypedTwoStacks:
 
     # -- results ----------------------------------------------------------------------
 
-    @cython.cfunc
-    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
-        """The Python partial of a row: a float or an int by kind, with its count for MEAN."""
-        value: object
-        if self._kind == _FLOAT:
-            value = d
-        else:
-            value = i
-        if self._op == _MEAN:
-            return (value, c)
-        return value
-
-    @cython.cfunc
-    def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
-        value: object
-        if self._kind == _FLOAT:
-            value = cols.d[r]
-        else:
-            value = cols.i[r]
-        if self._op == _MEAN:
-            return (value, cols.c[r])
-        return value
-
     @cython.ccall
     def query(self) -> object:
         nf: cython.Py_ssize_t = self._nf
         if not self._nb:
             return self._row(self._fs, nf - 1) if nf else self.monoid.identity
-        if self._op == _MEAN:
-            back = self._partial(self._bagg_d, self._bagg_i, self._bagg_c)
-            if not nf:
-                return back
-            front = self._row(self._fs, nf - 1)
-            return (front[0] + back[0], front[1] + back[1])
-        if self._kind == _FLOAT:
-            return _cd(self._op, self._fs.d[nf - 1], self._bagg_d) if nf else self._bagg_d
-        return _ci(self._op, self._fs.i[nf - 1], self._bagg_i) if nf else self._bagg_i
-
-    def __len__(self) -> int:
-        return self._nf + self._nb
+        if not nf:
+            return self._row(self._bagg, 0)
+        return self._joined(self._fs, nf - 1, self._bagg, 0)
 
     def __iter__(self) -> Iterator[Any]:
         return iter([*(self._row(self._f, r) for r in range(self._nf - 1, -1, -1)),
@@ -553,24 +638,16 @@ class TypedTwoStacks:
     # -- batches that may be undone (mta.Window.insert_slices) -------------------------
 
     def snapshot(self) -> tuple:
-        return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._nf, self._nb,
-                self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude)
+        return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._bagg.copy(), self._nf,
+                self._nb, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot
 
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle (the Stream engine copies windows)
         return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
                             self.snapshot()))
-
-    def restore(self, snapshot: tuple) -> None:
-        (self._kind, self._f, self._fs, self._b, self._nf, self._nb,
-         self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude) = snapshot
-
-    def begin_hold(self) -> None:
-        self.hold = True
-
-    def end_hold(self) -> bool:
-        self.hold = False
-        return False
 
     # -- demotion ---------------------------------------------------------------------
 
@@ -588,16 +665,19 @@ class TypedTwoStacks:
         from mta.algorithms.two_stacks import TwoStacks
 
         twin = TwoStacks(monoid if monoid is not None else self.monoid)
-        if wrap is None:
-            def wrap(first, last, partial):
-                return partial
+        wrap = wrap if wrap is not None else _bare
         nf: cython.Py_ssize_t = self._nf
         twin._fvals = [wrap(nf - 1 - r, nf - 1 - r, self._row(self._f, r)) for r in range(nf)]
         twin._faggs = [twin.monoid.identity, *(wrap(nf - 1 - r, nf - 1, self._row(self._fs, r)) for r in range(nf))]
         twin._bvals = [wrap(nf + j, nf + j, self._row(self._b, j)) for j in range(self._nb)]
         if self._nb:
-            twin._bagg = wrap(nf, nf + self._nb - 1, self._partial(self._bagg_d, self._bagg_i, self._bagg_c))
+            twin._bagg = wrap(nf, nf + self._nb - 1, self._row(self._bagg, 0))
         return twin
+
+
+def _bare(first: int, last: int, partial: Any) -> Any:
+    """``to_object``'s ``wrap`` for the core's own monoid."""
+    return partial
 
 
 def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
