@@ -680,6 +680,220 @@ def _bare(first: int, last: int, partial: Any) -> Any:
     return partial
 
 
+@cython.cclass
+class TypedDABA(_TypedCore):
+    """:class:`~mta.algorithms.daba.DABA` (Cached DABA) over typed columns.
+
+    The same ring (``vals``, ``aggs``: capacity 16, doubled when full, halved at a quarter)
+    and pointers ``head <= l <= r <= a <= b <= tail`` as the object algorithm (see its
+    docstring for the regions); ``acc`` row 0 is the back's aggregate (B = [b, tail), empty
+    when b == tail) and row 1 the cached aggregate of [r, b) since the last flip.
+    """
+
+    name = "daba"
+
+    _vals: _Columns
+    _aggs: _Columns
+    _acc: _Columns
+    _mask: cython.Py_ssize_t
+    _shrink_at: cython.Py_ssize_t
+    _head: cython.Py_ssize_t
+    _l: cython.Py_ssize_t
+    _r: cython.Py_ssize_t
+    _a: cython.Py_ssize_t
+    _b: cython.Py_ssize_t
+    _tail: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        self._acc = _Columns(2, -1, True)
+        self.clear()
+
+    def clear(self) -> None:
+        mean: cython.bint = self._op == _MEAN
+        self._vals = _Columns(16, self._kind, mean)
+        self._aggs = _Columns(16, self._kind, mean)
+        self._mask = 15
+        self._shrink_at = -1
+        self._head = self._l = self._r = self._a = self._b = self._tail = 0
+        self._magnitude = 0
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._tail - self._head
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        if kind != self._vals.kind:  # an empty window takes the other kind
+            self._vals.reserve(self._mask + 1, 0, kind)
+            self._aggs.reserve(self._mask + 1, 0, kind)
+        self._kind = kind
+        if self._tail - self._head > self._mask:
+            self._resize(2 * (self._mask + 1))
+        t: cython.Py_ssize_t = self._tail
+        i: cython.Py_ssize_t = t & self._mask
+        vals: _Columns = self._vals
+        acc: _Columns = self._acc
+        op: cython.int = self._op
+        empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
+        if kind == _FLOAT:
+            vals.d[i] = self._xd
+            acc.d[0] = self._xd if empty else _cd(op, acc.d[0], self._xd)
+        else:
+            vals.i[i] = self._xi
+            acc.i[0] = self._xi if empty else _ci(op, acc.i[0], self._xi)
+        if op == _MEAN:
+            vals.c[i] = self._xc
+            acc.c[0] = self._xc if empty else acc.c[0] + self._xc
+        self._tail = t + 1
+        self._fixup()
+
+    @cython.cfunc
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """One by one, as the object algorithm's insert_many does."""
+        j: cython.Py_ssize_t
+        self._xc = 1
+        for j in range(n):
+            if kind == _FLOAT:
+                self._xd = d[j]
+            else:
+                self._xi = i[j]
+            if not ones:
+                self._xc = c[j]
+            self._put(kind)
+        self._magnitude += magnitude
+
+    @cython.cfunc
+    def _fixup(self) -> cython.void:
+        """One step of the de-amortized flip (the object algorithm's ``_fixup``)."""
+        l: cython.Py_ssize_t = self._l
+        b: cython.Py_ssize_t = self._b
+        r: cython.Py_ssize_t
+        a: cython.Py_ssize_t
+        kind: cython.int = self._kind
+        mean: cython.bint = self._op == _MEAN
+        if l == b:  # flip: the whole queue becomes the front, B becomes R
+            l = self._head
+            r = b
+            a = b = self._tail
+            _set(kind, mean, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
+        else:
+            r = self._r
+            a = self._a
+        if self._head != b:
+            mask: cython.Py_ssize_t = self._mask
+            if a != r:  # shift: the last element of R becomes a suffix of A
+                a -= 1
+                if a + 1 == b:
+                    _set(kind, mean, self._aggs, a & mask, self._vals, a & mask)
+                else:
+                    _combined(self._op, kind, self._aggs, a & mask, self._vals, a & mask, self._aggs, (a + 1) & mask)
+            if l != r:  # shrink: extend an L suffix from r to b (R was not empty: rb is set)
+                _combined(self._op, kind, self._aggs, l & mask, self._aggs, l & mask, self._acc, 1)
+                l += 1
+            else:  # L, R empty: the first element of A joins F as it is
+                l = r = a = l + 1
+        self._l = l
+        self._r = r
+        self._a = a
+        self._b = b
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        self._untrack(self._vals, self._head, self._head + k, self._mask)
+        j: cython.Py_ssize_t
+        for j in range(k):
+            self._head += 1
+            self._fixup()
+            if self._tail - self._head <= self._shrink_at:
+                self._resize((self._mask + 1) // 2)
+        if self._head == self._tail:
+            self._magnitude = 0
+
+    @cython.cfunc
+    def _resize(self, cap: cython.Py_ssize_t) -> cython.void:
+        head: cython.Py_ssize_t = self._head
+        n: cython.Py_ssize_t = self._tail - head
+        mean: cython.bint = self._op == _MEAN
+        vals = _Columns(cap, self._kind, mean)
+        aggs = _Columns(cap, self._kind, mean)
+        p: cython.Py_ssize_t
+        for p in range(n):
+            _set(self._kind, mean, vals, p, self._vals, (head + p) & self._mask)
+            _set(self._kind, mean, aggs, p, self._aggs, (head + p) & self._mask)
+        self._vals = vals
+        self._aggs = aggs
+        self._mask = cap - 1
+        self._shrink_at = cap // 4 if cap > 16 else -1
+        self._head = 0
+        self._l -= head
+        self._r -= head
+        self._a -= head
+        self._b -= head
+        self._tail = n
+
+    # -- results ----------------------------------------------------------------------
+
+    @cython.ccall
+    def query(self) -> object:
+        head: cython.Py_ssize_t = self._head
+        if head == self._b:  # the front is empty only when the window is
+            return self.monoid.identity
+        if self._b == self._tail:
+            return self._row(self._aggs, head & self._mask)
+        return self._joined(self._aggs, head & self._mask, self._acc, 0)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self._row(self._vals, p & self._mask) for p in range(self._head, self._tail)])
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._row(self._vals, self._head & self._mask)
+
+    # -- batches that may be undone (mta.Window.insert_slices) -------------------------
+
+    def snapshot(self) -> tuple:
+        return (self._kind, self._vals.copy(), self._aggs.copy(), self._acc.copy(), self._mask, self._shrink_at,
+                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        (self._kind, self._vals, self._aggs, self._acc, self._mask, self._shrink_at,
+         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
+        """The object :class:`DABA` in this state (ring, capacity, pointers and the region
+        aggregates it reads), so that every later result is the one it would have given;
+        ``monoid`` and ``wrap`` as for :meth:`TypedTwoStacks.to_object`."""
+        from mta.algorithms.daba import DABA
+
+        twin = DABA(monoid if monoid is not None else self.monoid)
+        wrap = wrap if wrap is not None else _bare
+        head: cython.Py_ssize_t = self._head
+        mask: cython.Py_ssize_t = self._mask
+        vals: list = [None] * (mask + 1)
+        aggs: list = [None] * (mask + 1)
+        for p in range(head, self._tail):
+            vals[p & mask] = wrap(p - head, p - head, self._row(self._vals, p & mask))
+        for first, stop, last in ((head, self._l, self._b), (self._l, self._r, self._r), (self._a, self._b, self._b)):
+            for p in range(first, stop):  # F and A: aggregates of p .. b-1; L: of p .. r-1
+                aggs[p & mask] = wrap(p - head, last - 1 - head, self._row(self._aggs, p & mask))
+        twin._vals, twin._aggs, twin._mask, twin._shrink_at = vals, aggs, mask, self._shrink_at
+        twin._head, twin._l, twin._r, twin._a, twin._b, twin._tail = (
+            head, self._l, self._r, self._a, self._b, self._tail)
+        identity = twin.monoid.identity
+        twin._back = wrap(self._b - head, self._tail - 1 - head, self._row(self._acc, 0)) \
+            if self._b != self._tail else identity
+        twin._rb = wrap(self._r - head, self._b - 1 - head, self._row(self._acc, 1)) if self._l != self._r else identity
+        return twin
+
+
 def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
     """``cls(*args)`` in the state of ``snapshot`` (unpickling a typed core)."""
     core = cls(*args)
