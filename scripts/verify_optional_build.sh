@@ -6,10 +6,10 @@ set -u
 V="${1:-$(mktemp -d /tmp/mta-i20.XXXXXX)}"; REPO="$(cd "$(dirname "$0")/.." && pwd)"; mkdir -p "$V"; cd "$V"; rm -rf src dist A B C D venv-build
 python3 -m venv venv-build && venv-build/bin/pip install -q build 2>&1 | grep -v Location
 git clone -q "$REPO" src && git -C src checkout -q "$(git -C "$REPO" rev-parse HEAD)" && git -C src log --oneline -1
-probe='import mta, mta._speedups_probe as p; print("COMPILED", mta.COMPILED, p.__file__)'
+probe='import mta, mta.algorithms.typed as p; print("COMPILED", mta.COMPILED, p.__file__)'
 echo "== python -m build"; /usr/bin/time -f "build: %e s" $V/venv-build/bin/python -m build --outdir $V/dist $V/src > build.log 2>&1; tail -1 build.log; ls -l dist
 tar tzf dist/mta-0.1.0.tar.gz | grep -c '\.c$' | sed 's/^/.c files in sdist: /'
-python3 -m zipfile -l dist/*.whl | grep -E '_speedups_probe'
+python3 -m zipfile -l dist/*.whl | grep -E 'typed'
 echo "== A: fresh venv, the wheel"; python3 -m venv A && A/bin/pip install -q dist/*.whl pytest==9.0.3 2>&1 | grep -v Location; A/bin/python -c "$probe"
 (cd $V && A/bin/python -m pytest -q -p no:cacheprovider --noconftest src/tests/test_compiled_core.py 2>&1 | tail -1)
 echo "== B: fresh venv, the sdist"; python3 -m venv B && B/bin/pip install -q dist/*.tar.gz 2>&1 | grep -v Location; B/bin/python -c "$probe"

@@ -1,4 +1,4 @@
-"""The optional compiled core (issue 20), on its probe module ``mta._speedups_probe``.
+"""The optional compiled core (issue 20): which path is in use, and that both agree.
 
 The same checks run in this process (compiled when the install had a C compiler) and in
 a subprocess with ``MTA_NO_EXTENSIONS=1`` (always the pure path), and the two must give
@@ -18,36 +18,33 @@ import pytest
 
 import mta
 from mta import _extensions
-from mta._speedups_probe import RunningSum
+from mta.algorithms import typed
 
-# Runs the probe and prints what it saw as JSON: the module's file, mta.COMPILED, results.
+# Runs a typed core and prints what it saw as JSON: the module's file, mta.COMPILED, results.
 SCRIPT = r"""
 import json, random, sys
 if "--no-cython" in sys.argv:
     sys.modules["cython"] = None  # as if Cython were not installed: the shim must stand in
-import mta, mta._speedups_probe as probe
+import mta
+from mta import Sum, Variance
+from mta.algorithms import typed
 rng = random.Random(20)
-r = probe.RunningSum(64)
+r = typed.TypedTwoStacks(Sum())
 sums = []
 for step in range(1000):
-    r.insert(rng.uniform(-1e6, 1e6) if step % 3 else rng.randrange(-10**9, 10**9))
+    r.insert(rng.uniform(-1e6, 1e6) if step % 3 else 2.0 ** rng.randrange(-60, 60))
     if len(r) == 64:
-        r.evict()
+        r.evict(rng.randrange(1, 64))
     sums.append(r.query())
 errors = []
-for call in (lambda: probe.RunningSum(0), lambda: probe.RunningSum(1).evict(),
-             lambda: probe.RunningSum(1).insert("x")):
+for call in (lambda: typed.TypedTwoStacks(Variance()), lambda: typed.TypedTwoStacks(Sum()).evict(),
+             lambda: r.insert("x"), lambda: r.evict("1")):
     try:
         call()
     except Exception as e:
         errors.append(type(e).__name__)
-full = probe.RunningSum(1); full.insert(1.0)
-try:
-    full.insert(2.0)
-except Exception as e:
-    errors.append(type(e).__name__)
-print(json.dumps({"file": probe.__file__, "compiled": mta.COMPILED, "module_compiled": probe.COMPILED,
-                  "shim": getattr(getattr(probe, "cython", None), "__name__", None), "sums": sums, "errors": errors}))
+print(json.dumps({"file": typed.__file__, "compiled": mta.COMPILED, "module_compiled": typed.COMPILED,
+                  "shim": getattr(getattr(typed, "cython", None), "__name__", None), "sums": sums, "errors": errors}))
 """
 
 
@@ -63,46 +60,33 @@ def _run(no_extensions: bool, *args: str) -> dict:
 def _so_beside_source() -> bool:
     """Whether a compiled module sits beside the source (what a run without the variable loads)."""
     import importlib.machinery
-    import mta._speedups_probe as probe
-    here = Path(probe.__file__).parent
-    return any((here / f"_speedups_probe{suffix}").exists() for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    here = Path(typed.__file__).parent
+    return any((here / f"typed{suffix}").exists() for suffix in importlib.machinery.EXTENSION_SUFFIXES)
 
 
-def _compiled_file() -> Path | None:
-    import mta._speedups_probe as probe
-    return Path(probe.__file__) if not probe.__file__.endswith(".py") else None
+def _compiled_files() -> dict[str, Path]:
+    """Each module of the compiled core that is loaded from an extension module, by name."""
+    import importlib
+    files = {name: Path(importlib.import_module(name).__file__) for name in _extensions.EXTENSION_MODULES}
+    return {name: file for name, file in files.items() if file.suffix != ".py"}
 
 
 def test_in_process_path_matches_mta_compiled():
-    compiled = _compiled_file() is not None
+    compiled = bool(_compiled_files())
     assert mta.COMPILED is compiled
-    assert _extensions.compiled_modules() == dict.fromkeys(_extensions.EXTENSION_MODULES, compiled)
+    assert _extensions.compiled_modules() == {name: compiled for name in _extensions.EXTENSION_MODULES}
     if os.environ.get("MTA_REQUIRE_EXTENSIONS") and not os.environ.get("MTA_NO_EXTENSIONS"):
         assert compiled, "MTA_REQUIRE_EXTENSIONS is set but the compiled core is not in use"
 
 
-def test_probe_semantics():
-    r = RunningSum(2)
-    r.insert(1)
-    r.insert(2.5)
-    with pytest.raises(OverflowError):
-        r.insert(3)
-    assert (r.query(), len(r)) == (3.5, 2)
-    assert r.evict() == 1.0 and r.query() == 2.5
-    r.insert(4)  # wraps around the ring
-    assert [r.evict(), r.evict()] == [2.5, 4.0] and r.query() == 0.0
-    with pytest.raises(IndexError):
-        r.evict()
-
-
 def test_no_extensions_forces_the_pure_path_and_both_paths_agree():
     pure = _run(True)
-    assert pure["file"].endswith("_speedups_probe.py")
+    assert pure["file"].endswith("typed.py")
     assert pure["compiled"] is False and pure["module_compiled"] is False
     default = _run(False)
-    assert default["compiled"] is _so_beside_source()
+    assert default["compiled"] is default["module_compiled"] is _so_beside_source()
     assert default["sums"] == pure["sums"]  # same operations in the same order: identical floats
-    assert default["errors"] == pure["errors"] == ["ValueError", "IndexError", "TypeError", "OverflowError"]
+    assert default["errors"] == pure["errors"] == ["TypeError", "ValueError", "Untyped", "TypeError"]
 
 
 def test_pure_path_runs_without_cython_installed():
@@ -111,28 +95,12 @@ def test_pure_path_runs_without_cython_installed():
     assert result["sums"] == _run(True)["sums"]
 
 
-def test_compiled_module_is_not_older_than_its_source():
+def test_compiled_modules_are_not_older_than_their_sources():
     """An editable install's .so shadows later edits of the .py: rebuild (pip install -e .)."""
-    so = _compiled_file()
-    if so is None:
+    compiled = _compiled_files()
+    if not compiled:
         pytest.skip("pure-Python path in use")
-    source = so.with_name("_speedups_probe.py")
-    assert so.stat().st_mtime >= source.stat().st_mtime - 2, (
-        f"{so.name} is older than {source.name}: rebuild with pip install -e . (or set MTA_NO_EXTENSIONS=1)")
-
-
-def test_pure_twin_in_process_agrees():
-    """Both paths in one process: what the algorithm property tests need (no subprocess)."""
-    import random
-
-    pure = _extensions.load_pure("mta._speedups_probe")
-    assert pure.COMPILED is False and pure.__file__.endswith(".py")
-    rng = random.Random(7)
-    a, b = RunningSum(16), pure.RunningSum(16)
-    for _ in range(500):
-        x = rng.uniform(-1e9, 1e9)
-        a.insert(x)
-        b.insert(x)
-        if len(a) == 16:
-            assert a.evict() == b.evict()
-        assert a.query() == b.query()
+    for name, so in compiled.items():
+        source = so.with_name(name.rpartition(".")[2] + ".py")
+        assert so.stat().st_mtime >= source.stat().st_mtime - 2, (
+            f"{so.name} is older than {source.name}: rebuild with pip install -e . (or set MTA_NO_EXTENSIONS=1)")

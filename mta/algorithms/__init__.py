@@ -18,11 +18,16 @@ from mta.algorithms.panes import Panes
 from mta.algorithms.slideside import SlideSide
 from mta.algorithms.slickdeque import SlickDeque
 from mta.algorithms.replicated import ReplicatedAMTA, ReplicatedSoE, ReplicatedTwoStacks
+from mta.algorithms import typed
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
     for cls in (AmortizedMTA, LogMTA, TwoStacks, DABA, FlatFAT, SubtractOnEvict, Naive)
 }
+
+#: The typed cores (:mod:`mta.algorithms.typed`) by the name of the object algorithm they mirror:
+#: ``mta.Window`` runs one for a built-in numeric monoid when the core is compiled.
+TYPED_ALGORITHMS: dict[str, type] = {cls.name: cls for cls in (typed.TypedTwoStacks, typed.TypedDABA)}
 
 #: The out-of-order algorithms (``insert(key, partial)`` at any key), by name.
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}
@@ -33,7 +38,7 @@ MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
                               ReplicatedTwoStacks, ReplicatedAMTA)
 }
 
-__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "MULTI_QUERY", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
+__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "TYPED_ALGORITHMS", "MULTI_QUERY", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
            "Policy", "AmortizedMTA", "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA",
            "BTree", "SortedList", "SlideSide", "SlickDeque", "FlatFIT", "FlatFATRanges", "Panes", "ReplicatedSoE",
            "ReplicatedTwoStacks", "ReplicatedAMTA"]

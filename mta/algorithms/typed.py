@@ -1,0 +1,1266 @@
+"""Typed cores: the built-in numeric monoids' partials in C columns, not Python objects (issue 20).
+
+A typed core is the twin of an object algorithm (here :class:`TypedTwoStacks` of
+:class:`~mta.algorithms.two_stacks.TwoStacks`) for the monoids whose partials are plain
+numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``, ``Max`` and ``Mean`` (``(sum, count)``).
+It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
+``INT`` (exactly an ``int``: a C int64). The kind is chosen by the first partial of an empty
+window. It combines in the object algorithm's order, so that its results are the object
+algorithm's, float rounding included.
+
+A partial it cannot hold (another type, the other kind in a window that is not empty, an
+int outside int64, or one that would break the INT bound below) makes ``insert`` raise
+:class:`Untyped` and changes nothing; ``mta.Window`` then *demotes* the window:
+:meth:`to_object` gives the object algorithm in the same state, and the window goes on
+with it. INT bound: for ``SUM`` and ``MEAN`` the sum of ``|v|`` over the window's values
+stays <= 2**63 - 1, so no partial sum of the window can overflow and combines need no
+checks (the pure path's Python ints never overflow; the typed path never needs to).
+
+The module is Cython in pure-Python mode: compiled, the columns are typed memoryviews and
+the cores are extension types; interpreted, the same code runs on ``array.array`` columns.
+``mta.Window`` uses the cores only when compiled (:data:`USE`): interpreted they are slower
+than the object algorithms they mirror.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, Iterator, Sequence
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
+
+COMPILED: bool = cython.compiled
+
+# C constants for the compiled code (a module global read from C would be a Python lookup);
+# the public names below are the same values for Python.
+_SUM = cython.declare(cython.int, 0)
+_MIN = cython.declare(cython.int, 1)
+_MAX = cython.declare(cython.int, 2)
+_MEAN = cython.declare(cython.int, 3)
+_FLOAT = cython.declare(cython.int, 0)
+_INT = cython.declare(cython.int, 1)
+
+SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
+FLOAT, INT = _FLOAT, _INT
+
+_OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
+
+_I64_MIN = -(2 ** 63)
+_I64_MAX = 2 ** 63 - 1
+#: The INT bound: the sum of |v| over a window's values (SUM, MEAN).
+_LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+_COUNT_LIMIT = 2 ** 32
+
+#: Whether ``mta.Window`` picks the typed cores (compiled only; tests set it to run the
+#: integration on the pure path too).
+USE: bool = COMPILED
+
+
+class Untyped(Exception):
+    """A partial a typed core cannot hold; nothing was changed (``mta.Window`` demotes)."""
+
+
+def op_of(monoid: Monoid) -> int | None:
+    """The op of a monoid the typed cores serve (exact types: a subclass may combine otherwise)."""
+    return _OPS.get(type(monoid))
+
+
+def array_partials(monoid: Monoid, values: Any) -> Any:
+    """The value partials of an int64 or float64 numpy array, as :meth:`TypedTwoStacks.insert_array`
+    takes them, when the monoid lifts every value unchanged: finite for Sum and Mean, not NaN
+    for Min and Max; Count's are ones. None otherwise: the general path lifts them one by one
+    (and names the value it refuses)."""
+    import numpy as np
+
+    op = op_of(monoid)
+    if op is None or values is None:
+        return None
+    if type(monoid) is Count:
+        return np.ones(len(values), dtype=np.int64)
+    if values.dtype.kind == "f":
+        ok = np.isfinite(values).all() if op == _SUM or op == _MEAN else not np.isnan(values).any()
+        if not ok:
+            return None
+    return values
+
+
+def _doubles(n: cython.Py_ssize_t) -> array:
+    return array("d", bytes(8 * n))
+
+
+def _int64s(n: cython.Py_ssize_t) -> array:
+    return array("q", bytes(8 * n))
+
+
+_NO_DOUBLES = _doubles(0)
+_NO_INT64S = _int64s(0)
+
+
+@cython.cfunc
+@cython.inline
+def _cd(op: cython.int, a: cython.double, b: cython.double) -> cython.double:
+    """``combine(a, b)`` of doubles, as the monoid's: ties keep the left operand."""
+    if op == _MIN:
+        return a if a <= b else b
+    if op == _MAX:
+        return a if a >= b else b
+    return a + b
+
+
+@cython.cfunc
+@cython.inline
+def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlong:
+    """``combine(a, b)`` of int64s (the INT bound rules out overflow)."""
+    if op == _MIN:
+        return a if a <= b else b
+    if op == _MAX:
+        return a if a >= b else b
+    return a + b
+
+
+@cython.cclass
+class _Columns:
+    """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
+    (MEAN). Only the columns of the kind held (``kind``; -1: both, for a batch being decoded)
+    and the counts of a Mean take room; the others are empty."""
+
+    d: cython.double[:]
+    i: cython.longlong[:]
+    c: cython.longlong[:]
+    size: cython.Py_ssize_t
+    kind: cython.int
+    mean: cython.bint
+
+    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, mean: cython.bint) -> None:
+        self.size = capacity
+        self.kind = kind
+        self.mean = mean
+        self.d = _doubles(capacity if kind != _INT else 0)
+        self.i = _int64s(capacity if kind != _FLOAT else 0)
+        self.c = _int64s(capacity if mean else 0)
+
+    @cython.cfunc
+    def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t, kind: cython.int) -> cython.void:
+        """Room for ``n`` rows of ``kind``, keeping the first ``used`` (none when the kind changes)."""
+        size: cython.Py_ssize_t = self.size
+        if n <= size and kind == self.kind:
+            return
+        while size < n:
+            size *= 2
+        other = _Columns(size, kind, self.mean)
+        if kind == self.kind and used:
+            if kind != _INT:
+                other.d[:used] = self.d[:used]
+            if kind != _FLOAT:
+                other.i[:used] = self.i[:used]
+            if self.mean:
+                other.c[:used] = self.c[:used]
+        self.d, self.i, self.c, self.size, self.kind = other.d, other.i, other.c, size, kind
+
+    def copy(self) -> _Columns:
+        other = _Columns(self.size, self.kind, self.mean)
+        other.d[:] = self.d
+        other.i[:] = self.i
+        other.c[:] = self.c
+        return other
+
+    def __reduce__(self) -> tuple:
+        return (_columns, (self.size, self.kind, self.mean, array("d", self.d), array("q", self.i),
+                           array("q", self.c)))
+
+
+def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: array, i: array, c: array) -> _Columns:
+    """Columns holding these arrays' values (unpickling)."""
+    cols = _Columns(size, kind, mean)
+    sd: cython.double[:] = d
+    si: cython.longlong[:] = i
+    sc: cython.longlong[:] = c
+    cols.d[:] = sd
+    cols.i[:] = si
+    cols.c[:] = sc
+    return cols
+
+
+@cython.cclass
+class _TypedCore:
+    """What every typed core shares: the op and kind, decoding and checking partials (one
+    at a time, in a batch, in a numpy array), the INT bound, eviction counts, the results.
+
+    A core implements ``_size``, ``_put`` (append the scratch row), ``_append`` (append a
+    checked batch), ``_evict`` (evict k, checked), ``query`` and the rest of the algorithm.
+    """
+
+    monoid = cython.declare(object, visibility="public")
+    hold = cython.declare(cython.bint, visibility="public")
+    _op: cython.int
+    _kind: cython.int
+    _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
+    _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
+    # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
+    _xd: cython.double
+    _xi: cython.longlong
+    _xc: cython.longlong
+    _xu: cython.ulonglong
+    _xk: cython.int
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        op = op_of(monoid)
+        if op is None:
+            raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
+        self.monoid = monoid
+        self.hold = False
+        self._max_size = -1 if max_size is None else max_size
+        self._op = op
+        self._kind = _FLOAT
+        self._magnitude = 0
+        self._xd = 0.0
+        self._xi = self._xu = self._xk = 0
+        self._xc = 1
+
+    # -- what a core implements ---------------------------------------------------------
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        """Append the row in the scratch fields (checked, of ``kind``)."""
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """Append ``n`` checked rows of ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
+        each when ``ones``) whose |v| sum to ``magnitude``."""
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        """Evict the ``k`` oldest (0 <= k <= size)."""
+        raise NotImplementedError
+
+    # -- decoding ---------------------------------------------------------------------
+
+    @cython.cfunc
+    def _scalar(self, p: object, kind: cython.int) -> cython.int:
+        """Decode partial ``p`` into the scratch fields ``_xd``/``_xi``/``_xc``/``_xu`` and
+        return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
+        v: cython.longlong
+        u: cython.ulonglong
+        if self._op == _MEAN:
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            count = p[1]
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            self._xc = count
+            p = p[0]
+        if type(p) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            self._xd = p
+            self._xu = 0
+            return _FLOAT
+        if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
+            raise Untyped(p)
+        v = p
+        self._xi = v
+        u = cython.cast(cython.ulonglong, v)
+        if v < 0:
+            u = 0 - u
+        self._xu = u if self._op == _SUM or self._op == _MEAN else 0
+        return _INT
+
+    @cython.cfunc
+    def _decode(self, partials: Sequence[Any]) -> _Columns:
+        """The batch in columns (kind in ``_xk``, sum of |v| in ``_xu``), or :class:`Untyped`
+        (nothing changed) if one partial does not fit."""
+        n: cython.Py_ssize_t = len(partials)
+        cols = _Columns(n if n else 1, -1, True)
+        kind: cython.int = self._kind if self._size() else -1
+        total: cython.ulonglong = 0
+        j: cython.Py_ssize_t
+        for j in range(n):
+            kind = self._scalar(partials[j], kind)
+            if self._xu > _LIMIT - total:
+                raise Untyped(partials[j])
+            total += self._xu
+            cols.d[j] = self._xd
+            cols.i[j] = self._xi
+            cols.c[j] = self._xc
+        if total > _LIMIT - self._magnitude:
+            raise Untyped(partials)
+        self._xk = kind if kind != -1 else self._kind
+        self._xu = total
+        return cols
+
+    def accepts(self, partials: Sequence[Any]) -> bool:
+        """Whether :meth:`insert_many` takes ``partials`` (else it raises :class:`Untyped`)."""
+        try:
+            self._decode(partials)
+        except Untyped:
+            return False
+        return True
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _untrack(self, cols: _Columns, start: cython.Py_ssize_t, stop: cython.Py_ssize_t,
+                 mask: cython.Py_ssize_t) -> cython.void:
+        """Take rows ``start .. stop-1`` (indexes ``& mask``) out of the INT bound's sum."""
+        r: cython.Py_ssize_t
+        v: cython.longlong
+        u: cython.ulonglong
+        if self._kind != _INT or not (self._op == _SUM or self._op == _MEAN):
+            return
+        for r in range(start, stop):
+            v = cols.i[r & mask]
+            u = cython.cast(cython.ulonglong, v)
+            if v < 0:
+                u = 0 - u
+            self._magnitude -= u
+
+    # -- updates ----------------------------------------------------------------------
+
+    @cython.ccall
+    def insert(self, partial: object):
+        kind: cython.int = self._scalar(partial, self._kind if self._size() else -1)
+        if self._xu > _LIMIT - self._magnitude:
+            raise Untyped(partial)
+        self._put(kind)
+        self._kind = kind
+        self._magnitude += self._xu
+
+    def insert_many(self, partials: Sequence[Any]) -> None:
+        """As :meth:`insert` one by one (the whole batch is checked first)."""
+        src: _Columns = self._decode(partials)
+        self._append(src.d, src.i, src.c, False, len(partials), self._xk, self._xu)
+
+    def insert_array(self, values: Any) -> None:
+        """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
+        value partials (Mean: with count 1), in a C loop. The caller has checked that the
+        monoid lifts every value (finite, not NaN); :class:`Untyped`, nothing changed, for
+        the other kind or beyond the INT bound."""
+        view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.int = _FLOAT if view.format == "d" else _INT
+        if self._size() and kind != self._kind:
+            raise Untyped(values)
+        if kind == _FLOAT:
+            d: cython.double[:] = view
+            self._append(d, _NO_INT64S, _NO_INT64S, True, n, kind, 0)
+            return
+        i: cython.longlong[:] = view
+        total: cython.ulonglong = 0
+        u: cython.ulonglong
+        j: cython.Py_ssize_t
+        if self._op == _SUM or self._op == _MEAN:
+            for j in range(n):
+                u = cython.cast(cython.ulonglong, i[j])
+                if i[j] < 0:
+                    u = 0 - u
+                if u > _LIMIT - total:
+                    raise Untyped(values)
+                total += u
+            if total > _LIMIT - self._magnitude:
+                raise Untyped(values)
+        self._append(_NO_DOUBLES, i, _NO_INT64S, True, n, kind, total)
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize; return how many were evicted."""
+        self.insert(partial)
+        n: cython.Py_ssize_t = self._size()
+        if 0 <= self._max_size < n:
+            self._evict(n - self._max_size)
+            return n - self._max_size
+        return 0
+
+    def evict(self, k: Any = 1) -> None:
+        n: cython.Py_ssize_t = self._size()
+        m: cython.Py_ssize_t
+        if type(k) is not int and (isinstance(k, bool) or not isinstance(k, int)):
+            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
+        try:
+            m = k
+        except OverflowError:  # compiled only: beyond a C ssize_t
+            m = -1
+        if m < 0 or m > n:
+            raise ValueError(f"cannot evict {k} elements from a window of {n}")
+        self._evict(m)
+
+    # -- results ----------------------------------------------------------------------
+
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        if self._op == _MEAN:
+            return self.monoid.lower(self.query())
+        return self.query()
+
+    @cython.ccall
+    def query(self) -> object:
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
+        count for MEAN."""
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._op == _MEAN:
+            return (value, cols.c[r])
+        return value
+
+    @cython.cfunc
+    def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
+        """``combine(row ai of a, row bi of b)`` as the Python partial."""
+        value: object
+        if self._kind == _FLOAT:
+            value = _cd(self._op, a.d[ai], b.d[bi])
+        else:
+            value = _ci(self._op, a.i[ai], b.i[bi])
+        if self._op == _MEAN:
+            return (value, a.c[ai] + b.c[bi])
+        return value
+
+    def __len__(self) -> int:
+        return self._size()
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
+
+
+@cython.cfunc
+@cython.inline
+def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
+         si: cython.Py_ssize_t) -> cython.void:
+    """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
+    if kind == _FLOAT:
+        dst.d[di] = src.d[si]
+    else:
+        dst.i[di] = src.i[si]
+    if mean:
+        dst.c[di] = src.c[si]
+
+
+@cython.cfunc
+@cython.inline
+def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+              ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
+    if kind == _FLOAT:
+        dst.d[di] = _cd(op, a.d[ai], b.d[bi])
+    else:
+        dst.i[di] = _ci(op, a.i[ai], b.i[bi])
+    if op == _MEAN:
+        dst.c[di] = a.c[ai] + b.c[bi]
+
+
+@cython.cclass
+class TypedTwoStacks(_TypedCore):
+    """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
+
+    Front stack ``f`` (rows ``0 .. nf-1``, row ``nf-1`` the oldest) with suffix aggregates
+    ``fs`` (row ``r`` aggregates rows ``r`` down to ``0``: the object algorithm's
+    ``_faggs[r + 1]``); back ``b`` (rows ``0 .. nb-1``, oldest first) with its running
+    aggregate in ``bagg`` (one row).
+    """
+
+    name = "two_stacks"
+
+    _f: _Columns
+    _fs: _Columns
+    _b: _Columns
+    _bagg: _Columns
+    _nf: cython.Py_ssize_t
+    _nb: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        mean: cython.bint = self._op == _MEAN
+        self._f = _Columns(8, _FLOAT, mean)
+        self._fs = _Columns(8, _FLOAT, mean)
+        self._b = _Columns(8, _FLOAT, mean)
+        self._bagg = _Columns(1, -1, True)
+        self._nf = 0
+        self._nb = 0
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._nf + self._nb
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        nb: cython.Py_ssize_t = self._nb
+        if nb == self._b.size or kind != self._b.kind:
+            self._b.reserve(nb + 1, nb, kind)
+        b: _Columns = self._b
+        g: _Columns = self._bagg
+        op: cython.int = self._op
+        if kind == _FLOAT:
+            b.d[nb] = self._xd
+            g.d[0] = _cd(op, g.d[0], self._xd) if nb else self._xd
+        else:
+            b.i[nb] = self._xi
+            g.i[0] = _ci(op, g.i[0], self._xi) if nb else self._xi
+        if op == _MEAN:
+            b.c[nb] = self._xc
+            g.c[0] = g.c[0] + self._xc if nb else self._xc
+        self._nb = nb + 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """To the back, extending its running aggregate left to right."""
+        if not n:
+            return
+        nb: cython.Py_ssize_t = self._nb
+        self._b.reserve(nb + n, nb, kind)
+        op: cython.int = self._op
+        j: cython.Py_ssize_t
+        b: _Columns = self._b
+        g: _Columns = self._bagg
+        self._kind = kind
+        self._magnitude += magnitude
+        if kind == _FLOAT:
+            bd: cython.double[:] = b.d
+            acc_d: cython.double = g.d[0]
+            for j in range(n):
+                x: cython.double = d[j]
+                bd[nb + j] = x
+                acc_d = x if nb + j == 0 else _cd(op, acc_d, x)
+            g.d[0] = acc_d
+        else:
+            bi: cython.longlong[:] = b.i
+            acc_i: cython.longlong = g.i[0]
+            for j in range(n):
+                y: cython.longlong = i[j]
+                bi[nb + j] = y
+                acc_i = y if nb + j == 0 else _ci(op, acc_i, y)
+            g.i[0] = acc_i
+        if op == _MEAN:
+            bc: cython.longlong[:] = b.c
+            acc_c: cython.longlong = g.c[0] if nb else 0
+            for j in range(n):
+                bc[nb + j] = 1 if ones else c[j]
+                acc_c += bc[nb + j]
+            g.c[0] = acc_c
+        self._nb = nb + n
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _flip(self) -> cython.void:
+        """Move the back onto the (empty) front: its rows reversed in place (newest first)
+        become the front, whose old columns become the empty back (no copy, and the room of
+        one window, not two); suffix aggregates built newest to oldest (``combine(v, acc)``,
+        as the object algorithm does)."""
+        nb: cython.Py_ssize_t = self._nb
+        f: _Columns = self._b
+        self._b = self._f
+        self._f = f
+        self._fs.reserve(nb, 0, self._kind)
+        fs: _Columns = self._fs
+        op: cython.int = self._op
+        r: cython.Py_ssize_t
+        half: cython.Py_ssize_t = nb // 2
+        if self._kind == _FLOAT:
+            fd: cython.double[:] = f.d
+            sd: cython.double[:] = fs.d
+            for r in range(half):
+                fd[r], fd[nb - 1 - r] = fd[nb - 1 - r], fd[r]
+            for r in range(nb):
+                sd[r] = fd[r] if r == 0 else _cd(op, fd[r], sd[r - 1])
+        else:
+            fi: cython.longlong[:] = f.i
+            si: cython.longlong[:] = fs.i
+            for r in range(half):
+                fi[r], fi[nb - 1 - r] = fi[nb - 1 - r], fi[r]
+            for r in range(nb):
+                si[r] = fi[r] if r == 0 else _ci(op, fi[r], si[r - 1])
+        if op == _MEAN:
+            fc: cython.longlong[:] = f.c
+            sc: cython.longlong[:] = fs.c
+            for r in range(half):
+                fc[r], fc[nb - 1 - r] = fc[nb - 1 - r], fc[r]
+            for r in range(nb):
+                sc[r] = fc[r] if r == 0 else fc[r] + sc[r - 1]
+        self._nf = nb
+        self._nb = 0
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        m: cython.Py_ssize_t
+        while k:
+            if not self._nf:
+                self._flip()
+            m = k if k < self._nf else self._nf
+            self._untrack(self._f, self._nf - m, self._nf, -1)
+            self._nf -= m
+            k -= m
+        if not self._nf and not self._nb:
+            self._magnitude = 0
+
+    # -- results ----------------------------------------------------------------------
+
+    @cython.ccall
+    def query(self) -> object:
+        nf: cython.Py_ssize_t = self._nf
+        if not self._nb:
+            return self._row(self._fs, nf - 1) if nf else self.monoid.identity
+        if not nf:
+            return self._row(self._bagg, 0)
+        return self._joined(self._fs, nf - 1, self._bagg, 0)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([*(self._row(self._f, r) for r in range(self._nf - 1, -1, -1)),
+                     *(self._row(self._b, r) for r in range(self._nb))])
+
+    def clear(self) -> None:
+        self._nf = self._nb = 0
+        self._magnitude = 0
+
+    # -- batches that may be undone (mta.Window.insert_slices) -------------------------
+
+    def snapshot(self) -> tuple:
+        return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._bagg.copy(), self._nf,
+                self._nb, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot
+
+    def __reduce__(self) -> tuple:
+        # copy.deepcopy and pickle (the Stream engine copies windows)
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._row(self._f, self._nf - 1) if self._nf else self._row(self._b, 0)
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
+        """The object :class:`TwoStacks` in this state: the same stacks and aggregates, so
+        that every later result is the one it would have given all along.
+
+        ``monoid`` and ``wrap`` build it over another monoid whose partials wrap ours (the
+        timed windows': :class:`TypedTimed`): each partial becomes ``wrap(first, last, p)``,
+        ``first .. last`` the window positions (0 the oldest) of the values it aggregates."""
+        from mta.algorithms.two_stacks import TwoStacks
+
+        twin = TwoStacks(monoid if monoid is not None else self.monoid)
+        wrap = wrap if wrap is not None else _bare
+        nf: cython.Py_ssize_t = self._nf
+        twin._fvals = [wrap(nf - 1 - r, nf - 1 - r, self._row(self._f, r)) for r in range(nf)]
+        twin._faggs = [twin.monoid.identity, *(wrap(nf - 1 - r, nf - 1, self._row(self._fs, r)) for r in range(nf))]
+        twin._bvals = [wrap(nf + j, nf + j, self._row(self._b, j)) for j in range(self._nb)]
+        if self._nb:
+            twin._bagg = wrap(nf, nf + self._nb - 1, self._row(self._bagg, 0))
+        return twin
+
+
+def _bare(first: int, last: int, partial: Any) -> Any:
+    """``to_object``'s ``wrap`` for the core's own monoid."""
+    return partial
+
+
+@cython.cclass
+class TypedDABA(_TypedCore):
+    """:class:`~mta.algorithms.daba.DABA` (Cached DABA) over typed columns.
+
+    The same ring (``vals``, ``aggs``: capacity 16, doubled when full, halved at a quarter)
+    and pointers ``head <= l <= r <= a <= b <= tail`` as the object algorithm (see its
+    docstring for the regions); ``acc`` row 0 is the back's aggregate (B = [b, tail), empty
+    when b == tail) and row 1 the cached aggregate of [r, b) since the last flip.
+    """
+
+    name = "daba"
+
+    _vals: _Columns
+    _aggs: _Columns
+    _acc: _Columns
+    _mask: cython.Py_ssize_t
+    _shrink_at: cython.Py_ssize_t
+    _head: cython.Py_ssize_t
+    _l: cython.Py_ssize_t
+    _r: cython.Py_ssize_t
+    _a: cython.Py_ssize_t
+    _b: cython.Py_ssize_t
+    _tail: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        self._acc = _Columns(2, -1, True)
+        self.clear()
+
+    def clear(self) -> None:
+        mean: cython.bint = self._op == _MEAN
+        self._vals = _Columns(16, self._kind, mean)
+        self._aggs = _Columns(16, self._kind, mean)
+        self._mask = 15
+        self._shrink_at = -1
+        self._head = self._l = self._r = self._a = self._b = self._tail = 0
+        self._magnitude = 0
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._tail - self._head
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        if kind != self._vals.kind:  # an empty window takes the other kind
+            self._vals.reserve(self._mask + 1, 0, kind)
+            self._aggs.reserve(self._mask + 1, 0, kind)
+        self._kind = kind
+        if self._tail - self._head > self._mask:
+            self._resize(2 * (self._mask + 1))
+        t: cython.Py_ssize_t = self._tail
+        i: cython.Py_ssize_t = t & self._mask
+        vals: _Columns = self._vals
+        acc: _Columns = self._acc
+        op: cython.int = self._op
+        empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
+        if kind == _FLOAT:
+            vals.d[i] = self._xd
+            acc.d[0] = self._xd if empty else _cd(op, acc.d[0], self._xd)
+        else:
+            vals.i[i] = self._xi
+            acc.i[0] = self._xi if empty else _ci(op, acc.i[0], self._xi)
+        if op == _MEAN:
+            vals.c[i] = self._xc
+            acc.c[0] = self._xc if empty else acc.c[0] + self._xc
+        self._tail = t + 1
+        self._fixup()
+
+    @cython.cfunc
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """One by one, as the object algorithm's insert_many does."""
+        j: cython.Py_ssize_t
+        self._xc = 1
+        for j in range(n):
+            if kind == _FLOAT:
+                self._xd = d[j]
+            else:
+                self._xi = i[j]
+            if not ones:
+                self._xc = c[j]
+            self._put(kind)
+        self._magnitude += magnitude
+
+    @cython.cfunc
+    def _fixup(self) -> cython.void:
+        """One step of the de-amortized flip (the object algorithm's ``_fixup``)."""
+        l: cython.Py_ssize_t = self._l
+        b: cython.Py_ssize_t = self._b
+        r: cython.Py_ssize_t
+        a: cython.Py_ssize_t
+        kind: cython.int = self._kind
+        mean: cython.bint = self._op == _MEAN
+        if l == b:  # flip: the whole queue becomes the front, B becomes R
+            l = self._head
+            r = b
+            a = b = self._tail
+            _set(kind, mean, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
+        else:
+            r = self._r
+            a = self._a
+        if self._head != b:
+            mask: cython.Py_ssize_t = self._mask
+            if a != r:  # shift: the last element of R becomes a suffix of A
+                a -= 1
+                if a + 1 == b:
+                    _set(kind, mean, self._aggs, a & mask, self._vals, a & mask)
+                else:
+                    _combined(self._op, kind, self._aggs, a & mask, self._vals, a & mask, self._aggs, (a + 1) & mask)
+            if l != r:  # shrink: extend an L suffix from r to b (R was not empty: rb is set)
+                _combined(self._op, kind, self._aggs, l & mask, self._aggs, l & mask, self._acc, 1)
+                l += 1
+            else:  # L, R empty: the first element of A joins F as it is
+                l = r = a = l + 1
+        self._l = l
+        self._r = r
+        self._a = a
+        self._b = b
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        self._untrack(self._vals, self._head, self._head + k, self._mask)
+        j: cython.Py_ssize_t
+        for j in range(k):
+            self._head += 1
+            self._fixup()
+            if self._tail - self._head <= self._shrink_at:
+                self._resize((self._mask + 1) // 2)
+        if self._head == self._tail:
+            self._magnitude = 0
+
+    @cython.cfunc
+    def _resize(self, cap: cython.Py_ssize_t) -> cython.void:
+        head: cython.Py_ssize_t = self._head
+        n: cython.Py_ssize_t = self._tail - head
+        mean: cython.bint = self._op == _MEAN
+        vals = _Columns(cap, self._kind, mean)
+        aggs = _Columns(cap, self._kind, mean)
+        p: cython.Py_ssize_t
+        for p in range(n):
+            _set(self._kind, mean, vals, p, self._vals, (head + p) & self._mask)
+            _set(self._kind, mean, aggs, p, self._aggs, (head + p) & self._mask)
+        self._vals = vals
+        self._aggs = aggs
+        self._mask = cap - 1
+        self._shrink_at = cap // 4 if cap > 16 else -1
+        self._head = 0
+        self._l -= head
+        self._r -= head
+        self._a -= head
+        self._b -= head
+        self._tail = n
+
+    # -- results ----------------------------------------------------------------------
+
+    @cython.ccall
+    def query(self) -> object:
+        head: cython.Py_ssize_t = self._head
+        if head == self._b:  # the front is empty only when the window is
+            return self.monoid.identity
+        if self._b == self._tail:
+            return self._row(self._aggs, head & self._mask)
+        return self._joined(self._aggs, head & self._mask, self._acc, 0)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self._row(self._vals, p & self._mask) for p in range(self._head, self._tail)])
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._row(self._vals, self._head & self._mask)
+
+    # -- batches that may be undone (mta.Window.insert_slices) -------------------------
+
+    def snapshot(self) -> tuple:
+        return (self._kind, self._vals.copy(), self._aggs.copy(), self._acc.copy(), self._mask, self._shrink_at,
+                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        (self._kind, self._vals, self._aggs, self._acc, self._mask, self._shrink_at,
+         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
+        """The object :class:`DABA` in this state (ring, capacity, pointers and the region
+        aggregates it reads), so that every later result is the one it would have given;
+        ``monoid`` and ``wrap`` as for :meth:`TypedTwoStacks.to_object`."""
+        from mta.algorithms.daba import DABA
+
+        twin = DABA(monoid if monoid is not None else self.monoid)
+        wrap = wrap if wrap is not None else _bare
+        head: cython.Py_ssize_t = self._head
+        mask: cython.Py_ssize_t = self._mask
+        vals: list = [None] * (mask + 1)
+        aggs: list = [None] * (mask + 1)
+        for p in range(head, self._tail):
+            vals[p & mask] = wrap(p - head, p - head, self._row(self._vals, p & mask))
+        for first, stop, last in ((head, self._l, self._b), (self._l, self._r, self._r), (self._a, self._b, self._b)):
+            for p in range(first, stop):  # F and A: aggregates of p .. b-1; L: of p .. r-1
+                aggs[p & mask] = wrap(p - head, last - 1 - head, self._row(self._aggs, p & mask))
+        twin._vals, twin._aggs, twin._mask, twin._shrink_at = vals, aggs, mask, self._shrink_at
+        twin._head, twin._l, twin._r, twin._a, twin._b, twin._tail = (
+            head, self._l, self._r, self._a, self._b, self._tail)
+        identity = twin.monoid.identity
+        twin._back = wrap(self._b - head, self._tail - 1 - head, self._row(self._acc, 0)) \
+            if self._b != self._tail else identity
+        twin._rb = wrap(self._r - head, self._b - 1 - head, self._row(self._acc, 1)) if self._l != self._r else identity
+        return twin
+
+
+def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
+    """``cls(*args)`` in the state of ``snapshot`` (unpickling a typed core)."""
+    core = cls(*args)
+    core.restore(snapshot)
+    return core
+
+
+# -- timed windows ------------------------------------------------------------------------
+
+_PLAN_SIZE = cython.declare(cython.int, 0)
+_PLAN_TIME = cython.declare(cython.int, 1)
+_PLAN_ANY = cython.declare(cython.int, 2)
+_PLAN_ALL = cython.declare(cython.int, 3)
+_TS_LIMIT = 2 ** 62  # INT timestamps: |t| below it, so that differences fit in an int64
+_TS_LIMIT_C = cython.declare(cython.longlong, 2 ** 62)
+
+
+def plan(policy: Any) -> tuple | None:
+    """The policy as :class:`TypedTimed` evaluates it natively, or None when it cannot do it
+    exactly (a policy of the user's; an int TimeRange width a double does not hold).
+
+    ``MaxSize(m)`` -> ``(SIZE, m)``; ``TimeRange(w)`` -> ``(TIME, w as int64 for int
+    timestamps, w as double for float ones)``; ``any_of``/``all_of`` -> ``(ANY|ALL, children)``."""
+    from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
+
+    kind = type(policy)
+    if kind is MaxSize:
+        return (_PLAN_SIZE, policy.max_size)
+    if kind is TimeRange:
+        width = policy.width
+        if type(width) is int and width > 2 ** 53:
+            return None  # float timestamps compare with it exactly in Python, not as a double
+        # int differences d: d >= width exactly when d >= ceil(width)
+        as_int = -(-width // 1) if type(width) is float else width
+        return (_PLAN_TIME, int(min(as_int, _I64_MAX)), float(width))
+    if kind in (AnyOf, AllOf):
+        children = tuple(map(plan, policy.policies))
+        if None in children:
+            return None
+        return (_PLAN_ALL if kind is AllOf else _PLAN_ANY, children)
+    return None
+
+
+@cython.cclass
+class TypedTimed:
+    """A typed core under a timed window's elements ``(1, timestamp, partial)`` (what
+    ``mta.Window`` inserts when its policy reads times), with the timestamps in a column.
+
+    The window's total is ``(count, newest timestamp, core's query())``, as the object
+    algorithm's over :class:`mta.window._Timed` gives it. :meth:`enforce` evaluates the
+    window's own policy (:func:`plan`) on the timestamp column, by binary search for a
+    TimeRange (timestamps are in order), rather than on aggregated prefixes: for a
+    prefix-monotone policy both find the same longest condemned prefix. Timestamps are all
+    ints (|t| < 2**62) or all floats, as values are one kind: another raises
+    :class:`Untyped`.
+    """
+
+    core = cython.declare(object, visibility="public")
+    monoid = cython.declare(object, visibility="public")
+    hold = cython.declare(cython.bint, visibility="public")
+    _policy: object
+    _plan: object
+    _td: cython.double[:]
+    _ti: cython.longlong[:]
+    _cap: cython.Py_ssize_t
+    _h: cython.Py_ssize_t
+    _n: cython.Py_ssize_t
+    _tkind: cython.int
+
+    def __init__(self, core: Any, timed_monoid: Monoid, policy: Any) -> None:
+        self.core = core
+        self.monoid = timed_monoid
+        self.hold = False
+        self._policy = policy
+        self._plan = plan(policy)
+        if self._plan is None:
+            raise TypeError(f"typed cores cannot evaluate policy {policy!r}")
+        self._cap = 8
+        self._td = _doubles(8)
+        self._ti = _int64s(8)
+        self._h = self._n = 0
+        self._tkind = _FLOAT
+
+    @staticmethod
+    def over(make_core: Any, timed_monoid: Monoid, policy: Any) -> TypedTimed:
+        """A new timed window over a new core ``make_core()``."""
+        return TypedTimed(make_core(), timed_monoid, policy)
+
+    @property
+    def name(self) -> str:
+        return self.core.name
+
+    # -- timestamps -------------------------------------------------------------------
+
+    @cython.cfunc
+    def _tkind_of(self, t: object, kind: cython.int) -> cython.int:
+        """The kind of timestamp ``t``; :class:`Untyped` if it does not fit a window of ``kind``."""
+        if type(t) is float:
+            if kind == _INT:
+                raise Untyped(t)
+            return _FLOAT
+        if type(t) is not int or kind == _FLOAT or not -_TS_LIMIT < t < _TS_LIMIT:
+            raise Untyped(t)
+        return _INT
+
+    @cython.cfunc
+    def _room(self, n: cython.Py_ssize_t) -> cython.void:
+        """Room for ``n`` more timestamps after the live ones (compacting or doubling)."""
+        h: cython.Py_ssize_t = self._h
+        live: cython.Py_ssize_t = self._n
+        if h + live + n <= self._cap:
+            return
+        cap: cython.Py_ssize_t = self._cap
+        while live + n > cap // 2:
+            cap *= 2
+        td: cython.double[:] = _doubles(cap)
+        ti: cython.longlong[:] = _int64s(cap)
+        td[:live] = self._td[h:h + live]
+        ti[:live] = self._ti[h:h + live]
+        self._td, self._ti, self._cap, self._h = td, ti, cap, 0
+
+    @cython.cfunc
+    def _timestamp(self, position: cython.Py_ssize_t) -> object:
+        """The timestamp at window position ``position`` (0 the oldest), as the Python number."""
+        if self._tkind == _FLOAT:
+            return self._td[self._h + position]
+        return self._ti[self._h + position]
+
+    # -- updates ----------------------------------------------------------------------
+
+    def insert(self, element: Any) -> None:
+        if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
+            raise Untyped(element)
+        self._insert(element[1], element[2])
+
+    @cython.cfunc
+    def _insert(self, t: object, partial: object) -> cython.void:
+        kind: cython.int = self._tkind_of(t, self._tkind if self._n else -1)
+        self.core.insert(partial)  # Untyped here changes nothing either
+        self._room(1)
+        self._tkind = kind
+        if kind == _FLOAT:
+            self._td[self._h + self._n] = t
+        else:
+            self._ti[self._h + self._n] = t
+        self._n += 1
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
+        enforce the window's policy; return how many were evicted."""
+        self._insert(timestamp, partial)
+        k: cython.Py_ssize_t = self._condemned(self._plan)
+        if k:
+            self.core.evict(k)
+            self._h += k
+            self._n -= k
+        return k
+
+    def result(self) -> Any:
+        """``monoid.lower`` of the window's partial: the core's result."""
+        return self.core.result()
+
+    def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
+        """Whether a batch of these partials at these timestamps would be taken."""
+        kind: cython.int = self._tkind if self._n else -1
+        try:
+            for t in timestamps:
+                kind = self._tkind_of(t, kind)
+        except Untyped:
+            return False
+        return self.core.accepts(partials)
+
+    def insert_many(self, elements: Sequence[tuple]) -> None:
+        """As :meth:`insert` one by one (the whole batch is checked first)."""
+        for element in elements:
+            if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
+                raise Untyped(element)
+        self.insert_columns([element[1] for element in elements], [element[2] for element in elements])
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
+        """:meth:`insert_many` of ``(1, timestamps[j], partials[j])``, without the tuples."""
+        n: cython.Py_ssize_t = len(timestamps)
+        kind: cython.int = self._tkind if self._n else -1
+        for t in timestamps:
+            kind = self._tkind_of(t, kind)
+        if not n:
+            return
+        self.core.insert_many(partials)
+        self._room(n)
+        self._tkind = kind
+        j: cython.Py_ssize_t
+        base: cython.Py_ssize_t = self._h + self._n
+        if kind == _FLOAT:
+            td: cython.double[:] = self._td
+            for j in range(n):
+                td[base + j] = timestamps[j]
+        else:
+            ti: cython.longlong[:] = self._ti
+            for j in range(n):
+                ti[base + j] = timestamps[j]
+        self._n += n
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert_arrays(self, timestamps: Any, values: Any) -> None:
+        """:meth:`insert_columns` of a float64 or int64 buffer of timestamps (in order:
+        the caller checked) and the core's :meth:`insert_array` values, in C loops."""
+        view = memoryview(timestamps)
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.int = _FLOAT if view.format == "d" else _INT
+        if self._n and kind != self._tkind:
+            raise Untyped(timestamps)
+        j: cython.Py_ssize_t
+        ti: cython.longlong[:]
+        td: cython.double[:]
+        if kind == _INT:
+            ti = view
+            for j in range(n):
+                if not -_TS_LIMIT_C < ti[j] < _TS_LIMIT_C:
+                    raise Untyped(timestamps)
+        self.core.insert_array(values)
+        self._room(n)
+        self._tkind = kind
+        base: cython.Py_ssize_t = self._h + self._n
+        if kind == _FLOAT:
+            td = view
+            for j in range(n):
+                self._td[base + j] = td[j]
+        else:
+            for j in range(n):
+                self._ti[base + j] = ti[j]
+        self._n += n
+
+    def evict(self, k: Any = 1) -> None:
+        self.core.evict(k)  # checks k as the object algorithms do
+        self._h += k
+        self._n -= k
+        if not self._n:
+            self._h = 0
+
+    def clear(self) -> None:
+        self.core.clear()
+        self._h = self._n = 0
+
+    # -- the policy -------------------------------------------------------------------
+
+    def enforce(self, wsp: Any) -> int:
+        """Evict the longest prefix ``wsp`` condemns; return its length. The window's own
+        policy is evaluated natively; any other (``Window.evict_before``'s) on prefixes."""
+        k: cython.Py_ssize_t
+        if wsp is self._policy:
+            k = self._condemned(self._plan)
+        else:
+            k = self.condemned(wsp, self.query())
+        if k:
+            self.evict(k)
+        return k
+
+    def condemned(self, wsp: Any, total: Any) -> int:
+        """The length of the longest prefix P with ``wsp(total, aggregate(P))`` (one by one,
+        as the object algorithms without bulk eviction do)."""
+        combine = self.monoid.combine
+        acc = self.monoid.identity
+        n = 0
+        for element in self:
+            acc = combine(acc, element)
+            if not wsp(total, acc):
+                break
+            n += 1
+        return n
+
+    @cython.cfunc
+    def _condemned(self, node: tuple) -> cython.Py_ssize_t:
+        code: cython.int = node[0]
+        n: cython.Py_ssize_t = self._n
+        if code == _PLAN_SIZE:
+            m: cython.Py_ssize_t = node[1]
+            return n - m if n > m else 0
+        if code == _PLAN_TIME:
+            return self._expired(node[1], node[2])
+        best: cython.Py_ssize_t = -1
+        k: cython.Py_ssize_t
+        for child in node[1]:
+            k = self._condemned(child)
+            if best < 0 or (k > best if code == _PLAN_ANY else k < best):
+                best = k
+        return best
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _expired(self, width_i: cython.longlong, width_d: cython.double) -> cython.Py_ssize_t:
+        """How many of the oldest updates have ``newest - t >= width`` (TimeRange): a binary
+        search, the difference falling as t rises (rounding is monotone too)."""
+        lo: cython.Py_ssize_t = 0
+        hi: cython.Py_ssize_t = self._n
+        h: cython.Py_ssize_t = self._h
+        mid: cython.Py_ssize_t
+        if not hi:
+            return 0
+        if self._tkind == _FLOAT:
+            newest_d: cython.double = self._td[h + hi - 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if newest_d - self._td[h + mid] >= width_d:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        else:
+            newest_i: cython.longlong = self._ti[h + hi - 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if newest_i - self._ti[h + mid] >= width_i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        return lo
+
+    # -- results ----------------------------------------------------------------------
+
+    def query(self) -> tuple:
+        if not self._n:
+            return self.monoid.identity
+        return (self._n, self._timestamp(self._n - 1), self.core.query())
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter([(1, self._timestamp(j), partial) for j, partial in enumerate(self.core)])
+
+    def _oldest(self) -> tuple:
+        return (1, self._timestamp(0), self.core.oldest())
+
+    def snapshot(self) -> tuple:
+        h: cython.Py_ssize_t = self._h
+        end: cython.Py_ssize_t = self._h + self._n
+        return (self.core.snapshot(), array("d", self._td[h:end]), array("q", self._ti[h:end]), self._tkind)
+
+    def restore(self, snapshot: tuple) -> None:
+        core, td, ti, self._tkind = snapshot
+        self.core.restore(core)
+        self._n = len(td)
+        self._h = 0
+        self._cap = self._n if self._n > 8 else 8
+        self._td = _doubles(self._cap)
+        self._ti = _int64s(self._cap)
+        sd: cython.double[:] = td
+        si: cython.longlong[:] = ti
+        self._td[:self._n] = sd
+        self._ti[:self._n] = si
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.core, self.monoid, self._policy), self.snapshot()))
+
+    def to_object(self) -> Any:
+        """The object algorithm over the timed monoid in this state (see the core's)."""
+        def wrap(first: int, last: int, partial: Any) -> tuple:
+            return (last - first + 1, self._timestamp(last), partial)
+
+        return self.core.to_object(self.monoid, wrap)

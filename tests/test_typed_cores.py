@@ -1,0 +1,360 @@
+"""The typed cores (mta.algorithms.typed, issue 20) against the object algorithms they mirror.
+
+Every core runs twice in this process: as imported (compiled when the install had a C
+compiler) and as its pure-Python twin (``load_pure``). Both must give the object
+algorithm's results on random operation sequences: the same values and types, floats
+included (the values mix magnitudes so that a different order of additions shows), and a
+partial a core cannot hold must raise ``Untyped`` without changing it, after which its
+``to_object()`` goes on exactly as the object algorithm would have.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window, all_of, any_of
+from mta._extensions import load_pure
+from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
+
+MONOIDS = [Sum, Count, Min, Max, Mean]
+TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
+
+# Magnitudes far apart: a sum in another order rounds differently.
+floats = st.sampled_from([1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60])
+ints = st.one_of(st.integers(-10**6, 10**6), st.sampled_from([2**62, -2**62, 2**63 - 1, -2**63, 2**63, -2**64]))
+values = st.one_of(floats, ints)
+
+
+def _values_for(monoid_cls):
+    """Ints, floats or both, and infinities where the monoid takes them."""
+    extra = st.sampled_from([math.inf, -math.inf]) if monoid_cls in (Min, Max) else st.nothing()
+    return st.one_of(st.deferred(lambda: floats), st.deferred(lambda: ints), extra)
+
+
+def _op(monoid_cls):
+    vals = _values_for(monoid_cls)
+    return st.one_of(
+        st.tuples(st.just("insert"), vals),
+        st.tuples(st.just("insert"), vals),
+        st.tuples(st.just("many"), st.lists(vals, max_size=6)),
+        st.tuples(st.just("evict"), st.integers(0, 4)),
+        st.tuples(st.just("evict"), st.integers(0, 4)),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("snapshot"), st.none()),
+        st.tuples(st.just("restore"), st.none()),
+    )
+
+
+def _same(a, b) -> bool:
+    """Equal values of the same types (tuples element by element)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def _state(algorithm) -> tuple:
+    return len(algorithm), algorithm.query(), list(algorithm)
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_core_matches_object_algorithm(path, name, monoid_cls, data):
+    module = TWINS[path]
+    monoid = monoid_cls()
+    core = getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid)
+    ref = ALGORITHMS[name](monoid)
+    untyped = module.Untyped
+    demoted = False
+    saved = None
+    for kind, arg in data.draw(st.lists(_op(monoid_cls), max_size=60)):
+        if kind in ("insert", "many"):
+            partials = monoid.lift(arg) if kind == "insert" else [monoid.lift(v) for v in arg]
+            before = _state(core)
+            try:
+                core.insert(partials) if kind == "insert" else core.insert_many(partials)
+            except untyped:
+                assert not demoted, "an object algorithm raised Untyped"
+                state = _state(core)
+                assert _same(state[1], before[1]) and state[0] == before[0] and state[2] == before[2]
+                assert kind == "insert" or not core.accepts(partials)
+                core, demoted, saved = core.to_object(), True, None
+                core.insert(partials) if kind == "insert" else core.insert_many(partials)
+            ref.insert(partials) if kind == "insert" else ref.insert_many(partials)
+        elif kind == "evict":
+            k = arg if arg <= len(ref) else len(ref) + 1
+            if k > len(ref):
+                for window in (core, ref):
+                    with pytest.raises(ValueError, match=f"cannot evict {k} elements from a window of {len(ref)}"):
+                        window.evict(k)
+            else:
+                core.evict(k)
+                ref.evict(k)
+        elif kind == "clear":
+            core.clear()
+            ref.clear()
+        elif kind == "snapshot":
+            saved = (core.snapshot(), ref.snapshot())
+        elif saved is not None:  # restore, once per snapshot (it becomes the state)
+            core.restore(saved[0])
+            ref.restore(saved[1])
+            saved = None
+        assert len(core) == len(ref)
+        assert _same(core.query(), ref.query()), (core.query(), ref.query())
+        assert all(map(_same, core, ref))
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+def test_core_errors_are_the_object_algorithms(path, name):
+    core = getattr(TWINS[path], TYPED_ALGORITHMS[name].__name__)(Sum())
+    ref = ALGORITHMS[name](Sum())
+    for window in (core, ref):
+        window.insert_many([1.0, 2.0])
+    for bad, error in (("1", TypeError), (1.5, TypeError), (True, TypeError), (-1, ValueError), (3, ValueError),
+                       (2**70, ValueError)):
+        messages = []
+        for window in (core, ref):
+            with pytest.raises(error) as raised:
+                window.evict(bad)
+            messages.append(str(raised.value))
+        assert messages[0] == messages[1]
+        assert _same(core.query(), 3.0) and len(core) == 2
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+def test_int_bound_refuses_what_could_overflow(path, name):
+    """INT kind: the sum of |v| over the window stays below 2**63, so no partial sum overflows."""
+    module = TWINS[path]
+    core = getattr(module, TYPED_ALGORITHMS[name].__name__)(Sum())
+    core.insert(2**62)
+    core.insert(2**62 - 1)  # |v| sums to 2**63 - 1: still held
+    with pytest.raises(module.Untyped):
+        core.insert(-1)  # the sum would be exact, but |v| no longer bounds every partial sum
+    assert not core.accepts([1]) and core.accepts([])
+    core.evict(1)
+    core.insert(-5)  # room again once the big value left
+    assert _same(core.query(), 2**62 - 6)
+    twin = core.to_object()
+    twin.insert(2**80)
+    assert _same(twin.query(), 2**62 - 6 + 2**80)
+    core.clear()
+    core.insert(1.5)  # an empty window takes either kind
+    assert _same(core.query(), 1.5)
+
+
+def test_unserved_monoids_are_refused():
+    with pytest.raises(TypeError, match="typed cores do not serve"):
+        typed.TypedTwoStacks(Variance())
+    assert typed.op_of(type("MySum", (Sum,), {})()) is None  # a subclass may combine otherwise
+
+
+# -- mta.Window with a typed core -----------------------------------------------------------
+
+
+@pytest.fixture
+def use_typed(monkeypatch):
+    """Windows pick the typed cores on whichever path this run is on (compiled or pure)."""
+    monkeypatch.setattr(typed, "USE", True)
+
+
+def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
+    assert isinstance(Window(Sum(), MaxSize(5), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
+    assert isinstance(Window(Mean(), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
+    assert isinstance(Window(Sum(), TimeRange(5), algorithm="two_stacks")._algorithm, typed.TypedTimed)
+    for window in (Window(Sum(), TimeRange(2**60), algorithm="two_stacks"),  # a width a double does not hold
+                   Window(Sum(), lambda total, old: False, algorithm="two_stacks"),  # a policy of the user's
+                   Window(type("MySum", (Sum,), {})(), algorithm="two_stacks"),
+                   Window(Sum(), algorithm="daba")):
+        assert not isinstance(window._algorithm, typed.TypedTwoStacks)
+
+
+def test_window_uses_typed_cores_when_compiled():
+    window = Window(Sum(), MaxSize(5), algorithm="two_stacks")
+    assert isinstance(window._algorithm, typed.TypedTwoStacks) is typed.COMPILED
+
+
+POLICIES = [None, MaxSize(0), MaxSize(3), TimeRange(3), TimeRange(2.5), TimeRange(1),
+            any_of(TimeRange(4), MaxSize(3)), all_of(TimeRange(2), MaxSize(2))]
+
+
+def _windows(monoid_cls, policy):
+    """The window on each typed core (on this run's path), and the same windows on objects."""
+    use = typed.USE
+    try:
+        typed.USE = False
+        refs = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
+        typed.USE = True
+        windows = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
+    finally:
+        typed.USE = use
+    assert all(isinstance(w._algorithm, (TYPED_ALGORITHMS[w.algorithm], typed.TypedTimed)) for w in windows)
+    return windows, refs
+
+
+def _call(window, kind, t, arg):
+    """One operation on a window: its result, or the error it raised (type and message)."""
+    try:
+        if kind == "insert":
+            return window.insert(t, arg[0] if arg else 1.0)
+        if kind == "pairs":
+            return window.insert_many([(t, v) for v in arg])
+        if kind == "arrays":  # numpy columns, whatever dtype numpy makes of them
+            times = np.array([t] * len(arg))
+            try:
+                values = np.array(arg)
+            except (OverflowError, ValueError):
+                values = np.array(arg, dtype=object)
+            return window.insert_many(times, values)
+        if kind == "evict":
+            return window.evict(min(len(arg), len(window)))
+        if kind == "evict_before":
+            return window.evict_before(t - 1)
+        return window.oldest_timestamp()
+    except (TypeError, ValueError) as error:
+        return (type(error), str(error))
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_window_with_typed_core_matches_object_window(monoid_cls, policy, data):
+    """Windows on typed cores against the same algorithms on objects: results, evictions,
+    errors, and demotion on a value or a timestamp of another kind, through every way in
+    (insert, pairs, numpy columns of any dtype) and out (query, iteration, evict_before)."""
+    windows, refs = _windows(monoid_cls, policy)
+    kinds = ["insert", "insert", "pairs", "arrays", "arrays", "evict"]
+    if policy is not None and policy.max_size is None:
+        kinds += ["evict_before", "oldest"]
+    t = data.draw(st.sampled_from([0, 0.0, -2**61]))
+    steps = st.tuples(st.sampled_from(kinds), st.lists(values | st.just("x") | st.just(math.nan), max_size=4),
+                      st.sampled_from([0, 0, 1, 2, 0.5]))
+    for kind, arg, dt in data.draw(st.lists(steps, max_size=30)):
+        t += dt
+        results = [_call(window, kind, t, arg) for window in (*windows, *refs)]
+        assert all(r == results[-1] for r in results), results
+        for window, ref in zip(windows, refs):
+            assert len(window) == len(ref)
+            assert _same(window.query(), ref.query()), (window.query(), ref.query())
+            assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint32", "uint64", "float64", "float32", "bool", "object"])
+def test_numpy_columns_of_every_dtype(dtype):
+    """The typed core's array path takes what it holds exactly; everything else goes the general
+    way, with its results and errors."""
+    values = np.array([3, 1, 2, 5, 4], dtype=dtype)
+    for monoid_cls in MONOIDS:
+        windows, refs = _windows(monoid_cls, TimeRange(3))
+        for pair in zip(windows, refs):
+            results = [_call(w, "arrays", 1, values.tolist()) for w in pair]
+            times = np.array([1, 2, 2, 3, 7])
+            results = [(w.insert_many(times, values), w.query(), list(w)) if not isinstance(r, tuple) else r
+                       for w, r in zip(pair, results)]
+            assert _same(results[0][1], results[1][1]) and results[0][0] == results[1][0], (dtype, results)
+
+
+def test_array_path_takes_no_python_per_event_when_it_applies():
+    """Counted, not timed: the column path never calls the monoid's lift (the general path
+    calls lift_many once per batch at least)."""
+    from unittest import mock
+    window = _windows(Sum, TimeRange(10))[0][0]
+    with mock.patch.object(Sum, "lift_many", side_effect=AssertionError("general path")):
+        window.insert_many(np.arange(100), np.arange(100.0))
+    assert window.query() == sum(range(90, 100))
+    with pytest.raises(AssertionError, match="general path"), mock.patch.object(
+            Sum, "lift_many", side_effect=AssertionError("general path")):
+        window.insert_many(np.arange(100, 200), np.array([math.nan] * 100))  # NaN: the general path names it
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("policy", [TimeRange(3), TimeRange(1.5), any_of(TimeRange(2), MaxSize(2)),
+                                    all_of(TimeRange(1), MaxSize(1))], ids=repr)
+@given(data=st.data())
+def test_timed_core_matches_object_algorithm(path, policy, data):
+    """TypedTimed against the object algorithm over the timed monoid, as mta.Window drives
+    both: elements (1, t, partial), the window's own policy (native) and another one
+    (evict_before's), snapshots, and demotion on a timestamp of another kind."""
+    from mta.window import _Timed
+    module = TWINS[path]
+    monoid = Mean()
+    timed = _Timed(monoid)
+    name = data.draw(st.sampled_from(list(TYPED_ALGORITHMS)))
+    core = module.TypedTimed(getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid), timed, policy)
+    ref = ALGORITHMS[name](timed)
+    t, saved = data.draw(st.sampled_from([0, 0.0])), None
+    for kind, dt, value in data.draw(st.lists(st.tuples(
+            st.sampled_from(["push", "push", "columns", "before", "snapshot", "restore", "evict"]),
+            st.sampled_from([0, 1, 2, 0.5]), floats), max_size=40)):
+        t += dt
+        element = (1, t, monoid.lift(value))
+        if kind in ("push", "columns"):
+            try:
+                if isinstance(core, module.TypedTimed) and kind == "push":
+                    evicted = core.push(t, element[2])
+                elif isinstance(core, module.TypedTimed):
+                    core.insert_columns([t, t], [element[2]] * 2)
+                    evicted = core.enforce(policy)
+                else:  # demoted
+                    core.insert(element) if kind == "push" else core.insert_many([element] * 2)
+                    evicted = core.enforce(policy)
+            except module.Untyped:
+                core, saved = core.to_object(), None
+                core.insert(element) if kind == "push" else core.insert_many([element] * 2)
+                evicted = core.enforce(policy)
+            ref.insert(element) if kind == "push" else ref.insert_many([element] * 2)
+            assert evicted == ref.enforce(policy)
+        elif kind == "before":
+            assert core.enforce(lambda total, old: old[1] < t - 1) == ref.enforce(lambda total, old: old[1] < t - 1)
+        elif kind == "evict":
+            k = min(1, len(ref))
+            core.evict(k)
+            ref.evict(k)
+        elif kind == "snapshot":
+            saved = (core.snapshot(), ref.snapshot())
+        elif saved is not None:
+            core.restore(saved[0])
+            ref.restore(saved[1])
+            saved = None
+        assert len(core) == len(ref)
+        assert _same(core.query(), ref.query()), (core.query(), ref.query())
+        assert all(map(_same, core, ref))
+        if len(ref):
+            assert _same(core._oldest()[1], ref._oldest()[1])
+
+
+@pytest.mark.parametrize("policy", [MaxSize(4), TimeRange(4)], ids=repr)
+def test_typed_windows_copy_and_pickle(use_typed, policy):
+    """The Stream engine deep-copies windows; untimed windows pickle (as on the object path)."""
+    import copy
+    import pickle
+    window = Window(Mean(), policy, algorithm="two_stacks")
+    for t in range(10):
+        window.insert(t, t * 1.5)
+    twin = copy.deepcopy(window)
+    assert _same(twin.query(), window.query()) and list(twin) == list(window)
+    twin.insert(20, 1.0)
+    assert len(window) == 4 and _same(window.query(), sum(t * 1.5 for t in range(6, 10)) / 4)
+    if policy.max_size is not None:
+        again = pickle.loads(pickle.dumps(window))
+        assert _same(again.query(), window.query()) and list(again) == list(window)
+
+
+@pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(5)], ids=repr)
+def test_a_batch_given_up_between_slices_leaves_the_typed_window_as_it_was(use_typed, policy):
+    """insert_slices (the server's) snapshots the typed core and restores it."""
+    window = Window(Sum(), policy, algorithm="two_stacks")
+    window.insert_many([(t, float(t)) for t in range(8)])
+    before = (len(window), window.query(), list(window))
+    slices = window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)
+    next(slices)
+    slices.close()  # the caller gives up: the window is as it was
+    assert (len(window), window.query(), list(window)) == before
+    assert sum(window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)) == 12
+    assert window.query() == 5.0
