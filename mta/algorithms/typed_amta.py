@@ -50,24 +50,12 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.tree import BUFFER_SIZE
-from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
+from mta.algorithms.typed import MAX, MEAN, MIN, SUM, Untyped, _bare, _restored, op_of
+from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
 
-
-# -- shared with mta.algorithms.typed (defined here until it is on main) -------------------
-
-class Untyped(Exception):
-    """A partial the typed core cannot hold: the window demotes to the object algorithm."""
-
-
-SUM, MIN, MAX, MEAN = 0, 1, 2, 3
-FLOAT, INT = 1, 0
-
-
-def op_of(monoid: Monoid) -> int | None:
-    """The typed operation of ``monoid`` (exact type match), None for any other monoid."""
-    return {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}.get(type(monoid))
+__all__ = ["TypedAMTA", "Untyped"]
 
 
 # -- C-level constants ---------------------------------------------------------------------
@@ -149,6 +137,10 @@ def _as_int64(column: array) -> memoryview:
     return memoryview(column).cast("B").cast("q")
 
 
+_NO_ROWS = _column("d", 0)
+_NO_INT_ROWS = _column("q", 0)
+
+
 @cython.final
 @cython.cclass
 @cython.boundscheck(False)
@@ -163,6 +155,7 @@ class TypedAMTA:
     hold = cython.declare(cython.bint, visibility="public")
 
     _op: cython.int
+    _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
     _float: cython.bint        # the kind: FLOAT (doubles) or INT (int64)
     _mean: cython.bint
     _count: cython.bint        # Count: INT kind only (its fold sums floats in another order)
@@ -210,19 +203,23 @@ class TypedAMTA:
     _sd: cython.double[:]
     _si: cython.longlong[:]
     _sc: cython.longlong[:]
+    _sxs: object
+    _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
 
-    def __init__(self, monoid: Monoid) -> None:
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         op = op_of(monoid)
         if op is None:
             raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max and Mean, not {monoid!r}")
         self.monoid = monoid
         self.hold = False
+        self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._mean = op == MEAN
         self._count = type(monoid) is Count
         self._flush_due = False
         self._held_head = 0
         self._svals = _column("d", STACK_SIZE)
+        self._sxs = _column("q", STACK_SIZE)
         self._scnts = _column("q", STACK_SIZE if self._mean else 0)
         self._lpres = _column("Q", 0)
         self._set_kind(True)
@@ -262,6 +259,7 @@ class TypedAMTA:
         self._sd = self._svals
         self._si = _as_int64(self._svals)
         self._sc = self._scnts
+        self._sx = self._sxs
 
     @cython.cfunc
     def _set_kind(self, kind: cython.bint) -> cython.int:
@@ -447,8 +445,10 @@ class TypedAMTA:
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _push(self, p: Part) -> cython.int:
+    def _push(self, p: Part, x: cython.Py_ssize_t) -> cython.int:
+        """Push ``p`` = agg[x, B)."""
         n: cython.Py_ssize_t = self._sn
+        self._sx[n] = x
         if self._float:
             self._sd[n] = p.d
         else:
@@ -471,11 +471,11 @@ class TypedAMTA:
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _push_on(self, value: Part) -> cython.int:
-        """Push ``value`` combined with the top (``value`` alone on an empty stack)."""
+    def _push_on(self, value: Part, x: cython.Py_ssize_t) -> cython.int:
+        """Push ``value`` (= agg[x, top's x)) combined with the top (alone on an empty stack)."""
         if self._sn:
             value = self._comb(value, self._top())
-        return self._push(value)
+        return self._push(value, x)
 
     # -- partials in and out ------------------------------------------------------------------
 
@@ -535,15 +535,18 @@ class TypedAMTA:
         return p
 
     @cython.cfunc
-    def _check_many(self, partials: object) -> cython.int:
-        """The kind of ``partials`` (1 FLOAT, 0 INT) if :meth:`insert_many` takes them all;
-        raise Untyped otherwise. Changes nothing."""
+    def _check_many(self, partials: object, vd: cython.double[:], vi: cython.longlong[:],
+                    vc: cython.longlong[:], keep: cython.bint) -> cython.int:
+        """The kind of ``partials`` (1 FLOAT, 0 INT) if :meth:`insert_many` takes them all
+        (with ``keep``, decoded into the rows of ``vd`` or ``vi``, and ``vc``); raise
+        Untyped otherwise. Changes nothing."""
         empty: cython.bint = self._head == self._tail
         kind: cython.int = -1 if empty else self._float
         total: cython.ulonglong = 0 if empty or not self._track else self._window_abs()
         bounded: cython.bint = self._op == _SUM or self._op == _MEAN
         a: cython.ulonglong
         p: Part
+        j: cython.Py_ssize_t = 0
         for partial in partials:
             p = self._decode(partial)
             if kind < 0:
@@ -555,6 +558,14 @@ class TypedAMTA:
                 if a > LIMIT - total:
                     raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
                 total += a
+            if keep:
+                if kind:
+                    vd[j] = p.d
+                else:
+                    vi[j] = p.i
+                if self._mean:
+                    vc[j] = p.c
+            j += 1
         return kind
 
     # -- insertion (AmortizedMTA.insert) ------------------------------------------------------
@@ -591,10 +602,10 @@ class TypedAMTA:
             if h == t - 1:
                 self._stale = False
                 self._sn = 0
-                self._push(right)
+                self._push(right, t)
             elif h == t - 2 and not self._stale and self._sn == 0:
-                self._push(p)
-                self._push(right)
+                self._push(p, t)
+                self._push(right, t - 1)
             else:
                 self._stale = True
                 self._sn = 0
@@ -606,42 +617,102 @@ class TypedAMTA:
         return 0
 
     def insert_many(self, partials: Sequence[Any]) -> None:
-        """As :meth:`insert` one by one (AmortizedMTA's runs of quiet insertions folded into
-        R1 included), all or nothing: Untyped, and no change, if one partial does not fit."""
-        i: cython.Py_ssize_t = 0
-        n: cython.Py_ssize_t
-        k: cython.Py_ssize_t
-        t: cython.Py_ssize_t
-        run: cython.Py_ssize_t
-        kind: cython.int
+        """As :meth:`insert` one by one, all or nothing: Untyped, and no change, if one
+        partial does not fit."""
         if type(partials) is not list and type(partials) is not tuple:
             partials = list(partials)
-        n = len(partials)
+        n: cython.Py_ssize_t = len(partials)
         if not n:
             return
-        kind = self._check_many(partials)
+        rows = _column("d", n)
+        counts = _column("q", n if self._mean else 0)
+        kind: cython.int = self._check_many(partials, rows, _as_int64(rows), counts, True)
         if kind != self._float:  # the window is empty (_check_many)
             self._set_kind(kind)
-        while i < n:
-            t = self._tail
-            run = min(n - i, (t | self._quiet_mask) - t)  # t + 1 .. t + run are all quiet
-            if run <= 1:
-                self._insert(self._decode(partials[i]))
-                i += 1
-                continue
-            for k in range(run):
-                self._put_leaf(t + k, self._decode(partials[i + k]))
-            self._tail = t + run
-            self._r1 = self._fold(self._r1, t, t + run)
-            i += run
+        self._insert_rows(rows, _as_int64(rows), counts, False, n)
 
     def accepts(self, partials: Sequence[Any]) -> bool:
         """Whether :meth:`insert_many` would take ``partials``."""
         try:
-            self._check_many(partials)
+            self._check_many(partials, _NO_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, False)
         except Untyped:
             return False
         return True
+
+    def insert_array(self, values: Any) -> None:
+        """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
+        value partials (Mean: with count 1), without a Python object per value. The caller
+        has checked that the monoid lifts every value unchanged; Untyped, and no change,
+        for the other kind or beyond the INT bound."""
+        view = memoryview(values)
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.bint = view.format == "d"
+        total: cython.ulonglong = 0
+        a: cython.ulonglong
+        j: cython.Py_ssize_t
+        vi: cython.longlong[:] = _NO_INT_ROWS
+        if not n:
+            return
+        if self._head != self._tail and kind != self._float:
+            raise Untyped("values of the other kind in a non-empty window")
+        if not kind:
+            vi = view
+            if self._op == _SUM or self._op == _MEAN:
+                total = 0 if self._head == self._tail or not self._track else self._window_abs()
+                for j in range(n):
+                    a = _abs64(vi[j])
+                    if a > LIMIT - total:
+                        raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
+                    total += a
+        if kind != self._float:
+            self._set_kind(kind)
+        if kind:
+            self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
+        else:
+            self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, True, n)
+
+    @cython.cfunc
+    @cython.inline
+    def _row(self, vd: cython.double[:], vi: cython.longlong[:], vc: cython.longlong[:], ones: cython.bint,
+             j: cython.Py_ssize_t) -> Part:
+        c: cython.longlong = (1 if ones else vc[j]) if self._mean else 0
+        if self._float:
+            return Part(d=vd[j], i=0, c=c)
+        return Part(d=0.0, i=vi[j], c=c)
+
+    @cython.cfunc
+    def _insert_rows(self, vd: cython.double[:], vi: cython.longlong[:], vc: cython.longlong[:], ones: cython.bint,
+                     n: cython.Py_ssize_t) -> cython.int:
+        """Insert ``n`` checked rows of the window's kind (counts ``vc``, or 1 each when
+        ``ones``) as AmortizedMTA.insert_many does: each run of quiet insertions (up to the
+        next chunk boundary or tree merge) folded into R1 at once, the others one by one."""
+        i: cython.Py_ssize_t = 0
+        k: cython.Py_ssize_t
+        t: cython.Py_ssize_t
+        run: cython.Py_ssize_t
+        while i < n:
+            t = self._tail
+            run = min(n - i, (t | self._quiet_mask) - t)  # t + 1 .. t + run are all quiet
+            if run <= 1:
+                self._insert(self._row(vd, vi, vc, ones, i))
+                i += 1
+                continue
+            for k in range(run):
+                self._put_leaf(t + k, self._row(vd, vi, vc, ones, i + k))
+            self._tail = t + run
+            self._r1 = self._fold(self._r1, t, t + run)
+            i += run
+        return 0
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize (as AmortizedMTA.enforce would); return how many were evicted."""
+        self._insert(self._admit(partial))
+        n: cython.Py_ssize_t = self._tail - self._head
+        if 0 <= self._max_size < n:
+            self._evict_checked(n - self._max_size)
+            return n - self._max_size
+        return 0
 
     @cython.cfunc
     def _complete_chunk(self, t1: cython.Py_ssize_t) -> cython.int:
@@ -690,19 +761,22 @@ class TypedAMTA:
     # -- eviction (AmortizedMTA.evict) --------------------------------------------------------
 
     def evict(self, k: Any = 1) -> None:
-        n: cython.Py_ssize_t
-        count: cython.Py_ssize_t
         if type(k) is int and k == 1:
             self._evict_one()
             return
         self._check_evict(k)
-        n = self._tail - self._head
-        count = k
-        if count >= max(2, _bitlen(n)):  # bulk (paper section 4.2.4)
-            self._move_head(self._head + count)
-            return
-        for _ in range(count):
+        self._evict_checked(k)
+
+    @cython.cfunc
+    def _evict_checked(self, k: cython.Py_ssize_t) -> cython.int:
+        """AmortizedMTA.evict(k) once ``0 <= k <= len`` is known."""
+        i: cython.Py_ssize_t
+        if k >= max(2, _bitlen(self._tail - self._head)):  # bulk (paper section 4.2.4)
+            self._move_head(self._head + k)
+            return 0
+        for i in range(k):
             self._evict_one()
+        return 0
 
     def _check_evict(self, k: Any) -> None:
         if isinstance(k, bool) or not isinstance(k, int):
@@ -759,7 +833,7 @@ class TypedAMTA:
         c: cython.Py_ssize_t = (h1 >> BITS) - 1  # the chunk just left
         number: cython.Py_ssize_t
         for number in range(BITS + _bitlen(c ^ (c + 1)) - 2, BITS - 1, -1):
-            self._push_on(self._stored(number, (h1 >> number) + 1))
+            self._push_on(self._stored(number, (h1 >> number) + 1), ((h1 >> number) + 1) << number)
         self._push_suffixes(h1)
         return 0
 
@@ -771,7 +845,7 @@ class TypedAMTA:
                                      ((h >> self._root_level) + 1) << self._root_level)
         i: cython.Py_ssize_t
         for i in range(end - 1, h, -1):
-            self._push_on(self._leaf(i))
+            self._push_on(self._leaf(i), i)
         return self._leaf(h)
 
     @cython.cfunc
@@ -785,7 +859,7 @@ class TypedAMTA:
         self._sn = 0
         for number in range(self._root_level - 1, BITS - 1, -1):
             if not (h >> number) & 1:
-                self._push_on(self._stored(number, (h >> number) + 1))
+                self._push_on(self._stored(number, (h >> number) + 1), ((h >> number) + 1) << number)
         leaf = self._push_suffixes(h)
         self._r0 = self._comb(leaf, self._top()) if self._sn else leaf
         return 0
@@ -826,10 +900,10 @@ class TypedAMTA:
                 self._r0 = self._leaf(h)
             else:
                 top = self._leaf(middle - 1)
-                self._push(top)
+                self._push(top, middle - 1)
                 for i in range(middle - 2, h, -1):
                     top = self._comb(self._leaf(i), top)
-                    self._push(top)
+                    self._push(top, i)
                 self._r0 = self._comb(self._leaf(h), top)
             self._r1 = self._fold(self._leaf(middle), middle + 1, t) if middle < t else self._identity
         elif h == t:
@@ -861,6 +935,14 @@ class TypedAMTA:
             return self.monoid.identity
         return self._encode(self._comb(self._r0, self._r1))
 
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        return self.monoid.lower(self.query()) if self._mean else self.query()
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._encode(self._leaf(self._head))
+
     def __len__(self) -> int:
         return self._tail - self._head
 
@@ -887,11 +969,12 @@ class TypedAMTA:
     def snapshot(self) -> Any:
         """The whole state, columns copied (O(window)), for :meth:`restore`."""
         return (self._state(), self._lvals[:], self._lcnts[:], self._lpres[:], self._nvals[:],
-                self._ncnts[:], self._svals[:], self._scnts[:])
+                self._ncnts[:], self._svals[:], self._scnts[:], self._sxs[:])
 
     def restore(self, snapshot: Any) -> None:
         """Go back to a :meth:`snapshot` (restored at most once: its columns become the state)."""
-        state, self._lvals, self._lcnts, self._lpres, self._nvals, self._ncnts, self._svals, self._scnts = snapshot
+        (state, self._lvals, self._lcnts, self._lpres, self._nvals, self._ncnts, self._svals, self._scnts,
+         self._sxs) = snapshot
         (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
          self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
          self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
@@ -904,17 +987,31 @@ class TypedAMTA:
                 self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
                 self._ncap, self._nbase)
 
-    def to_object(self) -> AmortizedMTA:
+    def __reduce__(self) -> tuple:
+        # copy.deepcopy and pickle (the Stream engine copies windows)
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size)),
+                self.snapshot())
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> AmortizedMTA:
         """An in-memory AmortizedMTA in this window's state: same leaves, stored nodes, R0,
         R1, stack (or stale stack), masks, leaf-buffer start, flush due and hold, so that
         everything it computes from here is what it would have computed all along.
 
         Nodes and leaves it keeps but never reads again (evicted ones, and nodes that
-        straddle ``head``) are filled with the identity."""
-        obj = AmortizedMTA(self.monoid)
+        straddle ``head``) are filled with the identity. ``monoid`` and ``wrap`` build it
+        over another monoid whose partials wrap ours (``mta.algorithms.typed.TypedTimed``'s):
+        a partial of leaves ``[x, y)`` becomes ``wrap(x - head, y - 1 - head, partial)``."""
         h, t = self._head, self._tail
-        filler = self.monoid.identity
-        leaf = self._leaf_object
+        obj = AmortizedMTA(monoid if monoid is not None else self.monoid)
+        filler = obj.monoid.identity
+        wrap = wrap if wrap is not None else _bare
+
+        def wrapped(x: int, y: int, p: Any) -> Any:
+            return wrap(x - h, y - 1 - h, self._encode(p))
+
+        def leaf(i: int) -> Any:
+            return wrapped(i, i + 1, self._leaf(i))
+
         store = obj.store
         while len(obj._bufs) < self._levels:
             obj._add_level()
@@ -932,7 +1029,7 @@ class TypedAMTA:
         for number in range(BITS, self._levels):
             # from the pair that holds head's node, so that the next right child finds its sibling
             first = (h >> number) & ~1
-            nodes = [self._node_object(number, j) if j << number >= h else filler
+            nodes = [wrapped(j << number, (j + 1) << number, self._stored(number, j)) if j << number >= h else filler
                      for j in range(first, t >> number)]
             store.level(number).reset(first)
             obj._bufs[number] = nodes
@@ -940,17 +1037,14 @@ class TypedAMTA:
         obj._cstart = list(obj._bstart)
         obj._caches = [[] for _ in obj._bufs]
         obj._head, obj._tail = h, t
-        if h < t:
-            obj._r0, obj._r1 = self._encode(self._r0), self._encode(self._r1)
         obj._root_level, obj._merge_mask, obj._quiet_mask = self._root_level, self._merge_mask, self._quiet_mask
-        obj._stack = None if self._stale else [self._encode(self._top_at(i)) for i in range(self._sn)]
+        if h < t:
+            middle = ((h >> self._root_level) + 1) << self._root_level  # B: R0 = agg[h, B), R1 = agg[B, t)
+            obj._r0 = wrapped(h, middle, self._r0)
+            obj._r1 = wrapped(middle, t, self._r1) if middle < t else filler
+            obj._stack = None if self._stale else [wrapped(self._sx[i], middle, self._top_at(i))
+                                                   for i in range(self._sn)]
         obj._flush_due = self._flush_due
         obj.hold = self.hold
         obj._held_head = self._held_head
         return obj
-
-    def _leaf_object(self, index: int) -> Any:
-        return self._encode(self._leaf(index))
-
-    def _node_object(self, number: int, index: int) -> Any:
-        return self._encode(self._stored(number, index))
