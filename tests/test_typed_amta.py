@@ -399,3 +399,95 @@ def test_memory_is_reclaimed(cls):
     state = typed.snapshot()
     leaves, nodes = state[1], state[4]
     assert n < len(leaves) <= 2 * n and len(nodes) <= n // 8
+
+
+@CLASSES
+@pytest.mark.parametrize("name", ["sum", "mean", "min"])
+@hsettings(max_examples=15)
+@given(data=st.data())
+def test_window_interface(cls, name, data):
+    """What mta.Window calls besides the Aggregator methods: push (insert, then evict down
+    to MaxSize as AmortizedMTA.enforce does), result, oldest, insert_array (numpy columns),
+    and copies (deepcopy, pickle)."""
+    import copy
+    import pickle
+
+    import numpy as np
+
+
+    monoid = MONOIDS[name]
+    kind = data.draw(st.sampled_from(["float", "int"]))
+    size = data.draw(st.integers(1, 70))
+    typed, ref = cls(monoid, max_size=size), AmortizedMTA(monoid)
+    values = FLOATS_FOR_ARRAYS if kind == "float" else st.integers(-10**6, 10**6)
+    for step in data.draw(st.lists(st.one_of(st.tuples(st.just("push"), values),
+                                             st.tuples(st.just("array"), st.lists(values, max_size=80)),
+                                             st.tuples(st.just("copy"), st.sampled_from(["deepcopy", "pickle"]))),
+                                   max_size=30)):
+        if step[0] == "push":
+            p = (step[1], 1) if name == "mean" else step[1]
+            evicted = typed.push(0, p)
+            ref.insert(p)
+            k = max(0, len(ref) - size)
+            ref.evict(k)
+            assert evicted == k
+        elif step[0] == "array":
+            typed.insert_array(np.array(step[1], dtype=np.float64 if kind == "float" else np.int64))
+            ref.insert_many([(v, 1) if name == "mean" else v for v in step[1]])
+        else:
+            if step[1] == "pickle" and cls is typed_amta.TypedAMTA:  # the pure twin is not importable by name
+                typed = pickle.loads(pickle.dumps(typed))
+            else:
+                typed = copy.deepcopy(typed)
+        check_same(typed, ref)
+        assert identical(typed.result(), monoid.lower(ref.query()))
+        if len(ref):
+            assert identical(typed.oldest(), next(iter(ref)))
+
+
+FLOATS_FOR_ARRAYS = st.sampled_from([1e16, -1e16, 1.0, 0.5, 3.0, 1e-3, 7.0])
+
+
+@CLASSES
+@pytest.mark.parametrize("policy", ["TimeRange(3)", "MaxSize(5)"])
+@hsettings(max_examples=15)
+@given(data=st.data())
+def test_under_a_timed_window(cls, policy, data):
+    """Under mta.algorithms.typed.TypedTimed (a window whose policy reads times), against
+    AmortizedMTA over the timed monoid; on a timestamp of the other kind the timed window
+    demotes through to_object(monoid, wrap), whose partials carry counts and timestamps."""
+    from mta.algorithms.typed import TypedTimed
+    from mta.policy import MaxSize, TimeRange
+    from mta.window import _Timed
+
+    policy = eval(policy)  # noqa: S307  (one of the two literals above)
+    monoid = Mean()
+    timed = _Timed(monoid)
+    core = TypedTimed(cls(monoid), timed, policy)
+    ref = AmortizedMTA(timed)
+    t = data.draw(st.sampled_from([0, 0.0]))
+    for kind, dt, value in data.draw(st.lists(st.tuples(st.sampled_from(["push", "push", "columns", "other"]),
+                                                        st.sampled_from([0, 1, 2]), FLOATS_FOR_ARRAYS),
+                                              max_size=60)):
+        t += dt
+        stamp = (float(t) if type(t) is int else int(t)) if kind == "other" else t
+        element = (1, stamp, monoid.lift(value))
+        try:
+            if not isinstance(core, TypedTimed):
+                raise Untyped[0]("demoted")
+            if kind == "columns":
+                core.insert_columns([stamp, stamp], [element[2]] * 2)
+                evicted = core.enforce(policy)
+            else:
+                evicted = core.push(stamp, element[2])
+        except Untyped:
+            if isinstance(core, TypedTimed):
+                core = core.to_object()
+                assert type(core) is AmortizedMTA
+            core.insert_many([element] * 2) if kind == "columns" else core.insert(element)
+            evicted = core.enforce(policy)
+        ref.insert_many([element] * 2) if kind == "columns" else ref.insert(element)
+        assert evicted == ref.enforce(policy)
+        assert len(core) == len(ref)
+        assert identical(core.query(), ref.query()), (core.query(), ref.query())
+        assert all(map(identical, core, ref))

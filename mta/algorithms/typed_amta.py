@@ -989,8 +989,8 @@ class TypedAMTA:
 
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle (the Stream engine copies windows)
-        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size)),
-                self.snapshot())
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
 
     def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> AmortizedMTA:
         """An in-memory AmortizedMTA in this window's state: same leaves, stored nodes, R0,
