@@ -650,7 +650,7 @@ class TypedAMTA:
         total: cython.ulonglong = 0
         a: cython.ulonglong
         j: cython.Py_ssize_t
-        vi: cython.longlong[:] = _NO_INT_ROWS
+        vi: cython.const[cython.longlong][:] = _NO_INT_ROWS  # const: numpy arrays may be read-only
         if not n:
             return
         if self._head != self._tail and kind != self._float:
@@ -673,16 +673,16 @@ class TypedAMTA:
 
     @cython.cfunc
     @cython.inline
-    def _row(self, vd: cython.double[:], vi: cython.longlong[:], vc: cython.longlong[:], ones: cython.bint,
-             j: cython.Py_ssize_t) -> Part:
+    def _row(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
+             vc: cython.const[cython.longlong][:], ones: cython.bint, j: cython.Py_ssize_t) -> Part:
         c: cython.longlong = (1 if ones else vc[j]) if self._mean else 0
         if self._float:
             return Part(d=vd[j], i=0, c=c)
         return Part(d=0.0, i=vi[j], c=c)
 
     @cython.cfunc
-    def _insert_rows(self, vd: cython.double[:], vi: cython.longlong[:], vc: cython.longlong[:], ones: cython.bint,
-                     n: cython.Py_ssize_t) -> cython.int:
+    def _insert_rows(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
+                     vc: cython.const[cython.longlong][:], ones: cython.bint, n: cython.Py_ssize_t) -> cython.int:
         """Insert ``n`` checked rows of the window's kind (counts ``vc``, or 1 each when
         ``ones``) as AmortizedMTA.insert_many does: each run of quiet insertions (up to the
         next chunk boundary or tree merge) folded into R1 at once, the others one by one."""
