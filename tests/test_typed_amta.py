@@ -432,7 +432,9 @@ def test_window_interface(cls, name, data):
             ref.evict(k)
             assert evicted == k
         elif step[0] == "array":
-            typed.insert_array(np.array(step[1], dtype=np.float64 if kind == "float" else np.int64))
+            column = np.array(step[1], dtype=np.float64 if kind == "float" else np.int64)
+            column.flags.writeable = False  # as Arrow's buffers are
+            typed.insert_array(column)
             ref.insert_many([(v, 1) if name == "mean" else v for v in step[1]])
         else:
             if step[1] == "pickle" and cls is typed_amta.TypedAMTA:  # the pure twin is not importable by name
