@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -83,7 +84,7 @@ def main() -> None:
     lines = [
         f"# Typed AMTA: bare insert + evict + query (issue 20){' (quick)' if args.quick else ''}",
         "",
-        f"Command: `python -m benchmarks.typed_amta {' '.join(_argv())}`; commit {m['git_commit']}; "
+        f"Command: `{' '.join(['python -m benchmarks.typed_amta', *sys.argv[1:]])}`; commit {m['git_commit']}; "
         f"{m['cpu_model']} x{m['cpu_count']}, Python {m['python']}, load {m['loadavg_start']}; "
         f"typed_amta compiled: {typed_amta.COMPILED}.",
         "",
@@ -100,11 +101,6 @@ def main() -> None:
     print("\n" + text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"typed_amta{'_quick' if args.quick else ''}.md").write_text(text)
-
-
-def _argv() -> list[str]:
-    import sys
-    return sys.argv[1:]
 
 
 if __name__ == "__main__":

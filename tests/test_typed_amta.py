@@ -138,7 +138,7 @@ def play(cls, monoid, ops) -> None:
 @pytest.mark.parametrize("small", [True, False], ids=["small", "large"])
 @pytest.mark.parametrize("kind", ["float", "int"])
 @pytest.mark.parametrize("name", list(MONOIDS))
-@hsettings(max_examples=40)
+@hsettings(max_examples=60)
 @given(data=st.data())
 def test_same_results_as_amta(cls, name, kind, small, data):
     if name == "count" and kind == "float":

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 try:
@@ -61,6 +62,8 @@ __all__ = ["TypedAMTA", "Untyped"]
 # -- C-level constants ---------------------------------------------------------------------
 
 Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
+if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
+    globals()["Part"] = SimpleNamespace
 
 _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
