@@ -123,6 +123,14 @@ def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlo
     return a + b
 
 
+@cython.cfunc
+@cython.inline
+def _abs64(v: cython.longlong) -> cython.ulonglong:
+    """|v| (exact for -2**63 too, as unsigned)."""
+    u: cython.ulonglong = cython.cast(cython.ulonglong, v)
+    return 0 - u if v < 0 else u
+
+
 @cython.cclass
 class _Columns:
     """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
@@ -252,7 +260,6 @@ class _TypedCore:
         """Decode partial ``p`` into the scratch fields ``_xd``/``_xi``/``_xc``/``_xu`` and
         return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
         v: cython.longlong
-        u: cython.ulonglong
         if self._op == _MEAN:
             if type(p) is not tuple or len(p) != 2:
                 raise Untyped(p)
@@ -271,10 +278,7 @@ class _TypedCore:
             raise Untyped(p)
         v = p
         self._xi = v
-        u = cython.cast(cython.ulonglong, v)
-        if v < 0:
-            u = 0 - u
-        self._xu = u if self._op == _SUM or self._op == _MEAN else 0
+        self._xu = _abs64(v) if self._op == _SUM or self._op == _MEAN else 0
         return _INT
 
     @cython.cfunc
@@ -315,16 +319,10 @@ class _TypedCore:
                  mask: cython.Py_ssize_t) -> cython.void:
         """Take rows ``start .. stop-1`` (indexes ``& mask``) out of the INT bound's sum."""
         r: cython.Py_ssize_t
-        v: cython.longlong
-        u: cython.ulonglong
         if self._kind != _INT or not (self._op == _SUM or self._op == _MEAN):
             return
         for r in range(start, stop):
-            v = cols.i[r & mask]
-            u = cython.cast(cython.ulonglong, v)
-            if v < 0:
-                u = 0 - u
-            self._magnitude -= u
+            self._magnitude -= _abs64(cols.i[r & mask])
 
     # -- updates ----------------------------------------------------------------------
 
@@ -362,9 +360,7 @@ class _TypedCore:
         j: cython.Py_ssize_t
         if self._op == _SUM or self._op == _MEAN:
             for j in range(n):
-                u = cython.cast(cython.ulonglong, i[j])
-                if i[j] < 0:
-                    u = 0 - u
+                u = _abs64(i[j])
                 if u > _LIMIT - total:
                     raise Untyped(values)
                 total += u
