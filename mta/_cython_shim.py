@@ -44,6 +44,10 @@ cclass = cfunc = ccall = inline = final = _same
 boundscheck = wraparound = cdivision = initializedcheck = nonecheck = locals = returns = exceptval = _factory
 
 
+def fused_type(*_types: Any) -> Any:
+    return object
+
+
 def declare(_type: Any = None, value: Any = None, **_kwargs: Any) -> Any:
     return value
 
