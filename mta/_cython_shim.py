@@ -45,6 +45,10 @@ cclass = cfunc = ccall = inline = final = _same
 boundscheck = wraparound = cdivision = initializedcheck = nonecheck = locals = returns = exceptval = _factory
 
 
+def fused_type(*_types: Any) -> Any:
+    return object
+
+
 def struct(**_members: Any) -> type:
     """A C struct type: its values are namespaces built with keyword arguments."""
     return SimpleNamespace
