@@ -178,20 +178,29 @@ def use_typed(monkeypatch):
     monkeypatch.setattr(typed, "USE", True)
 
 
+def _is_typed(window) -> bool:
+    return isinstance(window._algorithm, (*TYPED_ALGORITHMS.values(), typed.TypedTimed))
+
+
 def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
-    assert isinstance(Window(Sum(), MaxSize(5), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
-    assert isinstance(Window(Mean(), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
-    assert isinstance(Window(Sum(), TimeRange(5), algorithm="two_stacks")._algorithm, typed.TypedTimed)
-    for window in (Window(Sum(), TimeRange(2**60), algorithm="two_stacks"),  # a width a double does not hold
-                   Window(Sum(), lambda total, old: False, algorithm="two_stacks"),  # a policy of the user's
-                   Window(type("MySum", (Sum,), {})(), algorithm="two_stacks"),
-                   Window(Sum(), algorithm="daba")):
-        assert not isinstance(window._algorithm, typed.TypedTwoStacks)
+    for name, cls in TYPED_ALGORITHMS.items():
+        assert isinstance(Window(Sum(), MaxSize(5), algorithm=name)._algorithm, cls)
+        assert isinstance(Window(Mean(), algorithm=name)._algorithm, cls)
+        assert isinstance(Window(Sum(), TimeRange(5), algorithm=name)._algorithm.core, cls)
+    assert _is_typed(Window(Count(), any_of(TimeRange(5), MaxSize(2))))  # the default algorithm, amta
+    for window in (Window(Sum(), TimeRange(2**60)),  # a width a double does not hold
+                   Window(Sum(), lambda total, old: False),  # a policy of the user's
+                   Window(type("MySum", (Sum,), {})()),  # a subclass may combine otherwise
+                   Window(Variance()),
+                   Window(Sum(), store="memory://"),
+                   Window(Sum(), buffer_size=8),
+                   Window(Sum(), algorithm="log_mta"),
+                   Window(Sum(), algorithm="fiba")):
+        assert not _is_typed(window)
 
 
 def test_window_uses_typed_cores_when_compiled():
-    window = Window(Sum(), MaxSize(5), algorithm="two_stacks")
-    assert isinstance(window._algorithm, typed.TypedTwoStacks) is typed.COMPILED
+    assert _is_typed(Window(Sum(), MaxSize(5))) is typed.COMPILED
 
 
 POLICIES = [None, MaxSize(0), MaxSize(3), TimeRange(3), TimeRange(2.5), TimeRange(1),
