@@ -45,8 +45,12 @@ def numeric_array(column: Any) -> np.ndarray | None:
     these hold exactly; None for anything else (lists, objects, bools, uint64, other shapes),
     which the general path takes."""
     if not isinstance(column, np.ndarray):
-        if not hasattr(column, "to_numpy") or getattr(column, "null_count", 0):
+        if not hasattr(column, "to_numpy"):
             return None
+        if hasattr(column, "null_count"):  # Arrow: numbers without nulls convert without a copy
+            import pyarrow.types as types
+            if column.null_count or not (types.is_integer(column.type) or types.is_floating(column.type)):
+                return None
         column = column.to_numpy()
         if not isinstance(column, np.ndarray):
             return None

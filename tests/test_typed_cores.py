@@ -36,7 +36,7 @@ def _twin(path: str, cls: type) -> type:
     return getattr(_PURE_MODULES[cls.__module__], cls.__name__)
 
 # Magnitudes far apart: a sum in another order rounds differently.
-floats = st.sampled_from([1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60])
+floats = st.sampled_from([1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60, -0.0, -0.0, 0.0])
 ints = st.one_of(st.integers(-10**6, 10**6), st.sampled_from([2**62, -2**62, 2**63 - 1, -2**63, 2**63, -2**64]))
 values = st.one_of(floats, ints)
 
@@ -62,9 +62,12 @@ def _op(monoid_cls):
 
 
 def _same(a, b) -> bool:
-    """Equal values of the same types (tuples element by element)."""
+    """Equal values of the same types (tuples element by element; floats bit for bit, so
+    that -0.0 is not 0.0)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(map(_same, a, b))
+    if type(a) is float and type(b) is float:
+        return a.hex() == b.hex() or (a != a and b != b)
     return type(a) is type(b) and a == b
 
 

@@ -118,6 +118,16 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
 
 
 @cython.cfunc
+@cython.inline
+def _first(op: cython.int, x: _Number) -> _Number:
+    """``combine(identity, x)``: x, but for a sum, whose identity is the int 0, ``0 + -0.0``
+    is ``0.0`` (as on the object path)."""
+    if op == _SUM or op == _MEAN:
+        return x + 0
+    return x
+
+
+@cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def _extend(op: cython.int, src: cython.const[_Number][:], dst: _Number[:], start: cython.Py_ssize_t, n: cython.Py_ssize_t,
@@ -127,21 +137,26 @@ def _extend(op: cython.int, src: cython.const[_Number][:], dst: _Number[:], star
     j: cython.Py_ssize_t
     for j in range(n):
         dst[start + j] = src[j]
-        acc = src[j] if start + j == 0 else _comb(op, acc, src[j])
+        acc = _first(op, src[j]) if start + j == 0 else _comb(op, acc, src[j])
     return acc
 
 
 @cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py_ssize_t) -> cython.void:
+def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py_ssize_t,
+                      identity_first: cython.bint) -> cython.void:
     """Reverse ``v[:n]`` in place, then ``s[r] = combine(v[r], s[r - 1])``: suffix aggregates
-    built from the (now first) newest."""
+    built from the (now first) newest, which is ``combine(v[0], identity)`` when
+    ``identity_first`` (see :attr:`_TypedCore.timed`)."""
     r: cython.Py_ssize_t
     for r in range(n // 2):
         v[r], v[n - 1 - r] = v[n - 1 - r], v[r]
     for r in range(n):
-        s[r] = v[r] if r == 0 else _comb(op, v[r], s[r - 1])
+        if r == 0:
+            s[r] = _first(op, v[r]) if identity_first else v[r]
+        else:
+            s[r] = _comb(op, v[r], s[r - 1])
 
 
 @cython.cfunc
@@ -247,6 +262,9 @@ class _TypedCore:
 
     monoid = cython.declare(object, visibility="public")
     hold = cython.declare(cython.bint, visibility="public")
+    #: Under :class:`TypedTimed`: the timed monoid's ``combine(x, identity)`` is x itself,
+    #: where the plain monoid's adds the identity (``-0.0 + 0`` is ``0.0``).
+    timed = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _kind: cython.int
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
@@ -264,6 +282,7 @@ class _TypedCore:
             raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
         self.monoid = monoid
         self.hold = False
+        self.timed = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
@@ -460,6 +479,14 @@ class _TypedCore:
         return value
 
     @cython.cfunc
+    def _row_first(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        """``combine(row r, identity)`` of a FLOAT row, as the plain monoid gives it."""
+        value: cython.double = _first(self._op, cols.d[r])
+        if self._op == _MEAN:
+            return (value, cols.c[r])
+        return value
+
+    @cython.cfunc
     def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
         value: object
@@ -551,7 +578,7 @@ class TypedTwoStacks(_TypedCore):
         op: cython.int = self._op
         if kind == _FLOAT:
             b.d[nb] = self._xd
-            g.d[0] = _comb(op, g.d[0], self._xd) if nb else self._xd
+            g.d[0] = _comb(op, g.d[0], self._xd) if nb else _first(op, self._xd)
         else:
             b.i[nb] = self._xi
             g.i[0] = _comb(op, g.i[0], self._xi) if nb else self._xi
@@ -605,11 +632,11 @@ class TypedTwoStacks(_TypedCore):
         self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
         if self._kind == _FLOAT:
-            _reverse_suffixes(self._op, f.d, fs.d, nb)
+            _reverse_suffixes(self._op, f.d, fs.d, nb, not self.timed)
         else:
-            _reverse_suffixes(self._op, f.i, fs.i, nb)
+            _reverse_suffixes(self._op, f.i, fs.i, nb, not self.timed)
         if self._op == _MEAN:
-            _reverse_suffixes(_SUM, f.c, fs.c, nb)
+            _reverse_suffixes(_SUM, f.c, fs.c, nb, not self.timed)
         self._nf = nb
         self._nb = 0
 
@@ -748,7 +775,7 @@ class TypedDABA(_TypedCore):
         empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
         if kind == _FLOAT:
             vals.d[i] = self._xd
-            acc.d[0] = self._xd if empty else _comb(op, acc.d[0], self._xd)
+            acc.d[0] = _first(op, self._xd) if empty else _comb(op, acc.d[0], self._xd)
         else:
             vals.i[i] = self._xi
             acc.i[0] = self._xi if empty else _comb(op, acc.i[0], self._xi)
@@ -851,8 +878,10 @@ class TypedDABA(_TypedCore):
         head: cython.Py_ssize_t = self._head
         if head == self._b:  # the front is empty only when the window is
             return self.monoid.identity
-        if self._b == self._tail:
-            return self._row(self._aggs, head & self._mask)
+        if self._b == self._tail:  # combine(front, identity)
+            if self.timed or self._kind == _INT:
+                return self._row(self._aggs, head & self._mask)
+            return self._row_first(self._aggs, head & self._mask)
         return self._joined(self._aggs, head & self._mask, self._acc, 0)
 
     def __iter__(self) -> Iterator[Any]:
@@ -976,6 +1005,7 @@ class TypedTimed:
 
     def __init__(self, core: Any, timed_monoid: Monoid, policy: Any) -> None:
         self.core = core
+        core.timed = True  # the timed monoid returns x from combine(x, identity)
         self.monoid = timed_monoid
         self.hold = False
         self._policy = policy
@@ -1120,19 +1150,20 @@ class TypedTimed:
         if self._n and kind != self._tkind:
             raise Untyped(timestamps)
         j: cython.Py_ssize_t
-        ti: cython.const[cython.longlong][:]
-        td: cython.const[cython.double][:]
-        if kind == _INT:
+        ti: cython.const[cython.longlong][:] = _NO_INT64S
+        td: cython.const[cython.double][:] = _NO_DOUBLES
+        if kind == _INT:  # every view and check before anything changes
             ti = view
             for j in range(n):
                 if not -_TS_LIMIT_C < ti[j] < _TS_LIMIT_C:
                     raise Untyped(timestamps)
+        else:
+            td = view
         self.core.insert_array(values)
         self._room(n)
         self._tkind = kind
         base: cython.Py_ssize_t = self._h + self._n
         if kind == _FLOAT:
-            td = view
             for j in range(n):
                 self._td[base + j] = td[j]
         else:

@@ -156,6 +156,8 @@ class TypedAMTA:
     name = AmortizedMTA.name
     monoid = cython.declare(object, visibility="public")
     hold = cython.declare(cython.bint, visibility="public")
+    #: Under TypedTimed (see typed._TypedCore.timed).
+    timed = cython.declare(cython.bint, visibility="public")
 
     _op: cython.int
     _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
@@ -215,6 +217,7 @@ class TypedAMTA:
             raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max and Mean, not {monoid!r}")
         self.monoid = monoid
         self.hold = False
+        self.timed = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._mean = op == MEAN
@@ -936,6 +939,10 @@ class TypedAMTA:
     def query(self) -> Any:
         if self._head == self._tail:
             return self.monoid.identity
+        level: cython.Py_ssize_t = self._root_level
+        if self.timed and ((self._head >> level) + 1) << level >= self._tail:
+            # R1 = agg[B, tail) is empty: the timed monoid's combine(R0, identity) is R0 itself
+            return self._encode(self._r0)
         return self._encode(self._comb(self._r0, self._r1))
 
     def result(self) -> Any:
