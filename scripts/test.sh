@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: installs what the tests need (Debian packages for a local
 # redis-server and for Node.js, which runs the gRPC client test in another language; the
-# project with its test extras), then runs them all.
+# project with its test extras, which compiles the optional core when there is a C
+# compiler), then runs them all, and runs the algorithm property tests again on the
+# pure-Python path (MTA_NO_EXTENSIONS=1). Arguments go to pytest and run that one pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -17,4 +19,10 @@ need() {  # need COMMAND... -- PACKAGE...: install the Debian packages unless ev
 need redis-server redis-cli -- redis-server
 need node npm -- nodejs npm
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
-exec python3 -m pytest -q -p no:cacheprovider "$@"
+if [ $# -gt 0 ]; then
+    exec python3 -m pytest -q -p no:cacheprovider "$@"
+fi
+python3 -m pytest -q -p no:cacheprovider
+echo "the algorithm property tests again, on the pure-Python path (MTA_NO_EXTENSIONS=1)" >&2
+MTA_NO_EXTENSIONS=1 exec python3 -m pytest -q -p no:cacheprovider \
+    tests/test_typed_cores.py tests/test_algorithms.py tests/test_compiled_core.py tests/test_window.py
