@@ -30,7 +30,7 @@ every round and recorded as ``equal``.
    after n/4 more updates (the window slides: evictions, TwoStacks' flip). The values are
    made while tracing, so the object path's float objects count.
 
-    python -m benchmarks.compiled_core            # full (~3-4 minutes)
+    python -m benchmarks.compiled_core            # full (about a minute per typed core)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
 """
 
@@ -369,14 +369,14 @@ def memory(run: Run, n: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = parser(__doc__.split("\n\n")[0])
-    p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 5; quick 3)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 7; quick 3)")
     args = p.parse_args(argv)
     if args.quick:
         params = {"bare_n": 2**12, "event_sizes": [1000, 2**12], "event_steps_min": 2**12, "batch_n": 2**12,
                   "batch_events": 8 * BATCH, "memory_n": 2**12, "rounds": 3}
     else:
         params = {"bare_n": 2**20, "event_sizes": [1000, 2**16], "event_steps_min": 2**14, "batch_n": 2**16,
-                  "batch_events": 128 * BATCH, "memory_n": 2**20, "rounds": 5}
+                  "batch_events": 128 * BATCH, "memory_n": 2**20, "rounds": 7}
     if args.rounds:
         params["rounds"] = args.rounds
     params["typed_algorithms"] = {name: core_label(name) for name in TYPED_ALGORITHMS}
