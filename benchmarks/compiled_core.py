@@ -37,7 +37,6 @@ every round and recorded as ``equal``.
 from __future__ import annotations
 
 import gc
-import importlib
 import math
 import sys
 import tracemalloc
@@ -45,6 +44,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
 from mta import Max, MaxSize, Mean, Sum, TimeRange, Window
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
@@ -178,12 +178,13 @@ def bare(run: Run, n: int, rounds: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- 2. per event
 
-def river_factory(monoid: str, n: int) -> Callable[[], Any]:
-    stats = importlib.import_module("river.stats")
-    rolling = importlib.import_module("river.utils").Rolling
+def river_model(monoid: str, n: int) -> Any:
+    """river's rolling statistic over the last n values (river is in the ``peers`` extra)."""
+    from river import stats, utils
+
     if monoid == "Max":
-        return lambda: stats.RollingMax(window_size=n)
-    return lambda: rolling(getattr(stats, monoid), window_size=n)
+        return stats.RollingMax(window_size=n)
+    return utils.Rolling(getattr(stats, monoid), window_size=n)
 
 
 def river_run(model: Any, xs: list[float]) -> tuple[int, Any]:
@@ -214,7 +215,7 @@ def per_event(run: Run, sizes: list[int], steps_min: int, rounds: int) -> dict[s
         steps = max(n, steps_min)
         fill, xs = values(n), values(steps, start=n)
         for monoid_name, make in PER_EVENT_MONOIDS.items():
-            model = river_factory(monoid_name, n)()
+            model = river_model(monoid_name, n)
             for x in fill:
                 model.update(x)
             windows: dict[str, Window] = {}
@@ -380,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.rounds:
         params["rounds"] = args.rounds
     params["typed_algorithms"] = {name: core_label(name) for name in TYPED_ALGORITHMS}
-    params["mta_compiled"] = importlib.import_module("mta").COMPILED
+    params["mta_compiled"] = mta.COMPILED
     run = Run(NAME, args, params)
     rounds = params["rounds"]
     cells = {
