@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def as_list(column: Any, name: str) -> list:
     """``column`` as a list of Python values; ``name`` ("timestamps", "values") names it
@@ -35,3 +37,24 @@ def as_list(column: Any, name: str) -> list:
         return list(column)
     except TypeError:
         raise TypeError(f"{name} must be an array or a sequence, got {type(column).__name__}") from None
+
+
+def numeric_array(column: Any) -> np.ndarray | None:
+    """``column`` as a 1-D int64 or float64 numpy array holding the same values, when it is a
+    numpy array (or an Arrow array or a pandas Series without nulls) of ints or floats that
+    these hold exactly; None for anything else (lists, objects, bools, uint64, other shapes),
+    which the general path takes."""
+    if not isinstance(column, np.ndarray):
+        if not hasattr(column, "to_numpy") or getattr(column, "null_count", 0):
+            return None
+        column = column.to_numpy()
+        if not isinstance(column, np.ndarray):
+            return None
+    if column.ndim != 1:
+        return None
+    kind, size = column.dtype.kind, column.dtype.itemsize
+    if kind == "f" and size <= 8:
+        return column.astype(np.float64, copy=False)
+    if kind == "i" or (kind == "u" and size < 8):
+        return column.astype(np.int64, copy=False)
+    return None

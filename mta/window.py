@@ -22,12 +22,14 @@ import math
 import operator
 import uuid
 from itertools import islice, repeat
+
+import numpy as np
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
-from mta.arrays import as_list
+from mta.arrays import as_list, numeric_array
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
@@ -276,14 +278,17 @@ class Window:
         # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
-        # A typed core (compiled, built-in numeric monoid, in memory, untimed and safe) until a
-        # partial it cannot hold comes: then the window goes on with the object algorithm.
-        self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and not self._timed and self._safe
-                       and store is None and not options and typed.op_of(monoid) is not None)
+        # A typed core (compiled, a built-in numeric monoid, in memory, a policy of ours) until a
+        # partial or a timestamp it cannot hold comes: then the window goes on with the object
+        # algorithm, in the same state.
+        self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
+                       and typed.op_of(monoid) is not None and (not self._timed or typed.plan(policy) is not None))
         if self._ordered:
             self._make = functools.partial(TimeOrdered, cls, inner, **options)
         elif self._typed:
-            self._make = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
+            core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
+            self._make = (functools.partial(typed.TypedTimed.over, core, inner, policy) if self._timed
+                          else functools.partial(core, max_size=self._max_size))
         else:
             self._make = functools.partial(cls, inner, **options)
         #: Set by insert_slices: a commit came due during its batch (insert_many sends it).
@@ -394,6 +399,10 @@ class Window:
         right after it, so a crash loses at most what :meth:`insert` would.
         """
         if values is not None:
+            if self._typed:
+                evicted = self._insert_arrays(updates, values)
+                if evicted is not None:
+                    return evicted
             timestamps, values = as_list(updates, "timestamps"), as_list(values, "values")
         else:
             updates = updates if isinstance(updates, list) else list(updates)
@@ -411,6 +420,28 @@ class Window:
         if self._flush_due:  # a write buffer filled up during the batch: its commit follows it
             self._algorithm.flush(wait=False)
         return evicted
+
+    def _insert_arrays(self, timestamps: Any, values: Any) -> int | None:
+        """``insert_many`` of numpy columns straight into the typed core's C loops; None, and
+        nothing changed, where the general path must decide (another dtype, a timestamp or a
+        value it would refuse and name, a kind the core does not hold: it demotes)."""
+        ts = numeric_array(timestamps)
+        partials = None if ts is None else typed.array_partials(self.monoid, numeric_array(values))
+        if partials is None or len(ts) != len(partials) or not len(ts):
+            return None
+        newest = self._newest
+        if ((ts.dtype.kind == "f" and not np.isfinite(ts).all()) or not (ts[1:] >= ts[:-1]).all()
+                or (newest is not None and ts[0].item() < newest)):
+            return None
+        try:
+            if self._timed:
+                self._algorithm.insert_arrays(ts, partials)
+            else:
+                self._algorithm.insert_array(partials)
+        except typed.Untyped:
+            return None
+        self._newest = ts[-1].item()
+        return self._enforce()
 
     def check(self, timestamps: Sequence[Any], values: Sequence[Any],
               positions: Sequence[int] | None = None) -> tuple[Sequence[Any], list[Any]]:
@@ -478,7 +509,8 @@ class Window:
         self._flush_due = False
         if not n:
             return
-        if self._typed and not self._algorithm.accepts(partials):
+        if self._typed and not (self._algorithm.accepts(partials, timestamps) if self._timed
+                                else self._algorithm.accepts(partials)):
             self._demote()
         algorithm = self._algorithm
         # Undo needs a snapshot if something can fail (a user's policy, the store) or the
@@ -495,7 +527,9 @@ class Window:
                     evicted = sum(map(self._apply, ts, ps))
                 else:
                     self._newest = ts[-1]
-                    if self._timed:
+                    if self._typed and self._timed:
+                        algorithm.insert_columns(ts, ps)
+                    elif self._timed:
                         algorithm.insert_many(list(zip(repeat(1), ts, ps)))
                     else:
                         algorithm.insert_many(ps)
@@ -514,6 +548,8 @@ class Window:
     def _apply(self, timestamp: Any, partial: Any) -> int:
         """Insert a validated update and enforce the policy."""
         self._newest = timestamp
+        if self._typed:  # insertion and policy in one call into the compiled core
+            return self._algorithm.push(timestamp, partial)
         if self._timed:
             self._algorithm.insert((1, timestamp, partial))
         else:
@@ -728,6 +764,8 @@ class Window:
     def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:
         see :meth:`partial`)."""
+        if self._typed and t_from is None and t_to is None:
+            return self._algorithm.result()
         return self.monoid.lower(self.partial(t_from, t_to))
 
     def __len__(self) -> int:

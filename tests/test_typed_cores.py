@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window
+from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window, all_of, any_of
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 
@@ -166,7 +167,8 @@ def use_typed(monkeypatch):
 def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
     assert isinstance(Window(Sum(), MaxSize(5), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
     assert isinstance(Window(Mean(), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
-    for window in (Window(Sum(), TimeRange(5), algorithm="two_stacks"),  # timed: tuples of (count, time, partial)
+    assert isinstance(Window(Sum(), TimeRange(5), algorithm="two_stacks")._algorithm, typed.TypedTimed)
+    for window in (Window(Sum(), TimeRange(2**60), algorithm="two_stacks"),  # a width a double does not hold
                    Window(Sum(), lambda total, old: False, algorithm="two_stacks"),  # a policy of the user's
                    Window(type("MySum", (Sum,), {})(), algorithm="two_stacks"),
                    Window(Sum(), algorithm="daba")):
@@ -178,13 +180,12 @@ def test_window_uses_typed_cores_when_compiled():
     assert isinstance(window._algorithm, typed.TypedTwoStacks) is typed.COMPILED
 
 
-@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
-@given(data=st.data())
-def test_window_with_typed_core_matches_object_window(monoid_cls, data):
-    """Windows on typed cores (on this run's path) against the same algorithms on objects:
-    results, evictions, errors and demotion on a value of another kind."""
-    size = data.draw(st.one_of(st.none(), st.integers(0, 6)))
-    policy = None if size is None else MaxSize(size)
+POLICIES = [None, MaxSize(0), MaxSize(3), TimeRange(3), TimeRange(2.5), TimeRange(1),
+            any_of(TimeRange(4), MaxSize(3)), all_of(TimeRange(2), MaxSize(2))]
+
+
+def _windows(monoid_cls, policy):
+    """The window on each typed core (on this run's path), and the same windows on objects."""
     use = typed.USE
     try:
         typed.USE = False
@@ -193,25 +194,167 @@ def test_window_with_typed_core_matches_object_window(monoid_cls, data):
         windows = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
     finally:
         typed.USE = use
-    assert all(isinstance(w._algorithm, TYPED_ALGORITHMS[w.algorithm]) for w in windows)
-    t = 0
-    for kind, arg in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "many", "evict"]),
-                                                  st.lists(values | st.just("x"), max_size=4)), max_size=30)):
-        results = []
-        for window in (*windows, *refs):
+    assert all(isinstance(w._algorithm, (TYPED_ALGORITHMS[w.algorithm], typed.TypedTimed)) for w in windows)
+    return windows, refs
+
+
+def _call(window, kind, t, arg):
+    """One operation on a window: its result, or the error it raised (type and message)."""
+    try:
+        if kind == "insert":
+            return window.insert(t, arg[0] if arg else 1.0)
+        if kind == "pairs":
+            return window.insert_many([(t, v) for v in arg])
+        if kind == "arrays":  # numpy columns, whatever dtype numpy makes of them
+            times = np.array([t] * len(arg))
             try:
-                if kind == "insert":
-                    results.append(window.insert(t, arg[0] if arg else 1.0))
-                elif kind == "many":
-                    results.append(window.insert_many([(t, v) for v in arg]))
-                else:
-                    window.evict(min(len(arg), len(window)))
-                    results.append(None)
-            except (TypeError, ValueError) as error:
-                results.append((type(error), str(error)))
-        t += 1
+                values = np.array(arg)
+            except (OverflowError, ValueError):
+                values = np.array(arg, dtype=object)
+            return window.insert_many(times, values)
+        if kind == "evict":
+            return window.evict(min(len(arg), len(window)))
+        if kind == "evict_before":
+            return window.evict_before(t - 1)
+        return window.oldest_timestamp()
+    except (TypeError, ValueError) as error:
+        return (type(error), str(error))
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_window_with_typed_core_matches_object_window(monoid_cls, policy, data):
+    """Windows on typed cores against the same algorithms on objects: results, evictions,
+    errors, and demotion on a value or a timestamp of another kind, through every way in
+    (insert, pairs, numpy columns of any dtype) and out (query, iteration, evict_before)."""
+    windows, refs = _windows(monoid_cls, policy)
+    kinds = ["insert", "insert", "pairs", "arrays", "arrays", "evict"]
+    if policy is not None and policy.max_size is None:
+        kinds += ["evict_before", "oldest"]
+    t = data.draw(st.sampled_from([0, 0.0, -2**61]))
+    steps = st.tuples(st.sampled_from(kinds), st.lists(values | st.just("x") | st.just(math.nan), max_size=4),
+                      st.sampled_from([0, 0, 1, 2, 0.5]))
+    for kind, arg, dt in data.draw(st.lists(steps, max_size=30)):
+        t += dt
+        results = [_call(window, kind, t, arg) for window in (*windows, *refs)]
         assert all(r == results[-1] for r in results), results
         for window, ref in zip(windows, refs):
             assert len(window) == len(ref)
-            assert _same(window.query(), ref.query())
+            assert _same(window.query(), ref.query()), (window.query(), ref.query())
             assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint32", "uint64", "float64", "float32", "bool", "object"])
+def test_numpy_columns_of_every_dtype(dtype):
+    """The typed core's array path takes what it holds exactly; everything else goes the general
+    way, with its results and errors."""
+    values = np.array([3, 1, 2, 5, 4], dtype=dtype)
+    for monoid_cls in MONOIDS:
+        windows, refs = _windows(monoid_cls, TimeRange(3))
+        for pair in zip(windows, refs):
+            results = [_call(w, "arrays", 1, values.tolist()) for w in pair]
+            times = np.array([1, 2, 2, 3, 7])
+            results = [(w.insert_many(times, values), w.query(), list(w)) if not isinstance(r, tuple) else r
+                       for w, r in zip(pair, results)]
+            assert _same(results[0][1], results[1][1]) and results[0][0] == results[1][0], (dtype, results)
+
+
+def test_array_path_takes_no_python_per_event_when_it_applies():
+    """Counted, not timed: the column path never calls the monoid's lift (the general path
+    calls lift_many once per batch at least)."""
+    from unittest import mock
+    window = _windows(Sum, TimeRange(10))[0][0]
+    with mock.patch.object(Sum, "lift_many", side_effect=AssertionError("general path")):
+        window.insert_many(np.arange(100), np.arange(100.0))
+    assert window.query() == sum(range(90, 100))
+    with pytest.raises(AssertionError, match="general path"), mock.patch.object(
+            Sum, "lift_many", side_effect=AssertionError("general path")):
+        window.insert_many(np.arange(100, 200), np.array([math.nan] * 100))  # NaN: the general path names it
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("policy", [TimeRange(3), TimeRange(1.5), any_of(TimeRange(2), MaxSize(2)),
+                                    all_of(TimeRange(1), MaxSize(1))], ids=repr)
+@given(data=st.data())
+def test_timed_core_matches_object_algorithm(path, policy, data):
+    """TypedTimed against the object algorithm over the timed monoid, as mta.Window drives
+    both: elements (1, t, partial), the window's own policy (native) and another one
+    (evict_before's), snapshots, and demotion on a timestamp of another kind."""
+    from mta.window import _Timed
+    module = TWINS[path]
+    monoid = Mean()
+    timed = _Timed(monoid)
+    name = data.draw(st.sampled_from(list(TYPED_ALGORITHMS)))
+    core = module.TypedTimed(getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid), timed, policy)
+    ref = ALGORITHMS[name](timed)
+    t, saved = data.draw(st.sampled_from([0, 0.0])), None
+    for kind, dt, value in data.draw(st.lists(st.tuples(
+            st.sampled_from(["push", "push", "columns", "before", "snapshot", "restore", "evict"]),
+            st.sampled_from([0, 1, 2, 0.5]), floats), max_size=40)):
+        t += dt
+        element = (1, t, monoid.lift(value))
+        if kind in ("push", "columns"):
+            try:
+                if isinstance(core, module.TypedTimed) and kind == "push":
+                    evicted = core.push(t, element[2])
+                elif isinstance(core, module.TypedTimed):
+                    core.insert_columns([t, t], [element[2]] * 2)
+                    evicted = core.enforce(policy)
+                else:  # demoted
+                    core.insert(element) if kind == "push" else core.insert_many([element] * 2)
+                    evicted = core.enforce(policy)
+            except module.Untyped:
+                core, saved = core.to_object(), None
+                core.insert(element) if kind == "push" else core.insert_many([element] * 2)
+                evicted = core.enforce(policy)
+            ref.insert(element) if kind == "push" else ref.insert_many([element] * 2)
+            assert evicted == ref.enforce(policy)
+        elif kind == "before":
+            assert core.enforce(lambda total, old: old[1] < t - 1) == ref.enforce(lambda total, old: old[1] < t - 1)
+        elif kind == "evict":
+            k = min(1, len(ref))
+            core.evict(k)
+            ref.evict(k)
+        elif kind == "snapshot":
+            saved = (core.snapshot(), ref.snapshot())
+        elif saved is not None:
+            core.restore(saved[0])
+            ref.restore(saved[1])
+            saved = None
+        assert len(core) == len(ref)
+        assert _same(core.query(), ref.query()), (core.query(), ref.query())
+        assert all(map(_same, core, ref))
+        if len(ref):
+            assert _same(core._oldest()[1], ref._oldest()[1])
+
+
+@pytest.mark.parametrize("policy", [MaxSize(4), TimeRange(4)], ids=repr)
+def test_typed_windows_copy_and_pickle(use_typed, policy):
+    """The Stream engine deep-copies windows; untimed windows pickle (as on the object path)."""
+    import copy
+    import pickle
+    window = Window(Mean(), policy, algorithm="two_stacks")
+    for t in range(10):
+        window.insert(t, t * 1.5)
+    twin = copy.deepcopy(window)
+    assert _same(twin.query(), window.query()) and list(twin) == list(window)
+    twin.insert(20, 1.0)
+    assert len(window) == 4 and _same(window.query(), sum(t * 1.5 for t in range(6, 10)) / 4)
+    if policy.max_size is not None:
+        again = pickle.loads(pickle.dumps(window))
+        assert _same(again.query(), window.query()) and list(again) == list(window)
+
+
+@pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(5)], ids=repr)
+def test_a_batch_given_up_between_slices_leaves_the_typed_window_as_it_was(use_typed, policy):
+    """insert_slices (the server's) snapshots the typed core and restores it."""
+    window = Window(Sum(), policy, algorithm="two_stacks")
+    window.insert_many([(t, float(t)) for t in range(8)])
+    before = (len(window), window.query(), list(window))
+    slices = window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)
+    next(slices)
+    slices.close()  # the caller gives up: the window is as it was
+    assert (len(window), window.query(), list(window)) == before
+    assert sum(window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)) == 12
+    assert window.query() == 5.0

@@ -70,12 +70,35 @@ def op_of(monoid: Monoid) -> int | None:
     return _OPS.get(type(monoid))
 
 
+def array_partials(monoid: Monoid, values: Any) -> Any:
+    """The value partials of an int64 or float64 numpy array, as :meth:`TypedTwoStacks.insert_array`
+    takes them, when the monoid lifts every value unchanged: finite for Sum and Mean, not NaN
+    for Min and Max; Count's are ones. None otherwise: the general path lifts them one by one
+    (and names the value it refuses)."""
+    import numpy as np
+
+    op = op_of(monoid)
+    if op is None or values is None:
+        return None
+    if type(monoid) is Count:
+        return np.ones(len(values), dtype=np.int64)
+    if values.dtype.kind == "f":
+        ok = np.isfinite(values).all() if op == _SUM or op == _MEAN else not np.isnan(values).any()
+        if not ok:
+            return None
+    return values
+
+
 def _doubles(n: cython.Py_ssize_t) -> array:
     return array("d", bytes(8 * n))
 
 
 def _int64s(n: cython.Py_ssize_t) -> array:
     return array("q", bytes(8 * n))
+
+
+_NO_DOUBLES = _doubles(0)
+_NO_INT64S = _int64s(0)
 
 
 @cython.cfunc
@@ -102,41 +125,65 @@ def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlo
 
 @cython.cclass
 class _Columns:
-    """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c`` (MEAN)."""
+    """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
+    (MEAN). Only the columns of the kind held (``kind``; -1: both, for a batch being decoded)
+    and the counts of a Mean take room; the others are empty."""
 
     d: cython.double[:]
     i: cython.longlong[:]
     c: cython.longlong[:]
     size: cython.Py_ssize_t
+    kind: cython.int
+    mean: cython.bint
 
-    def __init__(self, capacity: cython.Py_ssize_t) -> None:
-        self.d = _doubles(capacity)
-        self.i = _int64s(capacity)
-        self.c = _int64s(capacity)
+    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, mean: cython.bint) -> None:
         self.size = capacity
+        self.kind = kind
+        self.mean = mean
+        self.d = _doubles(capacity if kind != _INT else 0)
+        self.i = _int64s(capacity if kind != _FLOAT else 0)
+        self.c = _int64s(capacity if mean else 0)
 
     @cython.cfunc
-    def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t) -> cython.void:
-        """Room for ``n`` rows, keeping the first ``used``."""
+    def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t, kind: cython.int) -> cython.void:
+        """Room for ``n`` rows of ``kind``, keeping the first ``used`` (none when the kind changes)."""
         size: cython.Py_ssize_t = self.size
-        if n <= size:
+        if n <= size and kind == self.kind:
             return
         while size < n:
             size *= 2
-        d: cython.double[:] = _doubles(size)
-        i: cython.longlong[:] = _int64s(size)
-        c: cython.longlong[:] = _int64s(size)
-        d[:used] = self.d[:used]
-        i[:used] = self.i[:used]
-        c[:used] = self.c[:used]
-        self.d, self.i, self.c, self.size = d, i, c, size
+        other = _Columns(size, kind, self.mean)
+        if kind == self.kind and used:
+            if kind != _INT:
+                other.d[:used] = self.d[:used]
+            if kind != _FLOAT:
+                other.i[:used] = self.i[:used]
+            if self.mean:
+                other.c[:used] = self.c[:used]
+        self.d, self.i, self.c, self.size, self.kind = other.d, other.i, other.c, size, kind
 
     def copy(self) -> _Columns:
-        other = _Columns(self.size)
+        other = _Columns(self.size, self.kind, self.mean)
         other.d[:] = self.d
         other.i[:] = self.i
         other.c[:] = self.c
         return other
+
+    def __reduce__(self) -> tuple:
+        return (_columns, (self.size, self.kind, self.mean, array("d", self.d), array("q", self.i),
+                           array("q", self.c)))
+
+
+def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: array, i: array, c: array) -> _Columns:
+    """Columns holding these arrays' values (unpickling)."""
+    cols = _Columns(size, kind, mean)
+    sd: cython.double[:] = d
+    si: cython.longlong[:] = i
+    sc: cython.longlong[:] = c
+    cols.d[:] = sd
+    cols.i[:] = si
+    cols.c[:] = sc
+    return cols
 
 
 @cython.cclass
@@ -164,6 +211,7 @@ class TypedTwoStacks:
     _bagg_i: cython.longlong
     _bagg_c: cython.longlong
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
+    _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
     # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
     _xd: cython.double
     _xi: cython.longlong
@@ -171,17 +219,18 @@ class TypedTwoStacks:
     _xu: cython.ulonglong
     _xk: cython.int
 
-    def __init__(self, monoid: Monoid) -> None:
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         op = op_of(monoid)
         if op is None:
             raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
         self.monoid = monoid
         self.hold = False
+        self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
-        self._f = _Columns(8)
-        self._fs = _Columns(8)
-        self._b = _Columns(8)
+        self._f = _Columns(8, _FLOAT, op == _MEAN)
+        self._fs = _Columns(8, _FLOAT, op == _MEAN)
+        self._b = _Columns(8, _FLOAT, op == _MEAN)
         self._nf = 0
         self._nb = 0
         self._magnitude = 0
@@ -228,7 +277,7 @@ class TypedTwoStacks:
         """The batch in columns (kind in ``_xk``, sum of |v| in ``_xu``), or :class:`Untyped`
         (nothing changed) if one partial does not fit."""
         n: cython.Py_ssize_t = len(partials)
-        cols = _Columns(n if n else 1)
+        cols = _Columns(n if n else 1, -1, True)
         kind: cython.int = self._kind if self._nf + self._nb else -1
         total: cython.ulonglong = 0
         j: cython.Py_ssize_t
@@ -256,13 +305,30 @@ class TypedTwoStacks:
 
     # -- updates ----------------------------------------------------------------------
 
-    def insert(self, partial: Any) -> None:
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize; return how many were evicted."""
+        self.insert(partial)
+        n: cython.Py_ssize_t = self._nf + self._nb
+        if 0 <= self._max_size < n:
+            self._evict(n - self._max_size)
+            return n - self._max_size
+        return 0
+
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        if self._op == _MEAN:
+            return self.monoid.lower(self.query())
+        return self.query()
+
+    @cython.ccall
+    def insert(self, partial: object):
         kind: cython.int = self._scalar(partial, self._kind if self._nf + self._nb else -1)
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
         nb: cython.Py_ssize_t = self._nb
-        if nb == self._b.size:
-            self._b.reserve(nb + 1, nb)
+        if nb == self._b.size or kind != self._b.kind:
+            self._b.reserve(nb + 1, nb, kind)
         b: _Columns = self._b
         op: cython.int = self._op
         self._kind = kind
@@ -281,35 +347,76 @@ class TypedTwoStacks:
     def insert_many(self, partials: Sequence[Any]) -> None:
         """As :meth:`insert` one by one (the whole batch is checked first)."""
         src: _Columns = self._decode(partials)
-        n: cython.Py_ssize_t = len(partials)
+        self._append(src.d, src.i, src.c, False, len(partials), self._xk, self._xu)
+
+    def insert_array(self, values: Any) -> None:
+        """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
+        value partials (Mean: with count 1), in a C loop. The caller has checked that the
+        monoid lifts every value (finite, not NaN); :class:`Untyped`, nothing changed, for
+        the other kind or beyond the INT bound."""
+        view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.int = _FLOAT if view.format == "d" else _INT
+        if self._nf + self._nb and kind != self._kind:
+            raise Untyped(values)
+        if kind == _FLOAT:
+            d: cython.double[:] = view
+            self._append(d, _NO_INT64S, _NO_INT64S, True, n, kind, 0)
+            return
+        i: cython.longlong[:] = view
+        total: cython.ulonglong = 0
+        u: cython.ulonglong
+        j: cython.Py_ssize_t
+        if self._op == _SUM or self._op == _MEAN:
+            for j in range(n):
+                u = cython.cast(cython.ulonglong, i[j])
+                if i[j] < 0:
+                    u = 0 - u
+                if u > _LIMIT - total:
+                    raise Untyped(values)
+                total += u
+            if total > _LIMIT - self._magnitude:
+                raise Untyped(values)
+        self._append(_NO_DOUBLES, i, _NO_INT64S, True, n, kind, total)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """Append ``n`` checked rows of kind ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
+        each when ``ones``) to the back, extending its running aggregate left to right."""
         if not n:
             return
         nb: cython.Py_ssize_t = self._nb
-        self._b.reserve(nb + n, nb)
+        self._b.reserve(nb + n, nb, kind)
         op: cython.int = self._op
         j: cython.Py_ssize_t
         b: _Columns = self._b
-        self._kind = self._xk
-        self._magnitude += self._xu
-        if self._kind == _FLOAT:
+        self._kind = kind
+        self._magnitude += magnitude
+        if kind == _FLOAT:
+            bd: cython.double[:] = b.d
             acc_d: cython.double = self._bagg_d
             for j in range(n):
-                x: cython.double = src.d[j]
-                b.d[nb + j] = x
+                x: cython.double = d[j]
+                bd[nb + j] = x
                 acc_d = x if nb + j == 0 else _cd(op, acc_d, x)
             self._bagg_d = acc_d
         else:
+            bi: cython.longlong[:] = b.i
             acc_i: cython.longlong = self._bagg_i
             for j in range(n):
-                y: cython.longlong = src.i[j]
-                b.i[nb + j] = y
+                y: cython.longlong = i[j]
+                bi[nb + j] = y
                 acc_i = y if nb + j == 0 else _ci(op, acc_i, y)
             self._bagg_i = acc_i
         if op == _MEAN:
+            bc: cython.longlong[:] = b.c
             acc_c: cython.longlong = self._bagg_c if nb else 0
             for j in range(n):
-                b.c[nb + j] = src.c[j]
-                acc_c += src.c[j]
+                bc[nb + j] = 1 if ones else c[j]
+                acc_c += bc[nb + j]
             self._bagg_c = acc_c
         self._nb = nb + n
 
@@ -317,30 +424,40 @@ class TypedTwoStacks:
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _flip(self) -> cython.void:
-        """Move the back onto the (empty) front: newest first, suffix aggregates built
-        newest to oldest (``combine(v, acc)``, as the object algorithm does)."""
+        """Move the back onto the (empty) front: its rows reversed in place (newest first)
+        become the front, whose old columns become the empty back (no copy, and the room of
+        one window, not two); suffix aggregates built newest to oldest (``combine(v, acc)``,
+        as the object algorithm does)."""
         nb: cython.Py_ssize_t = self._nb
-        self._f.reserve(nb, 0)
-        self._fs.reserve(nb, 0)
-        f: _Columns = self._f
+        f: _Columns = self._b
+        self._b = self._f
+        self._f = f
+        self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
-        b: _Columns = self._b
         op: cython.int = self._op
         r: cython.Py_ssize_t
+        half: cython.Py_ssize_t = nb // 2
         if self._kind == _FLOAT:
+            fd: cython.double[:] = f.d
+            sd: cython.double[:] = fs.d
+            for r in range(half):
+                fd[r], fd[nb - 1 - r] = fd[nb - 1 - r], fd[r]
             for r in range(nb):
-                x: cython.double = b.d[nb - 1 - r]
-                f.d[r] = x
-                fs.d[r] = x if r == 0 else _cd(op, x, fs.d[r - 1])
+                sd[r] = fd[r] if r == 0 else _cd(op, fd[r], sd[r - 1])
         else:
+            fi: cython.longlong[:] = f.i
+            si: cython.longlong[:] = fs.i
+            for r in range(half):
+                fi[r], fi[nb - 1 - r] = fi[nb - 1 - r], fi[r]
             for r in range(nb):
-                y: cython.longlong = b.i[nb - 1 - r]
-                f.i[r] = y
-                fs.i[r] = y if r == 0 else _ci(op, y, fs.i[r - 1])
+                si[r] = fi[r] if r == 0 else _ci(op, fi[r], si[r - 1])
         if op == _MEAN:
+            fc: cython.longlong[:] = f.c
+            sc: cython.longlong[:] = fs.c
+            for r in range(half):
+                fc[r], fc[nb - 1 - r] = fc[nb - 1 - r], fc[r]
             for r in range(nb):
-                f.c[r] = b.c[nb - 1 - r]
-                fs.c[r] = f.c[r] if r == 0 else f.c[r] + fs.c[r - 1]
+                sc[r] = fc[r] if r == 0 else fc[r] + sc[r - 1]
         self._nf = nb
         self._nb = 0
 
@@ -398,9 +515,17 @@ class TypedTwoStacks:
 
     @cython.cfunc
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
-        return self._partial(cols.d[r], cols.i[r], cols.c[r])
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._op == _MEAN:
+            return (value, cols.c[r])
+        return value
 
-    def query(self) -> Any:
+    @cython.ccall
+    def query(self) -> object:
         nf: cython.Py_ssize_t = self._nf
         if not self._nb:
             return self._row(self._fs, nf - 1) if nf else self.monoid.identity
@@ -431,6 +556,11 @@ class TypedTwoStacks:
         return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._nf, self._nb,
                 self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude)
 
+    def __reduce__(self) -> tuple:
+        # copy.deepcopy and pickle (the Stream engine copies windows)
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
     def restore(self, snapshot: tuple) -> None:
         (self._kind, self._f, self._fs, self._b, self._nf, self._nb,
          self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude) = snapshot
@@ -444,16 +574,399 @@ class TypedTwoStacks:
 
     # -- demotion ---------------------------------------------------------------------
 
-    def to_object(self) -> Any:
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._row(self._f, self._nf - 1) if self._nf else self._row(self._b, 0)
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
         """The object :class:`TwoStacks` in this state: the same stacks and aggregates, so
-        that every later result is the one it would have given all along."""
+        that every later result is the one it would have given all along.
+
+        ``monoid`` and ``wrap`` build it over another monoid whose partials wrap ours (the
+        timed windows': :class:`TypedTimed`): each partial becomes ``wrap(first, last, p)``,
+        ``first .. last`` the window positions (0 the oldest) of the values it aggregates."""
         from mta.algorithms.two_stacks import TwoStacks
 
-        twin = TwoStacks(self.monoid)
-        identity = self.monoid.identity
-        twin._fvals = [self._row(self._f, r) for r in range(self._nf)]
-        twin._faggs = [identity, *(self._row(self._fs, r) for r in range(self._nf))]
-        twin._bvals = [self._row(self._b, r) for r in range(self._nb)]
+        twin = TwoStacks(monoid if monoid is not None else self.monoid)
+        if wrap is None:
+            def wrap(first, last, partial):
+                return partial
+        nf: cython.Py_ssize_t = self._nf
+        twin._fvals = [wrap(nf - 1 - r, nf - 1 - r, self._row(self._f, r)) for r in range(nf)]
+        twin._faggs = [twin.monoid.identity, *(wrap(nf - 1 - r, nf - 1, self._row(self._fs, r)) for r in range(nf))]
+        twin._bvals = [wrap(nf + j, nf + j, self._row(self._b, j)) for j in range(self._nb)]
         if self._nb:
-            twin._bagg = self._partial(self._bagg_d, self._bagg_i, self._bagg_c)
+            twin._bagg = wrap(nf, nf + self._nb - 1, self._partial(self._bagg_d, self._bagg_i, self._bagg_c))
         return twin
+
+
+def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
+    """``cls(*args)`` in the state of ``snapshot`` (unpickling a typed core)."""
+    core = cls(*args)
+    core.restore(snapshot)
+    return core
+
+
+# -- timed windows ------------------------------------------------------------------------
+
+_PLAN_SIZE = cython.declare(cython.int, 0)
+_PLAN_TIME = cython.declare(cython.int, 1)
+_PLAN_ANY = cython.declare(cython.int, 2)
+_PLAN_ALL = cython.declare(cython.int, 3)
+_TS_LIMIT = 2 ** 62  # INT timestamps: |t| below it, so that differences fit in an int64
+_TS_LIMIT_C = cython.declare(cython.longlong, 2 ** 62)
+
+
+def plan(policy: Any) -> tuple | None:
+    """The policy as :class:`TypedTimed` evaluates it natively, or None when it cannot do it
+    exactly (a policy of the user's; an int TimeRange width a double does not hold).
+
+    ``MaxSize(m)`` -> ``(SIZE, m)``; ``TimeRange(w)`` -> ``(TIME, w as int64 for int
+    timestamps, w as double for float ones)``; ``any_of``/``all_of`` -> ``(ANY|ALL, children)``."""
+    from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
+
+    kind = type(policy)
+    if kind is MaxSize:
+        return (_PLAN_SIZE, policy.max_size)
+    if kind is TimeRange:
+        width = policy.width
+        if type(width) is int and width > 2 ** 53:
+            return None  # float timestamps compare with it exactly in Python, not as a double
+        # int differences d: d >= width exactly when d >= ceil(width)
+        as_int = -(-width // 1) if type(width) is float else width
+        return (_PLAN_TIME, int(min(as_int, _I64_MAX)), float(width))
+    if kind in (AnyOf, AllOf):
+        children = tuple(map(plan, policy.policies))
+        if None in children:
+            return None
+        return (_PLAN_ALL if kind is AllOf else _PLAN_ANY, children)
+    return None
+
+
+@cython.cclass
+class TypedTimed:
+    """A typed core under a timed window's elements ``(1, timestamp, partial)`` (what
+    ``mta.Window`` inserts when its policy reads times), with the timestamps in a column.
+
+    The window's total is ``(count, newest timestamp, core's query())``, as the object
+    algorithm's over :class:`mta.window._Timed` gives it. :meth:`enforce` evaluates the
+    window's own policy (:func:`plan`) on the timestamp column, by binary search for a
+    TimeRange (timestamps are in order), rather than on aggregated prefixes: for a
+    prefix-monotone policy both find the same longest condemned prefix. Timestamps are all
+    ints (|t| < 2**62) or all floats, as values are one kind: another raises
+    :class:`Untyped`.
+    """
+
+    core = cython.declare(object, visibility="public")
+    monoid = cython.declare(object, visibility="public")
+    hold = cython.declare(cython.bint, visibility="public")
+    _policy: object
+    _plan: object
+    _td: cython.double[:]
+    _ti: cython.longlong[:]
+    _cap: cython.Py_ssize_t
+    _h: cython.Py_ssize_t
+    _n: cython.Py_ssize_t
+    _tkind: cython.int
+
+    def __init__(self, core: Any, timed_monoid: Monoid, policy: Any) -> None:
+        self.core = core
+        self.monoid = timed_monoid
+        self.hold = False
+        self._policy = policy
+        self._plan = plan(policy)
+        if self._plan is None:
+            raise TypeError(f"typed cores cannot evaluate policy {policy!r}")
+        self._cap = 8
+        self._td = _doubles(8)
+        self._ti = _int64s(8)
+        self._h = self._n = 0
+        self._tkind = _FLOAT
+
+    @staticmethod
+    def over(make_core: Any, timed_monoid: Monoid, policy: Any) -> TypedTimed:
+        """A new timed window over a new core ``make_core()``."""
+        return TypedTimed(make_core(), timed_monoid, policy)
+
+    @property
+    def name(self) -> str:
+        return self.core.name
+
+    # -- timestamps -------------------------------------------------------------------
+
+    @cython.cfunc
+    def _tkind_of(self, t: object, kind: cython.int) -> cython.int:
+        """The kind of timestamp ``t``; :class:`Untyped` if it does not fit a window of ``kind``."""
+        if type(t) is float:
+            if kind == _INT:
+                raise Untyped(t)
+            return _FLOAT
+        if type(t) is not int or kind == _FLOAT or not -_TS_LIMIT < t < _TS_LIMIT:
+            raise Untyped(t)
+        return _INT
+
+    @cython.cfunc
+    def _room(self, n: cython.Py_ssize_t) -> cython.void:
+        """Room for ``n`` more timestamps after the live ones (compacting or doubling)."""
+        h: cython.Py_ssize_t = self._h
+        live: cython.Py_ssize_t = self._n
+        if h + live + n <= self._cap:
+            return
+        cap: cython.Py_ssize_t = self._cap
+        while live + n > cap // 2:
+            cap *= 2
+        td: cython.double[:] = _doubles(cap)
+        ti: cython.longlong[:] = _int64s(cap)
+        td[:live] = self._td[h:h + live]
+        ti[:live] = self._ti[h:h + live]
+        self._td, self._ti, self._cap, self._h = td, ti, cap, 0
+
+    @cython.cfunc
+    def _timestamp(self, position: cython.Py_ssize_t) -> object:
+        """The timestamp at window position ``position`` (0 the oldest), as the Python number."""
+        if self._tkind == _FLOAT:
+            return self._td[self._h + position]
+        return self._ti[self._h + position]
+
+    # -- updates ----------------------------------------------------------------------
+
+    def insert(self, element: Any) -> None:
+        if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
+            raise Untyped(element)
+        self._insert(element[1], element[2])
+
+    @cython.cfunc
+    def _insert(self, t: object, partial: object) -> cython.void:
+        kind: cython.int = self._tkind_of(t, self._tkind if self._n else -1)
+        self.core.insert(partial)  # Untyped here changes nothing either
+        self._room(1)
+        self._tkind = kind
+        if kind == _FLOAT:
+            self._td[self._h + self._n] = t
+        else:
+            self._ti[self._h + self._n] = t
+        self._n += 1
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
+        enforce the window's policy; return how many were evicted."""
+        self._insert(timestamp, partial)
+        k: cython.Py_ssize_t = self._condemned(self._plan)
+        if k:
+            self.core.evict(k)
+            self._h += k
+            self._n -= k
+        return k
+
+    def result(self) -> Any:
+        """``monoid.lower`` of the window's partial: the core's result."""
+        return self.core.result()
+
+    def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
+        """Whether a batch of these partials at these timestamps would be taken."""
+        kind: cython.int = self._tkind if self._n else -1
+        try:
+            for t in timestamps:
+                kind = self._tkind_of(t, kind)
+        except Untyped:
+            return False
+        return self.core.accepts(partials)
+
+    def insert_many(self, elements: Sequence[tuple]) -> None:
+        """As :meth:`insert` one by one (the whole batch is checked first)."""
+        for element in elements:
+            if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
+                raise Untyped(element)
+        self.insert_columns([element[1] for element in elements], [element[2] for element in elements])
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
+        """:meth:`insert_many` of ``(1, timestamps[j], partials[j])``, without the tuples."""
+        n: cython.Py_ssize_t = len(timestamps)
+        kind: cython.int = self._tkind if self._n else -1
+        for t in timestamps:
+            kind = self._tkind_of(t, kind)
+        if not n:
+            return
+        self.core.insert_many(partials)
+        self._room(n)
+        self._tkind = kind
+        j: cython.Py_ssize_t
+        base: cython.Py_ssize_t = self._h + self._n
+        if kind == _FLOAT:
+            td: cython.double[:] = self._td
+            for j in range(n):
+                td[base + j] = timestamps[j]
+        else:
+            ti: cython.longlong[:] = self._ti
+            for j in range(n):
+                ti[base + j] = timestamps[j]
+        self._n += n
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert_arrays(self, timestamps: Any, values: Any) -> None:
+        """:meth:`insert_columns` of a float64 or int64 buffer of timestamps (in order:
+        the caller checked) and the core's :meth:`insert_array` values, in C loops."""
+        view = memoryview(timestamps)
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.int = _FLOAT if view.format == "d" else _INT
+        if self._n and kind != self._tkind:
+            raise Untyped(timestamps)
+        j: cython.Py_ssize_t
+        ti: cython.longlong[:]
+        td: cython.double[:]
+        if kind == _INT:
+            ti = view
+            for j in range(n):
+                if not -_TS_LIMIT_C < ti[j] < _TS_LIMIT_C:
+                    raise Untyped(timestamps)
+        self.core.insert_array(values)
+        self._room(n)
+        self._tkind = kind
+        base: cython.Py_ssize_t = self._h + self._n
+        if kind == _FLOAT:
+            td = view
+            for j in range(n):
+                self._td[base + j] = td[j]
+        else:
+            for j in range(n):
+                self._ti[base + j] = ti[j]
+        self._n += n
+
+    def evict(self, k: Any = 1) -> None:
+        self.core.evict(k)  # checks k as the object algorithms do
+        self._h += k
+        self._n -= k
+        if not self._n:
+            self._h = 0
+
+    def clear(self) -> None:
+        self.core.clear()
+        self._h = self._n = 0
+
+    # -- the policy -------------------------------------------------------------------
+
+    def enforce(self, wsp: Any) -> int:
+        """Evict the longest prefix ``wsp`` condemns; return its length. The window's own
+        policy is evaluated natively; any other (``Window.evict_before``'s) on prefixes."""
+        k: cython.Py_ssize_t
+        if wsp is self._policy:
+            k = self._condemned(self._plan)
+        else:
+            k = self.condemned(wsp, self.query())
+        if k:
+            self.evict(k)
+        return k
+
+    def condemned(self, wsp: Any, total: Any) -> int:
+        """The length of the longest prefix P with ``wsp(total, aggregate(P))`` (one by one,
+        as the object algorithms without bulk eviction do)."""
+        combine = self.monoid.combine
+        acc = self.monoid.identity
+        n = 0
+        for element in self:
+            acc = combine(acc, element)
+            if not wsp(total, acc):
+                break
+            n += 1
+        return n
+
+    @cython.cfunc
+    def _condemned(self, node: tuple) -> cython.Py_ssize_t:
+        code: cython.int = node[0]
+        n: cython.Py_ssize_t = self._n
+        if code == _PLAN_SIZE:
+            m: cython.Py_ssize_t = node[1]
+            return n - m if n > m else 0
+        if code == _PLAN_TIME:
+            return self._expired(node[1], node[2])
+        best: cython.Py_ssize_t = -1
+        k: cython.Py_ssize_t
+        for child in node[1]:
+            k = self._condemned(child)
+            if best < 0 or (k > best if code == _PLAN_ANY else k < best):
+                best = k
+        return best
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _expired(self, width_i: cython.longlong, width_d: cython.double) -> cython.Py_ssize_t:
+        """How many of the oldest updates have ``newest - t >= width`` (TimeRange): a binary
+        search, the difference falling as t rises (rounding is monotone too)."""
+        lo: cython.Py_ssize_t = 0
+        hi: cython.Py_ssize_t = self._n
+        h: cython.Py_ssize_t = self._h
+        mid: cython.Py_ssize_t
+        if not hi:
+            return 0
+        if self._tkind == _FLOAT:
+            newest_d: cython.double = self._td[h + hi - 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if newest_d - self._td[h + mid] >= width_d:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        else:
+            newest_i: cython.longlong = self._ti[h + hi - 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if newest_i - self._ti[h + mid] >= width_i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        return lo
+
+    # -- results ----------------------------------------------------------------------
+
+    def query(self) -> tuple:
+        if not self._n:
+            return self.monoid.identity
+        return (self._n, self._timestamp(self._n - 1), self.core.query())
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter([(1, self._timestamp(j), partial) for j, partial in enumerate(self.core)])
+
+    def _oldest(self) -> tuple:
+        return (1, self._timestamp(0), self.core.oldest())
+
+    def snapshot(self) -> tuple:
+        h: cython.Py_ssize_t = self._h
+        end: cython.Py_ssize_t = self._h + self._n
+        return (self.core.snapshot(), array("d", self._td[h:end]), array("q", self._ti[h:end]), self._tkind)
+
+    def restore(self, snapshot: tuple) -> None:
+        core, td, ti, self._tkind = snapshot
+        self.core.restore(core)
+        self._n = len(td)
+        self._h = 0
+        self._cap = self._n if self._n > 8 else 8
+        self._td = _doubles(self._cap)
+        self._ti = _int64s(self._cap)
+        sd: cython.double[:] = td
+        si: cython.longlong[:] = ti
+        self._td[:self._n] = sd
+        self._ti[:self._n] = si
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.core, self.monoid, self._policy), self.snapshot()))
+
+    def to_object(self) -> Any:
+        """The object algorithm over the timed monoid in this state (see the core's)."""
+        def wrap(first: int, last: int, partial: Any) -> tuple:
+            return (last - first + 1, self._timestamp(last), partial)
+
+        return self.core.to_object(self.monoid, wrap)
