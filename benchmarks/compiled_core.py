@@ -21,9 +21,8 @@ every round and recorded as ``equal``.
    each ``update(x)`` + ``get()``.
 3. **Batches** ``Window.insert_many(timestamps, values)`` from numpy arrays, 1,000 a
    batch, Sum, against the per-event loop ``insert(t, x)`` (from lists) of the same kind
-   of window: ``MaxSize(n)`` on the typed core and on the object path for every typed
-   core's algorithm, and ``TimeRange(n)`` (the issue's target; a timed policy has no
-   typed core, so it runs the object path).
+   of window: ``MaxSize(n)`` and ``TimeRange(n)`` (the issue's target), on the typed core
+   and on the object path, for every typed core's algorithm.
 4. **Memory**: tracemalloc (every allocation through Python's allocators: objects, lists
    and the typed cores' ``array.array`` columns) of a ``Window(Sum(), MaxSize(n))`` of
    n = 2^20 floats (quick 2^12), typed core against object path: after the fill, and
@@ -90,14 +89,17 @@ def window(monoid: Monoid, policy: Any, algorithm: str, typed_core: bool) -> Win
         w = Window(monoid, policy, algorithm=algorithm)
     finally:
         typed.USE = saved
-    if typed_core and not isinstance(w._algorithm, TYPED_ALGORITHMS[algorithm]):
+    if typed_core and not w._typed:
         raise AssertionError(f"{algorithm}: no typed core for {type(monoid).__name__}, {policy!r}")
     return w
 
 
 def core_of(w: Window) -> str:
-    """The class running a window (after a run: a demoted window shows its object algorithm)."""
-    return type(w._algorithm).__name__
+    """The class running a window, ``TypedTimed(<core>)`` for a timed typed window (after a
+    run: a demoted window shows its object algorithm)."""
+    algorithm = w._algorithm
+    core = getattr(algorithm, "core", None)
+    return type(algorithm).__name__ + (f"({type(core).__name__})" if core is not None else "")
 
 
 def alternate(runners: dict[str, Callable[[int], tuple[int, Any]]], rounds: int
@@ -274,9 +276,9 @@ def loop_run(w: Window, ts: list[int], xs: list[float]) -> tuple[int, Any]:
 def batches(run: Run, n: int, events: int, rounds: int) -> dict[str, Any]:
     fill, xs = values(n), values(events, start=n)
     xs_array = np.array(xs, dtype=np.float64)
-    kinds = [(f"MaxSize(n), {label(name)}, {path}", MaxSize(n), name, typed_core)
-             for name in TYPED_ALGORITHMS for path, typed_core in (("typed", True), ("object", False))]
-    kinds.append(("TimeRange(n), AMTA, object (timed: no typed core)", TimeRange(n), "amta", False))
+    kinds = [(f"{type(policy).__name__}(n), {label(name)}, {path}", policy, name, typed_core)
+             for policy in (MaxSize(n), TimeRange(n)) for name in TYPED_ALGORITHMS
+             for path, typed_core in (("typed", True), ("object", False))]
     runners: dict[str, Callable[[int], tuple[int, Any]]] = {}
     cores: dict[str, Window] = {}
     first = lambda r: n + r * events  # the first timestamp of round r
@@ -292,11 +294,13 @@ def batches(run: Run, n: int, events: int, rounds: int) -> dict[str, Any]:
     ns, got = alternate(runners, rounds)
     equal = agree(got)
     rows, results = [], []
-    for kind, *_ in kinds:
+    for kind, policy, name, typed_core in kinds:
         batch_ns, loop_ns = per(ns[f"{kind}/batch"], events), per(ns[f"{kind}/loop"], events)
-        entry = {"window": kind, "n": n, "events": events, "batch": BATCH, "batch_ns": batch_ns, "loop_ns": loop_ns,
+        entry = {"window": kind, "policy": type(policy).__name__, "algorithm": name,
+                 "path": "typed" if typed_core else "object", "n": n, "events": events, "batch": BATCH, "batch_ns": batch_ns, "loop_ns": loop_ns,
                  "batch_events_per_s": 1e9 / batch_ns, "loop_events_per_s": 1e9 / loop_ns,
-                 "speedup": loop_ns / batch_ns, "core": core_of(cores[f"{kind}/batch"]), "equal": equal,
+                 "speedup": loop_ns / batch_ns, "core": core_of(cores[f"{kind}/batch"]),
+                 "loop_core": core_of(cores[f"{kind}/loop"]), "equal": equal,
                  "rounds": rounds}
         results.append(entry)
         rows.append([kind, entry["core"], num(batch_ns), num(entry["batch_events_per_s"]), num(loop_ns),
