@@ -123,6 +123,14 @@ def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlo
     return a + b
 
 
+@cython.cfunc
+@cython.inline
+def _abs64(v: cython.longlong) -> cython.ulonglong:
+    """|v| (exact for -2**63 too, as unsigned)."""
+    u: cython.ulonglong = cython.cast(cython.ulonglong, v)
+    return 0 - u if v < 0 else u
+
+
 @cython.cclass
 class _Columns:
     """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
@@ -187,29 +195,18 @@ def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: ar
 
 
 @cython.cclass
-class TypedTwoStacks:
-    """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
+class _TypedCore:
+    """What every typed core shares: the op and kind, decoding and checking partials (one
+    at a time, in a batch, in a numpy array), the INT bound, eviction counts, the results.
 
-    Front stack ``f`` (rows ``0 .. nf-1``, row ``nf-1`` the oldest) with suffix aggregates
-    ``fs`` (row ``r`` aggregates rows ``r`` down to ``0``: the object algorithm's
-    ``_faggs[r + 1]``); back ``b`` (rows ``0 .. nb-1``, oldest first) with its running
-    aggregate ``bagg``.
+    A core implements ``_size``, ``_put`` (append the scratch row), ``_append`` (append a
+    checked batch), ``_evict`` (evict k, checked), ``query`` and the rest of the algorithm.
     """
-
-    name = "two_stacks"
 
     monoid = cython.declare(object, visibility="public")
     hold = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _kind: cython.int
-    _f: _Columns
-    _fs: _Columns
-    _b: _Columns
-    _nf: cython.Py_ssize_t
-    _nb: cython.Py_ssize_t
-    _bagg_d: cython.double
-    _bagg_i: cython.longlong
-    _bagg_c: cython.longlong
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
     _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
     # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
@@ -228,17 +225,33 @@ class TypedTwoStacks:
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
-        self._f = _Columns(8, _FLOAT, op == _MEAN)
-        self._fs = _Columns(8, _FLOAT, op == _MEAN)
-        self._b = _Columns(8, _FLOAT, op == _MEAN)
-        self._nf = 0
-        self._nb = 0
         self._magnitude = 0
-        self._bagg_d = 0.0
-        self._bagg_i = self._bagg_c = 0
         self._xd = 0.0
         self._xi = self._xu = self._xk = 0
         self._xc = 1
+
+    # -- what a core implements ---------------------------------------------------------
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        """Append the row in the scratch fields (checked, of ``kind``)."""
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """Append ``n`` checked rows of ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
+        each when ``ones``) whose |v| sum to ``magnitude``."""
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        """Evict the ``k`` oldest (0 <= k <= size)."""
+        raise NotImplementedError
 
     # -- decoding ---------------------------------------------------------------------
 
@@ -247,7 +260,6 @@ class TypedTwoStacks:
         """Decode partial ``p`` into the scratch fields ``_xd``/``_xi``/``_xc``/``_xu`` and
         return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
         v: cython.longlong
-        u: cython.ulonglong
         if self._op == _MEAN:
             if type(p) is not tuple or len(p) != 2:
                 raise Untyped(p)
@@ -266,10 +278,7 @@ class TypedTwoStacks:
             raise Untyped(p)
         v = p
         self._xi = v
-        u = cython.cast(cython.ulonglong, v)
-        if v < 0:
-            u = 0 - u
-        self._xu = u if self._op == _SUM or self._op == _MEAN else 0
+        self._xu = _abs64(v) if self._op == _SUM or self._op == _MEAN else 0
         return _INT
 
     @cython.cfunc
@@ -278,7 +287,7 @@ class TypedTwoStacks:
         (nothing changed) if one partial does not fit."""
         n: cython.Py_ssize_t = len(partials)
         cols = _Columns(n if n else 1, -1, True)
-        kind: cython.int = self._kind if self._nf + self._nb else -1
+        kind: cython.int = self._kind if self._size() else -1
         total: cython.ulonglong = 0
         j: cython.Py_ssize_t
         for j in range(n):
@@ -303,46 +312,28 @@ class TypedTwoStacks:
             return False
         return True
 
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _untrack(self, cols: _Columns, start: cython.Py_ssize_t, stop: cython.Py_ssize_t,
+                 mask: cython.Py_ssize_t) -> cython.void:
+        """Take rows ``start .. stop-1`` (indexes ``& mask``) out of the INT bound's sum."""
+        r: cython.Py_ssize_t
+        if self._kind != _INT or not (self._op == _SUM or self._op == _MEAN):
+            return
+        for r in range(start, stop):
+            self._magnitude -= _abs64(cols.i[r & mask])
+
     # -- updates ----------------------------------------------------------------------
-
-    def push(self, timestamp: Any, partial: Any) -> int:
-        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
-        window's MaxSize; return how many were evicted."""
-        self.insert(partial)
-        n: cython.Py_ssize_t = self._nf + self._nb
-        if 0 <= self._max_size < n:
-            self._evict(n - self._max_size)
-            return n - self._max_size
-        return 0
-
-    def result(self) -> Any:
-        """``monoid.lower(query())``: the window's result."""
-        if self._op == _MEAN:
-            return self.monoid.lower(self.query())
-        return self.query()
 
     @cython.ccall
     def insert(self, partial: object):
-        kind: cython.int = self._scalar(partial, self._kind if self._nf + self._nb else -1)
+        kind: cython.int = self._scalar(partial, self._kind if self._size() else -1)
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
-        nb: cython.Py_ssize_t = self._nb
-        if nb == self._b.size or kind != self._b.kind:
-            self._b.reserve(nb + 1, nb, kind)
-        b: _Columns = self._b
-        op: cython.int = self._op
+        self._put(kind)
         self._kind = kind
         self._magnitude += self._xu
-        if kind == _FLOAT:
-            b.d[nb] = self._xd
-            self._bagg_d = _cd(op, self._bagg_d, self._xd) if nb else self._xd
-        else:
-            b.i[nb] = self._xi
-            self._bagg_i = _ci(op, self._bagg_i, self._xi) if nb else self._xi
-        if op == _MEAN:
-            b.c[nb] = self._xc
-            self._bagg_c = self._bagg_c + self._xc if nb else self._xc
-        self._nb = nb + 1
 
     def insert_many(self, partials: Sequence[Any]) -> None:
         """As :meth:`insert` one by one (the whole batch is checked first)."""
@@ -357,7 +348,7 @@ class TypedTwoStacks:
         view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(view)
         kind: cython.int = _FLOAT if view.format == "d" else _INT
-        if self._nf + self._nb and kind != self._kind:
+        if self._size() and kind != self._kind:
             raise Untyped(values)
         if kind == _FLOAT:
             d: cython.double[:] = view
@@ -369,9 +360,7 @@ class TypedTwoStacks:
         j: cython.Py_ssize_t
         if self._op == _SUM or self._op == _MEAN:
             for j in range(n):
-                u = cython.cast(cython.ulonglong, i[j])
-                if i[j] < 0:
-                    u = 0 - u
+                u = _abs64(i[j])
                 if u > _LIMIT - total:
                     raise Untyped(values)
                 total += u
@@ -379,13 +368,161 @@ class TypedTwoStacks:
                 raise Untyped(values)
         self._append(_NO_DOUBLES, i, _NO_INT64S, True, n, kind, total)
 
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize; return how many were evicted."""
+        self.insert(partial)
+        n: cython.Py_ssize_t = self._size()
+        if 0 <= self._max_size < n:
+            self._evict(n - self._max_size)
+            return n - self._max_size
+        return 0
+
+    def evict(self, k: Any = 1) -> None:
+        n: cython.Py_ssize_t = self._size()
+        m: cython.Py_ssize_t
+        if type(k) is not int and (isinstance(k, bool) or not isinstance(k, int)):
+            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
+        try:
+            m = k
+        except OverflowError:  # compiled only: beyond a C ssize_t
+            m = -1
+        if m < 0 or m > n:
+            raise ValueError(f"cannot evict {k} elements from a window of {n}")
+        self._evict(m)
+
+    # -- results ----------------------------------------------------------------------
+
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        if self._op == _MEAN:
+            return self.monoid.lower(self.query())
+        return self.query()
+
+    @cython.ccall
+    def query(self) -> object:
+        raise NotImplementedError
+
+    @cython.cfunc
+    def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
+        count for MEAN."""
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._op == _MEAN:
+            return (value, cols.c[r])
+        return value
+
+    @cython.cfunc
+    def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
+        """``combine(row ai of a, row bi of b)`` as the Python partial."""
+        value: object
+        if self._kind == _FLOAT:
+            value = _cd(self._op, a.d[ai], b.d[bi])
+        else:
+            value = _ci(self._op, a.i[ai], b.i[bi])
+        if self._op == _MEAN:
+            return (value, a.c[ai] + b.c[bi])
+        return value
+
+    def __len__(self) -> int:
+        return self._size()
+
+    def begin_hold(self) -> None:
+        self.hold = True
+
+    def end_hold(self) -> bool:
+        self.hold = False
+        return False
+
+
+@cython.cfunc
+@cython.inline
+def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
+         si: cython.Py_ssize_t) -> cython.void:
+    """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
+    if kind == _FLOAT:
+        dst.d[di] = src.d[si]
+    else:
+        dst.i[di] = src.i[si]
+    if mean:
+        dst.c[di] = src.c[si]
+
+
+@cython.cfunc
+@cython.inline
+def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+              ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
+    if kind == _FLOAT:
+        dst.d[di] = _cd(op, a.d[ai], b.d[bi])
+    else:
+        dst.i[di] = _ci(op, a.i[ai], b.i[bi])
+    if op == _MEAN:
+        dst.c[di] = a.c[ai] + b.c[bi]
+
+
+@cython.cclass
+class TypedTwoStacks(_TypedCore):
+    """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
+
+    Front stack ``f`` (rows ``0 .. nf-1``, row ``nf-1`` the oldest) with suffix aggregates
+    ``fs`` (row ``r`` aggregates rows ``r`` down to ``0``: the object algorithm's
+    ``_faggs[r + 1]``); back ``b`` (rows ``0 .. nb-1``, oldest first) with its running
+    aggregate in ``bagg`` (one row).
+    """
+
+    name = "two_stacks"
+
+    _f: _Columns
+    _fs: _Columns
+    _b: _Columns
+    _bagg: _Columns
+    _nf: cython.Py_ssize_t
+    _nb: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        mean: cython.bint = self._op == _MEAN
+        self._f = _Columns(8, _FLOAT, mean)
+        self._fs = _Columns(8, _FLOAT, mean)
+        self._b = _Columns(8, _FLOAT, mean)
+        self._bagg = _Columns(1, -1, True)
+        self._nf = 0
+        self._nb = 0
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._nf + self._nb
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        nb: cython.Py_ssize_t = self._nb
+        if nb == self._b.size or kind != self._b.kind:
+            self._b.reserve(nb + 1, nb, kind)
+        b: _Columns = self._b
+        g: _Columns = self._bagg
+        op: cython.int = self._op
+        if kind == _FLOAT:
+            b.d[nb] = self._xd
+            g.d[0] = _cd(op, g.d[0], self._xd) if nb else self._xd
+        else:
+            b.i[nb] = self._xi
+            g.i[0] = _ci(op, g.i[0], self._xi) if nb else self._xi
+        if op == _MEAN:
+            b.c[nb] = self._xc
+            g.c[0] = g.c[0] + self._xc if nb else self._xc
+        self._nb = nb + 1
+
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
-        """Append ``n`` checked rows of kind ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
-        each when ``ones``) to the back, extending its running aggregate left to right."""
+        """To the back, extending its running aggregate left to right."""
         if not n:
             return
         nb: cython.Py_ssize_t = self._nb
@@ -393,31 +530,32 @@ class TypedTwoStacks:
         op: cython.int = self._op
         j: cython.Py_ssize_t
         b: _Columns = self._b
+        g: _Columns = self._bagg
         self._kind = kind
         self._magnitude += magnitude
         if kind == _FLOAT:
             bd: cython.double[:] = b.d
-            acc_d: cython.double = self._bagg_d
+            acc_d: cython.double = g.d[0]
             for j in range(n):
                 x: cython.double = d[j]
                 bd[nb + j] = x
                 acc_d = x if nb + j == 0 else _cd(op, acc_d, x)
-            self._bagg_d = acc_d
+            g.d[0] = acc_d
         else:
             bi: cython.longlong[:] = b.i
-            acc_i: cython.longlong = self._bagg_i
+            acc_i: cython.longlong = g.i[0]
             for j in range(n):
                 y: cython.longlong = i[j]
                 bi[nb + j] = y
                 acc_i = y if nb + j == 0 else _ci(op, acc_i, y)
-            self._bagg_i = acc_i
+            g.i[0] = acc_i
         if op == _MEAN:
             bc: cython.longlong[:] = b.c
-            acc_c: cython.longlong = self._bagg_c if nb else 0
+            acc_c: cython.longlong = g.c[0] if nb else 0
             for j in range(n):
                 bc[nb + j] = 1 if ones else c[j]
                 acc_c += bc[nb + j]
-            self._bagg_c = acc_c
+            g.c[0] = acc_c
         self._nb = nb + n
 
     @cython.cfunc
@@ -461,39 +599,14 @@ class TypedTwoStacks:
         self._nf = nb
         self._nb = 0
 
-    def evict(self, k: Any = 1) -> None:
-        n: cython.Py_ssize_t = self._nf + self._nb
-        m: cython.Py_ssize_t
-        if type(k) is not int and (isinstance(k, bool) or not isinstance(k, int)):
-            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
-        try:
-            m = k
-        except OverflowError:  # compiled only: beyond a C ssize_t
-            m = -1
-        if m < 0 or m > n:
-            raise ValueError(f"cannot evict {k} elements from a window of {n}")
-        self._evict(m)
-
     @cython.cfunc
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
     def _evict(self, k: cython.Py_ssize_t) -> cython.void:
-        bounded: cython.bint = self._kind == _INT and (self._op == _SUM or self._op == _MEAN)
         m: cython.Py_ssize_t
-        r: cython.Py_ssize_t
-        v: cython.longlong
-        u: cython.ulonglong
         while k:
             if not self._nf:
                 self._flip()
             m = k if k < self._nf else self._nf
-            if bounded:
-                for r in range(self._nf - m, self._nf):
-                    v = self._f.i[r]
-                    u = cython.cast(cython.ulonglong, v)
-                    if v < 0:
-                        u = 0 - u
-                    self._magnitude -= u
+            self._untrack(self._f, self._nf - m, self._nf, -1)
             self._nf -= m
             k -= m
         if not self._nf and not self._nb:
@@ -501,46 +614,14 @@ class TypedTwoStacks:
 
     # -- results ----------------------------------------------------------------------
 
-    @cython.cfunc
-    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
-        """The Python partial of a row: a float or an int by kind, with its count for MEAN."""
-        value: object
-        if self._kind == _FLOAT:
-            value = d
-        else:
-            value = i
-        if self._op == _MEAN:
-            return (value, c)
-        return value
-
-    @cython.cfunc
-    def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
-        value: object
-        if self._kind == _FLOAT:
-            value = cols.d[r]
-        else:
-            value = cols.i[r]
-        if self._op == _MEAN:
-            return (value, cols.c[r])
-        return value
-
     @cython.ccall
     def query(self) -> object:
         nf: cython.Py_ssize_t = self._nf
         if not self._nb:
             return self._row(self._fs, nf - 1) if nf else self.monoid.identity
-        if self._op == _MEAN:
-            back = self._partial(self._bagg_d, self._bagg_i, self._bagg_c)
-            if not nf:
-                return back
-            front = self._row(self._fs, nf - 1)
-            return (front[0] + back[0], front[1] + back[1])
-        if self._kind == _FLOAT:
-            return _cd(self._op, self._fs.d[nf - 1], self._bagg_d) if nf else self._bagg_d
-        return _ci(self._op, self._fs.i[nf - 1], self._bagg_i) if nf else self._bagg_i
-
-    def __len__(self) -> int:
-        return self._nf + self._nb
+        if not nf:
+            return self._row(self._bagg, 0)
+        return self._joined(self._fs, nf - 1, self._bagg, 0)
 
     def __iter__(self) -> Iterator[Any]:
         return iter([*(self._row(self._f, r) for r in range(self._nf - 1, -1, -1)),
@@ -553,24 +634,16 @@ class TypedTwoStacks:
     # -- batches that may be undone (mta.Window.insert_slices) -------------------------
 
     def snapshot(self) -> tuple:
-        return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._nf, self._nb,
-                self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude)
+        return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._bagg.copy(), self._nf,
+                self._nb, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot
 
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle (the Stream engine copies windows)
         return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
                             self.snapshot()))
-
-    def restore(self, snapshot: tuple) -> None:
-        (self._kind, self._f, self._fs, self._b, self._nf, self._nb,
-         self._bagg_d, self._bagg_i, self._bagg_c, self._magnitude) = snapshot
-
-    def begin_hold(self) -> None:
-        self.hold = True
-
-    def end_hold(self) -> bool:
-        self.hold = False
-        return False
 
     # -- demotion ---------------------------------------------------------------------
 
@@ -588,15 +661,232 @@ class TypedTwoStacks:
         from mta.algorithms.two_stacks import TwoStacks
 
         twin = TwoStacks(monoid if monoid is not None else self.monoid)
-        if wrap is None:
-            def wrap(first, last, partial):
-                return partial
+        wrap = wrap if wrap is not None else _bare
         nf: cython.Py_ssize_t = self._nf
         twin._fvals = [wrap(nf - 1 - r, nf - 1 - r, self._row(self._f, r)) for r in range(nf)]
         twin._faggs = [twin.monoid.identity, *(wrap(nf - 1 - r, nf - 1, self._row(self._fs, r)) for r in range(nf))]
         twin._bvals = [wrap(nf + j, nf + j, self._row(self._b, j)) for j in range(self._nb)]
         if self._nb:
-            twin._bagg = wrap(nf, nf + self._nb - 1, self._partial(self._bagg_d, self._bagg_i, self._bagg_c))
+            twin._bagg = wrap(nf, nf + self._nb - 1, self._row(self._bagg, 0))
+        return twin
+
+
+def _bare(first: int, last: int, partial: Any) -> Any:
+    """``to_object``'s ``wrap`` for the core's own monoid."""
+    return partial
+
+
+@cython.cclass
+class TypedDABA(_TypedCore):
+    """:class:`~mta.algorithms.daba.DABA` (Cached DABA) over typed columns.
+
+    The same ring (``vals``, ``aggs``: capacity 16, doubled when full, halved at a quarter)
+    and pointers ``head <= l <= r <= a <= b <= tail`` as the object algorithm (see its
+    docstring for the regions); ``acc`` row 0 is the back's aggregate (B = [b, tail), empty
+    when b == tail) and row 1 the cached aggregate of [r, b) since the last flip.
+    """
+
+    name = "daba"
+
+    _vals: _Columns
+    _aggs: _Columns
+    _acc: _Columns
+    _mask: cython.Py_ssize_t
+    _shrink_at: cython.Py_ssize_t
+    _head: cython.Py_ssize_t
+    _l: cython.Py_ssize_t
+    _r: cython.Py_ssize_t
+    _a: cython.Py_ssize_t
+    _b: cython.Py_ssize_t
+    _tail: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        self._acc = _Columns(2, -1, True)
+        self.clear()
+
+    def clear(self) -> None:
+        mean: cython.bint = self._op == _MEAN
+        self._vals = _Columns(16, self._kind, mean)
+        self._aggs = _Columns(16, self._kind, mean)
+        self._mask = 15
+        self._shrink_at = -1
+        self._head = self._l = self._r = self._a = self._b = self._tail = 0
+        self._magnitude = 0
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._tail - self._head
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        if kind != self._vals.kind:  # an empty window takes the other kind
+            self._vals.reserve(self._mask + 1, 0, kind)
+            self._aggs.reserve(self._mask + 1, 0, kind)
+        self._kind = kind
+        if self._tail - self._head > self._mask:
+            self._resize(2 * (self._mask + 1))
+        t: cython.Py_ssize_t = self._tail
+        i: cython.Py_ssize_t = t & self._mask
+        vals: _Columns = self._vals
+        acc: _Columns = self._acc
+        op: cython.int = self._op
+        empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
+        if kind == _FLOAT:
+            vals.d[i] = self._xd
+            acc.d[0] = self._xd if empty else _cd(op, acc.d[0], self._xd)
+        else:
+            vals.i[i] = self._xi
+            acc.i[0] = self._xi if empty else _ci(op, acc.i[0], self._xi)
+        if op == _MEAN:
+            vals.c[i] = self._xc
+            acc.c[0] = self._xc if empty else acc.c[0] + self._xc
+        self._tail = t + 1
+        self._fixup()
+
+    @cython.cfunc
+    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """One by one, as the object algorithm's insert_many does."""
+        j: cython.Py_ssize_t
+        self._xc = 1
+        for j in range(n):
+            if kind == _FLOAT:
+                self._xd = d[j]
+            else:
+                self._xi = i[j]
+            if not ones:
+                self._xc = c[j]
+            self._put(kind)
+        self._magnitude += magnitude
+
+    @cython.cfunc
+    def _fixup(self) -> cython.void:
+        """One step of the de-amortized flip (the object algorithm's ``_fixup``)."""
+        l: cython.Py_ssize_t = self._l
+        b: cython.Py_ssize_t = self._b
+        r: cython.Py_ssize_t
+        a: cython.Py_ssize_t
+        kind: cython.int = self._kind
+        mean: cython.bint = self._op == _MEAN
+        if l == b:  # flip: the whole queue becomes the front, B becomes R
+            l = self._head
+            r = b
+            a = b = self._tail
+            _set(kind, mean, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
+        else:
+            r = self._r
+            a = self._a
+        if self._head != b:
+            mask: cython.Py_ssize_t = self._mask
+            if a != r:  # shift: the last element of R becomes a suffix of A
+                a -= 1
+                if a + 1 == b:
+                    _set(kind, mean, self._aggs, a & mask, self._vals, a & mask)
+                else:
+                    _combined(self._op, kind, self._aggs, a & mask, self._vals, a & mask, self._aggs, (a + 1) & mask)
+            if l != r:  # shrink: extend an L suffix from r to b (R was not empty: rb is set)
+                _combined(self._op, kind, self._aggs, l & mask, self._aggs, l & mask, self._acc, 1)
+                l += 1
+            else:  # L, R empty: the first element of A joins F as it is
+                l = r = a = l + 1
+        self._l = l
+        self._r = r
+        self._a = a
+        self._b = b
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        self._untrack(self._vals, self._head, self._head + k, self._mask)
+        j: cython.Py_ssize_t
+        for j in range(k):
+            self._head += 1
+            self._fixup()
+            if self._tail - self._head <= self._shrink_at:
+                self._resize((self._mask + 1) // 2)
+        if self._head == self._tail:
+            self._magnitude = 0
+
+    @cython.cfunc
+    def _resize(self, cap: cython.Py_ssize_t) -> cython.void:
+        head: cython.Py_ssize_t = self._head
+        n: cython.Py_ssize_t = self._tail - head
+        mean: cython.bint = self._op == _MEAN
+        vals = _Columns(cap, self._kind, mean)
+        aggs = _Columns(cap, self._kind, mean)
+        p: cython.Py_ssize_t
+        for p in range(n):
+            _set(self._kind, mean, vals, p, self._vals, (head + p) & self._mask)
+            _set(self._kind, mean, aggs, p, self._aggs, (head + p) & self._mask)
+        self._vals = vals
+        self._aggs = aggs
+        self._mask = cap - 1
+        self._shrink_at = cap // 4 if cap > 16 else -1
+        self._head = 0
+        self._l -= head
+        self._r -= head
+        self._a -= head
+        self._b -= head
+        self._tail = n
+
+    # -- results ----------------------------------------------------------------------
+
+    @cython.ccall
+    def query(self) -> object:
+        head: cython.Py_ssize_t = self._head
+        if head == self._b:  # the front is empty only when the window is
+            return self.monoid.identity
+        if self._b == self._tail:
+            return self._row(self._aggs, head & self._mask)
+        return self._joined(self._aggs, head & self._mask, self._acc, 0)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self._row(self._vals, p & self._mask) for p in range(self._head, self._tail)])
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._row(self._vals, self._head & self._mask)
+
+    # -- batches that may be undone (mta.Window.insert_slices) -------------------------
+
+    def snapshot(self) -> tuple:
+        return (self._kind, self._vals.copy(), self._aggs.copy(), self._acc.copy(), self._mask, self._shrink_at,
+                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        (self._kind, self._vals, self._aggs, self._acc, self._mask, self._shrink_at,
+         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
+        """The object :class:`DABA` in this state (ring, capacity, pointers and the region
+        aggregates it reads), so that every later result is the one it would have given;
+        ``monoid`` and ``wrap`` as for :meth:`TypedTwoStacks.to_object`."""
+        from mta.algorithms.daba import DABA
+
+        twin = DABA(monoid if monoid is not None else self.monoid)
+        wrap = wrap if wrap is not None else _bare
+        head: cython.Py_ssize_t = self._head
+        mask: cython.Py_ssize_t = self._mask
+        vals: list = [None] * (mask + 1)
+        aggs: list = [None] * (mask + 1)
+        for p in range(head, self._tail):
+            vals[p & mask] = wrap(p - head, p - head, self._row(self._vals, p & mask))
+        for first, stop, last in ((head, self._l, self._b), (self._l, self._r, self._r), (self._a, self._b, self._b)):
+            for p in range(first, stop):  # F and A: aggregates of p .. b-1; L: of p .. r-1
+                aggs[p & mask] = wrap(p - head, last - 1 - head, self._row(self._aggs, p & mask))
+        twin._vals, twin._aggs, twin._mask, twin._shrink_at = vals, aggs, mask, self._shrink_at
+        twin._head, twin._l, twin._r, twin._a, twin._b, twin._tail = (
+            head, self._l, self._r, self._a, self._b, self._tail)
+        identity = twin.monoid.identity
+        twin._back = wrap(self._b - head, self._tail - 1 - head, self._row(self._acc, 0)) \
+            if self._b != self._tail else identity
+        twin._rb = wrap(self._r - head, self._b - 1 - head, self._row(self._acc, 1)) if self._l != self._r else identity
         return twin
 
 
