@@ -29,7 +29,7 @@ every round and recorded as ``equal``.
    after n/4 more updates (the window slides: evictions, TwoStacks' flip). The values are
    made while tracing, so the object path's float objects count.
 
-    python -m benchmarks.compiled_core            # full (about a minute per typed core)
+    python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
 """
 
