@@ -17,6 +17,7 @@ annotations``), so ``cython.double[:]`` in an annotation needs nothing here.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Callable, TypeVar
 
 _T = TypeVar("_T")
@@ -42,6 +43,15 @@ def _factory(*_args: Any, **_kwargs: Any) -> Callable[[_T], _T]:
 cclass = cfunc = ccall = inline = final = _same
 # decorators used with arguments: @cython.boundscheck(False), @cython.locals(i=cython.int) ...
 boundscheck = wraparound = cdivision = initializedcheck = nonecheck = locals = returns = exceptval = _factory
+
+
+def fused_type(*_types: Any) -> Any:
+    return object
+
+
+def struct(**_members: Any) -> type:
+    """A C struct type: its values are namespaces built with keyword arguments."""
+    return SimpleNamespace
 
 
 def declare(_type: Any = None, value: Any = None, **_kwargs: Any) -> Any:

@@ -56,6 +56,12 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _assert_same_state(core, ref) -> None:
+    assert len(core) == len(ref)
+    assert _same(core.query(), ref.query()), (core.query(), ref.query())
+    assert all(map(_same, core, ref))
+
+
 def _state(algorithm) -> tuple:
     return len(algorithm), algorithm.query(), list(algorithm)
 
@@ -104,9 +110,7 @@ def test_core_matches_object_algorithm(path, name, monoid_cls, data):
             core.restore(saved[0])
             ref.restore(saved[1])
             saved = None
-        assert len(core) == len(ref)
-        assert _same(core.query(), ref.query()), (core.query(), ref.query())
-        assert all(map(_same, core, ref))
+        _assert_same_state(core, ref)
 
 
 @pytest.mark.parametrize("path", list(TWINS))
@@ -322,9 +326,7 @@ def test_timed_core_matches_object_algorithm(path, policy, data):
             core.restore(saved[0])
             ref.restore(saved[1])
             saved = None
-        assert len(core) == len(ref)
-        assert _same(core.query(), ref.query()), (core.query(), ref.query())
-        assert all(map(_same, core, ref))
+        _assert_same_state(core, ref)
         if len(ref):
             assert _same(core._oldest()[1], ref._oldest()[1])
 

@@ -32,6 +32,7 @@ try:
 except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
+from mta.algorithms.base import Aggregator
 from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
 
 COMPILED: bool = cython.compiled
@@ -101,10 +102,14 @@ _NO_DOUBLES = _doubles(0)
 _NO_INT64S = _int64s(0)
 
 
+_Number = cython.fused_type(cython.double, cython.longlong)
+
+
 @cython.cfunc
 @cython.inline
-def _cd(op: cython.int, a: cython.double, b: cython.double) -> cython.double:
-    """``combine(a, b)`` of doubles, as the monoid's: ties keep the left operand."""
+def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
+    """``combine(a, b)``, as the monoid's: ties keep the left operand (int64s: the INT bound
+    rules out overflow)."""
     if op == _MIN:
         return a if a <= b else b
     if op == _MAX:
@@ -113,14 +118,51 @@ def _cd(op: cython.int, a: cython.double, b: cython.double) -> cython.double:
 
 
 @cython.cfunc
-@cython.inline
-def _ci(op: cython.int, a: cython.longlong, b: cython.longlong) -> cython.longlong:
-    """``combine(a, b)`` of int64s (the INT bound rules out overflow)."""
-    if op == _MIN:
-        return a if a <= b else b
-    if op == _MAX:
-        return a if a >= b else b
-    return a + b
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _extend(op: cython.int, src: _Number[:], dst: _Number[:], start: cython.Py_ssize_t, n: cython.Py_ssize_t,
+            acc: _Number) -> _Number:
+    """Copy ``src[:n]`` to ``dst[start:start + n]``; return ``acc`` combined with them left to
+    right (``start`` 0: the first is where the aggregate starts, ``acc`` is not read)."""
+    j: cython.Py_ssize_t
+    for j in range(n):
+        dst[start + j] = src[j]
+        acc = src[j] if start + j == 0 else _comb(op, acc, src[j])
+    return acc
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py_ssize_t) -> cython.void:
+    """Reverse ``v[:n]`` in place, then ``s[r] = combine(v[r], s[r - 1])``: suffix aggregates
+    built from the (now first) newest."""
+    r: cython.Py_ssize_t
+    for r in range(n // 2):
+        v[r], v[n - 1 - r] = v[n - 1 - r], v[r]
+    for r in range(n):
+        s[r] = v[r] if r == 0 else _comb(op, v[r], s[r - 1])
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _count_expired(t: _Number[:], h: cython.Py_ssize_t, n: cython.Py_ssize_t, width: _Number) -> cython.Py_ssize_t:
+    """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a binary
+    search, the difference falling as t rises (rounding is monotone too)."""
+    lo: cython.Py_ssize_t = 0
+    hi: cython.Py_ssize_t = n
+    mid: cython.Py_ssize_t
+    if not n:
+        return 0
+    newest: _Number = t[h + n - 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if newest - t[h + mid] >= width:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @cython.cfunc
@@ -421,9 +463,9 @@ class _TypedCore:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
         value: object
         if self._kind == _FLOAT:
-            value = _cd(self._op, a.d[ai], b.d[bi])
+            value = _comb(self._op, a.d[ai], b.d[bi])
         else:
-            value = _ci(self._op, a.i[ai], b.i[bi])
+            value = _comb(self._op, a.i[ai], b.i[bi])
         if self._op == _MEAN:
             return (value, a.c[ai] + b.c[bi])
         return value
@@ -458,9 +500,9 @@ def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssi
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
     if kind == _FLOAT:
-        dst.d[di] = _cd(op, a.d[ai], b.d[bi])
+        dst.d[di] = _comb(op, a.d[ai], b.d[bi])
     else:
-        dst.i[di] = _ci(op, a.i[ai], b.i[bi])
+        dst.i[di] = _comb(op, a.i[ai], b.i[bi])
     if op == _MEAN:
         dst.c[di] = a.c[ai] + b.c[bi]
 
@@ -508,10 +550,10 @@ class TypedTwoStacks(_TypedCore):
         op: cython.int = self._op
         if kind == _FLOAT:
             b.d[nb] = self._xd
-            g.d[0] = _cd(op, g.d[0], self._xd) if nb else self._xd
+            g.d[0] = _comb(op, g.d[0], self._xd) if nb else self._xd
         else:
             b.i[nb] = self._xi
-            g.i[0] = _ci(op, g.i[0], self._xi) if nb else self._xi
+            g.i[0] = _comb(op, g.i[0], self._xi) if nb else self._xi
         if op == _MEAN:
             b.c[nb] = self._xc
             g.c[0] = g.c[0] + self._xc if nb else self._xc
@@ -534,28 +576,16 @@ class TypedTwoStacks(_TypedCore):
         self._kind = kind
         self._magnitude += magnitude
         if kind == _FLOAT:
-            bd: cython.double[:] = b.d
-            acc_d: cython.double = g.d[0]
-            for j in range(n):
-                x: cython.double = d[j]
-                bd[nb + j] = x
-                acc_d = x if nb + j == 0 else _cd(op, acc_d, x)
-            g.d[0] = acc_d
+            g.d[0] = _extend(op, d, b.d, nb, n, g.d[0])
         else:
-            bi: cython.longlong[:] = b.i
-            acc_i: cython.longlong = g.i[0]
-            for j in range(n):
-                y: cython.longlong = i[j]
-                bi[nb + j] = y
-                acc_i = y if nb + j == 0 else _ci(op, acc_i, y)
-            g.i[0] = acc_i
+            g.i[0] = _extend(op, i, b.i, nb, n, g.i[0])
         if op == _MEAN:
-            bc: cython.longlong[:] = b.c
-            acc_c: cython.longlong = g.c[0] if nb else 0
-            for j in range(n):
-                bc[nb + j] = 1 if ones else c[j]
-                acc_c += bc[nb + j]
-            g.c[0] = acc_c
+            if ones:
+                for j in range(n):
+                    b.c[nb + j] = 1
+                g.c[0] = (g.c[0] if nb else 0) + n
+            else:
+                g.c[0] = _extend(_SUM, c, b.c, nb, n, g.c[0])
         self._nb = nb + n
 
     @cython.cfunc
@@ -572,30 +602,12 @@ class TypedTwoStacks(_TypedCore):
         self._f = f
         self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
-        op: cython.int = self._op
-        r: cython.Py_ssize_t
-        half: cython.Py_ssize_t = nb // 2
         if self._kind == _FLOAT:
-            fd: cython.double[:] = f.d
-            sd: cython.double[:] = fs.d
-            for r in range(half):
-                fd[r], fd[nb - 1 - r] = fd[nb - 1 - r], fd[r]
-            for r in range(nb):
-                sd[r] = fd[r] if r == 0 else _cd(op, fd[r], sd[r - 1])
+            _reverse_suffixes(self._op, f.d, fs.d, nb)
         else:
-            fi: cython.longlong[:] = f.i
-            si: cython.longlong[:] = fs.i
-            for r in range(half):
-                fi[r], fi[nb - 1 - r] = fi[nb - 1 - r], fi[r]
-            for r in range(nb):
-                si[r] = fi[r] if r == 0 else _ci(op, fi[r], si[r - 1])
-        if op == _MEAN:
-            fc: cython.longlong[:] = f.c
-            sc: cython.longlong[:] = fs.c
-            for r in range(half):
-                fc[r], fc[nb - 1 - r] = fc[nb - 1 - r], fc[r]
-            for r in range(nb):
-                sc[r] = fc[r] if r == 0 else fc[r] + sc[r - 1]
+            _reverse_suffixes(self._op, f.i, fs.i, nb)
+        if self._op == _MEAN:
+            _reverse_suffixes(_SUM, f.c, fs.c, nb)
         self._nf = nb
         self._nb = 0
 
@@ -734,10 +746,10 @@ class TypedDABA(_TypedCore):
         empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
         if kind == _FLOAT:
             vals.d[i] = self._xd
-            acc.d[0] = self._xd if empty else _cd(op, acc.d[0], self._xd)
+            acc.d[0] = self._xd if empty else _comb(op, acc.d[0], self._xd)
         else:
             vals.i[i] = self._xi
-            acc.i[0] = self._xi if empty else _ci(op, acc.i[0], self._xi)
+            acc.i[0] = self._xi if empty else _comb(op, acc.i[0], self._xi)
         if op == _MEAN:
             vals.c[i] = self._xc
             acc.c[0] = self._xc if empty else acc.c[0] + self._xc
@@ -1150,18 +1162,8 @@ class TypedTimed:
             self.evict(k)
         return k
 
-    def condemned(self, wsp: Any, total: Any) -> int:
-        """The length of the longest prefix P with ``wsp(total, aggregate(P))`` (one by one,
-        as the object algorithms without bulk eviction do)."""
-        combine = self.monoid.combine
-        acc = self.monoid.identity
-        n = 0
-        for element in self:
-            acc = combine(acc, element)
-            if not wsp(total, acc):
-                break
-            n += 1
-        return n
+    # one by one over the elements, as the object algorithms without bulk eviction do
+    condemned = Aggregator.condemned
 
     @cython.cfunc
     def _condemned(self, node: tuple) -> cython.Py_ssize_t:
@@ -1181,34 +1183,12 @@ class TypedTimed:
         return best
 
     @cython.cfunc
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
     def _expired(self, width_i: cython.longlong, width_d: cython.double) -> cython.Py_ssize_t:
         """How many of the oldest updates have ``newest - t >= width`` (TimeRange): a binary
         search, the difference falling as t rises (rounding is monotone too)."""
-        lo: cython.Py_ssize_t = 0
-        hi: cython.Py_ssize_t = self._n
-        h: cython.Py_ssize_t = self._h
-        mid: cython.Py_ssize_t
-        if not hi:
-            return 0
         if self._tkind == _FLOAT:
-            newest_d: cython.double = self._td[h + hi - 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if newest_d - self._td[h + mid] >= width_d:
-                    lo = mid + 1
-                else:
-                    hi = mid
-        else:
-            newest_i: cython.longlong = self._ti[h + hi - 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if newest_i - self._ti[h + mid] >= width_i:
-                    lo = mid + 1
-                else:
-                    hi = mid
-        return lo
+            return _count_expired(self._td, self._h, self._n, width_d)
+        return _count_expired(self._ti, self._h, self._n, width_i)
 
     # -- results ----------------------------------------------------------------------
 

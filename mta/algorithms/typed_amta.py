@@ -1,0 +1,1053 @@
+"""Typed Amortized MTA (issue 20): :class:`~mta.algorithms.amta.AmortizedMTA` for the
+built-in number monoids, with the partials in typed columns (C doubles or int64) instead
+of Python objects. In Cython's pure-Python mode: compiled, this is a C extension type;
+without a compiler the same file runs as (slow) Python.
+
+It is a twin, not a cousin: every combine happens in the order AmortizedMTA does it
+(its folds included: ``Min.fold`` takes ``min()`` of a run and then combines, ``Sum``
+folds left to right), and it keeps the same dyadic structure at the same absolute leaf
+indices, the same stale stack (paper section 5.2) and even the object's leaf-buffer
+start, which decides how a bulk eviction into a small window computes. So float results
+are bit for bit the object algorithm's, and :meth:`TypedAMTA.to_object` hands over an
+AmortizedMTA whose every later result is what one that had seen the same operations
+gives.
+
+Storage, in memory only (no level store):
+
+- the leaves in a ring indexed by absolute leaf number, holding ``[head, tail)``;
+- the stored nodes (levels from ``CHUNK_BITS`` up; the lower ones are folded from the
+  leaves, as in AmortizedMTA) all in one ring: node ``(l, j)`` covers leaves
+  ``[j 2^l, (j + 1) 2^l)`` and sits at ``q = (2j + 1) 2^(l - CHUNK_BITS)``, its midpoint
+  over ``2^(CHUNK_BITS - 1)`` -- distinct for distinct nodes, and ``q >= head >> 4`` for
+  every node wholly in the window (the only ones ever read);
+- the stack (suffix aggregates of the left tree) in a fixed column: one entry per level
+  below the root where ``head`` has a 0 bit, plus at most ``2^CHUNK_BITS - 1`` leaf
+  suffixes, fewer than 128.
+
+Rings grow by a quarter when full and never hold more than the live window, so memory is
+O(largest window) whatever the number of steps. Nodes that straddle ``head`` when they
+complete (AmortizedMTA stores them with evicted leaves in them and never reads them) are
+not computed at all: an int64 fold over evicted leaves could overflow.
+
+A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
+Mean partial). INT-kind sums never overflow because the sum of ``|v|`` over the window's
+leaves stays at most ``2^63 - 1`` (checked on insertion, :class:`Untyped` otherwise):
+every partial sum is bounded by it. That sum is a difference of prefix sums of ``|v|``
+kept modulo ``2^64`` per leaf, exact because the true value is below ``2^64``, and O(1)
+after a bulk eviction of any size.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from types import SimpleNamespace
+from typing import Any, Iterator, Sequence
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+from mta.algorithms.amta import AmortizedMTA
+from mta.algorithms.tree import BUFFER_SIZE
+from mta.algorithms.typed import MAX, MEAN, MIN, SUM, Untyped, _bare, _restored, op_of
+from mta.monoid import Count, Monoid
+
+COMPILED: bool = cython.compiled
+
+__all__ = ["TypedAMTA", "Untyped"]
+
+
+# -- C-level constants ---------------------------------------------------------------------
+
+Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
+if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
+    globals()["Part"] = SimpleNamespace
+
+_SUM = cython.declare(cython.int, SUM)
+_MIN = cython.declare(cython.int, MIN)
+_MAX = cython.declare(cython.int, MAX)
+_MEAN = cython.declare(cython.int, MEAN)
+
+BITS = cython.declare(cython.Py_ssize_t, AmortizedMTA.CHUNK_BITS)
+CHUNK_MASK = cython.declare(cython.Py_ssize_t, (1 << AmortizedMTA.CHUNK_BITS) - 1)
+#: AmortizedMTA's leaf-buffer size: when it flushes decides one branch of its bulk eviction.
+BUFFER = cython.declare(cython.Py_ssize_t, BUFFER_SIZE)
+#: Largest sum of |v| over an INT-kind window of SUM or MEAN partials.
+LIMIT = cython.declare(cython.ulonglong, 2**63 - 1)
+INT64_MAX = cython.declare(cython.longlong, 2**63 - 1)
+INT64_MIN = cython.declare(cython.longlong, -INT64_MAX - 1)
+STACK_SIZE = cython.declare(cython.Py_ssize_t, 128)
+LEAF_START = cython.declare(cython.Py_ssize_t, 64)
+NODE_START = cython.declare(cython.Py_ssize_t, 8)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _bitlen(x: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """``int.bit_length`` of a non-negative index."""
+    n: cython.Py_ssize_t = 0
+    while x:
+        x >>= 1
+        n += 1
+    return n
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _wrap64(x: cython.ulonglong) -> cython.ulonglong:
+    """``x`` modulo 2^64 (C's unsigned arithmetic does it; Python's ints need the mask)."""
+    if not cython.compiled:
+        x &= 0xFFFF_FFFF_FFFF_FFFF
+    return x
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _abs64(v: cython.longlong) -> cython.ulonglong:
+    """|v| as an unsigned 64-bit int (2^63 for -2^63)."""
+    if v < 0:
+        return cython.cast(cython.ulonglong, -(v + 1)) + 1
+    return cython.cast(cython.ulonglong, v)
+
+
+def _column(typecode: str, size: int) -> array:
+    """``size`` zeros of ``typecode`` (no temporary of that size on the way)."""
+    return array(typecode, [0]) * size
+
+
+def _regrow(old: array, base: int, cap: int, low: int, high: int, size: int) -> array:
+    """A new column of ``size`` slots holding the ring ``old``'s indices ``[low, high)``
+    at slots ``0 ..`` (the new ring's base is ``low``)."""
+    new = _column(old.typecode, size)
+    n = min(high - low, cap)  # a ring holds no more (nodes: indices past it are not stored yet)
+    offset = low - base
+    if offset >= cap:
+        offset -= cap
+    first = min(n, cap - offset)
+    target, source = memoryview(new), memoryview(old)
+    target[:first] = source[offset:offset + first]
+    target[first:n] = source[:n - first]
+    return new
+
+
+def _as_int64(column: array) -> memoryview:
+    """The same bytes as int64 (a column holds doubles or int64 by the window's kind)."""
+    return memoryview(column).cast("B").cast("q")
+
+
+_NO_ROWS = _column("d", 0)
+_NO_INT_ROWS = _column("q", 0)
+
+
+@cython.final
+@cython.cclass
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.initializedcheck(False)
+class TypedAMTA:
+    """AmortizedMTA over typed columns, for Sum, Count, Min, Max and Mean partials that
+    are all exactly ``float`` or all exactly ``int`` (int64). See the module docstring."""
+
+    name = AmortizedMTA.name
+    monoid = cython.declare(object, visibility="public")
+    hold = cython.declare(cython.bint, visibility="public")
+
+    _op: cython.int
+    _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
+    _float: cython.bint        # the kind: FLOAT (doubles) or INT (int64)
+    _mean: cython.bint
+    _count: cython.bint        # Count: INT kind only (its fold sums floats in another order)
+    _track: cython.bint        # INT kind of SUM or MEAN: prefix sums of |v| are kept
+    _kind: cython.bint         # the kind of the partial _decode last read
+    _identity: Part
+
+    # AmortizedMTA's state, field for field
+    _head: cython.Py_ssize_t
+    _tail: cython.Py_ssize_t
+    _r0: Part
+    _r1: Part
+    _root_level: cython.Py_ssize_t
+    _merge_mask: cython.Py_ssize_t
+    _quiet_mask: cython.Py_ssize_t
+    _stale: cython.bint        # AmortizedMTA's stack is None
+    _sn: cython.Py_ssize_t     # stack size
+    _levels: cython.Py_ssize_t  # how many levels AmortizedMTA has
+    _bstart: cython.Py_ssize_t  # where AmortizedMTA's leaf buffer starts (the rest is in its store)
+    _flush_due: cython.bint
+    _held_head: cython.Py_ssize_t
+
+    # leaves: ring [head, tail) of values (d/i over one column), Mean counts, prefixes of |v|
+    _lvals: object
+    _lcnts: object
+    _lpres: object
+    _ld: cython.double[:]
+    _li: cython.longlong[:]
+    _lc: cython.longlong[:]
+    _lp: cython.ulonglong[:]
+    _lcap: cython.Py_ssize_t
+    _lbase: cython.Py_ssize_t
+    _ptail: cython.ulonglong   # sum of |v| over leaves [0, tail), modulo 2^64
+    # stored nodes, by q (module docstring)
+    _nvals: object
+    _ncnts: object
+    _nd: cython.double[:]
+    _ni: cython.longlong[:]
+    _nc: cython.longlong[:]
+    _ncap: cython.Py_ssize_t
+    _nbase: cython.Py_ssize_t
+    # the stack
+    _svals: object
+    _scnts: object
+    _sd: cython.double[:]
+    _si: cython.longlong[:]
+    _sc: cython.longlong[:]
+    _sxs: object
+    _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        op = op_of(monoid)
+        if op is None:
+            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max and Mean, not {monoid!r}")
+        self.monoid = monoid
+        self.hold = False
+        self._max_size = -1 if max_size is None else max_size
+        self._op = op
+        self._mean = op == MEAN
+        self._count = type(monoid) is Count
+        self._flush_due = False
+        self._held_head = 0
+        self._svals = _column("d", STACK_SIZE)
+        self._sxs = _column("q", STACK_SIZE)
+        self._scnts = _column("q", STACK_SIZE if self._mean else 0)
+        self._lpres = _column("Q", 0)
+        self._set_kind(True)
+        self._reset()
+
+    def _reset(self) -> None:
+        """Empty, at leaf 0, with small rings (AmortizedMTA's ``_reset``)."""
+        self._head = self._tail = 0
+        self._r0 = self._r1 = self._identity
+        self._root_level = self._merge_mask = self._quiet_mask = 0
+        self._stale = False
+        self._sn = 0
+        self._levels = BITS + 1
+        self._bstart = 0
+        self._lvals = _column("d", LEAF_START)
+        self._lcnts = _column("q", LEAF_START if self._mean else 0)
+        if len(self._lpres):
+            self._lpres = _column("Q", LEAF_START)
+        self._lcap = LEAF_START
+        self._lbase = 0
+        self._ptail = 0
+        self._nvals = _column("d", NODE_START)
+        self._ncnts = _column("q", NODE_START if self._mean else 0)
+        self._ncap = NODE_START
+        self._nbase = 0
+        self._bind()
+
+    def _bind(self) -> None:
+        """Point the typed views at the columns (after they are made or replaced)."""
+        self._ld = self._lvals
+        self._li = _as_int64(self._lvals)
+        self._lc = self._lcnts
+        self._lp = self._lpres
+        self._nd = self._nvals
+        self._ni = _as_int64(self._nvals)
+        self._nc = self._ncnts
+        self._sd = self._svals
+        self._si = _as_int64(self._svals)
+        self._sc = self._scnts
+        self._sx = self._sxs
+
+    @cython.cfunc
+    def _set_kind(self, kind: cython.bint) -> cython.int:
+        """Switch to FLOAT (True) or INT kind; only while the window is empty."""
+        op: cython.int = self._op
+        self._float = kind
+        self._track = not kind and (op == _SUM or op == _MEAN)
+        if self._track and not len(self._lpres):
+            self._lpres = _column("Q", self._lcap)
+            self._lp = self._lpres
+        if op == _MIN:
+            self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
+        elif op == _MAX:
+            self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
+        else:
+            self._identity = Part(d=0.0, i=0, c=0)
+        return 0
+
+    # -- values -------------------------------------------------------------------------------
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _comb(self, a: Part, b: Part) -> Part:
+        """The monoid's combine(a, b), as the object algorithm computes it."""
+        op: cython.int = self._op
+        if op == _SUM:
+            if self._float:
+                return Part(d=a.d + b.d, i=0, c=0)
+            return Part(d=0.0, i=a.i + b.i, c=0)
+        if op == _MIN:  # ties keep the left operand
+            if self._float:
+                return a if a.d <= b.d else b
+            return a if a.i <= b.i else b
+        if op == _MAX:
+            if self._float:
+                return a if a.d >= b.d else b
+            return a if a.i >= b.i else b
+        if self._float:
+            return Part(d=a.d + b.d, i=0, c=a.c + b.c)
+        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _lslot(self, index: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        s: cython.Py_ssize_t = index - self._lbase
+        if s >= self._lcap:
+            s -= self._lcap
+        return s
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _leaf(self, index: cython.Py_ssize_t) -> Part:
+        s: cython.Py_ssize_t = self._lslot(index)
+        c: cython.longlong = self._lc[s] if self._mean else 0
+        if self._float:
+            return Part(d=self._ld[s], i=0, c=c)
+        return Part(d=0.0, i=self._li[s], c=c)
+
+    @cython.cfunc
+    def _put_leaf(self, index: cython.Py_ssize_t, p: Part) -> cython.int:
+        """Store leaf ``index`` (the next one: leaves are put in order)."""
+        s: cython.Py_ssize_t
+        if index - self._head >= self._lcap:
+            self._grow_leaves(index)
+        s = self._lslot(index)
+        if self._float:
+            self._ld[s] = p.d
+        else:
+            self._li[s] = p.i
+            if self._track:
+                self._lp[s] = self._ptail
+                self._ptail = _wrap64(self._ptail + _abs64(p.i))
+        if self._mean:
+            self._lc[s] = p.c
+        return 0
+
+    def _grow_leaves(self, stop: int) -> None:
+        """Room for leaves ``[head, stop]``: the live ones move to bigger columns."""
+        cap, base, low = self._lcap, self._lbase, self._head
+        size = cap + (cap >> 2) + 16
+        self._lvals = _regrow(self._lvals, base, cap, low, stop, size)
+        if self._mean:
+            self._lcnts = _regrow(self._lcnts, base, cap, low, stop, size)
+        if len(self._lpres):
+            self._lpres = _regrow(self._lpres, base, cap, low, stop, size)
+        self._lcap, self._lbase = size, low
+        self._bind()
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _nslot(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        s: cython.Py_ssize_t = ((2 * index + 1) << (number - BITS)) - self._nbase
+        if s >= self._ncap:
+            s -= self._ncap
+        return s
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _stored(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t) -> Part:
+        """Node ``(number, index)`` of a stored level (``number >= CHUNK_BITS``)."""
+        s: cython.Py_ssize_t = self._nslot(number, index)
+        c: cython.longlong = self._nc[s] if self._mean else 0
+        if self._float:
+            return Part(d=self._nd[s], i=0, c=c)
+        return Part(d=0.0, i=self._ni[s], c=c)
+
+    @cython.cfunc
+    def _store(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t, p: Part) -> cython.int:
+        s: cython.Py_ssize_t = self._nslot(number, index)
+        if self._float:
+            self._nd[s] = p.d
+        else:
+            self._ni[s] = p.i
+        if self._mean:
+            self._nc[s] = p.c
+        return 0
+
+    def _grow_nodes(self, stop: int) -> None:
+        """Room for nodes ``q`` in ``[head >> (CHUNK_BITS - 1), stop]``."""
+        cap, base, low = self._ncap, self._nbase, self._head >> (BITS - 1)
+        size = max(cap + (cap >> 2) + 4, stop - low + 1)
+        self._nvals = _regrow(self._nvals, base, cap, low, stop, size)
+        if self._mean:
+            self._ncnts = _regrow(self._ncnts, base, cap, low, stop, size)
+        self._ncap, self._nbase = size, low
+        self._bind()
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _node(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t) -> Part:
+        """Node ``(number, index)`` as AmortizedMTA's ``_node`` gives it (levels between 0 and
+        CHUNK_BITS folded from the leaves by ``reduce``)."""
+        if number == 0:
+            return self._leaf(index)
+        if number < BITS:
+            return self._reduce(index << number, (index + 1) << number)
+        return self._stored(number, index)
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _reduce(self, start: cython.Py_ssize_t, stop: cython.Py_ssize_t) -> Part:
+        """``functools.reduce(combine, leaves[start:stop])`` (not empty)."""
+        acc: Part = self._leaf(start)
+        i: cython.Py_ssize_t
+        for i in range(start + 1, stop):
+            acc = self._comb(acc, self._leaf(i))
+        return acc
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _fold(self, acc: Part, start: cython.Py_ssize_t, stop: cython.Py_ssize_t) -> Part:
+        """``monoid.fold(acc, leaves[start:stop])``: Min and Max take ``min()`` / ``max()``
+        of the run first (the first of equal values, ``<`` / ``>`` as the builtins
+        compare), then combine; Sum and Mean fold left to right (Count: INT kind only,
+        where its ``acc + sum(run)`` is exact in any order)."""
+        op: cython.int = self._op
+        i: cython.Py_ssize_t
+        best: Part
+        v: Part
+        if op == _SUM or op == _MEAN:
+            for i in range(start, stop):
+                acc = self._comb(acc, self._leaf(i))
+            return acc
+        if start == stop:
+            return acc
+        best = self._leaf(start)
+        for i in range(start + 1, stop):
+            v = self._leaf(i)
+            if op == _MIN:
+                if (v.d < best.d) if self._float else (v.i < best.i):
+                    best = v
+            elif (v.d > best.d) if self._float else (v.i > best.i):
+                best = v
+        return self._comb(acc, best)
+
+    # -- the stack ----------------------------------------------------------------------------
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _push(self, p: Part, x: cython.Py_ssize_t) -> cython.int:
+        """Push ``p`` = agg[x, B)."""
+        n: cython.Py_ssize_t = self._sn
+        self._sx[n] = x
+        if self._float:
+            self._sd[n] = p.d
+        else:
+            self._si[n] = p.i
+        if self._mean:
+            self._sc[n] = p.c
+        self._sn = n + 1
+        return 0
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _top(self) -> Part:
+        n: cython.Py_ssize_t = self._sn - 1
+        c: cython.longlong = self._sc[n] if self._mean else 0
+        if self._float:
+            return Part(d=self._sd[n], i=0, c=c)
+        return Part(d=0.0, i=self._si[n], c=c)
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _push_on(self, value: Part, x: cython.Py_ssize_t) -> cython.int:
+        """Push ``value`` (= agg[x, top's x)) combined with the top (alone on an empty stack)."""
+        if self._sn:
+            value = self._comb(value, self._top())
+        return self._push(value, x)
+
+    # -- partials in and out ------------------------------------------------------------------
+
+    @cython.cfunc
+    def _decode(self, partial: object) -> Part:
+        """``partial`` as a Part, its kind in ``_kind``; Untyped if it does not fit a column."""
+        value: object = partial
+        c: cython.longlong = 0
+        if self._mean:
+            if type(partial) is not tuple or len(partial) != 2:
+                raise Untyped(f"not a Mean partial (sum, count): {partial!r}")
+            value = partial[0]
+            count: object = partial[1]
+            if type(count) is not int or not 0 <= count < 2**32:
+                raise Untyped(f"a Mean count must be an int in [0, 2**32), got {count!r}")
+            c = count
+        if type(value) is float:
+            if self._count:
+                raise Untyped("Count partials are ints")
+            self._kind = True
+            return Part(d=value, i=0, c=c)
+        if type(value) is not int:
+            raise Untyped(f"not an int or a float: {value!r}")
+        try:
+            if not cython.compiled and not -2**63 <= value < 2**63:
+                raise OverflowError  # as the compiled conversion below does
+            i: cython.longlong = value
+        except OverflowError:
+            raise Untyped(f"an int outside int64: {value!r}") from None
+        self._kind = False
+        return Part(d=0.0, i=i, c=c)
+
+    @cython.cfunc
+    def _encode(self, p: Part) -> object:
+        value: object = p.d if self._float else p.i
+        return (value, p.c) if self._mean else value
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _window_abs(self) -> cython.ulonglong:
+        """Sum of |v| over the window (INT kind of SUM or MEAN)."""
+        if self._head == self._tail:
+            return 0
+        return _wrap64(self._ptail - self._lp[self._lslot(self._head)])
+
+    @cython.cfunc
+    def _admit(self, partial: object) -> Part:
+        """``partial`` decoded and checked against the window (kind, int64 bound); switches
+        the kind of an empty window. Untyped, with nothing changed, if it does not fit."""
+        p: Part = self._decode(partial)
+        if self._kind != self._float:
+            if self._head != self._tail:
+                raise Untyped("a partial of the other kind in a non-empty window")
+            self._set_kind(self._kind)
+        if self._track and _abs64(p.i) > LIMIT - self._window_abs():
+            raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
+        return p
+
+    @cython.cfunc
+    def _check_many(self, partials: object, vd: cython.double[:], vi: cython.longlong[:],
+                    vc: cython.longlong[:], keep: cython.bint) -> cython.int:
+        """The kind of ``partials`` (1 FLOAT, 0 INT) if :meth:`insert_many` takes them all
+        (with ``keep``, decoded into the rows of ``vd`` or ``vi``, and ``vc``); raise
+        Untyped otherwise. Changes nothing."""
+        empty: cython.bint = self._head == self._tail
+        kind: cython.int = -1 if empty else self._float
+        total: cython.ulonglong = 0 if empty or not self._track else self._window_abs()
+        bounded: cython.bint = self._op == _SUM or self._op == _MEAN
+        a: cython.ulonglong
+        p: Part
+        j: cython.Py_ssize_t = 0
+        for partial in partials:
+            p = self._decode(partial)
+            if kind < 0:
+                kind = self._kind
+            elif kind != self._kind:
+                raise Untyped("partials of both kinds")
+            if bounded and not kind:
+                a = _abs64(p.i)
+                if a > LIMIT - total:
+                    raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
+                total += a
+            if keep:
+                if kind:
+                    vd[j] = p.d
+                else:
+                    vi[j] = p.i
+                if self._mean:
+                    vc[j] = p.c
+            j += 1
+        return kind
+
+    # -- insertion (AmortizedMTA.insert) ------------------------------------------------------
+
+    def insert(self, partial: Any) -> None:
+        self._insert(self._admit(partial))
+
+    @cython.cfunc
+    def _insert(self, p: Part) -> cython.int:
+        t: cython.Py_ssize_t = self._tail
+        t1: cython.Py_ssize_t = t + 1
+        h: cython.Py_ssize_t = self._head
+        right: Part
+        self._put_leaf(t, p)
+        self._tail = t1
+        if t1 & self._quiet_mask:  # the common case: R1 takes the leaf
+            self._r1 = self._comb(self._r1, p)
+            return 0
+        if not t1 & CHUNK_MASK:
+            self._complete_chunk(t1)
+        if t1 & self._merge_mask:
+            self._r1 = self._comb(self._r1, p)
+        elif h == t:  # the first leaf of an empty window: R0 alone
+            self._r0 = p
+            self._r1 = self._identity
+            self._set_root_level(_bitlen(t ^ t1) - 1)
+            self._stale = False
+            self._sn = 0
+        else:  # a tree completes and merges with the left one: all of it joins R0
+            right = self._comb(self._r1, p)
+            self._r0 = self._comb(self._r0, right)
+            self._r1 = self._identity
+            self._set_root_level(_bitlen(h ^ t1) - 1)
+            if h == t - 1:
+                self._stale = False
+                self._sn = 0
+                self._push(right, t)
+            elif h == t - 2 and not self._stale and self._sn == 0:
+                self._push(p, t)
+                self._push(right, t - 1)
+            else:
+                self._stale = True
+                self._sn = 0
+        if t1 - self._bstart > BUFFER:  # AmortizedMTA flushes its leaf buffer here
+            if self.hold:
+                self._flush_due = True
+            else:
+                self._move_buffer()
+        return 0
+
+    def insert_many(self, partials: Sequence[Any]) -> None:
+        """As :meth:`insert` one by one, all or nothing: Untyped, and no change, if one
+        partial does not fit."""
+        if type(partials) is not list and type(partials) is not tuple:
+            partials = list(partials)
+        n: cython.Py_ssize_t = len(partials)
+        if not n:
+            return
+        rows = _column("d", n)
+        counts = _column("q", n if self._mean else 0)
+        kind: cython.int = self._check_many(partials, rows, _as_int64(rows), counts, True)
+        if kind != self._float:  # the window is empty (_check_many)
+            self._set_kind(kind)
+        self._insert_rows(rows, _as_int64(rows), counts, False, n)
+
+    def accepts(self, partials: Sequence[Any]) -> bool:
+        """Whether :meth:`insert_many` would take ``partials``."""
+        try:
+            self._check_many(partials, _NO_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, False)
+        except Untyped:
+            return False
+        return True
+
+    def insert_array(self, values: Any) -> None:
+        """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
+        value partials (Mean: with count 1), without a Python object per value. The caller
+        has checked that the monoid lifts every value unchanged; Untyped, and no change,
+        for the other kind or beyond the INT bound."""
+        view = memoryview(values)
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.bint = view.format == "d"
+        total: cython.ulonglong = 0
+        a: cython.ulonglong
+        j: cython.Py_ssize_t
+        vi: cython.const[cython.longlong][:] = _NO_INT_ROWS  # const: numpy arrays may be read-only
+        if not n:
+            return
+        if self._head != self._tail and kind != self._float:
+            raise Untyped("values of the other kind in a non-empty window")
+        if not kind:
+            vi = view
+            if self._op == _SUM or self._op == _MEAN:
+                total = 0 if self._head == self._tail or not self._track else self._window_abs()
+                for j in range(n):
+                    a = _abs64(vi[j])
+                    if a > LIMIT - total:
+                        raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
+                    total += a
+        if kind != self._float:
+            self._set_kind(kind)
+        if kind:
+            self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
+        else:
+            self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, True, n)
+
+    @cython.cfunc
+    @cython.inline
+    def _row(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
+             vc: cython.const[cython.longlong][:], ones: cython.bint, j: cython.Py_ssize_t) -> Part:
+        c: cython.longlong = (1 if ones else vc[j]) if self._mean else 0
+        if self._float:
+            return Part(d=vd[j], i=0, c=c)
+        return Part(d=0.0, i=vi[j], c=c)
+
+    @cython.cfunc
+    def _insert_rows(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
+                     vc: cython.const[cython.longlong][:], ones: cython.bint, n: cython.Py_ssize_t) -> cython.int:
+        """Insert ``n`` checked rows of the window's kind (counts ``vc``, or 1 each when
+        ``ones``) as AmortizedMTA.insert_many does: each run of quiet insertions (up to the
+        next chunk boundary or tree merge) folded into R1 at once, the others one by one."""
+        i: cython.Py_ssize_t = 0
+        k: cython.Py_ssize_t
+        t: cython.Py_ssize_t
+        run: cython.Py_ssize_t
+        while i < n:
+            t = self._tail
+            run = min(n - i, (t | self._quiet_mask) - t)  # t + 1 .. t + run are all quiet
+            if run <= 1:
+                self._insert(self._row(vd, vi, vc, ones, i))
+                i += 1
+                continue
+            for k in range(run):
+                self._put_leaf(t + k, self._row(vd, vi, vc, ones, i + k))
+            self._tail = t + run
+            self._r1 = self._fold(self._r1, t, t + run)
+            i += run
+        return 0
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize (as AmortizedMTA.enforce would); return how many were evicted."""
+        self._insert(self._admit(partial))
+        n: cython.Py_ssize_t = self._tail - self._head
+        if 0 <= self._max_size < n:
+            self._evict_checked(n - self._max_size)
+            return n - self._max_size
+        return 0
+
+    @cython.cfunc
+    def _complete_chunk(self, t1: cython.Py_ssize_t) -> cython.int:
+        """Store the node of the chunk that ends at ``t1`` and every ancestor it completes
+        (only those wholly in the window: see the module docstring)."""
+        number: cython.Py_ssize_t = BITS
+        j: cython.Py_ssize_t = (t1 >> BITS) - 1
+        start: cython.Py_ssize_t = t1 - CHUNK_MASK - 1
+        live: cython.bint = start >= self._head
+        value: Part
+        if live:
+            q: cython.Py_ssize_t = 2 * j + 1
+            if q - (self._head >> (BITS - 1)) >= self._ncap:
+                self._grow_nodes(q)
+            value = self._fold(self._leaf(start), start + 1, t1)
+            self._store(number, j, value)
+        while j & 1:
+            j >>= 1
+            number += 1
+            if number == self._levels:
+                self._levels += 1
+            if live and (j << number) >= self._head:  # the parent is wholly in the window
+                value = self._comb(self._stored(number - 1, 2 * j), value)
+                self._store(number, j, value)
+            else:
+                live = False
+        return 0
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _set_root_level(self, level: cython.Py_ssize_t) -> cython.int:
+        self._root_level = level
+        self._merge_mask = (((cython.cast(cython.Py_ssize_t, 1) << level) - 1) << 1) | 1  # 2^(level+1) - 1
+        self._quiet_mask = self._merge_mask & CHUNK_MASK
+        return 0
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _move_buffer(self) -> cython.int:
+        """AmortizedMTA's flush: its leaf buffer keeps only the incomplete chunk."""
+        n: cython.Py_ssize_t = (self._tail & ~CHUNK_MASK) - self._bstart
+        if n > 0:
+            self._bstart += n
+        return 0
+
+    # -- eviction (AmortizedMTA.evict) --------------------------------------------------------
+
+    def evict(self, k: Any = 1) -> None:
+        if type(k) is int and k == 1:
+            self._evict_one()
+            return
+        self._check_evict(k)
+        self._evict_checked(k)
+
+    @cython.cfunc
+    def _evict_checked(self, k: cython.Py_ssize_t) -> cython.int:
+        """AmortizedMTA.evict(k) once ``0 <= k <= len`` is known."""
+        i: cython.Py_ssize_t
+        if k >= max(2, _bitlen(self._tail - self._head)):  # bulk (paper section 4.2.4)
+            self._move_head(self._head + k)
+            return 0
+        for i in range(k):
+            self._evict_one()
+        return 0
+
+    def _check_evict(self, k: Any) -> None:
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"evict count must be an int, got {type(k).__name__}")
+        if k < 0 or k > self._tail - self._head:
+            raise ValueError(f"cannot evict {k} elements from a window of {self._tail - self._head}")
+
+    @cython.cfunc
+    def _evict_one(self) -> cython.int:
+        h1: cython.Py_ssize_t = self._head + 1
+        if self._sn and not self._stale:
+            # Algorithm 6: the stack top is the left tree without its head leaf.
+            self._sn -= 1
+            self._r0 = self._top_at(self._sn)
+            self._head = h1
+            self._moved()
+            if not h1 & CHUNK_MASK:
+                self._enter_chunk(h1)
+            return 0
+        if self._tail > self._head:
+            self._move_head(h1)  # a stale or empty stack: rebuilt for the new head
+            return 0
+        self._check_evict(1)
+        return 0
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _top_at(self, n: cython.Py_ssize_t) -> Part:
+        c: cython.longlong = self._sc[n] if self._mean else 0
+        if self._float:
+            return Part(d=self._sd[n], i=0, c=c)
+        return Part(d=0.0, i=self._si[n], c=c)
+
+    @cython.cfunc
+    @cython.cdivision(True)
+    @cython.exceptval(check=False)
+    def _moved(self) -> cython.int:
+        """After ``head`` moved forward by at most a ring's size: keep each ring's base at
+        most one turn behind its lowest live index (so one wrap maps an index to a slot)."""
+        d: cython.Py_ssize_t = self._head - self._lbase
+        if d >= self._lcap:
+            self._lbase += d - d % self._lcap
+        d = (self._head >> (BITS - 1)) - self._nbase
+        if d >= self._ncap:
+            self._nbase += d - d % self._ncap
+        return 0
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _enter_chunk(self, h1: cython.Py_ssize_t) -> cython.int:
+        """Algorithm 7 once the head enters a new chunk: push the right siblings of the
+        levels that now start a new pair, highest first, then the chunk's leaf suffixes."""
+        c: cython.Py_ssize_t = (h1 >> BITS) - 1  # the chunk just left
+        number: cython.Py_ssize_t
+        for number in range(BITS + _bitlen(c ^ (c + 1)) - 2, BITS - 1, -1):
+            self._push_on(self._stored(number, (h1 >> number) + 1), ((h1 >> number) + 1) << number)
+        self._push_suffixes(h1)
+        return 0
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _push_suffixes(self, h: cython.Py_ssize_t) -> Part:
+        """Push agg[i, B) for the leaves i after ``h`` in its chunk, last leaf first; return leaf ``h``."""
+        end: cython.Py_ssize_t = min(((h >> BITS) + 1) << BITS,
+                                     ((h >> self._root_level) + 1) << self._root_level)
+        i: cython.Py_ssize_t
+        for i in range(end - 1, h, -1):
+            self._push_on(self._leaf(i), i)
+        return self._leaf(h)
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _rebuild(self) -> cython.int:
+        """Recompute the stack and R0 for the left tree (Algorithm 4), O(log n)."""
+        h: cython.Py_ssize_t = self._head
+        number: cython.Py_ssize_t
+        leaf: Part
+        self._stale = False
+        self._sn = 0
+        for number in range(self._root_level - 1, BITS - 1, -1):
+            if not (h >> number) & 1:
+                self._push_on(self._stored(number, (h >> number) + 1), ((h >> number) + 1) << number)
+        leaf = self._push_suffixes(h)
+        self._r0 = self._comb(leaf, self._top()) if self._sn else leaf
+        return 0
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _right_result(self) -> Part:
+        """R1 = the roots after the left tree, left to right (Algorithm 5), O(log n)."""
+        t: cython.Py_ssize_t = self._tail
+        r1: Part = self._identity
+        number: cython.Py_ssize_t
+        for number in range(self._root_level - 1, -1, -1):
+            if (t >> number) & 1:
+                r1 = self._comb(r1, self._node(number, (t >> number) - 1))
+        return r1
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _move_head(self, h: cython.Py_ssize_t) -> cython.int:
+        """Bulk eviction: jump ``head`` to ``h`` in O(log n) whatever the distance."""
+        t: cython.Py_ssize_t = self._tail
+        old: cython.Py_ssize_t = self._head
+        level: cython.Py_ssize_t
+        middle: cython.Py_ssize_t
+        i: cython.Py_ssize_t
+        top: Part
+        self._head = h
+        self._moved()
+        if h >= self._bstart and 0 < t - h <= CHUNK_MASK + 1:
+            # A window of at most one chunk, all in AmortizedMTA's leaf buffer: the stack is
+            # all leaf suffixes, and stack, R0 and R1 come straight from the leaves.
+            level = _bitlen(h ^ t) - 1
+            self._set_root_level(level)
+            middle = ((h >> level) + 1) << level  # B, where R1 starts
+            self._stale = False
+            self._sn = 0
+            if middle - h == 1:
+                self._r0 = self._leaf(h)
+            else:
+                top = self._leaf(middle - 1)
+                self._push(top, middle - 1)
+                for i in range(middle - 2, h, -1):
+                    top = self._comb(self._leaf(i), top)
+                    self._push(top, i)
+                self._r0 = self._comb(self._leaf(h), top)
+            self._r1 = self._fold(self._leaf(middle), middle + 1, t) if middle < t else self._identity
+        elif h == t:
+            self._r0 = self._r1 = self._identity
+            self._stale = False
+            self._sn = 0
+            self._root_level = self._merge_mask = self._quiet_mask = 0
+        else:
+            boundary: cython.Py_ssize_t = ((old >> self._root_level) + 1) << self._root_level
+            level = _bitlen(h ^ t) - 1
+            same_tree: cython.bint = level == self._root_level and h >> level == old >> level
+            self._set_root_level(level)
+            if h == boundary and ((h >> level) + 1) << level == t:
+                # The head moved onto the last tree, which R1 holds whole: the stack can wait.
+                self._r0 = self._r1
+                self._r1 = self._identity
+                self._stale = True
+                self._sn = 0
+            else:
+                self._rebuild()
+                if not same_tree:
+                    self._r1 = self._right_result()
+        return 0
+
+    # -- results and state --------------------------------------------------------------------
+
+    def query(self) -> Any:
+        if self._head == self._tail:
+            return self.monoid.identity
+        return self._encode(self._comb(self._r0, self._r1))
+
+    def result(self) -> Any:
+        """``monoid.lower(query())``: the window's result."""
+        return self.monoid.lower(self.query()) if self._mean else self.query()
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._encode(self._leaf(self._head))
+
+    def __len__(self) -> int:
+        return self._tail - self._head
+
+    def __iter__(self) -> Iterator[Any]:
+        """The leaf partials, oldest to newest."""
+        return iter([self._encode(self._leaf(i)) for i in range(self._head, self._tail)])
+
+    def clear(self) -> None:
+        self._reset()
+
+    def begin_hold(self) -> None:
+        self.hold = True
+        self._held_head = self._head
+
+    def end_hold(self) -> bool:
+        """Leave hold; AmortizedMTA's deferred flush of its leaf buffer, if one came due.
+        Return False: nothing here ever needs a commit."""
+        self.hold = False
+        if self._flush_due:
+            self._flush_due = False
+            self._move_buffer()
+        return False
+
+    def snapshot(self) -> Any:
+        """The whole state, columns copied (O(window)), for :meth:`restore`."""
+        return (self._state(), self._lvals[:], self._lcnts[:], self._lpres[:], self._nvals[:],
+                self._ncnts[:], self._svals[:], self._scnts[:], self._sxs[:])
+
+    def restore(self, snapshot: Any) -> None:
+        """Go back to a :meth:`snapshot` (restored at most once: its columns become the state)."""
+        (state, self._lvals, self._lcnts, self._lpres, self._nvals, self._ncnts, self._svals, self._scnts,
+         self._sxs) = snapshot
+        (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
+         self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
+         self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
+         self._ncap, self._nbase) = state
+        self._bind()
+
+    def _state(self) -> tuple:
+        return (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
+                self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
+                self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
+                self._ncap, self._nbase)
+
+    def __reduce__(self) -> tuple:
+        # copy.deepcopy and pickle (the Stream engine copies windows)
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> AmortizedMTA:
+        """An in-memory AmortizedMTA in this window's state: same leaves, stored nodes, R0,
+        R1, stack (or stale stack), masks, leaf-buffer start, flush due and hold, so that
+        everything it computes from here is what it would have computed all along.
+
+        Nodes and leaves it keeps but never reads again (evicted ones, and nodes that
+        straddle ``head``) are filled with the identity. ``monoid`` and ``wrap`` build it
+        over another monoid whose partials wrap ours (``mta.algorithms.typed.TypedTimed``'s):
+        a partial of leaves ``[x, y)`` becomes ``wrap(x - head, y - 1 - head, partial)``."""
+        h, t = self._head, self._tail
+        obj = AmortizedMTA(monoid if monoid is not None else self.monoid)
+        filler = obj.monoid.identity
+        wrap = wrap if wrap is not None else _bare
+
+        def wrapped(x: int, y: int, p: Any) -> Any:
+            return wrap(x - h, y - 1 - h, self._encode(p))
+
+        def leaf(i: int) -> Any:
+            return wrapped(i, i + 1, self._leaf(i))
+
+        store = obj.store
+        while len(obj._bufs) < self._levels:
+            obj._add_level()
+        split = self._bstart
+        level = store.level(0)
+        if h < split:
+            level.reset(h)
+            level.extend([leaf(i) for i in range(h, split)])
+            leaves = [leaf(i) for i in range(split, t)]
+        else:
+            level.reset(split)
+            leaves = [filler] * (h - split) + [leaf(i) for i in range(h, t)]
+        obj._bufs[0] = obj._leaves = leaves
+        obj._bstart[0] = split
+        for number in range(BITS, self._levels):
+            # from the pair that holds head's node, so that the next right child finds its sibling
+            first = (h >> number) & ~1
+            nodes = [wrapped(j << number, (j + 1) << number, self._stored(number, j)) if j << number >= h else filler
+                     for j in range(first, t >> number)]
+            store.level(number).reset(first)
+            obj._bufs[number] = nodes
+            obj._bstart[number] = first
+        obj._cstart = list(obj._bstart)
+        obj._caches = [[] for _ in obj._bufs]
+        obj._head, obj._tail = h, t
+        obj._root_level, obj._merge_mask, obj._quiet_mask = self._root_level, self._merge_mask, self._quiet_mask
+        if h < t:
+            middle = ((h >> self._root_level) + 1) << self._root_level  # B: R0 = agg[h, B), R1 = agg[B, t)
+            obj._r0 = wrapped(h, middle, self._r0)
+            obj._r1 = wrapped(middle, t, self._r1) if middle < t else filler
+            obj._stack = None if self._stale else [wrapped(self._sx[i], middle, self._top_at(i))
+                                                   for i in range(self._sn)]
+        obj._flush_due = self._flush_due
+        obj.hold = self.hold
+        obj._held_head = self._held_head
+        return obj
