@@ -22,6 +22,18 @@ from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
+_PURE_MODULES = {"mta.algorithms.typed": TWINS["pure"]}
+# A pure twin raises its own module's Untyped, or the imported one (modules that import it).
+UNTYPED = {"imported": (typed.Untyped,), "pure": (TWINS["pure"].Untyped, typed.Untyped)}
+
+
+def _twin(path: str, cls: type) -> type:
+    """``cls`` as imported, or the class of the same name in its module's pure twin."""
+    if path == "imported":
+        return cls
+    if cls.__module__ not in _PURE_MODULES:
+        _PURE_MODULES[cls.__module__] = load_pure(cls.__module__)
+    return getattr(_PURE_MODULES[cls.__module__], cls.__name__)
 
 # Magnitudes far apart: a sum in another order rounds differently.
 floats = st.sampled_from([1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60])
@@ -71,11 +83,10 @@ def _state(algorithm) -> tuple:
 @pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
 @given(data=st.data())
 def test_core_matches_object_algorithm(path, name, monoid_cls, data):
-    module = TWINS[path]
     monoid = monoid_cls()
-    core = getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid)
+    core = _twin(path, TYPED_ALGORITHMS[name])(monoid)
     ref = ALGORITHMS[name](monoid)
-    untyped = module.Untyped
+    untyped = UNTYPED[path]
     demoted = False
     saved = None
     for kind, arg in data.draw(st.lists(_op(monoid_cls), max_size=60)):
@@ -116,7 +127,7 @@ def test_core_matches_object_algorithm(path, name, monoid_cls, data):
 @pytest.mark.parametrize("path", list(TWINS))
 @pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
 def test_core_errors_are_the_object_algorithms(path, name):
-    core = getattr(TWINS[path], TYPED_ALGORITHMS[name].__name__)(Sum())
+    core = _twin(path, TYPED_ALGORITHMS[name])(Sum())
     ref = ALGORITHMS[name](Sum())
     for window in (core, ref):
         window.insert_many([1.0, 2.0])
@@ -135,11 +146,10 @@ def test_core_errors_are_the_object_algorithms(path, name):
 @pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
 def test_int_bound_refuses_what_could_overflow(path, name):
     """INT kind: the sum of |v| over the window stays below 2**63, so no partial sum overflows."""
-    module = TWINS[path]
-    core = getattr(module, TYPED_ALGORITHMS[name].__name__)(Sum())
+    core = _twin(path, TYPED_ALGORITHMS[name])(Sum())
     core.insert(2**62)
     core.insert(2**62 - 1)  # |v| sums to 2**63 - 1: still held
-    with pytest.raises(module.Untyped):
+    with pytest.raises(UNTYPED[path]):
         core.insert(-1)  # the sum would be exact, but |v| no longer bounds every partial sum
     assert not core.accepts([1]) and core.accepts([])
     core.evict(1)
@@ -168,20 +178,29 @@ def use_typed(monkeypatch):
     monkeypatch.setattr(typed, "USE", True)
 
 
+def _is_typed(window) -> bool:
+    return isinstance(window._algorithm, (*TYPED_ALGORITHMS.values(), typed.TypedTimed))
+
+
 def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
-    assert isinstance(Window(Sum(), MaxSize(5), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
-    assert isinstance(Window(Mean(), algorithm="two_stacks")._algorithm, typed.TypedTwoStacks)
-    assert isinstance(Window(Sum(), TimeRange(5), algorithm="two_stacks")._algorithm, typed.TypedTimed)
-    for window in (Window(Sum(), TimeRange(2**60), algorithm="two_stacks"),  # a width a double does not hold
-                   Window(Sum(), lambda total, old: False, algorithm="two_stacks"),  # a policy of the user's
-                   Window(type("MySum", (Sum,), {})(), algorithm="two_stacks"),
-                   Window(Sum(), algorithm="daba")):
-        assert not isinstance(window._algorithm, typed.TypedTwoStacks)
+    for name, cls in TYPED_ALGORITHMS.items():
+        assert isinstance(Window(Sum(), MaxSize(5), algorithm=name)._algorithm, cls)
+        assert isinstance(Window(Mean(), algorithm=name)._algorithm, cls)
+        assert isinstance(Window(Sum(), TimeRange(5), algorithm=name)._algorithm.core, cls)
+    assert _is_typed(Window(Count(), any_of(TimeRange(5), MaxSize(2))))  # the default algorithm, amta
+    for window in (Window(Sum(), TimeRange(2**60)),  # a width a double does not hold
+                   Window(Sum(), lambda total, old: False),  # a policy of the user's
+                   Window(type("MySum", (Sum,), {})()),  # a subclass may combine otherwise
+                   Window(Variance()),
+                   Window(Sum(), store="memory://"),
+                   Window(Sum(), buffer_size=8),
+                   Window(Sum(), algorithm="log_mta"),
+                   Window(Sum(), algorithm="fiba")):
+        assert not _is_typed(window)
 
 
 def test_window_uses_typed_cores_when_compiled():
-    window = Window(Sum(), MaxSize(5), algorithm="two_stacks")
-    assert isinstance(window._algorithm, typed.TypedTwoStacks) is typed.COMPILED
+    assert _is_typed(Window(Sum(), MaxSize(5))) is typed.COMPILED
 
 
 POLICIES = [None, MaxSize(0), MaxSize(3), TimeRange(3), TimeRange(2.5), TimeRange(1),
@@ -290,7 +309,7 @@ def test_timed_core_matches_object_algorithm(path, policy, data):
     monoid = Mean()
     timed = _Timed(monoid)
     name = data.draw(st.sampled_from(list(TYPED_ALGORITHMS)))
-    core = module.TypedTimed(getattr(module, TYPED_ALGORITHMS[name].__name__)(monoid), timed, policy)
+    core = module.TypedTimed(_twin(path, TYPED_ALGORITHMS[name])(monoid), timed, policy)
     ref = ALGORITHMS[name](timed)
     t, saved = data.draw(st.sampled_from([0, 0.0])), None
     for kind, dt, value in data.draw(st.lists(st.tuples(
@@ -308,7 +327,7 @@ def test_timed_core_matches_object_algorithm(path, policy, data):
                 else:  # demoted
                     core.insert(element) if kind == "push" else core.insert_many([element] * 2)
                     evicted = core.enforce(policy)
-            except module.Untyped:
+            except UNTYPED[path]:
                 core, saved = core.to_object(), None
                 core.insert(element) if kind == "push" else core.insert_many([element] * 2)
                 evicted = core.enforce(policy)
@@ -360,3 +379,17 @@ def test_a_batch_given_up_between_slices_leaves_the_typed_window_as_it_was(use_t
     assert (len(window), window.query(), list(window)) == before
     assert sum(window.insert_slices(window.check(list(range(8, 20)), [1.0] * 12), 3)) == 12
     assert window.query() == 5.0
+
+
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
+def test_read_only_and_arrow_columns(use_typed, name):
+    """numpy arrays may be read-only and Arrow's are: the C loops read them as they are."""
+    import pyarrow as pa
+    times, values = np.arange(6), np.array([1.5, 2.5, -1.0, 4.0, 0.5, 3.0])
+    times.flags.writeable = values.flags.writeable = False
+    for policy in (MaxSize(4), TimeRange(4)):
+        window = Window(Sum(), policy, algorithm=name)
+        assert window.insert_many(times, values) == 2
+        assert window.insert_many(pa.array(np.arange(6, 8)), pa.array([1.0, 2.0])) == 2
+        assert isinstance(window._algorithm, (TYPED_ALGORITHMS[name], typed.TypedTimed))  # not demoted
+        assert window.query() == 0.5 + 3.0 + 1.0 + 2.0  # t = 4 .. 7 either way

@@ -120,7 +120,7 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
 @cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def _extend(op: cython.int, src: _Number[:], dst: _Number[:], start: cython.Py_ssize_t, n: cython.Py_ssize_t,
+def _extend(op: cython.int, src: cython.const[_Number][:], dst: _Number[:], start: cython.Py_ssize_t, n: cython.Py_ssize_t,
             acc: _Number) -> _Number:
     """Copy ``src[:n]`` to ``dst[start:start + n]``; return ``acc`` combined with them left to
     right (``start`` 0: the first is where the aggregate starts, ``acc`` is not read)."""
@@ -284,7 +284,8 @@ class _TypedCore:
         raise NotImplementedError
 
     @cython.cfunc
-    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+    def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
+                c: cython.const[cython.longlong][:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
         """Append ``n`` checked rows of ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
         each when ``ones``) whose |v| sum to ``magnitude``."""
@@ -393,10 +394,10 @@ class _TypedCore:
         if self._size() and kind != self._kind:
             raise Untyped(values)
         if kind == _FLOAT:
-            d: cython.double[:] = view
+            d: cython.const[cython.double][:] = view  # const: numpy and Arrow arrays may be read-only
             self._append(d, _NO_INT64S, _NO_INT64S, True, n, kind, 0)
             return
-        i: cython.longlong[:] = view
+        i: cython.const[cython.longlong][:] = view
         total: cython.ulonglong = 0
         u: cython.ulonglong
         j: cython.Py_ssize_t
@@ -562,7 +563,8 @@ class TypedTwoStacks(_TypedCore):
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+    def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
+                c: cython.const[cython.longlong][:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
         """To the back, extending its running aggregate left to right."""
         if not n:
@@ -757,7 +759,8 @@ class TypedDABA(_TypedCore):
         self._fixup()
 
     @cython.cfunc
-    def _append(self, d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], ones: cython.bint,
+    def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
+                c: cython.const[cython.longlong][:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
         """One by one, as the object algorithm's insert_many does."""
         j: cython.Py_ssize_t
@@ -1117,8 +1120,8 @@ class TypedTimed:
         if self._n and kind != self._tkind:
             raise Untyped(timestamps)
         j: cython.Py_ssize_t
-        ti: cython.longlong[:]
-        td: cython.double[:]
+        ti: cython.const[cython.longlong][:]
+        td: cython.const[cython.double][:]
         if kind == _INT:
             ti = view
             for j in range(n):
