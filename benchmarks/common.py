@@ -234,6 +234,23 @@ class Run:
               f"wrote {self.path('.json')}, {self.path('.csv')}", flush=True)
 
 
+    def write_markdown(self, note: str = "") -> Path:
+        """NAME.md, after :meth:`finish`: the command, commit, machine, parameters, ``note``
+        and every table printed (the snippet the lead merges into BENCHMARKS.md)."""
+        d, m = self.data, self.data["machine"]
+        text = (f"# {d['benchmark']}{' (quick)' if d['quick'] else ''}\n\n"
+                f"- command: `{d['command']}`\n- commit: {m['git_commit']}\n"
+                f"- started: {d['started_utc']}, {d.get('elapsed_s')} s\n"
+                f"- machine: {m['cpu_model']} x{m['cpu_count']}, {m['platform']}, "
+                f"{m['python_implementation']} {m['python']}, load {m['loadavg_start']} at start, "
+                f"{m.get('loadavg_end')} at end\n"
+                f"- parameters: {d['params']}\n\n" + (f"{note}\n\n" if note else "") + "\n".join(self.markdown))
+        path = self.path(".md")
+        path.write_text(text)
+        print(f"wrote {path}", flush=True)
+        return path
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)

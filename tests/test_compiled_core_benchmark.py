@@ -1,0 +1,63 @@
+"""Smoke run of benchmarks.compiled_core (issue 20) in its quick mode: every cell ran for every
+typed core in TYPED_ALGORITHMS, every competitor gave the same results, the typed windows
+ran on their typed core to the end (no demotion) and the object windows on the object
+algorithm, and the results file has the command, commit and every table. Timings are not
+asserted."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import bench_smoke, run_quick
+from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS
+
+from benchmarks.compiled_core import KINDS, PER_EVENT_MONOIDS
+
+
+@bench_smoke
+def test_compiled_core_quick(tmp_path):
+    run_quick("compiled_core", tmp_path, timeout=120)
+    data = json.loads((tmp_path / "compiled_core_quick.json").read_text())
+    params, cells = data["params"], data["cells"]
+    assert set(cells) == {"bare", "per_event", "batches", "memory"}
+    assert set(params["typed_algorithms"]) == set(TYPED_ALGORITHMS)
+
+    bare = cells["bare"]["results"]
+    assert {(e["algorithm"], e["kind"]) for e in bare} == {(a, k) for a in TYPED_ALGORITHMS for k in KINDS}
+    for e in bare:
+        assert e["equal"] and e["n"] == params["bare_n"]
+        assert e["typed_ns"] > 0 and e["object_ns"] > 0 and e["speedup"] > 0
+
+    per_event = cells["per_event"]["results"]
+    assert {(e["n"], e["monoid"], e["algorithm"]) for e in per_event} == {
+        (n, m, a) for n in params["event_sizes"] for m in PER_EVENT_MONOIDS for a in TYPED_ALGORITHMS}
+    for e in per_event:
+        assert e["equal"]
+        assert e["typed_core"] == TYPED_ALGORITHMS[e["algorithm"]].__name__
+        assert e["object_core"] == ALGORITHMS[e["algorithm"]].__name__
+        assert e["river_ns"] > 0 and e["typed_ns"] > 0 and e["object_ns"] > 0
+
+    batches = cells["batches"]["results"]
+    assert {(e["policy"], e["algorithm"], e["path"]) for e in batches} == {
+        (p, a, path) for p in ("MaxSize", "TimeRange") for a in TYPED_ALGORITHMS for path in ("typed", "object")}
+    for e in batches:
+        assert e["equal"] and e["batch_ns"] > 0 and e["loop_ns"] > 0
+        assert e["core"] == e["loop_core"]  # the batch and the loop ran the same kind of window
+        if e["path"] == "typed":
+            assert TYPED_ALGORITHMS[e["algorithm"]].__name__ in e["core"]
+        else:
+            assert e["core"] == ALGORITHMS[e["algorithm"]].__name__
+
+    memory = cells["memory"]["results"]
+    assert [e["algorithm"] for e in memory] == list(TYPED_ALGORITHMS)
+    for e in memory:
+        assert e["method"] == "tracemalloc"
+        assert e["typed"]["core"] == TYPED_ALGORITHMS[e["algorithm"]].__name__
+        assert e["object"]["core"] == ALGORITHMS[e["algorithm"]].__name__
+        for path in ("typed", "object"):
+            assert 0 < e[path]["filled"] <= e[path]["peak"] and 0 < e[path]["sliding"] <= e[path]["peak"]
+
+    markdown = (tmp_path / "compiled_core_quick.md").read_text()
+    assert "command: `" in markdown and "commit: " in markdown and "machine: " in markdown
+    for title in ("### 1. Bare", "### 2. Per event", "### 3. insert_many", "### 4. Memory"):
+        assert title in markdown
