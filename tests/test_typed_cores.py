@@ -396,3 +396,23 @@ def test_read_only_and_arrow_columns(use_typed, name):
         assert window.insert_many(pa.array(np.arange(6, 8)), pa.array([1.0, 2.0])) == 2
         assert isinstance(window._algorithm, (TYPED_ALGORITHMS[name], typed.TypedTimed))  # not demoted
         assert window.query() == 0.5 + 3.0 + 1.0 + 2.0  # t = 4 .. 7 either way
+
+
+def test_arrow_columns_that_are_not_numbers_go_the_general_way(use_typed):
+    """Strings, bools, dates and nulls: what the pairs form does with them (no ArrowInvalid)."""
+    import datetime
+
+    import pyarrow as pa
+    count = Window(Count(), TimeRange(60))
+    assert count.insert_many(np.array([1, 2, 3]), pa.array(["GET", "POST", "GET"])) == 0
+    assert count.query() == 3 and _is_typed(count)
+    cases = [(pa.array([True, False]), "Sum takes a real number, got bool True"),
+             (pa.array([1.0, None]), "Sum takes a real number, got NoneType None")]
+    for values, message in cases:
+        window = Window(Sum(), TimeRange(60))
+        with pytest.raises(ValueError, match=message):
+            window.insert_many(np.array([1, 2]), values)
+        assert len(window) == 0
+    window = Window(Sum(), TimeRange(60))
+    with pytest.raises(TypeError, match="timestamp must be an int or a float"):
+        window.insert_many(pa.array([datetime.date(2026, 1, 1)]), np.array([1.0]))
