@@ -20,12 +20,13 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import sys
 import uuid
 from itertools import islice, repeat
-
-import numpy as np
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
@@ -282,7 +283,8 @@ class Window:
         # partial or a timestamp it cannot hold comes: then the window goes on with the object
         # algorithm, in the same state.
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
-                       and typed.op_of(monoid) is not None and (not self._timed or typed.plan(policy) is not None))
+                       and typed.op_of(monoid) is not None
+                       and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
         if self._ordered:
             self._make = functools.partial(TimeOrdered, cls, inner, **options)
         elif self._typed:
@@ -620,6 +622,8 @@ class Window:
             raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
                             "does not read them (use e.g. TimeRange)")
         try:
+            if self._typed:
+                return self._algorithm.evict_before(timestamp)
             return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
         except StoreError as error:
             raise _unchanged(error) from error

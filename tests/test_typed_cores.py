@@ -416,3 +416,25 @@ def test_arrow_columns_that_are_not_numbers_go_the_general_way(use_typed):
     window = Window(Sum(), TimeRange(60))
     with pytest.raises(TypeError, match="timestamp must be an int or a float"):
         window.insert_many(pa.array([datetime.date(2026, 1, 1)]), np.array([1.0]))
+
+
+def test_policies_at_the_edges_of_what_the_cores_hold(use_typed):
+    """Sizes beyond a C ssize_t and widths a double would round take the object path; numpy
+    and int-subclass widths compare as Python compares them."""
+    class Wide(int):
+        pass
+
+    cases = [(MaxSize(2**64), [(1, 5), (2, 6)]),
+             (any_of(MaxSize(2**64), TimeRange(10)), [(1, 5), (20, 6)]),
+             (TimeRange(Wide(2**53 + 1)), [(0.0, 1), (float(2**53), 1)]),
+             (TimeRange(np.float64(2.5)), [(0, 1), (2, 1), (3, 1)]),
+             (TimeRange(np.float64(2.5)), [(0.0, 1), (2.5, 1), (3.0, 1)])]
+    for policy, updates in cases:
+        use = typed.USE
+        typed.USE = False
+        ref = Window(Sum(), policy)
+        typed.USE = use
+        window = Window(Sum(), policy)
+        for t, v in updates:
+            assert window.insert(t, v) == ref.insert(t, v), policy
+            assert (len(window), window.query()) == (len(ref), ref.query()), policy

@@ -1,8 +1,11 @@
 """Typed cores: the built-in numeric monoids' partials in C columns, not Python objects (issue 20).
 
-A typed core is the twin of an object algorithm (here :class:`TypedTwoStacks` of
-:class:`~mta.algorithms.two_stacks.TwoStacks`) for the monoids whose partials are plain
-numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``, ``Max`` and ``Mean`` (``(sum, count)``).
+A typed core is the twin of an object algorithm (:class:`TypedTwoStacks` of
+:class:`~mta.algorithms.two_stacks.TwoStacks`, :class:`TypedDABA` of
+:class:`~mta.algorithms.daba.DABA`; ``typed_amta.TypedAMTA`` of AmortizedMTA) for the
+monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``,
+``Max``, and ``Mean`` (partial ``(sum, count)``). :class:`TypedTimed` puts one under a
+window whose policy reads timestamps.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
 ``INT`` (exactly an ``int``: a C int64). The kind is chosen by the first partial of an empty
 window. It combines in the object algorithm's order, so that its results are the object
@@ -24,8 +27,11 @@ than the object algorithms they mirror.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from typing import Any, Iterator, Sequence
+
+import numpy as np
 
 try:
     import cython
@@ -76,8 +82,6 @@ def array_partials(monoid: Monoid, values: Any) -> Any:
     takes them, when the monoid lifts every value unchanged: finite for Sum and Mean, not NaN
     for Min and Max; Count's are ones. None otherwise: the general path lifts them one by one
     (and names the value it refuses)."""
-    import numpy as np
-
     op = op_of(monoid)
     if op is None or values is None:
         return None
@@ -961,14 +965,18 @@ def plan(policy: Any) -> tuple | None:
 
     kind = type(policy)
     if kind is MaxSize:
+        if policy.max_size > sys.maxsize:
+            return None  # counts are C ssize_t (no window gets near it)
         return (_PLAN_SIZE, policy.max_size)
     if kind is TimeRange:
         width = policy.width
-        if type(width) is int and width > 2 ** 53:
+        if isinstance(width, float):
+            width = float(width)  # numpy's float64 is a float too
+            # int differences d: d >= width exactly when d >= ceil(width)
+            return (_PLAN_TIME, int(min(-(-width // 1), _I64_MAX)), width)
+        if width > 2 ** 53:
             return None  # float timestamps compare with it exactly in Python, not as a double
-        # int differences d: d >= width exactly when d >= ceil(width)
-        as_int = -(-width // 1) if type(width) is float else width
-        return (_PLAN_TIME, int(min(as_int, _I64_MAX)), float(width))
+        return (_PLAN_TIME, int(width), float(width))
     if kind in (AnyOf, AllOf):
         children = tuple(map(plan, policy.policies))
         if None in children:
@@ -1146,6 +1154,8 @@ class TypedTimed:
         the caller checked) and the core's :meth:`insert_array` values, in C loops."""
         view = memoryview(timestamps)
         n: cython.Py_ssize_t = len(view)
+        if len(values) != n:
+            raise ValueError(f"{n} timestamps for {len(values)} values")
         kind: cython.int = _FLOAT if view.format == "d" else _INT
         if self._n and kind != self._tkind:
             raise Untyped(timestamps)
@@ -1198,6 +1208,23 @@ class TypedTimed:
 
     # one by one over the elements, as the object algorithms without bulk eviction do
     condemned = Aggregator.condemned
+
+    def evict_before(self, timestamp: Any) -> int:
+        """Evict every update older than ``timestamp`` (``Window.evict_before``): a binary
+        search comparing the timestamps as Python numbers, as the object path's policy
+        ``old[1] < timestamp`` does; return how many."""
+        lo: cython.Py_ssize_t = 0
+        hi: cython.Py_ssize_t = self._n
+        mid: cython.Py_ssize_t
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._timestamp(mid) < timestamp:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo:
+            self.evict(lo)
+        return lo
 
     @cython.cfunc
     def _condemned(self, node: tuple) -> cython.Py_ssize_t:
