@@ -104,3 +104,24 @@ def test_compiled_modules_are_not_older_than_their_sources():
         source = so.with_name(name.rpartition(".")[2] + ".py")
         assert so.stat().st_mtime >= source.stat().st_mtime - 2, (
             f"{so.name} is older than {source.name}: rebuild with pip install -e . (or set MTA_NO_EXTENSIONS=1)")
+
+
+def test_a_window_pickled_on_one_path_loads_on_the_other(tmp_path):
+    """Typed windows (AMTA, TwoStacks, DABA) pickled here load under MTA_NO_EXTENSIONS=1 and
+    go on with the same results (the typed AMTA pickles its values as plain tuples)."""
+    import pickle
+    from mta import Mean, MaxSize, Window
+    windows = [Window(Mean(), MaxSize(5), algorithm=name) for name in ("amta", "two_stacks", "daba")]
+    for window in windows:
+        for t in range(100):
+            window.insert(t, t * 0.5)
+    (tmp_path / "w.pkl").write_bytes(pickle.dumps(windows))
+    script = ("import pickle, sys, json; ws = pickle.load(open(sys.argv[1], 'rb'))\n"
+              "for w in ws: w.insert(1000, 3.0)\n"
+              "print(json.dumps([w.query() for w in ws]))")
+    env = {**os.environ, "MTA_NO_EXTENSIONS": "1"}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "w.pkl")], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    for window in windows:
+        window.insert(1000, 3.0)
+    assert json.loads(out) == [window.query() for window in windows]

@@ -145,6 +145,13 @@ _NO_INT_ROWS = _column("q", 0)
 
 
 @cython.final
+def _plain(p: Any) -> tuple:
+    """A value (a struct compiled, a namespace interpreted) as a plain ``(d, i, c)`` tuple."""
+    if isinstance(p, dict):
+        return (p["d"], p["i"], p["c"])
+    return (p.d, p.i, p.c)
+
+
 @cython.cclass
 @cython.boundscheck(False)
 @cython.wraparound(False)
@@ -985,6 +992,11 @@ class TypedAMTA:
         """Go back to a :meth:`snapshot` (restored at most once: its columns become the state)."""
         (state, self._lvals, self._lcnts, self._lpres, self._nvals, self._ncnts, self._svals, self._scnts,
          self._sxs) = snapshot
+        if type(state[6]) is tuple:  # unpickled: values as plain tuples (__reduce__)
+            state = list(state)
+            for index in (3, 6, 7):
+                d, i, c = state[index]
+                state[index] = Part(d=d, i=i, c=c)
         (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
          self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
          self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
@@ -998,9 +1010,14 @@ class TypedAMTA:
                 self._ncap, self._nbase)
 
     def __reduce__(self) -> tuple:
-        # copy.deepcopy and pickle (the Stream engine copies windows)
+        # copy.deepcopy and pickle (the Stream engine copies windows); its values as plain
+        # tuples, which both paths read (a struct pickles as a dict, a namespace as itself)
+        snapshot = self.snapshot()
+        state = list(snapshot[0])
+        for index in (3, 6, 7):  # _identity, _r0, _r1
+            state[index] = _plain(state[index])
         return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
-                            self.snapshot()))
+                            (tuple(state), *snapshot[1:])))
 
     def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> AmortizedMTA:
         """An in-memory AmortizedMTA in this window's state: same leaves, stored nodes, R0,
