@@ -29,7 +29,7 @@ import statistics
 from typing import Any, Callable
 
 from benchmarks import common
-from benchmarks.spark_windows import AGGS, KEY, STATS_AGGS, TIME, dataset, native, same, timed, write_markdown
+from benchmarks.spark_windows import AGGS, KEY, STATS_AGGS, TIME, dataset, native, same, timed
 
 SHAPES = ("tumbling-stats", "slide10")
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     run_.data["results"] = rows
     columns = ["shape", "rate", "piece", "s", "spark_over"]
     run_.finish(columns, [[r[c] for c in columns] for r in rows])
-    write_markdown(run_, "Seconds (noop sink), medians; Spark / piece: Spark's own query's time over the piece's.")
+    run_.write_markdown("Seconds (noop sink), medians; Spark / piece: Spark's own query's time over the piece's.")
     return 0 if identical else 1
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchmarks import common
-from benchmarks.spark_windows import AGGS, HEADERS, KEY, SIZE, TIME, native, same, table_row, write_markdown
+from benchmarks.spark_windows import AGGS, HEADERS, KEY, SIZE, TIME, native, same, table_row
 
 WATERMARK = "10 seconds"
 #: shape -> (slide of the 60 s window, target: Spark's time / ours at least this)
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
         common.plot_lines(run_.path(".png"), {name: (list(range(len(b))), b) for name, b in batches.items()},
                           title=f"{events:,} events, 60 s windows: each micro-batch", xlabel="micro-batch",
                           ylabel="seconds", logx=None, logy=False)
-    write_markdown(run_, "Times are seconds from a query's start to its end; ratio = Spark's time / ours; "
+    run_.write_markdown("Times are seconds from a query's start to its end; ratio = Spark's time / ours; "
                          "rows = result rows, checked identical to Spark's.")
     return 0 if all(r["identical"] for r in rows) else 1
 

@@ -320,20 +320,6 @@ def plot_sweep(path: Path, rows: Sequence[Mapping[str, Any]], events: int) -> No
                       xlabel="window size / slide", ylabel="seconds (median)", logx=10, logy=False)
 
 
-def write_markdown(run_: common.Run, note: str) -> Path:
-    """NAME.md: the command, commit, machine and every table printed."""
-    d, m = run_.data, run_.data["machine"]
-    text = (f"# {d['benchmark']}{' (quick)' if d['quick'] else ''}\n\n"
-            f"- command: `{d['command']}`\n- commit: {m['git_commit']}\n- started: {d['started_utc']}\n"
-            f"- machine: {m['cpu_model']} x{m['cpu_count']}, {m['platform']}, Python {m['python']}, "
-            f"load {m['loadavg_start']} at start, {m.get('loadavg_end')} at end\n"
-            f"- parameters: {d['params']}\n\n{note}\n\n" + "\n".join(run_.markdown))
-    path = run_.path(".md")
-    path.write_text(text)
-    print(f"wrote {path}", flush=True)
-    return path
-
-
 # --------------------------------------------------------------------------- main
 
 def shape_list(text: str) -> list[str]:
@@ -422,7 +408,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     run_.finish(columns, [[r[c] for c in columns] for r in everything])
     if sweep_rows and not args.no_plot:
         plot_sweep(run_.path(".png"), sweep_rows, events)
-    write_markdown(run_, "Times are seconds (noop sink); ratio = Spark's time / ours; rows = result rows "
+    run_.write_markdown("Times are seconds (noop sink); ratio = Spark's time / ours; rows = result rows "
                          "(every window of a shape), checked identical to Spark's. "
                          + ("The plot of the sweep: " + run_.path(".png").name if sweep_rows else ""))
     return 0 if all(r["identical"] for r in everything) else 1

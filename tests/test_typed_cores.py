@@ -276,14 +276,17 @@ def test_numpy_columns_of_every_dtype(dtype):
     """The typed core's array path takes what it holds exactly; everything else goes the general
     way, with its results and errors."""
     values = np.array([3, 1, 2, 5, 4], dtype=dtype)
+    times = np.array([1, 2, 2, 3, 7])
     for monoid_cls in MONOIDS:
         windows, refs = _windows(monoid_cls, TimeRange(3))
         for pair in zip(windows, refs):
-            results = [_call(w, "arrays", 1, values.tolist()) for w in pair]
-            times = np.array([1, 2, 2, 3, 7])
-            results = [(w.insert_many(times, values), w.query(), list(w)) if not isinstance(r, tuple) else r
-                       for w, r in zip(pair, results)]
-            assert _same(results[0][1], results[1][1]) and results[0][0] == results[1][0], (dtype, results)
+            outcomes = []
+            for window in pair:
+                try:
+                    outcomes.append((window.insert_many(times, values), window.query(), tuple(window)))
+                except (TypeError, ValueError) as error:
+                    outcomes.append((type(error), str(error)))
+            assert _same(*outcomes), (dtype, monoid_cls, outcomes)
 
 
 def test_array_path_takes_no_python_per_event_when_it_applies():

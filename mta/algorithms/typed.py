@@ -40,6 +40,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.base import Aggregator
 from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
+from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
 
 COMPILED: bool = cython.compiled
 
@@ -961,8 +962,6 @@ def plan(policy: Any) -> tuple | None:
 
     ``MaxSize(m)`` -> ``(SIZE, m)``; ``TimeRange(w)`` -> ``(TIME, w as int64 for int
     timestamps, w as double for float ones)``; ``any_of``/``all_of`` -> ``(ANY|ALL, children)``."""
-    from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
-
     kind = type(policy)
     if kind is MaxSize:
         if policy.max_size > sys.maxsize:
@@ -988,7 +987,8 @@ def plan(policy: Any) -> tuple | None:
 @cython.cclass
 class TypedTimed:
     """A typed core under a timed window's elements ``(1, timestamp, partial)`` (what
-    ``mta.Window`` inserts when its policy reads times), with the timestamps in a column.
+    ``mta.Window`` inserts when its policy reads times: through :meth:`push`,
+    :meth:`insert_columns` and :meth:`insert_arrays`), with the timestamps in a column.
 
     The window's total is ``(count, newest timestamp, core's query())``, as the object
     algorithm's over :class:`mta.window._Timed` gives it. :meth:`enforce` evaluates the
@@ -1073,11 +1073,6 @@ class TypedTimed:
 
     # -- updates ----------------------------------------------------------------------
 
-    def insert(self, element: Any) -> None:
-        if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
-            raise Untyped(element)
-        self._insert(element[1], element[2])
-
     @cython.cfunc
     def _insert(self, t: object, partial: object) -> cython.void:
         kind: cython.int = self._tkind_of(t, self._tkind if self._n else -1)
@@ -1115,17 +1110,11 @@ class TypedTimed:
             return False
         return self.core.accepts(partials)
 
-    def insert_many(self, elements: Sequence[tuple]) -> None:
-        """As :meth:`insert` one by one (the whole batch is checked first)."""
-        for element in elements:
-            if type(element) is not tuple or len(element) != 3 or element[0] != 1 or type(element[0]) is not int:
-                raise Untyped(element)
-        self.insert_columns([element[1] for element in elements], [element[2] for element in elements])
-
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
-        """:meth:`insert_many` of ``(1, timestamps[j], partials[j])``, without the tuples."""
+        """Insert the elements ``(1, timestamps[j], partials[j])``, given in columns (the
+        whole batch is checked first)."""
         n: cython.Py_ssize_t = len(timestamps)
         kind: cython.int = self._tkind if self._n else -1
         for t in timestamps:
