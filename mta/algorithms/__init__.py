@@ -28,7 +28,8 @@ ALGORITHMS: dict[str, type[Aggregator]] = {
 
 #: The typed cores (:mod:`mta.algorithms.typed`) by the name of the object algorithm they mirror:
 #: ``mta.Window`` runs one for a built-in numeric monoid when the core is compiled.
-TYPED_ALGORITHMS: dict[str, type] = {cls.name: cls for cls in (TypedAMTA, typed.TypedTwoStacks, typed.TypedDABA)}
+TYPED_ALGORITHMS: dict[str, type] = {cls.name: cls for cls in (TypedAMTA, typed.TypedLogMTA, typed.TypedTwoStacks,
+                                                                typed.TypedDABA)}
 
 #: The out-of-order algorithms (``insert(key, partial)`` at any key), by name.
 ORDERED_ALGORITHMS: dict[str, type[OrderedAggregator]] = {cls.name: cls for cls in (FiBA, BTree, SortedList)}

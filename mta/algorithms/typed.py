@@ -1290,3 +1290,343 @@ class TypedTimed:
             return (last - first + 1, self._timestamp(last), partial)
 
         return self.core.to_object(self.monoid, wrap)
+
+
+# -- Log MTA ------------------------------------------------------------------------------
+
+#: The levels a :class:`TypedLogMTA` has room for: every level of a tree over ssize_t leaf indices.
+_LEVELS = cython.declare(cython.Py_ssize_t, 64)
+_MASK64 = cython.declare(cython.ulonglong, 2 ** 64 - 1)
+
+
+def _uint64s(n: cython.Py_ssize_t) -> array:
+    return array("Q", bytes(8 * n))
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _bit_length(x: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """``int.bit_length`` of a non-negative index."""
+    n: cython.Py_ssize_t = 0
+    if not cython.compiled:
+        return x.bit_length()
+    while x:
+        x >>= 1
+        n += 1
+    return n
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _log_climb(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cython.bint, offs: cython.longlong[:],
+               masks: cython.longlong[:], t: cython.Py_ssize_t, top: cython.Py_ssize_t, value: _Number,
+               count: cython.longlong) -> cython.void:
+    """LogMTA.insert's climb from leaf ``t`` (value ``value``, Mean count ``count``) up to level
+    ``top``: node ``(l, t >> l)`` = combine(its left sibling's parent's left child, value) where
+    the path turns left, as the object algorithm does."""
+    j: cython.Py_ssize_t = t
+    number: cython.Py_ssize_t
+    s: cython.Py_ssize_t
+    for number in range(1, top + 1):
+        if j & 1:
+            s = offs[number - 1] + ((j - 1) & masks[number - 1])
+            value = _comb(op, v[s], value)
+            if mean:
+                count = c[s] + count
+        j >>= 1
+        s = offs[number] + (j & masks[number])
+        v[s] = value
+        if mean:
+            c[s] = count
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _log_spine(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cython.bint, offs: cython.longlong[:],
+               masks: cython.longlong[:], h: cython.Py_ssize_t, t: cython.Py_ssize_t, top: cython.Py_ssize_t,
+               value: _Number) -> cython.void:
+    """LogMTA._move_head's new left spine from leaf ``h`` (value ``value``) up to level ``top``:
+    node ``(l, h >> l)`` = combine(the one below, its right sibling when that holds live leaves)."""
+    child: cython.Py_ssize_t
+    number: cython.Py_ssize_t
+    s: cython.Py_ssize_t = offs[0] + (h & masks[0])
+    count: cython.longlong = c[s] if mean else 0
+    for number in range(1, top + 1):
+        child = h >> (number - 1)
+        if not child & 1 and (child + 1) << (number - 1) < t:
+            s = offs[number - 1] + ((child + 1) & masks[number - 1])
+            value = _comb(op, value, v[s])
+            if mean:
+                count = count + c[s]
+        s = offs[number] + ((h >> number) & masks[number])
+        v[s] = value
+        if mean:
+            c[s] = count
+
+
+@cython.cclass
+class TypedLogMTA(_TypedCore):
+    """:class:`~mta.algorithms.log_mta.LogMTA` (in memory) over typed columns.
+
+    The same tree at the same absolute leaf indices ``[head, tail)`` (node ``(l, j)`` covers
+    leaves ``[j 2^l, (j + 1) 2^l)`` and holds the aggregate of its live leaves, on and below
+    the root at level ``top = bit_length(head ^ (tail - 1))``), and the same reads and writes:
+    insertion refreshes the right spine, an eviction of any number the left spine, in
+    O(log n) combines done in the object algorithm's order, so that results are its own bit
+    for bit. Where LogMTA keeps a node (write buffer, level store, cache, spine dict) does
+    not change its value; here level ``l`` is a ring in the one column set ``_nodes``, node
+    ``(l, j)`` at row ``_offs[l] + (j & _masks[l])``: ``cap`` rows for the leaves and
+    ``max(cap >> (l - 1), 4)`` for a level ``l >= 1``, where ``cap`` (a power of two) is
+    larger than the window, so that the nodes of a level between head and tail never share
+    a row. Rings double when the window reaches ``cap`` and never shrink (O(largest window)).
+
+    INT bound: for INT kind SUM and MEAN, ``_pres`` holds per leaf the sum of ``|v|`` over
+    the leaves before it (modulo 2^64, exact in differences), so that the window's sum after
+    a bulk eviction is one difference, O(1).
+    """
+
+    name = "log_mta"
+
+    _nodes: _Columns
+    _pres: object
+    _pre: cython.ulonglong[:]
+    _offs: cython.longlong[:]
+    _masks: cython.longlong[:]
+    _cap: cython.Py_ssize_t
+    _head: cython.Py_ssize_t
+    _tail: cython.Py_ssize_t
+    _top: cython.Py_ssize_t  # the root's level (0 when empty)
+    _ptail: cython.ulonglong  # sum of |v| over leaves [0, tail), modulo 2^64 (INT bound)
+    _track: cython.bint  # INT kind of SUM or MEAN: _pres is kept
+
+    def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
+        _TypedCore.__init__(self, monoid, max_size)
+        self.clear()
+
+    def clear(self) -> None:
+        """Empty, at leaf 0 (LogMTA's ``_reset``), with small rings."""
+        self._cap = 8
+        self._head = self._tail = self._top = 0
+        self._rekind(self._kind)
+
+    @cython.cfunc
+    def _layout(self, cap: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """Set the rows of every level for leaf capacity ``cap``; return how many in all."""
+        offs: cython.longlong[:] = _int64s(_LEVELS)
+        masks: cython.longlong[:] = _int64s(_LEVELS)
+        total: cython.Py_ssize_t = 0
+        size: cython.Py_ssize_t
+        number: cython.Py_ssize_t
+        for number in range(_LEVELS):
+            size = cap if number == 0 else max(cap >> (number - 1), 4)
+            offs[number] = total
+            masks[number] = size - 1
+            total += size
+        self._offs = offs
+        self._masks = masks
+        return total
+
+    @cython.cfunc
+    def _rekind(self, kind: cython.int) -> cython.void:
+        """New empty columns for ``kind`` (an empty window takes either kind)."""
+        self._kind = kind
+        self._track = kind == _INT and (self._op == _SUM or self._op == _MEAN)
+        self._nodes = _Columns(self._layout(self._cap), kind, self._op == _MEAN)
+        self._pres = _uint64s(self._cap if self._track else 0)
+        self._pre = self._pres
+        self._ptail = 0
+        self._magnitude = 0
+
+    @cython.cfunc
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _slot(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        return self._offs[number] + (index & self._masks[number])
+
+    @cython.cfunc
+    def _size(self) -> cython.Py_ssize_t:
+        return self._tail - self._head
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _grow(self) -> cython.void:
+        """Twice the room: the nodes of every level between head and tail (and the leaves'
+        prefix sums) move to the new rings."""
+        old: _Columns = self._nodes
+        old_offs: cython.longlong[:] = self._offs
+        old_masks: cython.longlong[:] = self._masks
+        old_cap: cython.Py_ssize_t = self._cap
+        h: cython.Py_ssize_t = self._head
+        t: cython.Py_ssize_t = self._tail
+        kind: cython.int = self._kind
+        mean: cython.bint = self._op == _MEAN
+        number: cython.Py_ssize_t
+        j: cython.Py_ssize_t
+        self._cap = 2 * old_cap
+        nodes = _Columns(self._layout(self._cap), kind, mean)
+        for number in range(_LEVELS):
+            for j in range(h >> number, ((t - 1) >> number) + 1):
+                _set(kind, mean, nodes, self._slot(number, j), old, old_offs[number] + (j & old_masks[number]))
+        self._nodes = nodes
+        if self._track:
+            old_pre: cython.ulonglong[:] = self._pre
+            self._pres = _uint64s(self._cap)
+            self._pre = self._pres
+            for j in range(h, t):
+                self._pre[j & (self._cap - 1)] = old_pre[j & (old_cap - 1)]
+
+    @cython.cfunc
+    def _put(self, kind: cython.int) -> cython.void:
+        """LogMTA.insert (Algorithm 1): the leaf, the levels the root climbs through (each
+        node their only live child's: the old root), then the right spine up to the root."""
+        if kind != self._nodes.kind:  # an empty window takes the other kind
+            self._rekind(kind)
+        h: cython.Py_ssize_t = self._head
+        t: cython.Py_ssize_t = self._tail
+        if t - h == self._cap:
+            self._grow()
+        nodes: _Columns = self._nodes
+        op: cython.int = self._op
+        mean: cython.bint = op == _MEAN
+        s: cython.Py_ssize_t = self._slot(0, t)
+        if kind == _FLOAT:
+            nodes.d[s] = self._xd
+        else:
+            nodes.i[s] = self._xi
+        if mean:
+            nodes.c[s] = self._xc
+        if self._track:
+            self._pre[t & (self._cap - 1)] = self._ptail
+            self._ptail = (self._ptail + self._xu) & _MASK64
+        self._tail = t + 1
+        if h == t:
+            self._top = 0
+            return
+        top: cython.Py_ssize_t = _bit_length(h ^ t)
+        root: cython.Py_ssize_t = self._slot(self._top, h >> self._top)
+        number: cython.Py_ssize_t
+        for number in range(self._top + 1, top):
+            _set(kind, mean, nodes, self._slot(number, h >> number), nodes, root)
+        if kind == _FLOAT:
+            _log_climb(op, nodes.d, nodes.c, mean, self._offs, self._masks, t, top, self._xd, self._xc)
+        else:
+            _log_climb(op, nodes.i, nodes.c, mean, self._offs, self._masks, t, top, self._xi, self._xc)
+        self._top = top
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
+                c: cython.const[cython.longlong][:], ones: cython.bint,
+                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
+        """One by one, as the object algorithm's insert_many does."""
+        j: cython.Py_ssize_t
+        track: cython.bint = kind == _INT and (self._op == _SUM or self._op == _MEAN)
+        self._xc = 1
+        self._xu = 0
+        for j in range(n):
+            if kind == _FLOAT:
+                self._xd = d[j]
+            else:
+                self._xi = i[j]
+                if track:
+                    self._xu = _abs64(i[j])
+            if not ones:
+                self._xc = c[j]
+            self._put(kind)
+        self._magnitude += magnitude
+
+    @cython.cfunc
+    def _evict(self, k: cython.Py_ssize_t) -> cython.void:
+        """LogMTA._move_head (Algorithm 2, lines 21-27): the left spine of the new head, O(log n)
+        whatever ``k``."""
+        if not k:
+            return
+        h: cython.Py_ssize_t = self._head + k
+        t: cython.Py_ssize_t = self._tail
+        self._head = h
+        if h == t:
+            self._top = 0
+            self._magnitude = 0
+            return
+        top: cython.Py_ssize_t = _bit_length(h ^ (t - 1))
+        nodes: _Columns = self._nodes
+        mean: cython.bint = self._op == _MEAN
+        s: cython.Py_ssize_t = self._slot(0, h)
+        if self._kind == _FLOAT:
+            _log_spine(self._op, nodes.d, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.d[s])
+        else:
+            _log_spine(self._op, nodes.i, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.i[s])
+        self._top = top
+        if self._track:
+            self._magnitude = (self._ptail - self._pre[h & (self._cap - 1)]) & _MASK64
+
+    # -- results ----------------------------------------------------------------------
+
+    @cython.ccall
+    def query(self) -> object:
+        if self._head == self._tail:
+            return self.monoid.identity
+        return self._row(self._nodes, self._slot(self._top, self._head >> self._top))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self._row(self._nodes, self._slot(0, j)) for j in range(self._head, self._tail)])
+
+    def oldest(self) -> Any:
+        """The oldest partial (the window is not empty)."""
+        return self._row(self._nodes, self._slot(0, self._head))
+
+    # -- batches that may be undone (mta.Window.insert_slices) -------------------------
+
+    def snapshot(self) -> tuple:
+        return (self._kind, self._nodes.copy(), self._pres[:], self._cap, self._head, self._tail, self._top,
+                self._ptail, self._magnitude)
+
+    def restore(self, snapshot: tuple) -> None:
+        (self._kind, self._nodes, self._pres, self._cap, self._head, self._tail, self._top, self._ptail,
+         self._magnitude) = snapshot
+        self._track = self._kind == _INT and (self._op == _SUM or self._op == _MEAN)
+        self._pre = self._pres
+        self._layout(self._cap)
+
+    def __reduce__(self) -> tuple:
+        return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
+                            self.snapshot()))
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
+        """The object :class:`LogMTA` in this state: the same head, tail, root and the nodes of
+        every level up to the root from the head's on (all in its write buffers), so that every
+        later result is the one it would have given; ``monoid`` and ``wrap`` as for
+        :meth:`TypedTwoStacks.to_object` (a node wraps the window positions of its live leaves)."""
+        from mta.algorithms.log_mta import LogMTA
+
+        twin = LogMTA(monoid if monoid is not None else self.monoid)
+        wrap = wrap if wrap is not None else _bare
+        h: cython.Py_ssize_t = self._head
+        t: cython.Py_ssize_t = self._tail
+        levels: cython.Py_ssize_t = self._top + 1
+        number: cython.Py_ssize_t
+        while len(twin._bufs) < levels:
+            twin._add_level()
+        for number in range(levels):
+            first = h >> number
+            twin.store.level(number).reset(first)
+            twin._bufs[number] = [wrap(max(j << number, h) - h, min((j + 1) << number, t) - 1 - h,
+                                       self._row(self._nodes, self._slot(number, j)))
+                                  for j in range(first, ((t - 1) >> number) + 1)] if h < t else []
+            twin._bstart[number] = first
+        twin._leaves = twin._bufs[0]
+        twin._cstart = list(twin._bstart)
+        twin._caches = [[] for _ in twin._bufs]
+        twin._head, twin._tail = h, t
+        twin._root = twin._bufs[self._top][0] if h < t else twin.monoid.identity
+        twin.hold = self.hold
+        return twin
