@@ -11,14 +11,17 @@ partial a core cannot hold must raise ``Untyped`` without changing it, after whi
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from conftest import hsettings
+
 from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window, all_of, any_of
 from mta._extensions import load_pure
-from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
+from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, LogMTA, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
@@ -166,6 +169,68 @@ def test_int_bound_refuses_what_could_overflow(path, name):
     assert _same(core.query(), 1.5)
 
 
+FLOAT_POOL = [1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60, -0.0]
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@hsettings(max_examples=12)
+@given(data=st.data())
+def test_log_mta_bulk_evictions_across_levels(path, monoid_cls, data):
+    """TypedLogMTA on windows of up to a few thousand leaves (its rings double; the object's
+    nodes go through its store), evicted in bulk by any number, emptied (head = tail > 0) and
+    refilled: against LogMTA, and LogMTA with one-node buffers and caches (every node read
+    back from its store); demoted midway, the object twin goes on as LogMTA."""
+    monoid = monoid_cls()
+    core = _twin(path, typed.TypedLogMTA)(monoid)
+    refs = [LogMTA(monoid), LogMTA(monoid, buffer_size=1, cache_size=1)]
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    ints = data.draw(st.booleans())
+    demote_at = data.draw(st.integers(0, 8))
+    steps = data.draw(st.lists(st.tuples(st.integers(0, 1500), st.integers(0, 2**11),
+                                         st.sampled_from([False, False, False, True])), min_size=1, max_size=6))
+    for step, (grow, evict, everything) in enumerate(steps):
+        batch = [monoid.lift(rng.randint(-10**6, 10**6) if ints else rng.choice(FLOAT_POOL) * rng.random())
+                 for _ in range(grow)]
+        for algorithm in (core, *refs):
+            algorithm.insert_many(batch)
+        _assert_same_state(core, refs[0])
+        k = len(refs[0]) if everything else min(evict, len(refs[0]))
+        for k in (k, *[1] * min(rng.randint(0, 3), len(refs[0]) - k)):  # then a few single ones
+            for algorithm in (core, *refs):
+                algorithm.evict(k)
+        if step == demote_at:
+            core = core.to_object()
+        for ref in refs:
+            _assert_same_state(core, ref)
+        if len(refs[0]):
+            assert _same(core._oldest() if step >= demote_at else core.oldest(), refs[0]._oldest())
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+def test_log_mta_empty_windows(path):
+    """Empty at leaf 0, emptied at any leaf (the tree goes on from there), cleared (back to
+    leaf 0): the identity, nothing to iterate, and the object algorithm's results after."""
+    core = _twin(path, typed.TypedLogMTA)(Mean())
+    ref = LogMTA(Mean())
+    _assert_same_state(core, ref)
+    assert core.query() == (0, 0) and list(core) == []
+    for n in (1, 2, 3, 7, 8, 9, 100):
+        for algorithm in (core, ref):
+            algorithm.insert_many([(1e16, 1), (0.5, 1), (-1e16, 2)] * n)
+            algorithm.evict(len(algorithm))
+        _assert_same_state(core, ref)
+        assert _same(core.to_object().query(), (0, 0))
+        for algorithm in (core, ref):
+            algorithm.insert((2.5, 1))
+        _assert_same_state(core, ref)
+    for algorithm in (core, ref):
+        algorithm.clear()
+        algorithm.insert_many([(3, 1), (-3, 1)])  # the other kind, once empty
+    _assert_same_state(core, ref)
+    assert core.to_object()._head == 0
+
+
 def test_unserved_monoids_are_refused():
     with pytest.raises(TypeError, match="typed cores do not serve"):
         typed.TypedTwoStacks(Variance())
@@ -197,7 +262,6 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
                    Window(Variance()),
                    Window(Sum(), store="memory://"),
                    Window(Sum(), buffer_size=8),
-                   Window(Sum(), algorithm="log_mta"),
                    Window(Sum(), algorithm="fiba")):
         assert not _is_typed(window)
 
@@ -356,12 +420,13 @@ def test_timed_core_matches_object_algorithm(path, policy, data):
             assert _same(core._oldest()[1], ref._oldest()[1])
 
 
+@pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
 @pytest.mark.parametrize("policy", [MaxSize(4), TimeRange(4)], ids=repr)
-def test_typed_windows_copy_and_pickle(use_typed, policy):
+def test_typed_windows_copy_and_pickle(use_typed, policy, name):
     """The Stream engine deep-copies windows; untimed windows pickle (as on the object path)."""
     import copy
     import pickle
-    window = Window(Mean(), policy, algorithm="two_stacks")
+    window = Window(Mean(), policy, algorithm=name)
     for t in range(10):
         window.insert(t, t * 1.5)
     twin = copy.deepcopy(window)
