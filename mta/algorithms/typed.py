@@ -1304,22 +1304,9 @@ def _uint64s(n: cython.Py_ssize_t) -> array:
 
 
 @cython.cfunc
-@cython.inline
-@cython.exceptval(check=False)
-def _bit_length(x: cython.Py_ssize_t) -> cython.Py_ssize_t:
-    """``int.bit_length`` of a non-negative index."""
-    n: cython.Py_ssize_t = 0
-    if not cython.compiled:
-        return x.bit_length()
-    while x:
-        x >>= 1
-        n += 1
-    return n
-
-
-@cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
+@cython.exceptval(check=False)
 def _log_climb(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cython.bint, offs: cython.longlong[:],
                masks: cython.longlong[:], t: cython.Py_ssize_t, top: cython.Py_ssize_t, value: _Number,
                count: cython.longlong) -> cython.void:
@@ -1345,6 +1332,7 @@ def _log_climb(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cytho
 @cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
+@cython.exceptval(check=False)
 def _log_spine(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cython.bint, offs: cython.longlong[:],
                masks: cython.longlong[:], h: cython.Py_ssize_t, t: cython.Py_ssize_t, top: cython.Py_ssize_t,
                value: _Number) -> cython.void:
@@ -1441,6 +1429,7 @@ class TypedLogMTA(_TypedCore):
         self._magnitude = 0
 
     @cython.cfunc
+    @cython.final
     @cython.inline
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -1508,7 +1497,9 @@ class TypedLogMTA(_TypedCore):
         if h == t:
             self._top = 0
             return
-        top: cython.Py_ssize_t = _bit_length(h ^ t)
+        top: cython.Py_ssize_t = self._top  # bit_length(h ^ (t - 1)) climbs to bit_length(h ^ t)
+        while h >> top != t >> top:
+            top += 1
         root: cython.Py_ssize_t = self._slot(self._top, h >> self._top)
         number: cython.Py_ssize_t
         for number in range(self._top + 1, top):
@@ -1555,7 +1546,9 @@ class TypedLogMTA(_TypedCore):
             self._top = 0
             self._magnitude = 0
             return
-        top: cython.Py_ssize_t = _bit_length(h ^ (t - 1))
+        top: cython.Py_ssize_t = self._top  # down to bit_length(h ^ (t - 1)) for the new head
+        while top and h >> (top - 1) == (t - 1) >> (top - 1):
+            top -= 1
         nodes: _Columns = self._nodes
         mean: cython.bint = self._op == _MEAN
         s: cython.Py_ssize_t = self._slot(0, h)
