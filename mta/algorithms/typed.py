@@ -168,14 +168,23 @@ def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def _count_expired(t: _Number[:], h: cython.Py_ssize_t, n: cython.Py_ssize_t, width: _Number) -> cython.Py_ssize_t:
-    """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a binary
-    search, the difference falling as t rises (rounding is monotone too)."""
-    lo: cython.Py_ssize_t = 0
-    hi: cython.Py_ssize_t = n
-    mid: cython.Py_ssize_t
+    """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a galloping
+    then binary search, the difference falling as t rises (rounding is monotone too), in
+    O(log k) for k expired (a window sliding by an event or two reads two or three)."""
     if not n:
         return 0
     newest: _Number = t[h + n - 1]
+    if newest - t[h] < width:
+        return 0
+    # positions below lo have expired; position hi, if below n, has not
+    lo: cython.Py_ssize_t = 1
+    hi: cython.Py_ssize_t = 1
+    mid: cython.Py_ssize_t
+    while hi < n and newest - t[h + hi] >= width:
+        lo = hi + 1
+        hi = 2 * hi + 1
+    if hi > n:
+        hi = n
     while lo < hi:
         mid = (lo + hi) // 2
         if newest - t[h + mid] >= width:
@@ -462,8 +471,9 @@ class _TypedCore:
 
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result."""
-        if self._op == _MEAN:
-            return self.monoid.lower(self.query())
+        if self._op == _MEAN:  # Mean.lower, inline
+            s, c = self.query()
+            return s / c if c else None
         return self.query()
 
     @cython.ccall
@@ -946,6 +956,89 @@ def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
     return core
 
 
+# -- mta.Window's per-event calls -----------------------------------------------------------
+
+_INF = cython.declare(cython.double, float("inf"))
+
+
+@cython.cclass
+class Events:
+    """``mta.Window.insert`` and ``query`` of a window on a typed core, one C call each.
+
+    The window installs :meth:`insert` and :meth:`query` as its own attributes, so that an
+    event costs no Python frame. :meth:`insert` takes the plain case: a timestamp exactly an
+    int or a finite float, not older than the window's newest, and a value the monoid lifts
+    unchanged (exactly an int or a float; finite for Sum and Mean, not NaN for Min and Max;
+    any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
+    raised before any change), goes to ``checked``, the window's general insertion, which
+    names what is wrong or demotes the window, so that both give the same results and errors.
+    """
+
+    _window: object
+    _push: object
+    _result: object
+    _checked_insert: object
+    _checked_query: object
+    _op: cython.int
+    _count: cython.bint
+
+    def __init__(self, window: Any, algorithm: Any, monoid: Monoid, checked_insert: Any,
+                 checked_query: Any) -> None:
+        self._window = window
+        self._push = algorithm.push
+        self._result = algorithm.result
+        self._checked_insert = checked_insert
+        self._checked_query = checked_query
+        self._op = op_of(monoid)
+        self._count = type(monoid) is Count
+
+    def insert(self, timestamp: Any, value: Any) -> int:
+        """``Window.insert``: add one update, enforce the policy, return how many left."""
+        window = self._window
+        newest = window._newest
+        partial: object = value
+        t: cython.double
+        x: cython.double
+        kind = type(timestamp)
+        if kind is float:
+            t = timestamp
+            if not -_INF < t < _INF:
+                return self._checked_insert(window, timestamp, value)
+        elif kind is not int:
+            return self._checked_insert(window, timestamp, value)
+        if newest is not None and timestamp < newest:
+            return self._checked_insert(window, timestamp, value)
+        # Monoid.lift, for the values it returns unchanged
+        if self._count:
+            partial = 1
+        elif type(value) is float:
+            x = value
+            if self._op == _MIN or self._op == _MAX:
+                if x != x:
+                    return self._checked_insert(window, timestamp, value)
+            elif not -_INF < x < _INF:
+                return self._checked_insert(window, timestamp, value)
+            if self._op == _MEAN:
+                partial = (value, 1)
+        elif type(value) is int:
+            if self._op == _MEAN:
+                partial = (value, 1)
+        else:
+            return self._checked_insert(window, timestamp, value)
+        try:
+            evicted = self._push(timestamp, partial)
+        except Untyped:
+            return self._checked_insert(window, timestamp, value)
+        window._newest = timestamp
+        return evicted
+
+    def query(self, t_from: Any = None, t_to: Any = None) -> Any:
+        """``Window.query``: the window's result (of a time range: the window's own way)."""
+        if t_from is None and t_to is None:
+            return self._result()
+        return self._checked_query(self._window, t_from, t_to)
+
+
 # -- timed windows ------------------------------------------------------------------------
 
 _PLAN_SIZE = cython.declare(cython.int, 0)
@@ -1004,6 +1097,11 @@ class TypedTimed:
     hold = cython.declare(cython.bint, visibility="public")
     _policy: object
     _plan: object
+    # the plan when it is a single MaxSize or TimeRange (code -1: anything else)
+    _code: cython.int
+    _size: cython.Py_ssize_t
+    _width_i: cython.longlong
+    _width_d: cython.double
     _td: cython.double[:]
     _ti: cython.longlong[:]
     _cap: cython.Py_ssize_t
@@ -1020,6 +1118,11 @@ class TypedTimed:
         self._plan = plan(policy)
         if self._plan is None:
             raise TypeError(f"typed cores cannot evaluate policy {policy!r}")
+        self._code, self._size, self._width_i, self._width_d = -1, 0, 0, 0.0
+        if self._plan[0] == _PLAN_SIZE:
+            self._code, self._size = _PLAN_SIZE, self._plan[1]
+        elif self._plan[0] == _PLAN_TIME:
+            self._code, self._width_i, self._width_d = _PLAN_TIME, self._plan[1], self._plan[2]
         self._cap = 8
         self._td = _doubles(8)
         self._ti = _int64s(8)
@@ -1056,13 +1159,25 @@ class TypedTimed:
         if h + live + n <= self._cap:
             return
         cap: cython.Py_ssize_t = self._cap
+        j: cython.Py_ssize_t
+        if live + n <= cap // 2:  # in place, the live ones to the front (forward: dst < src)
+            td: cython.double[:] = self._td
+            ti: cython.longlong[:] = self._ti
+            if self._tkind == _FLOAT:
+                for j in range(live):
+                    td[j] = td[h + j]
+            else:
+                for j in range(live):
+                    ti[j] = ti[h + j]
+            self._h = 0
+            return
         while live + n > cap // 2:
             cap *= 2
-        td: cython.double[:] = _doubles(cap)
-        ti: cython.longlong[:] = _int64s(cap)
-        td[:live] = self._td[h:h + live]
-        ti[:live] = self._ti[h:h + live]
-        self._td, self._ti, self._cap, self._h = td, ti, cap, 0
+        new_d: cython.double[:] = _doubles(cap)
+        new_i: cython.longlong[:] = _int64s(cap)
+        new_d[:live] = self._td[h:h + live]
+        new_i[:live] = self._ti[h:h + live]
+        self._td, self._ti, self._cap, self._h = new_d, new_i, cap, 0
 
     @cython.cfunc
     def _timestamp(self, position: cython.Py_ssize_t) -> object:
@@ -1089,7 +1204,13 @@ class TypedTimed:
         """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
         enforce the window's policy; return how many were evicted."""
         self._insert(timestamp, partial)
-        k: cython.Py_ssize_t = self._condemned(self._plan)
+        k: cython.Py_ssize_t
+        if self._code == _PLAN_TIME:
+            k = self._expired(self._width_i, self._width_d)
+        elif self._code == _PLAN_SIZE:
+            k = self._n - self._size if self._n > self._size else 0
+        else:
+            k = self._condemned(self._plan)
         if k:
             self.core.evict(k)
             self._h += k
@@ -1162,12 +1283,14 @@ class TypedTimed:
         self._room(n)
         self._tkind = kind
         base: cython.Py_ssize_t = self._h + self._n
+        to_d: cython.double[:] = self._td  # local views: an attribute's is slower per element
+        to_i: cython.longlong[:] = self._ti
         if kind == _FLOAT:
             for j in range(n):
-                self._td[base + j] = td[j]
+                to_d[base + j] = td[j]
         else:
             for j in range(n):
-                self._ti[base + j] = ti[j]
+                to_i[base + j] = ti[j]
         self._n += n
 
     def evict(self, k: Any = 1) -> None:
