@@ -9,8 +9,9 @@ every round and recorded as ``equal``.
 
 1. **Bare steps** ``insert(x); evict(); query()`` at the algorithm level on a full window
    of n (2^20; quick 2^12): for every typed core in ``mta.algorithms.TYPED_ALGORITHMS``,
-   the core as imported (compiled when built) against the object algorithm of the same
-   name, for Sum over floats, Sum over ints and Mean over floats. A run is n steps, a
+   the core as imported (compiled when built), its pure-Python twin (the same source
+   interpreted, ``mta._extensions.load_pure``) and the object algorithm of the same name,
+   for Sum over floats, Sum over ints and Mean over floats. A run is n steps, a
    whole cycle (amortized work such as TwoStacks' flip counted once). Beside them, the
    C++ figures the issue quotes (IBM's sliding-window-aggregators on this machine; not
    re-measured here).
@@ -31,6 +32,7 @@ every round and recorded as ``equal``.
 
     python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
+    python -m benchmarks.compiled_core --algorithms log_mta   # the cells of some typed cores only
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import numpy as np
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
 from mta import Max, MaxSize, Mean, Sum, TimeRange, Window
+from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 from mta.monoid import Monoid
 
@@ -73,6 +76,11 @@ def values(count: int, ints: bool = False, start: int = 0) -> list[Any]:
 def compiled(cls: type) -> bool:
     """Whether the typed core ``cls`` runs compiled (its module's COMPILED flag)."""
     return bool(getattr(sys.modules[cls.__module__], "COMPILED", False))
+
+
+def pure_twin(cls: type) -> type:
+    """The typed core ``cls`` as its module's pure-Python twin (interpreted, whatever is built)."""
+    return getattr(load_pure(cls.__module__), cls.__name__)
 
 
 def core_label(name: str) -> str:
@@ -148,32 +156,39 @@ def step_run(agg: Any, partials: list[Any]) -> tuple[int, Any]:
         return now_ns() - start, result
 
 
-def bare(run: Run, n: int, rounds: int) -> dict[str, Any]:
+def bare(run: Run, cores: list[str], n: int, rounds: int) -> dict[str, Any]:
     rows, results = [], []
-    for name in TYPED_ALGORITHMS:
+    for name in cores:
         for kind, (make, ints) in KINDS.items():
             monoid = make()
             fill = monoid.lift_many(values(n, ints))
             steps = monoid.lift_many(values(n, ints, start=n))
-            aggs = {"typed": TYPED_ALGORITHMS[name](monoid), "object": ALGORITHMS[name](monoid)}
+            aggs = {"typed": TYPED_ALGORITHMS[name](monoid), "pure": pure_twin(TYPED_ALGORITHMS[name])(monoid),
+                    "object": ALGORITHMS[name](monoid)}
             for agg in aggs.values():
                 agg.insert_many(fill)
             ns, got = alternate({c: (lambda r, agg=agg: step_run(agg, steps)) for c, agg in aggs.items()}, rounds)
-            typed_ns, object_ns = per(ns["typed"], n), per(ns["object"], n)
+            typed_ns, pure_ns, object_ns = per(ns["typed"], n), per(ns["pure"], n), per(ns["object"], n)
             entry = {"algorithm": name, "kind": kind, "n": n, "typed_core": core_label(name),
-                     "typed_ns": typed_ns, "object_ns": object_ns, "typed_steps_per_s": 1e9 / typed_ns,
+                     "typed_ns": typed_ns, "pure_ns": pure_ns, "object_ns": object_ns,
+                     "typed_steps_per_s": 1e9 / typed_ns, "pure_steps_per_s": 1e9 / pure_ns,
                      "object_steps_per_s": 1e9 / object_ns, "speedup": object_ns / typed_ns,
+                     "speedup_over_pure": pure_ns / typed_ns,
                      "cpp_reference_ns": CPP_REFERENCE.get(name), "equal": agree(got), "rounds": rounds}
             results.append(entry)
             rows.append([label(name), kind, entry["typed_core"], num(typed_ns), num(entry["typed_steps_per_s"]),
+                         num(pure_ns), f"{entry['speedup_over_pure']:.1f}x",
                          num(object_ns), num(entry["object_steps_per_s"]), f"{entry['speedup']:.1f}x",
                          entry["cpp_reference_ns"] or "–", "yes" if entry["equal"] else "NO"])
-            run.log(f"bare {name} {kind}: typed {typed_ns:.1f} ns, object {object_ns:.1f} ns")
+            run.log(f"bare {name} {kind}: typed {typed_ns:.1f} ns, pure twin {pure_ns:.1f} ns, "
+                    f"object {object_ns:.1f} ns")
     run.table(f"1. Bare insert + evict + query at the algorithm level, window {pow2(n)}, median of {rounds} rounds",
-              ["algorithm", "kind", "typed core", "typed ns/step", "typed steps/s", "object ns/step",
-               "object steps/s", "typed speedup", "C++ ns/step (issue's)", "equal"], rows,
+              ["algorithm", "kind", "typed core", "typed ns/step", "typed steps/s", "pure twin ns/step",
+               "pure twin / typed", "object ns/step", "object steps/s", "typed speedup", "C++ ns/step (issue's)",
+               "equal"], rows,
               f"Issue targets (AMTA, Sum): >= {TARGETS['bare_steps_per_s'] / 1e6:g} M steps/s and >= "
-              f"{TARGETS['bare_speedup']:g}x the pure path. The C++ column is the issue's figure for IBM's "
+              f"{TARGETS['bare_speedup']:g}x the pure path. The pure twin is the typed core's own source interpreted; "
+              "the typed speedup is over the object algorithm. The C++ column is the issue's figure for IBM's "
               "sliding-window-aggregators on this machine, not measured by this script (none quoted for TwoStacks).")
     return {"results": results}
 
@@ -211,7 +226,7 @@ def window_run(w: Window, ts: list[int], xs: list[float]) -> tuple[int, Any]:
         return now_ns() - start, result
 
 
-def per_event(run: Run, sizes: list[int], steps_min: int, rounds: int) -> dict[str, Any]:
+def per_event(run: Run, cores: list[str], sizes: list[int], steps_min: int, rounds: int) -> dict[str, Any]:
     rows, results = [], []
     for n in sizes:
         steps = max(n, steps_min)
@@ -221,7 +236,7 @@ def per_event(run: Run, sizes: list[int], steps_min: int, rounds: int) -> dict[s
             for x in fill:
                 model.update(x)
             windows: dict[str, Window] = {}
-            for name in TYPED_ALGORITHMS:
+            for name in cores:
                 for path, typed_core in (("typed", True), ("object", False)):
                     w = window(make(), MaxSize(n), name, typed_core)
                     w.insert_many(list(range(n)), fill)
@@ -232,7 +247,7 @@ def per_event(run: Run, sizes: list[int], steps_min: int, rounds: int) -> dict[s
             ns, got = alternate(runners, rounds)
             river_ns = per(ns["river"], steps)
             equal = agree(got)
-            for name in TYPED_ALGORITHMS:
+            for name in cores:
                 typed_ns, object_ns = per(ns[f"{name}/typed"], steps), per(ns[f"{name}/object"], steps)
                 entry = {"n": n, "monoid": monoid_name, "algorithm": name, "steps": steps, "river_ns": river_ns,
                          "typed_ns": typed_ns, "object_ns": object_ns,
@@ -273,11 +288,11 @@ def loop_run(w: Window, ts: list[int], xs: list[float]) -> tuple[int, Any]:
         return now_ns() - start, w.query()
 
 
-def batches(run: Run, n: int, events: int, rounds: int) -> dict[str, Any]:
+def batches(run: Run, cores: list[str], n: int, events: int, rounds: int) -> dict[str, Any]:
     fill, xs = values(n), values(events, start=n)
     xs_array = np.array(xs, dtype=np.float64)
     kinds = [(f"{type(policy).__name__}(n), {label(name)}, {path}", policy, name, typed_core)
-             for policy in (MaxSize(n), TimeRange(n)) for name in TYPED_ALGORITHMS
+             for policy in (MaxSize(n), TimeRange(n)) for name in cores
              for path, typed_core in (("typed", True), ("object", False))]
     runners: dict[str, Callable[[int], tuple[int, Any]]] = {}
     cores: dict[str, Window] = {}
@@ -341,10 +356,10 @@ def traced(make: Callable[[], Window], n: int, chunk: int) -> dict[str, Any]:
     return out
 
 
-def memory(run: Run, n: int) -> dict[str, Any]:
+def memory(run: Run, cores: list[str], n: int) -> dict[str, Any]:
     rows, results = [], []
     chunk = min(n, 1 << 14)
-    for name in TYPED_ALGORITHMS:
+    for name in cores:
         got = {path: traced(lambda: window(Sum(), MaxSize(n), name, typed_core), n, chunk)
                for path, typed_core in (("typed", True), ("object", False))}
         entry = {"algorithm": name, "n": n, "method": "tracemalloc",
@@ -384,16 +399,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   "batch_events": 128 * BATCH, "memory_n": 2**20, "rounds": 7}
     if args.rounds:
         params["rounds"] = args.rounds
-    params["typed_algorithms"] = {name: core_label(name) for name in TYPED_ALGORITHMS}
+    cores = [name for name in TYPED_ALGORITHMS if not args.algorithms or name in args.algorithms]
+    if not cores:
+        p.error(f"no typed core among {', '.join(args.algorithms)}; typed cores: {', '.join(TYPED_ALGORITHMS)}")
+    params["typed_algorithms"] = {name: core_label(name) for name in cores}
     params["mta_compiled"] = mta.COMPILED
     run = Run(NAME, args, params)
     rounds = params["rounds"]
     cells = {
-        "bare": run.experiment("bare", lambda: bare(run, params["bare_n"], rounds)),
+        "bare": run.experiment("bare", lambda: bare(run, cores, params["bare_n"], rounds)),
         "per_event": run.experiment("per_event", lambda: per_event(
-            run, params["event_sizes"], params["event_steps_min"], rounds)),
-        "batches": run.experiment("batches", lambda: batches(run, params["batch_n"], params["batch_events"], rounds)),
-        "memory": run.experiment("memory", lambda: memory(run, params["memory_n"])),
+            run, cores, params["event_sizes"], params["event_steps_min"], rounds)),
+        "batches": run.experiment("batches", lambda: batches(run, cores, params["batch_n"], params["batch_events"], rounds)),
+        "memory": run.experiment("memory", lambda: memory(run, cores, params["memory_n"])),
     }
     run.data["cells"] = cells
     csv_rows = (

@@ -26,7 +26,7 @@ def test_compiled_core_quick(tmp_path):
     assert {(e["algorithm"], e["kind"]) for e in bare} == {(a, k) for a in TYPED_ALGORITHMS for k in KINDS}
     for e in bare:
         assert e["equal"] and e["n"] == params["bare_n"]
-        assert e["typed_ns"] > 0 and e["object_ns"] > 0 and e["speedup"] > 0
+        assert e["typed_ns"] > 0 and e["pure_ns"] > 0 and e["object_ns"] > 0 and e["speedup"] > 0
 
     per_event = cells["per_event"]["results"]
     assert {(e["n"], e["monoid"], e["algorithm"]) for e in per_event} == {
