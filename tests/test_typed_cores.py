@@ -516,3 +516,22 @@ def test_policies_at_the_edges_of_what_the_cores_hold(use_typed):
         for t, v in updates:
             assert window.insert(t, v) == ref.insert(t, v), policy
             assert (len(window), window.query()) == (len(ref), ref.query()), policy
+
+
+def test_numpy_scalars_are_taken_as_python_numbers(use_typed):
+    """np.int64 values lift to int (exact sums: numpy's int64 would wrap, or raise against a
+    huge int), np.float64 ones to float; the typed window stays typed, the object one agrees."""
+    for use in (True, False):
+        typed.USE = use
+        window = Window(Sum(), MaxSize(3))
+        window.insert(0, np.int64(2**62))
+        window.insert(1, np.int64(2**62))
+        assert window._typed is False and type(window.query()) is int and window.query() == 2**63
+        window.insert(2, 2**100)  # no OverflowError from np.int64 + int
+        assert window.query() == 2**63 + 2**100
+        floats = Window(Mean(), TimeRange(5))
+        floats.insert(0, np.float64(1.5))
+        floats.insert(1, 2.5)
+        assert floats._typed is use and _same(floats.query(), 2.0) and [type(v[0]) for v in floats] == [float, float]
+        assert Sum().lift(np.int32(-3)) == -3 and type(Sum().lift(np.int32(-3))) is int
+        assert type(Max().lift(np.float64(math.inf))) is float
