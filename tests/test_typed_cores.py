@@ -535,3 +535,19 @@ def test_numpy_scalars_are_taken_as_python_numbers(use_typed):
         assert floats._typed is use and _same(floats.query(), 2.0) and [type(v[0]) for v in floats] == [float, float]
         assert Sum().lift(np.int32(-3)) == -3 and type(Sum().lift(np.int32(-3))) is int
         assert type(Max().lift(np.float64(math.inf))) is float
+
+
+def test_a_subclass_overriding_insert_or_query_keeps_its_methods(use_typed):
+    """The per-event calls are installed only where Window's own insert and query would run."""
+    seen = []
+
+    class Logged(Window):
+        def insert(self, timestamp, value):
+            seen.append(value)
+            return super().insert(timestamp, value)
+
+    window = Logged(Sum(), MaxSize(2))
+    for t in range(3):
+        window.insert(t, float(t))
+    assert seen == [0.0, 1.0, 2.0] and window._typed and window.query() == 3.0
+    assert "insert" not in vars(window) and "query" not in vars(window)
