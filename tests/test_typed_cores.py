@@ -426,6 +426,13 @@ def test_per_event_calls_are_installed_and_removed(use_typed):
         twin.insert(9, 30.0)
         assert _same(twin.query(), (3.0 + 4.0 + 30.0) / 3)
     assert _same(window.query(), 3.0)
+    import gc
+    import weakref
+    dropped = Window(Sum(), MaxSize(3))
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()  # the window and its Events refer to each other: the cycle collector frees them
+    assert gone() is None
     window.insert(10, 2**70)  # beyond int64: the window demotes and goes on
     assert not window._typed and "insert" not in vars(window) and "query" not in vars(window)
     assert window.query() == (3.0 + 4.0 + 2**70) / 3

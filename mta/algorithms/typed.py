@@ -990,6 +990,8 @@ class Events:
     any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked``, the window's general insertion, which
     names what is wrong or demotes the window, so that both give the same results and errors.
+    The window and its Events refer to each other: a dropped window is freed by the cycle
+    collector, not at once.
     """
 
     _window: object
