@@ -254,11 +254,14 @@ class Run:
 
 def cachegrind_instructions(module: str, args: Sequence[str]) -> int:
     """Instructions a child ``python -m <module> <args>`` executes, counted by valgrind's
-    cachegrind (``I refs``): what a benchmark counts where this VM's clock swings."""
+    cachegrind (``I refs``): what a benchmark counts where this VM's clock swings. The children
+    get one hash seed and one BLAS thread: random seeds change dict and set work, and idle
+    OpenBLAS threads spin, by millions of instructions from run to run."""
     out = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-m", module, *args],
-        capture_output=True, text=True, check=True).stderr
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}).stderr
     found = re.search(r"I\s+refs:\s+([\d,]+)", out)
     if found is None:
         raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
