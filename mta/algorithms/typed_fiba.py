@@ -32,7 +32,7 @@ arithmetic look at the kind.
 from __future__ import annotations
 
 import math
-from array import array
+import struct
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator, Optional
 
@@ -62,6 +62,12 @@ _MEAN = cython.declare(cython.int, MEAN)
 LIMIT = cython.declare(cython.ulonglong, 2**63 - 1)
 INT64_MAX = cython.declare(cython.longlong, 2**63 - 1)
 INT64_MIN = cython.declare(cython.longlong, -INT64_MAX - 1)
+#: Room in a node: FiBA's largest (min_arity 16: 31 entries) and one over before it splits.
+MAX_ARITY = cython.declare(cython.Py_ssize_t, 16)
+CAP = cython.declare(cython.Py_ssize_t, 33)
+_Bits = cython.union(d=cython.double, i=cython.longlong)
+_D = struct.Struct("d")
+_Q = struct.Struct("q")
 # Python ints, compared with Python ints before a conversion to C
 _I64_LO = -2**63
 _I64_HI = 2**63
@@ -79,35 +85,61 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
     return cython.cast(cython.ulonglong, v)
 
 
-def _int64s(n: int) -> array:
-    return array("q", [0]) * n
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _bits(x: cython.double) -> cython.longlong:
+    """The bits of a double, as an int64."""
+    if cython.compiled:
+        u: _Bits
+        u.d = x
+        return u.i
+    return _Q.unpack(_D.pack(x))[0]
 
 
-def _as_double(column: array) -> memoryview:
-    """The same bytes as doubles."""
-    return memoryview(column).cast("B").cast("d")
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _double(x: cython.longlong) -> cython.double:
+    """The double of these bits."""
+    if cython.compiled:
+        u: _Bits
+        u.i = x
+        return u.d
+    return _D.unpack(_Q.pack(x))[0]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _fkey(x: cython.double) -> cython.longlong:
+    """A float key as an int64 in the same order (not NaN; -0.0 only for a lookup: it is
+    0.0's): its bits, the magnitude bits flipped for a negative."""
+    b: cython.longlong = _bits(x + 0.0)  # -0.0 + 0.0 is 0.0
+    return b ^ INT64_MAX if b < 0 else b
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _unfkey(b: cython.longlong) -> cython.double:
+    return _double(b ^ INT64_MAX if b < 0 else b)
 
 
 @cython.final
 @cython.cclass
 class _TNode:
-    """A node of :class:`TypedFiBA`: FiBA's ``_Node`` with its entries in columns.
+    """A node of :class:`TypedFiBA`: FiBA's ``_Node`` with its entries in C arrays.
 
-    Entry ``j < n``: key ``ki[j]`` (``kd[j]`` for float keys: the same bytes), value
-    ``vi[j]``/``vd[j]`` and, for Mean, count ``vc[j]``. ``children`` a list (None for a
-    leaf), ``agg`` and ``size`` as FiBA's (position-dependent), ``suffixed``: the left
-    finger's suffix folds are valid (FiBA's ``suffix`` is not None), ``slen`` of them in
-    ``si``/``sd``/``sc`` (row ``r`` aggregates entries ``n - 1 - r ..``)."""
+    Entry ``j < n``: key ``k[j]`` (see :func:`_fkey`), value ``v[j]`` (an int64, or the bits
+    of a double) and, for Mean, count ``c[j]``. ``children`` a list (None for a leaf),
+    ``agg`` and ``size`` as FiBA's (position-dependent); ``suffixed``: FiBA's ``suffix``
+    is not None (the left finger's suffix folds, ``slen`` of them, kept by the tree)."""
 
     n: cython.Py_ssize_t
-    _keys: object
-    _vals: object
-    _cnts: object
-    ki: cython.longlong[:]
-    kd: cython.double[:]
-    vi: cython.longlong[:]
-    vd: cython.double[:]
-    vc: cython.longlong[:]
+    k: cython.longlong[33]  # CAP
+    v: cython.longlong[33]
+    c: cython.longlong[33]
     children: list
     parent: _TNode
     agg: Part
@@ -116,38 +148,16 @@ class _TNode:
     right: cython.bint
     suffixed: cython.bint
     slen: cython.Py_ssize_t
-    _sufs: object
-    _sufc: object
-    si: cython.longlong[:]
-    sd: cython.double[:]
-    sc: cython.longlong[:]
 
-    def __init__(self, cap: cython.Py_ssize_t, mean: cython.bint) -> None:
+    def __init__(self) -> None:
+        if not cython.compiled:
+            self.k, self.v, self.c = [0] * CAP, [0] * CAP, [0] * CAP
         self.n = 0
-        self._keys = _int64s(cap)
-        self._vals = _int64s(cap)
-        self._cnts = _int64s(cap if mean else 0)
-        self.ki = self._keys
-        self.kd = _as_double(self._keys)
-        self.vi = self._vals
-        self.vd = _as_double(self._vals)
-        self.vc = self._cnts
         self.children = None
         self.parent = None
         self.size = 0
         self.left = self.right = self.suffixed = False
         self.slen = 0
-        self._sufs = None
-
-    @cython.cfunc
-    def _suffix_room(self, cap: cython.Py_ssize_t, mean: cython.bint) -> cython.int:
-        if self._sufs is None:
-            self._sufs = _int64s(cap)
-            self._sufc = _int64s(cap if mean else 0)
-            self.si = self._sufs
-            self.sd = _as_double(self._sufs)
-            self.sc = self._sufc
-        return 0
 
 
 @cython.cfunc
@@ -172,16 +182,16 @@ def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, mean: cyth
     j: cython.Py_ssize_t
     if by > 0:
         for j in range(n - 1, i - 1, -1):
-            node.ki[j + by] = node.ki[j]
-            node.vi[j + by] = node.vi[j]
+            node.k[j + by] = node.k[j]
+            node.v[j + by] = node.v[j]
             if mean:
-                node.vc[j + by] = node.vc[j]
+                node.c[j + by] = node.c[j]
     elif by < 0:
         for j in range(i, n):
-            node.ki[j + by] = node.ki[j]
-            node.vi[j + by] = node.vi[j]
+            node.k[j + by] = node.k[j]
+            node.v[j + by] = node.v[j]
             if mean:
-                node.vc[j + by] = node.vc[j]
+                node.c[j + by] = node.c[j]
     node.n = n + by
     return 0
 
@@ -195,10 +205,10 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
     """Entries ``s .. s + m - 1`` of ``src`` to places ``t ..`` of another node (bits)."""
     j: cython.Py_ssize_t
     for j in range(m):
-        dst.ki[t + j] = src.ki[s + j]
-        dst.vi[t + j] = src.vi[s + j]
+        dst.k[t + j] = src.k[s + j]
+        dst.v[t + j] = src.v[s + j]
         if mean:
-            dst.vc[t + j] = src.vc[s + j]
+            dst.c[t + j] = src.c[s + j]
     return 0
 
 
@@ -219,7 +229,6 @@ class TypedFiBA:
 
     _max_keys: cython.Py_ssize_t
     _min_keys: cython.Py_ssize_t
-    _cap: cython.Py_ssize_t
     _op: cython.int
     _mean: cython.bint
     _count: cython.bint
@@ -235,8 +244,10 @@ class TypedFiBA:
     # scratch
     _vkind: cython.bint       # the kind of the partial _decode last read
     _qkind: cython.bint       # the kind of the key _key_in last read
-    _qd: cython.double        # that key
-    _qi: cython.longlong
+    _q: cython.longlong       # that key (as stored: _fkey of a float)
+    _sv: cython.longlong[33]  # the left finger's suffix folds (FiBA's suffix[r]): values ...
+    _sc: cython.longlong[33]  # ... and Mean counts
+    _sowner: _TNode           # the node whose folds they are
     _top: _TNode              # what a rebalancing returns: top node, spines hit
     _hl: cython.bint
     _hr: cython.bint
@@ -248,19 +259,22 @@ class TypedFiBA:
             raise TypeError(f"TypedFiBA serves Sum, Count, Min, Max and Mean, not {monoid!r}")
         if isinstance(min_arity, bool) or not isinstance(min_arity, int) or min_arity < 2:
             raise ValueError(f"min_arity must be an int >= 2, got {min_arity!r}")
+        if min_arity > MAX_ARITY:
+            raise ValueError(f"TypedFiBA's nodes hold min_arity <= {MAX_ARITY}, got {min_arity}")
         self.monoid = monoid
         self.hold = False
         self.min_arity = min_arity
         self._max_keys = 2 * min_arity - 1
         self._min_keys = min_arity - 1
-        self._cap = self._max_keys + 2  # a node overflows by one before it splits
         self._op = op
         self._mean = op == _MEAN
         self._count = type(monoid) is Count
         self._journal = None
         self._kfloat = self._vkind = self._qkind = self._hl = self._hr = self._hit = False
-        self._qd = 0.0
-        self._qi = 0
+        self._q = 0
+        self._sowner = None
+        if not cython.compiled:
+            self._sv, self._sc = [0] * CAP, [0] * CAP
         self._top = None
         self._set_kind(True)
         self._reset()
@@ -282,12 +296,13 @@ class TypedFiBA:
         return 0
 
     def _reset(self) -> None:
+        self._sowner = None
         self._root = self._new()
         self._lf = self._rf = self._root
 
     @cython.cfunc
     def _new(self) -> _TNode:
-        node: _TNode = _TNode(self._cap, self._mean)
+        node: _TNode = _TNode()
         node.agg = self._identity
         return node
 
@@ -356,17 +371,19 @@ class TypedFiBA:
 
     @cython.cfunc
     def _key_in(self, key: object) -> cython.int:
-        """Read ``key`` into ``_qd``/``_qi``, its kind into ``_qkind``; Untyped if no column
-        holds it (not exactly an int or a float, NaN, beyond int64)."""
+        """Read ``key`` into ``_q``, its kind into ``_qkind``; Untyped if no column holds it
+        (not exactly an int or a float, NaN, beyond int64)."""
+        x: cython.double
         if type(key) is float:
-            if key != key:
+            x = key
+            if x != x:
                 raise Untyped("a NaN key")
-            self._qd = key
+            self._q = _fkey(x)
             self._qkind = True
             return 0
         if type(key) is not int or not _I64_LO <= key < _I64_HI:
             raise Untyped(f"not an int64 or float key: {key!r}")
-        self._qi = key
+        self._q = key
         self._qkind = False
         return 0
 
@@ -381,86 +398,74 @@ class TypedFiBA:
     @cython.cfunc
     def _key(self, node: _TNode, j: cython.Py_ssize_t) -> object:
         if self._kfloat:
-            return node.kd[j]
-        return node.ki[j]
+            return _unfkey(node.k[j])
+        return node.k[j]
 
     @cython.cfunc
     @cython.inline
     def _val(self, node: _TNode, j: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = node.vc[j] if self._mean else 0
+        c: cython.longlong = node.c[j] if self._mean else 0
         if self._float:
-            return Part(d=node.vd[j], i=0, c=c)
-        return Part(d=0.0, i=node.vi[j], c=c)
+            return Part(d=_double(node.v[j]), i=0, c=c)
+        return Part(d=0.0, i=node.v[j], c=c)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
     def _setv(self, node: _TNode, j: cython.Py_ssize_t, p: Part) -> cython.int:
-        if self._float:
-            node.vd[j] = p.d
-        else:
-            node.vi[j] = p.i
+        node.v[j] = _bits(p.d) if self._float else p.i
         if self._mean:
-            node.vc[j] = p.c
+            node.c[j] = p.c
         return 0
 
     @cython.cfunc
     @cython.inline
-    def _suf(self, node: _TNode, r: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = node.sc[r] if self._mean else 0
+    def _suf(self, r: cython.Py_ssize_t) -> Part:
+        c: cython.longlong = self._sc[r] if self._mean else 0
         if self._float:
-            return Part(d=node.sd[r], i=0, c=c)
-        return Part(d=0.0, i=node.si[r], c=c)
+            return Part(d=_double(self._sv[r]), i=0, c=c)
+        return Part(d=0.0, i=self._sv[r], c=c)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _setsuf(self, node: _TNode, r: cython.Py_ssize_t, p: Part) -> cython.int:
-        if self._float:
-            node.sd[r] = p.d
-        else:
-            node.si[r] = p.i
+    def _setsuf(self, r: cython.Py_ssize_t, p: Part) -> cython.int:
+        self._sv[r] = _bits(p.d) if self._float else p.i
         if self._mean:
-            node.sc[r] = p.c
+            self._sc[r] = p.c
         return 0
 
-    # key comparisons: entry j of node against the key (qd, qi) of the tree's kind
+    # key comparisons: entry j of node against the key (q) of the tree's kind
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _klt(self, node: _TNode, j: cython.Py_ssize_t, qd: cython.double, qi: cython.longlong) -> cython.bint:
+    def _klt(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong) -> cython.bint:
         """keys[j] < q"""
-        if self._kfloat:
-            return node.kd[j] < qd
-        return node.ki[j] < qi
+        return node.k[j] < q
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _kgt(self, node: _TNode, j: cython.Py_ssize_t, qd: cython.double, qi: cython.longlong) -> cython.bint:
+    def _kgt(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong) -> cython.bint:
         """keys[j] > q"""
-        if self._kfloat:
-            return node.kd[j] > qd
-        return node.ki[j] > qi
+        return node.k[j] > q
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _keq(self, node: _TNode, j: cython.Py_ssize_t, qd: cython.double, qi: cython.longlong) -> cython.bint:
-        if self._kfloat:
-            return node.kd[j] == qd
-        return node.ki[j] == qi
+    def _keq(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong) -> cython.bint:
+        return node.k[j] == q
 
     @cython.cfunc
     @cython.exceptval(check=False)
-    def _bisect_left(self, node: _TNode, qd: cython.double, qi: cython.longlong) -> cython.Py_ssize_t:
+    def _bisect_left(self, node: _TNode, q: cython.longlong) -> cython.Py_ssize_t:
         lo: cython.Py_ssize_t = 0
         hi: cython.Py_ssize_t = node.n
         mid: cython.Py_ssize_t
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._klt(node, mid, qd, qi):
+            if self._klt(node, mid, q):
                 lo = mid + 1
             else:
                 hi = mid
@@ -468,13 +473,13 @@ class TypedFiBA:
 
     @cython.cfunc
     @cython.exceptval(check=False)
-    def _bisect_right(self, node: _TNode, qd: cython.double, qi: cython.longlong) -> cython.Py_ssize_t:
+    def _bisect_right(self, node: _TNode, q: cython.longlong) -> cython.Py_ssize_t:
         lo: cython.Py_ssize_t = 0
         hi: cython.Py_ssize_t = node.n
         mid: cython.Py_ssize_t
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._kgt(node, mid, qd, qi):
+            if self._kgt(node, mid, q):
                 hi = mid
             else:
                 lo = mid + 1
@@ -485,10 +490,7 @@ class TypedFiBA:
     def _put_entry(self, node: _TNode, i: cython.Py_ssize_t, p: Part) -> cython.int:
         """Insert the scratch key with value ``p`` at entry ``i`` of ``node``."""
         _shift(node, i, 1, self._mean)
-        if self._kfloat:
-            node.kd[i] = self._qd
-        else:
-            node.ki[i] = self._qi
+        node.k[i] = self._q
         self._setv(node, i, p)
         return 0
 
@@ -513,12 +515,14 @@ class TypedFiBA:
         parent: _TNode = node.parent
         if node.children is None:
             if node is self._lf and n:
-                node._suffix_room(self._cap, self._mean)
+                if self._sowner is not None and self._sowner is not node:
+                    self._sowner.suffixed = False  # (a former left finger: never one again)
+                self._sowner = node
                 agg = self._val(node, n - 1)
-                self._setsuf(node, 0, agg)
+                self._setsuf(0, agg)
                 for r in range(1, n):
                     agg = self._comb(self._val(node, n - 1 - r), agg)
-                    self._setsuf(node, r, agg)
+                    self._setsuf(r, agg)
                 node.slen = n
                 node.suffixed = True
             else:  # monoid.fold(identity, values)
@@ -603,22 +607,22 @@ class TypedFiBA:
         return 0
 
     @cython.cfunc
-    def _search_node(self, qd: cython.double, qi: cython.longlong) -> _TNode:
+    def _search_node(self, q: cython.longlong) -> _TNode:
         """FiBA._search_node: from the nearer finger, climbing only as far as it must."""
         node: _TNode = self._root
         i: cython.Py_ssize_t
         if node.children is not None:
-            if self._kgt(node, 0, qd, qi):
+            if self._kgt(node, 0, q):
                 node = self._lf
-                while node.parent is not None and self._klt(node, node.n - 1, qd, qi):
+                while node.parent is not None and self._klt(node, node.n - 1, q):
                     node = node.parent
-            elif self._klt(node, node.n - 1, qd, qi):
+            elif self._klt(node, node.n - 1, q):
                 node = self._rf
-                while node.parent is not None and self._kgt(node, 0, qd, qi):
+                while node.parent is not None and self._kgt(node, 0, q):
                     node = node.parent
         while node.children is not None:
-            i = self._bisect_left(node, qd, qi)
-            if i < node.n and self._keq(node, i, qd, qi):
+            i = self._bisect_left(node, q)
+            if i < node.n and self._keq(node, i, q):
                 return node
             node = _child(node, i)
         return node
@@ -776,6 +780,8 @@ class TypedFiBA:
         """Add ``partial`` at ``key`` (combined into an existing entry: existing ⊕ new);
         True if the key is new. Untyped, and no change, if the tree cannot hold them."""
         self._key_in(key)
+        if self._qkind and self._q == 0 and math.copysign(1.0, key) < 0:
+            raise Untyped("a -0.0 key (it would read back as 0.0)")
         p: Part = self._decode(partial)
         if self._len():
             if self._qkind != self._kfloat:
@@ -795,14 +801,13 @@ class TypedFiBA:
 
     @cython.cfunc
     def _insert(self, key: object, p: Part) -> cython.bint:
-        qd: cython.double = self._qd
-        qi: cython.longlong = self._qi
+        q: cython.longlong = self._q
         finger: _TNode = self._rf
         n: cython.Py_ssize_t = finger.n
         parent: _TNode = finger.parent
         if self._track:
             self._magnitude += _abs64(p.i)
-        if n and self._klt(finger, n - 1, qd, qi):  # after every key
+        if n and self._klt(finger, n - 1, q):  # after every key
             if n < self._max_keys:
                 # In order, no split: the right finger's aggregate gains the entry: one combine.
                 if self._journal is not None:
@@ -815,9 +820,9 @@ class TypedFiBA:
             if parent is not None and parent.n and not parent.left and parent.n < self._max_keys:
                 self._append_split(finger, key, p)
                 return True
-        node: _TNode = self._search_node(qd, qi)
-        i: cython.Py_ssize_t = self._bisect_left(node, qd, qi)
-        if i < node.n and self._keq(node, i, qd, qi):  # combine into the entry
+        node: _TNode = self._search_node(q)
+        i: cython.Py_ssize_t = self._bisect_left(node, q)
+        if i < node.n and self._keq(node, i, q):  # combine into the entry
             old: Part = self._val(node, i)
             if self._journal is not None:
                 self._journal.append((key, self._enc(old)))
@@ -873,12 +878,11 @@ class TypedFiBA:
 
     @cython.cfunc
     def _evict(self, key: object) -> cython.bint:
-        qd: cython.double = self._qd
-        qi: cython.longlong = self._qi
+        q: cython.longlong = self._q
         finger: _TNode = self._lf
         parent: _TNode = finger.parent
         agg: Part
-        if finger.n and self._keq(finger, 0, qd, qi) and (finger.n > self._min_keys or parent is None):
+        if finger.n and self._keq(finger, 0, q) and (finger.n > self._min_keys or parent is None):
             # The oldest, no underflow: only the left finger's aggregate changes.
             self._untrack(finger, 0)
             if self._journal is not None:
@@ -888,7 +892,7 @@ class TypedFiBA:
                 self._recalc(finger)
                 return True
             finger.slen -= 1
-            agg = self._suf(finger, finger.slen - 1) if finger.slen else self._identity
+            agg = self._suf(finger.slen - 1) if finger.slen else self._identity
             size: cython.Py_ssize_t = finger.n
             if parent is not None and parent.parent is not None:
                 agg = self._comb(agg, parent.agg)
@@ -896,9 +900,9 @@ class TypedFiBA:
             finger.agg = agg
             finger.size = size
             return True
-        node: _TNode = self._search_node(qd, qi)
-        i: cython.Py_ssize_t = self._bisect_left(node, qd, qi)
-        if i == node.n or not self._keq(node, i, qd, qi):
+        node: _TNode = self._search_node(q)
+        i: cython.Py_ssize_t = self._bisect_left(node, q)
+        if i == node.n or not self._keq(node, i, q):
             return False
         self._untrack(node, i)
         if self._journal is not None:
@@ -941,7 +945,7 @@ class TypedFiBA:
     def _untrack(self, node: _TNode, j: cython.Py_ssize_t) -> cython.int:
         """Entry ``j`` of ``node`` leaves the tree: out of the INT bound's sum."""
         if self._track:
-            self._magnitude -= _abs64(node.vi[j])
+            self._magnitude -= _abs64(node.v[j])
         return 0
 
     @cython.cfunc
@@ -960,13 +964,12 @@ class TypedFiBA:
         if not before:
             return 0
         self._lookup(key)
-        qd: cython.double = self._qd
-        qi: cython.longlong = self._qi
-        if self._kgt(self._lf, 0, qd, qi):
+        q: cython.longlong = self._q
+        if self._kgt(self._lf, 0, q):
             return 0  # older than the oldest
         if self._track or self._journal is not None:  # O(evicted): int sums, or a batch may be undone
-            self._walk_upto(self._root, qd, qi)
-        path: list = self._boundary(qd, qi)
+            self._walk_upto(self._root, q)
+        path: list = self._boundary(q)
         skip_to: _TNode = None
         top: _TNode = None
         root: _TNode
@@ -983,7 +986,7 @@ class TypedFiBA:
                 self._recalc_if_up(neighbor)  # it gave entries to the level below
             if skip_to is None or skip_to is node:
                 skip_to = None
-                self._cut(node, qd, qi)
+                self._cut(node, q)
                 if neighbor is None:
                     # Nothing right of this level's node: everything above it is evicted
                     # but its own subtree, which becomes the tree.
@@ -1029,17 +1032,17 @@ class TypedFiBA:
         return before - self._len()
 
     @cython.cfunc
-    def _walk_upto(self, node: _TNode, qd: cython.double, qi: cython.longlong) -> cython.bint:
+    def _walk_upto(self, node: _TNode, q: cython.longlong) -> cython.bint:
         """The entries with keys ``<= q`` in order, out of the INT bound's sum and into the
         journal (if any); False once past ``q``."""
         j: cython.Py_ssize_t
         journal: object = self._journal
         for j in range(node.n + 1):
-            if node.children is not None and not self._walk_upto(_child(node, j), qd, qi):
+            if node.children is not None and not self._walk_upto(_child(node, j), q):
                 return False
             if j == node.n:
                 break
-            if self._kgt(node, j, qd, qi):
+            if self._kgt(node, j, q):
                 return False
             self._untrack(node, j)
             if journal is not None:
@@ -1047,16 +1050,16 @@ class TypedFiBA:
         return True
 
     @cython.cfunc
-    def _boundary(self, qd: cython.double, qi: cython.longlong) -> list:
+    def _boundary(self, q: cython.longlong) -> list:
         """FiBA._boundary: the search path with each node's neighbor and their common ancestor."""
         node: _TNode = self._root
         ancestor: _TNode
         neighbor: _TNode = None
         index: cython.Py_ssize_t
         i: cython.Py_ssize_t
-        if node.children is not None and self._kgt(node, 0, qd, qi):
+        if node.children is not None and self._kgt(node, 0, q):
             node = self._lf
-            while node.parent is not None and self._klt(node, node.n - 1, qd, qi):
+            while node.parent is not None and self._klt(node, node.n - 1, q):
                 node = node.parent
         ancestor = node.parent
         if ancestor is not None:
@@ -1065,8 +1068,8 @@ class TypedFiBA:
                 neighbor = _child(ancestor, index + 1)
         path: list = [(node, neighbor, ancestor)]
         while node.children is not None:
-            i = self._bisect_left(node, qd, qi)
-            if i < node.n and self._keq(node, i, qd, qi):
+            i = self._bisect_left(node, q)
+            if i < node.n and self._keq(node, i, q):
                 break
             if i == node.n:
                 if neighbor is not None:
@@ -1079,9 +1082,9 @@ class TypedFiBA:
         return path
 
     @cython.cfunc
-    def _cut(self, node: _TNode, qd: cython.double, qi: cython.longlong) -> cython.int:
+    def _cut(self, node: _TNode, q: cython.longlong) -> cython.int:
         """Remove the entries ``<= q`` of ``node`` and the children left of them."""
-        n: cython.Py_ssize_t = self._bisect_right(node, qd, qi)
+        n: cython.Py_ssize_t = self._bisect_right(node, q)
         if n:
             _shift(node, n, -n, self._mean)
             if node.children is not None:
@@ -1092,7 +1095,7 @@ class TypedFiBA:
     @cython.cfunc
     def _move_batch(self, node: _TNode, neighbor: _TNode, ancestor: _TNode, count: cython.Py_ssize_t) -> cython.int:
         mean: cython.bint = self._mean
-        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.kd[0], neighbor.ki[0]) - 1
+        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0]) - 1
         _copy(ancestor, a, node, node.n, 1, mean)
         node.n += 1
         _copy(neighbor, 0, node, node.n, count - 1, mean)
@@ -1111,7 +1114,7 @@ class TypedFiBA:
     @cython.cfunc
     def _merge_cousin(self, node: _TNode, neighbor: _TNode, ancestor: _TNode) -> cython.int:
         mean: cython.bint = self._mean
-        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.kd[0], neighbor.ki[0]) - 1
+        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0]) - 1
         m: cython.Py_ssize_t = node.n
         _shift(neighbor, 0, m + 1, mean)
         _copy(node, 0, neighbor, 0, m, mean)
@@ -1199,7 +1202,7 @@ class TypedFiBA:
 
     def __iter__(self) -> Iterator[tuple]:
         found: list = []
-        self._collect(self._root, False, 0.0, 0, False, 0.0, 0, found)
+        self._collect(self._root, False, 0, False, 0, found)
         return iter(found)
 
     def entries(self, low: Any, high: Any) -> list:
@@ -1208,24 +1211,23 @@ class TypedFiBA:
         if not self._len() or high < low:
             return found
         self._lookup(low)
-        ld: cython.double = self._qd
-        li: cython.longlong = self._qi
+        lq: cython.longlong = self._q
         self._lookup(high)
-        self._collect(self._root, True, ld, li, True, self._qd, self._qi, found)
+        self._collect(self._root, True, lq, True, self._q, found)
         return found
 
     @cython.cfunc
-    def _collect(self, node: _TNode, bounded_low: cython.bint, ld: cython.double, li: cython.longlong,
-                 bounded_high: cython.bint, hd: cython.double, hi: cython.longlong, found: list) -> cython.int:
-        start: cython.Py_ssize_t = self._bisect_left(node, ld, li) if bounded_low else 0
-        stop: cython.Py_ssize_t = self._bisect_right(node, hd, hi) if bounded_high else node.n
+    def _collect(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong,
+                 bounded_high: cython.bint, hq: cython.longlong, found: list) -> cython.int:
+        start: cython.Py_ssize_t = self._bisect_left(node, lq) if bounded_low else 0
+        stop: cython.Py_ssize_t = self._bisect_right(node, hq) if bounded_high else node.n
         i: cython.Py_ssize_t
         if node.children is None:
             for i in range(start, stop):
                 found.append((self._key(node, i), self._enc(self._val(node, i))))
             return 0
         for i in range(start, stop + 1):
-            self._collect(_child(node, i), bounded_low, ld, li, bounded_high, hd, hi, found)
+            self._collect(_child(node, i), bounded_low, lq, bounded_high, hq, found)
             if i < stop:
                 found.append((self._key(node, i), self._enc(self._val(node, i))))
         return 0
@@ -1235,13 +1237,11 @@ class TypedFiBA:
         if not self._len() or high < low:
             return self.monoid.identity
         self._lookup(low)
-        ld: cython.double = self._qd
-        li: cython.longlong = self._qi
+        lq: cython.longlong = self._q
         self._lookup(high)
-        hd: cython.double = self._qd
-        hi: cython.longlong = self._qi
-        a: _TNode = self._search_node(ld, li)
-        b: _TNode = self._search_node(hd, hi)
+        hq: cython.longlong = self._q
+        a: _TNode = self._search_node(lq)
+        b: _TNode = self._search_node(hq)
         depth_a: cython.Py_ssize_t = self._depth(a)
         depth_b: cython.Py_ssize_t = self._depth(b)
         while depth_a > depth_b:
@@ -1254,7 +1254,7 @@ class TypedFiBA:
             a = a.parent
             b = b.parent
         self._hit = False
-        acc: Part = self._range(a, True, ld, li, True, hd, hi)
+        acc: Part = self._range(a, True, lq, True, hq)
         return self._enc(acc) if self._hit else self.monoid.identity
 
     @cython.cfunc
@@ -1267,8 +1267,8 @@ class TypedFiBA:
         return depth
 
     @cython.cfunc
-    def _range(self, node: _TNode, bounded_low: cython.bint, ld: cython.double, li: cython.longlong,
-               bounded_high: cython.bint, hd: cython.double, hi: cython.longlong) -> Part:
+    def _range(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong,
+               bounded_high: cython.bint, hq: cython.longlong) -> Part:
         """FiBA._range: the aggregate of ``node``'s entries in the bounds (an unbounded side:
         the neighboring keys in the parent showed the subtree lies inside); ``_hit`` set
         when it covers an entry."""
@@ -1276,8 +1276,8 @@ class TypedFiBA:
             self._hit = True  # a whole subtree: never empty
             return node.agg
         n: cython.Py_ssize_t = node.n
-        start: cython.Py_ssize_t = self._bisect_left(node, ld, li) if bounded_low else 0
-        stop: cython.Py_ssize_t = self._bisect_right(node, hd, hi) if bounded_high else n
+        start: cython.Py_ssize_t = self._bisect_left(node, lq) if bounded_low else 0
+        stop: cython.Py_ssize_t = self._bisect_right(node, hq) if bounded_high else n
         acc: Part = self._identity
         i: cython.Py_ssize_t
         if node.children is None:
@@ -1286,13 +1286,13 @@ class TypedFiBA:
                 self._hit = True
             return acc
         for i in range(start, stop + 1):
-            if i == start and bounded_low and i < n and self._keq(node, i, ld, li):
+            if i == start and bounded_low and i < n and self._keq(node, i, lq):
                 pass
-            elif i == stop and bounded_high and i > 0 and self._keq(node, i - 1, hd, hi):
+            elif i == stop and bounded_high and i > 0 and self._keq(node, i - 1, hq):
                 pass
             else:
-                acc = self._comb(acc, self._range(_child(node, i), bounded_low and i == start, ld, li,
-                                                  bounded_high and i == stop, hd, hi))
+                acc = self._comb(acc, self._range(_child(node, i), bounded_low and i == start, lq,
+                                                  bounded_high and i == stop, hq))
             if i < stop:
                 acc = self._comb(acc, self._val(node, i))
                 self._hit = True
@@ -1394,7 +1394,7 @@ class TypedFiBA:
     def _dump(self, node: _TNode, make: Callable[..., Any]) -> Any:
         """``node``'s subtree through ``make(keys, values, agg, size, left, right, suffix, children)``."""
         children = None if node.children is None else [self._dump(child, make) for child in node.children]
-        suffix = [self._enc(self._suf(node, r)) for r in range(node.slen)] if node.suffixed else None
+        suffix = [self._enc(self._suf(r)) for r in range(node.slen)] if node.suffixed else None
         return make([self._key(node, j) for j in range(node.n)], [self._enc(self._val(node, j)) for j in range(node.n)],
                     self._agg_of(node), node.size, node.left, node.right, suffix, children)
 
@@ -1433,9 +1433,9 @@ class TypedFiBA:
         node.left, node.right = left, right
         node.parent = parent
         if suffix is not None:
-            node._suffix_room(self._cap, self._mean)
+            self._sowner = node
             for j in range(len(suffix)):
-                self._setsuf(node, j, self._decode(suffix[j]))
+                self._setsuf(j, self._decode(suffix[j]))
             node.slen = len(suffix)
             node.suffixed = True
         if children is not None:
