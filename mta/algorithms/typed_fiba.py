@@ -68,9 +68,6 @@ CAP = cython.declare(cython.Py_ssize_t, 33)
 _Bits = cython.union(d=cython.double, i=cython.longlong)
 _D = struct.Struct("d")
 _Q = struct.Struct("q")
-# Python ints, compared with Python ints before a conversion to C
-_I64_LO = -2**63
-_I64_HI = 2**63
 _COUNT_HI = 2**32
 
 
@@ -83,6 +80,19 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
     if v < 0:
         return cython.cast(cython.ulonglong, -(v + 1)) + 1
     return cython.cast(cython.ulonglong, v)
+
+
+@cython.cfunc
+def _int64(x: object) -> cython.longlong:
+    """An int as an int64; Untyped beyond."""
+    if cython.compiled:
+        try:
+            return x
+        except OverflowError:
+            raise Untyped(f"an int outside int64: {x!r}") from None
+    if not -2**63 <= x < 2**63:
+        raise Untyped(f"an int outside int64: {x!r}")
+    return x
 
 
 @cython.cfunc
@@ -345,19 +355,17 @@ class TypedFiBA:
                 raise Untyped(f"a Mean count must be an int in [0, 2**32), got {count!r}")
             c = count
         if type(value) is float:
+            x: cython.double = value
             if self._count:
                 raise Untyped("Count partials are ints")
-            if value != value:
+            if x != x:
                 raise Untyped("NaN")  # Min.fold's min() and the left fold differ on it
             self._vkind = True
-            return Part(d=value, i=0, c=c)
+            return Part(d=x, i=0, c=c)
         if type(value) is not int:
             raise Untyped(f"not an int or a float: {value!r}")
-        if not _I64_LO <= value < _I64_HI:
-            raise Untyped(f"an int outside int64: {value!r}")
-        i: cython.longlong = value
         self._vkind = False
-        return Part(d=0.0, i=i, c=c)
+        return Part(d=0.0, i=_int64(value), c=c)
 
     @cython.cfunc
     def _enc(self, p: Part) -> object:
@@ -381,9 +389,9 @@ class TypedFiBA:
             self._q = _fkey(x)
             self._qkind = True
             return 0
-        if type(key) is not int or not _I64_LO <= key < _I64_HI:
-            raise Untyped(f"not an int64 or float key: {key!r}")
-        self._q = key
+        if type(key) is not int:
+            raise Untyped(f"not an int or a float key: {key!r}")
+        self._q = _int64(key)
         self._qkind = False
         return 0
 
@@ -779,19 +787,20 @@ class TypedFiBA:
     def insert(self, key: Any, partial: Any) -> bool:
         """Add ``partial`` at ``key`` (combined into an existing entry: existing ⊕ new);
         True if the key is new. Untyped, and no change, if the tree cannot hold them."""
+        size: cython.Py_ssize_t = self._len()
         self._key_in(key)
         if self._qkind and self._q == 0 and math.copysign(1.0, key) < 0:
             raise Untyped("a -0.0 key (it would read back as 0.0)")
         p: Part = self._decode(partial)
-        if self._len():
+        if size:
             if self._qkind != self._kfloat:
                 raise Untyped(f"a key of the other kind: {key!r}")
             if self._vkind != self._float:
                 raise Untyped("a partial of the other kind")
         if (not self._vkind and (self._op == _SUM or self._op == _MEAN)
-                and _abs64(p.i) > LIMIT - (self._magnitude if self._len() else 0)):
+                and _abs64(p.i) > LIMIT - (self._magnitude if size else 0)):
             raise Untyped("the sum of |v| would exceed 2**63 - 1")
-        if not self._len():  # the kinds of an empty tree follow its first entry
+        if not size:  # the kinds of an empty tree follow its first entry
             self._kfloat = self._qkind
             if self._vkind != self._float:
                 self._set_kind(self._vkind)
@@ -1398,9 +1407,13 @@ class TypedFiBA:
         return make([self._key(node, j) for j in range(node.n)], [self._enc(self._val(node, j)) for j in range(node.n)],
                     self._agg_of(node), node.size, node.left, node.right, suffix, children)
 
+    def dump(self, make: Callable[..., Any]) -> Any:
+        """The whole tree through ``make`` (see :meth:`_dump`): for tests and copies."""
+        return self._dump(self._root, make)
+
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle: plain Python numbers and lists, which both paths read
-        tree = self._dump(self._root, lambda *fields: fields)
+        tree = self.dump(lambda *fields: fields)
         journal = None if self._journal is None else list(self._journal)
         return (_unpickled, (type(self), self.monoid, self.min_arity,
                              (self._kfloat, self._float, self._magnitude, self.hold, journal, tree)))
@@ -1445,12 +1458,13 @@ class TypedFiBA:
     def to_object(self) -> FiBA:
         """The object :class:`FiBA` in this state, node for node (entries, aggregates, sizes,
         spine flags, suffix folds, fingers, journal, hold), so that everything it computes
-        from here is what it would have computed all along."""
+        from here is what it would have computed all along. It takes over the undo
+        journal itself: a :meth:`snapshot` taken before restores it."""
         obj = FiBA(self.monoid, min_arity=self.min_arity)
         obj._root = self._dump(self._root, _object_node)
         obj._left_finger = FiBA._leftmost(obj._root)
         obj._right_finger = FiBA._rightmost(obj._root)
-        obj._journal = None if self._journal is None else list(self._journal)
+        obj._journal = self._journal  # the same list: a snapshot taken before restores it
         obj.hold = self.hold
         return obj
 
