@@ -24,9 +24,17 @@ break it raises Untyped). That sum is kept exactly: a bulk eviction subtracts th
 evicted entries' ``|v|`` in a C loop over them (amortized O(1) per entry, and only for
 int sums; the cut itself stays O(log n)).
 
-Keys live in one int64 buffer per node that a second view reads as doubles (float keys):
-entries move between nodes as bits, whatever their kind; only comparisons and
-arithmetic look at the kind.
+Storage: a node is an extension type with three C arrays of int64 (keys, values, Mean
+counts) of room for FiBA's largest node at ``min_arity`` 16 and one entry over (so
+``min_arity`` is at most 16 here: ValueError beyond). A float value is stored as its bits; a
+float key as an int64 in the same order (its bits, the magnitude flipped for a negative),
+so that entries move between nodes as bits and keys compare as ints whatever their kind.
+A -0.0 key is refused (Untyped): as a key it is 0.0, and it would read back as 0.0. Lookups
+(``evict``, ``evict_upto``, ``query_range``, ``entries``) with a key of the other kind raise
+Untyped too. The left finger's suffix folds are kept once, by the tree: only the left
+finger ever has them (a node that stops being the left finger has left the tree).
+No Python object per entry and two per node (the node, its children list): interpreted,
+the arrays are lists and the values are unpacked with ``struct``, hence (slow) Python.
 """
 
 from __future__ import annotations
