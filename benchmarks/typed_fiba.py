@@ -42,11 +42,6 @@ def value(monoid: Monoid, i: int) -> Any:
     return monoid.lift((i * 7919) % 1000 + 0.5)
 
 
-def key_at(i: int, d: int) -> int:
-    """Step i's key: i in order; for d > 0, odd steps d back."""
-    return i - d if d and i % 2 else i
-
-
 def competitors(monoid: Monoid, min_arity: int) -> dict[str, Any]:
     pure = load_pure("mta.algorithms.typed_fiba")
     label = "TypedFiBA (compiled)" if typed_fiba.COMPILED else "TypedFiBA (imported, not compiled)"
