@@ -16,12 +16,19 @@ from the newest; d even, so keys stay distinct), even ones key i, and each step 
 the oldest, found with ``oldest()``. The C++ column is the issue's figure for IBM's
 sliding-window-aggregators FiBA(4) on this machine, not measured here.
 
+Memory: tracemalloc (every allocation through Python's allocators: the typed nodes and
+their lists, the object tree's nodes, lists and number objects) of each tree, Sum of
+floats, min_arity 16, after an in-order fill of n and after n/4 more steps (insert +
+evict of the oldest); the values are made while tracing, so the object tree's floats count.
+
     python -m benchmarks.typed_fiba            # full (a few minutes)
     python -m benchmarks.typed_fiba --quick    # smoke run (seconds)
 """
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any, Callable
 
 import mta
@@ -104,6 +111,37 @@ def cell(run: Run, kind: str, min_arity: int, d: int, n: int, steps: int, rounds
     return entry
 
 
+def traced(tree: Any, n: int) -> tuple[int, int]:
+    """Bytes traced while filling ``tree`` with n floats in order, and after n/4 more steps."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(n):
+            tree.insert(i, (i * 7919) % 1000 + 0.5)
+        filled = tracemalloc.get_traced_memory()[0]
+        for i in range(n, n + n // 4):
+            tree.insert(i, (i * 7919) % 1000 + 0.5)
+            tree.evict(i - n)
+        return filled, tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def memory(run: Run, n: int) -> dict[str, Any]:
+    results = {}
+    for name, make in (("TypedFiBA", lambda: typed_fiba.TypedFiBA(Sum())), ("FiBA (object)", lambda: FiBA(Sum()))):
+        filled, slid = traced(make(), n)
+        results[name] = {"filled_bytes_per_entry": filled / n, "slid_bytes_per_entry": slid / n}
+    typed_, object_ = results["TypedFiBA"], results["FiBA (object)"]
+    ratio = typed_["filled_bytes_per_entry"] / object_["filled_bytes_per_entry"]
+    run.table(f"Memory of a tree of {pow2(n)} floats (Sum, min_arity 16), bytes per entry (tracemalloc)",
+              ["tree", "after the fill", "after n/4 more steps"],
+              [[name, num(e["filled_bytes_per_entry"]), num(e["slid_bytes_per_entry"])] for name, e in results.items()],
+              f"TypedFiBA / FiBA after the fill: {ratio:.2f}. A typed node has room for 33 entries in each of "
+              "three int64 arrays (keys, values, Mean counts: unused here); in-order splits leave nodes half full.")
+    return {"n": n, "results": results, "typed_over_object": ratio}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = parser(__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 5; quick 3)")
@@ -141,7 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   "for the oldest key (one more call).")
         return {"results": results}
 
-    cells = {"bare": run.experiment("bare", bare)}
+    cells = {"bare": run.experiment("bare", bare), "memory": run.experiment("memory", lambda: memory(run, params["n"]))}
     run.data["cells"] = cells
     rows = [[e["kind"], e["min_arity"], e["d"], e["n"], *e["ns_per_step"].values(), e["compiled_vs_object"]]
             for e in cells["bare"]["results"]]

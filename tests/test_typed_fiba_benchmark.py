@@ -20,5 +20,7 @@ def test_typed_fiba_quick(tmp_path):
     for e in results:
         assert e["equal"] and e["n"] == params["n"]
         assert len(e["competitors"]) == 3 and all(ns > 0 for ns in e["ns_per_step"].values())
+    memory = data["cells"]["memory"]
+    assert memory["n"] == params["n"] and memory["typed_over_object"] > 0
     markdown = (tmp_path / "typed_fiba_quick.md").read_text()
     assert "- command:" in markdown and "- commit:" in markdown and "| Sum, float | 4 | in order |" in markdown
