@@ -93,7 +93,10 @@ _NEG_INF = -math.inf
 def _number(value: Any, who: str, *, finite: bool = True) -> Any:
     """Check that ``value`` is a real number (bool excluded); NaN/inf refused when ``finite``.
 
-    Accepts int, float and any ``numbers.Real`` (Fraction, numpy scalars); returns it unchanged.
+    Accepts int, float and any ``numbers.Real`` (Fraction, numpy scalars); returns it unchanged,
+    but an integer of another type (numpy's) as an ``int`` (sums stay exact, where numpy's
+    fixed-width arithmetic would wrap around, or overflow when combined with a large int),
+    and a subclass of float (``numpy.float64``) as a ``float`` (the same arithmetic).
     """
     cls = value.__class__
     if cls is int or (cls is float and _NEG_INF < value < _INF):
@@ -101,7 +104,11 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
     if cls is not float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise MonoidError(f"{who} takes a real number, got {cls.__name__} {value!r}")
-        if isinstance(value, numbers.Integral) or not finite:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, float):
+            value = float(value)
+        if not finite:
             return value
     if finite:
         try:

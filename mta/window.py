@@ -312,6 +312,27 @@ class Window:
         self.notes: dict[str, Any] = dict(annotations.get("notes", {}))
         if self._store is not None:
             self._algorithm.annotate = lambda: {"newest": self._newest, "notes": self.notes}
+        self._install_events()
+
+    def _install_events(self) -> None:
+        """On a typed core, :meth:`insert` and :meth:`query` become one C call each
+        (:class:`typed.Events`: the plain case there, the rest through the methods below),
+        unless a subclass overrides them."""
+        cls = type(self)
+        if self._typed and cls.insert is Window.insert and cls.query is Window.query:
+            events = typed.Events(self, self._algorithm, self.monoid, Window.insert, Window.query)
+            self.insert, self.query = events.insert, events.query
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the installed per-event calls are bound to this window's core: a copy gets its own
+        state = self.__dict__.copy()
+        state.pop("insert", None)
+        state.pop("query", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._install_events()
 
     def _policy_on_tuples(self, policy: Callable[[Any, Any], bool]) -> Callable[[tuple, tuple], bool]:
         if getattr(policy, "on_tuples", False):
@@ -372,6 +393,8 @@ class Window:
         """Go on with the object algorithm, in the typed core's state."""
         self._algorithm = self._algorithm.to_object()
         self._typed = False
+        self.__dict__.pop("insert", None)
+        self.__dict__.pop("query", None)
 
     def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
         self._check_timestamp(timestamp, self._algorithm.bound())

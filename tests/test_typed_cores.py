@@ -356,6 +356,88 @@ def test_timed_core_matches_object_algorithm(path, policy, data):
             assert _same(core._oldest()[1], ref._oldest()[1])
 
 
+#: Updates the per-event call (typed.Events) hands to the window's checked insertion: every
+#: way in which the plain case can fail, and plain ones.
+AWKWARD = [(3, 1.0), (3, 2), (3, True), (True, 3.0), (3, None), (3, "x"), (3, math.nan), (3, math.inf),
+           (3, -math.inf), (math.nan, 1.0), (math.inf, 1.0), (-math.inf, 1.0), (1, 1.0), (2.5, -0.0),
+           (3, np.float64(1.5)), (3, np.int64(4)), (3, 2**63), (3, -2**63 - 1), (3.0, 7), (5.0, 1.25),
+           ("5", 1.0), (None, 1.0), (2**62, 1.0), (2**70, 1.0), (2**70 + 1, 3)]
+
+
+@pytest.mark.parametrize("policy", [None, MaxSize(2), TimeRange(3), any_of(TimeRange(2), MaxSize(2))], ids=repr)
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("first", [(0, 0.5), (0, 1)], ids=["floats", "ints"])
+def test_per_event_calls_give_the_checked_paths_results_and_errors(monoid_cls, policy, first):
+    """``insert`` and ``query`` of a typed window are one call into the core (typed.Events);
+    whatever is not the plain case goes to the window's checked insertion. Each update of
+    AWKWARD, on typed windows holding floats or ints, against object windows: the same
+    result or error, then the same window and result, also after one more update."""
+    for t, v in AWKWARD:
+        windows, refs = _windows(monoid_cls, policy)
+        for w in windows:
+            assert isinstance(w.insert.__self__, typed.Events)
+        for update in (first, (2, first[1] * 3), (t, v), (2**71, first[1])):
+            outcomes = []
+            for window in (*windows, *refs):
+                try:
+                    outcomes.append(window.insert(*update))
+                except (TypeError, ValueError, OverflowError) as error:
+                    outcomes.append((type(error), str(error)))
+            assert all(_same(o, outcomes[-1]) for o in outcomes), (update, outcomes)
+            for window, ref in zip(windows, refs):
+                assert len(window) == len(ref) and window._newest == ref._newest
+                assert _same(window.query(), ref.query()), (update, window.query(), ref.query())
+                assert all(map(_same, window, ref))
+                if not window._typed:  # demoted: the window's own methods again
+                    assert window.insert.__func__ is Window.insert and window.query.__func__ is Window.query
+
+
+@pytest.mark.parametrize("policy", [MaxSize(3), TimeRange(3)], ids=repr)
+def test_mean_of_large_ints_is_pythons_division(use_typed, policy):
+    """A typed Mean's result divides as Mean.lower does: a sum beyond 2**53 is not rounded
+    to a double before the division (found by the window property test)."""
+    for name in TYPED_ALGORITHMS:
+        window = Window(Mean(), policy, algorithm=name)
+        updates = [-64, -64, -2**62, 2**53 + 1]
+        for v in updates:
+            window.insert(0, v)
+            assert _same(window.query(), Mean().lower(window.partial())), (name, v)
+        kept = updates[-len(window):]
+        assert window._typed and _same(window.query(), sum(kept) / len(kept))
+
+
+def test_per_event_calls_are_installed_and_removed(use_typed):
+    """A typed window's insert and query are its Events' (this run's path: the pure pass of
+    scripts/test.sh runs it interpreted); demotion, a copy and a pickle each leave the window
+    with calls of its own core."""
+    import copy
+    import pickle
+    window = Window(Mean(), MaxSize(3))
+    events = window.insert.__self__
+    assert isinstance(events, typed.Events) and window.query.__self__ is events
+    for t in range(5):
+        window.insert(t, float(t))
+    assert _same(window.query(), 3.0)
+    with pytest.raises(TypeError, match="needs an out-of-order window"):  # a time range: the checked path
+        window.query(0, 10)
+    for twin in (copy.deepcopy(window), pickle.loads(pickle.dumps(window))):
+        assert twin.insert.__self__ is not events and twin._algorithm is not window._algorithm
+        assert twin.insert.__self__ is twin.query.__self__
+        twin.insert(9, 30.0)
+        assert _same(twin.query(), (3.0 + 4.0 + 30.0) / 3)
+    assert _same(window.query(), 3.0)
+    import gc
+    import weakref
+    dropped = Window(Sum(), MaxSize(3))
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()  # the window and its Events refer to each other: the cycle collector frees them
+    assert gone() is None
+    window.insert(10, 2**70)  # beyond int64: the window demotes and goes on
+    assert not window._typed and "insert" not in vars(window) and "query" not in vars(window)
+    assert window.query() == (3.0 + 4.0 + 2**70) / 3
+
+
 @pytest.mark.parametrize("policy", [MaxSize(4), TimeRange(4)], ids=repr)
 def test_typed_windows_copy_and_pickle(use_typed, policy):
     """The Stream engine deep-copies windows; untimed windows pickle (as on the object path)."""
@@ -441,3 +523,38 @@ def test_policies_at_the_edges_of_what_the_cores_hold(use_typed):
         for t, v in updates:
             assert window.insert(t, v) == ref.insert(t, v), policy
             assert (len(window), window.query()) == (len(ref), ref.query()), policy
+
+
+def test_numpy_scalars_are_taken_as_python_numbers(use_typed):
+    """np.int64 values lift to int (exact sums: numpy's int64 would wrap, or raise against a
+    huge int), np.float64 ones to float; the typed window stays typed, the object one agrees."""
+    for use in (True, False):
+        typed.USE = use
+        window = Window(Sum(), MaxSize(3))
+        window.insert(0, np.int64(2**62))
+        window.insert(1, np.int64(2**62))
+        assert window._typed is False and type(window.query()) is int and window.query() == 2**63
+        window.insert(2, 2**100)  # no OverflowError from np.int64 + int
+        assert window.query() == 2**63 + 2**100
+        floats = Window(Mean(), TimeRange(5))
+        floats.insert(0, np.float64(1.5))
+        floats.insert(1, 2.5)
+        assert floats._typed is use and _same(floats.query(), 2.0) and [type(v[0]) for v in floats] == [float, float]
+        assert Sum().lift(np.int32(-3)) == -3 and type(Sum().lift(np.int32(-3))) is int
+        assert type(Max().lift(np.float64(math.inf))) is float
+
+
+def test_a_subclass_overriding_insert_or_query_keeps_its_methods(use_typed):
+    """The per-event calls are installed only where Window's own insert and query would run."""
+    seen = []
+
+    class Logged(Window):
+        def insert(self, timestamp, value):
+            seen.append(value)
+            return super().insert(timestamp, value)
+
+    window = Logged(Sum(), MaxSize(2))
+    for t in range(3):
+        window.insert(t, float(t))
+    assert seen == [0.0, 1.0, 2.0] and window._typed and window.query() == 3.0
+    assert "insert" not in vars(window) and "query" not in vars(window)

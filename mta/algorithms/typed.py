@@ -63,6 +63,8 @@ _I64_MAX = 2 ** 63 - 1
 #: The INT bound: the sum of |v| over a window's values (SUM, MEAN).
 _LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
 _COUNT_LIMIT = 2 ** 32
+#: Ints of at most this magnitude are exact as doubles.
+_EXACT = cython.declare(cython.longlong, 2 ** 53)
 
 #: Whether ``mta.Window`` picks the typed cores (compiled only; tests set it to run the
 #: integration on the pure path too).
@@ -168,14 +170,23 @@ def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def _count_expired(t: _Number[:], h: cython.Py_ssize_t, n: cython.Py_ssize_t, width: _Number) -> cython.Py_ssize_t:
-    """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a binary
-    search, the difference falling as t rises (rounding is monotone too)."""
-    lo: cython.Py_ssize_t = 0
-    hi: cython.Py_ssize_t = n
-    mid: cython.Py_ssize_t
+    """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a galloping
+    then binary search, the difference falling as t rises (rounding is monotone too), in
+    O(log k) for k expired (a window sliding by an event or two reads two or three)."""
     if not n:
         return 0
     newest: _Number = t[h + n - 1]
+    if newest - t[h] < width:
+        return 0
+    # positions below lo have expired; position hi, if below n, has not
+    lo: cython.Py_ssize_t = 1
+    hi: cython.Py_ssize_t = 1
+    mid: cython.Py_ssize_t
+    while hi < n and newest - t[h + hi] >= width:
+        lo = hi + 1
+        hi = 2 * hi + 1
+    if hi > n:
+        hi = n
     while lo < hi:
         mid = (lo + hi) // 2
         if newest - t[h + mid] >= width:
@@ -274,6 +285,7 @@ class _TypedCore:
     _kind: cython.int
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
     _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
+    _lowering: cython.bint  # result() is asking query() for the Mean itself (see _partial)
     # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
     _xd: cython.double
     _xi: cython.longlong
@@ -288,6 +300,7 @@ class _TypedCore:
         self.monoid = monoid
         self.hold = False
         self.timed = False
+        self._lowering = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
@@ -461,47 +474,62 @@ class _TypedCore:
     # -- results ----------------------------------------------------------------------
 
     def result(self) -> Any:
-        """``monoid.lower(query())``: the window's result."""
-        if self._op == _MEAN:
-            return self.monoid.lower(self.query())
-        return self.query()
+        """``monoid.lower(query())``: the window's result (a Mean's computed from the C values
+        of its total: :meth:`_partial` while ``_lowering``)."""
+        if self._op != _MEAN:
+            return self.query()
+        if not self._size():
+            return None  # Mean.lower of the identity
+        self._lowering = True
+        try:
+            return self.query()
+        finally:
+            self._lowering = False
 
     @cython.ccall
     def query(self) -> object:
         raise NotImplementedError
 
     @cython.cfunc
+    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN);
+        while ``_lowering``, ``Mean.lower`` of it, in C where that gives Python's result."""
+        value: object
+        if self._kind == _FLOAT:
+            value = d
+        else:
+            value = i
+        if self._op != _MEAN:
+            return value
+        if not self._lowering:
+            return (value, c)
+        if not c:
+            return None
+        if self._kind == _FLOAT:
+            return d / cython.cast(cython.double, c)
+        if -_EXACT <= i <= _EXACT:  # both exact as doubles: one rounding, as Python's int / int
+            return cython.cast(cython.double, i) / cython.cast(cython.double, c)
+        return value / c  # a Python int: Python's division (a C one would round twice)
+
+    @cython.cfunc
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
         count for MEAN."""
-        value: object
-        if self._kind == _FLOAT:
-            value = cols.d[r]
-        else:
-            value = cols.i[r]
-        if self._op == _MEAN:
-            return (value, cols.c[r])
-        return value
+        return self._partial(cols.d[r] if self._kind == _FLOAT else 0.0, cols.i[r] if self._kind == _INT else 0,
+                             cols.c[r] if self._op == _MEAN else 0)
 
     @cython.cfunc
     def _row_first(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """``combine(row r, identity)`` of a FLOAT row, as the plain monoid gives it."""
-        value: cython.double = _first(self._op, cols.d[r])
-        if self._op == _MEAN:
-            return (value, cols.c[r])
-        return value
+        return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if self._op == _MEAN else 0)
 
     @cython.cfunc
     def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
-        value: object
+        c: cython.longlong = a.c[ai] + b.c[bi] if self._op == _MEAN else 0
         if self._kind == _FLOAT:
-            value = _comb(self._op, a.d[ai], b.d[bi])
-        else:
-            value = _comb(self._op, a.i[ai], b.i[bi])
-        if self._op == _MEAN:
-            return (value, a.c[ai] + b.c[bi])
-        return value
+            return self._partial(_comb(self._op, a.d[ai], b.d[bi]), 0, c)
+        return self._partial(0.0, _comb(self._op, a.i[ai], b.i[bi]), c)
 
     def __len__(self) -> int:
         return self._size()
@@ -946,6 +974,91 @@ def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
     return core
 
 
+# -- mta.Window's per-event calls -----------------------------------------------------------
+
+_INF = cython.declare(cython.double, float("inf"))
+
+
+@cython.cclass
+class Events:
+    """``mta.Window.insert`` and ``query`` of a window on a typed core, one C call each.
+
+    The window installs :meth:`insert` and :meth:`query` as its own attributes, so that an
+    event costs no Python frame. :meth:`insert` takes the plain case: a timestamp exactly an
+    int or a finite float, not older than the window's newest, and a value the monoid lifts
+    unchanged (exactly an int or a float; finite for Sum and Mean, not NaN for Min and Max;
+    any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
+    raised before any change), goes to ``checked``, the window's general insertion, which
+    names what is wrong or demotes the window, so that both give the same results and errors.
+    The window and its Events refer to each other: a dropped window is freed by the cycle
+    collector, not at once.
+    """
+
+    _window: object
+    _push: object
+    _result: object
+    _checked_insert: object
+    _checked_query: object
+    _op: cython.int
+    _count: cython.bint
+
+    def __init__(self, window: Any, algorithm: Any, monoid: Monoid, checked_insert: Any,
+                 checked_query: Any) -> None:
+        self._window = window
+        self._push = algorithm.push
+        self._result = algorithm.result
+        self._checked_insert = checked_insert
+        self._checked_query = checked_query
+        self._op = op_of(monoid)
+        self._count = type(monoid) is Count
+
+    def insert(self, timestamp: Any, value: Any) -> int:
+        """``Window.insert``: add one update, enforce the policy, return how many left."""
+        window = self._window
+        newest = window._newest
+        partial: object = value
+        t: cython.double
+        x: cython.double
+        kind = type(timestamp)
+        if kind is float:
+            t = timestamp
+            if not -_INF < t < _INF:
+                return self._checked_insert(window, timestamp, value)
+        elif kind is not int:
+            return self._checked_insert(window, timestamp, value)
+        if newest is not None and timestamp < newest:
+            return self._checked_insert(window, timestamp, value)
+        # Monoid.lift, for the values it returns unchanged
+        if self._count:
+            partial = 1
+        elif type(value) is float:
+            x = value
+            if self._op == _MIN or self._op == _MAX:
+                if x != x:
+                    return self._checked_insert(window, timestamp, value)
+            elif not -_INF < x < _INF:
+                return self._checked_insert(window, timestamp, value)
+            if self._op == _MEAN:
+                partial = (value, 1)
+        elif type(value) is int:
+            if self._op == _MEAN:
+                partial = (value, 1)
+        else:
+            return self._checked_insert(window, timestamp, value)
+        try:
+            evicted = self._push(timestamp, partial)
+        except Untyped:
+            return self._checked_insert(window, timestamp, value)
+        window._newest = timestamp
+        return evicted
+
+    def query(self, t_from: Any = None, t_to: Any = None) -> Any:
+        """``Window.query``: the window's result (of a time range: the window's own way)."""
+        if t_from is None and t_to is None:
+            return self._result()
+        return self._checked_query(self._window, t_from, t_to)
+
+
 # -- timed windows ------------------------------------------------------------------------
 
 _PLAN_SIZE = cython.declare(cython.int, 0)
@@ -1004,6 +1117,11 @@ class TypedTimed:
     hold = cython.declare(cython.bint, visibility="public")
     _policy: object
     _plan: object
+    # the plan when it is a single MaxSize or TimeRange (code -1: anything else)
+    _code: cython.int
+    _size: cython.Py_ssize_t
+    _width_i: cython.longlong
+    _width_d: cython.double
     _td: cython.double[:]
     _ti: cython.longlong[:]
     _cap: cython.Py_ssize_t
@@ -1020,6 +1138,11 @@ class TypedTimed:
         self._plan = plan(policy)
         if self._plan is None:
             raise TypeError(f"typed cores cannot evaluate policy {policy!r}")
+        self._code, self._size, self._width_i, self._width_d = -1, 0, 0, 0.0
+        if self._plan[0] == _PLAN_SIZE:
+            self._code, self._size = _PLAN_SIZE, self._plan[1]
+        elif self._plan[0] == _PLAN_TIME:
+            self._code, self._width_i, self._width_d = _PLAN_TIME, self._plan[1], self._plan[2]
         self._cap = 8
         self._td = _doubles(8)
         self._ti = _int64s(8)
@@ -1056,13 +1179,25 @@ class TypedTimed:
         if h + live + n <= self._cap:
             return
         cap: cython.Py_ssize_t = self._cap
+        j: cython.Py_ssize_t
+        if live + n <= cap // 2:  # in place, the live ones to the front (forward: dst < src)
+            td: cython.double[:] = self._td
+            ti: cython.longlong[:] = self._ti
+            if self._tkind == _FLOAT:
+                for j in range(live):
+                    td[j] = td[h + j]
+            else:
+                for j in range(live):
+                    ti[j] = ti[h + j]
+            self._h = 0
+            return
         while live + n > cap // 2:
             cap *= 2
-        td: cython.double[:] = _doubles(cap)
-        ti: cython.longlong[:] = _int64s(cap)
-        td[:live] = self._td[h:h + live]
-        ti[:live] = self._ti[h:h + live]
-        self._td, self._ti, self._cap, self._h = td, ti, cap, 0
+        new_d: cython.double[:] = _doubles(cap)
+        new_i: cython.longlong[:] = _int64s(cap)
+        new_d[:live] = self._td[h:h + live]
+        new_i[:live] = self._ti[h:h + live]
+        self._td, self._ti, self._cap, self._h = new_d, new_i, cap, 0
 
     @cython.cfunc
     def _timestamp(self, position: cython.Py_ssize_t) -> object:
@@ -1089,7 +1224,13 @@ class TypedTimed:
         """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
         enforce the window's policy; return how many were evicted."""
         self._insert(timestamp, partial)
-        k: cython.Py_ssize_t = self._condemned(self._plan)
+        k: cython.Py_ssize_t
+        if self._code == _PLAN_TIME:
+            k = self._expired(self._width_i, self._width_d)
+        elif self._code == _PLAN_SIZE:
+            k = self._n - self._size if self._n > self._size else 0
+        else:
+            k = self._condemned(self._plan)
         if k:
             self.core.evict(k)
             self._h += k
@@ -1162,12 +1303,14 @@ class TypedTimed:
         self._room(n)
         self._tkind = kind
         base: cython.Py_ssize_t = self._h + self._n
+        to_d: cython.double[:] = self._td  # local views: an attribute's is slower per element
+        to_i: cython.longlong[:] = self._ti
         if kind == _FLOAT:
             for j in range(n):
-                self._td[base + j] = td[j]
+                to_d[base + j] = td[j]
         else:
             for j in range(n):
-                self._ti[base + j] = ti[j]
+                to_i[base + j] = ti[j]
         self._n += n
 
     def evict(self, k: Any = 1) -> None:

@@ -61,6 +61,9 @@ __all__ = ["TypedAMTA", "Untyped"]
 
 # -- C-level constants ---------------------------------------------------------------------
 
+#: Ints of at most this magnitude are exact as doubles.
+_EXACT = cython.declare(cython.longlong, 2 ** 53)
+
 Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
 if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
     globals()["Part"] = SimpleNamespace
@@ -943,18 +946,35 @@ class TypedAMTA:
 
     # -- results and state --------------------------------------------------------------------
 
-    def query(self) -> Any:
-        if self._head == self._tail:
-            return self.monoid.identity
+    @cython.cfunc
+    def _total(self) -> Part:
+        """The window's aggregate (not empty)."""
         level: cython.Py_ssize_t = self._root_level
         if self.timed and ((self._head >> level) + 1) << level >= self._tail:
             # R1 = agg[B, tail) is empty: the timed monoid's combine(R0, identity) is R0 itself
-            return self._encode(self._r0)
-        return self._encode(self._comb(self._r0, self._r1))
+            return self._r0
+        return self._comb(self._r0, self._r1)
+
+    def query(self) -> Any:
+        if self._head == self._tail:
+            return self.monoid.identity
+        return self._encode(self._total())
 
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result."""
-        return self.monoid.lower(self.query()) if self._mean else self.query()
+        if self._head == self._tail:
+            return None if self._mean else self.monoid.identity
+        p: Part = self._total()
+        if not self._mean:
+            return self._encode(p)
+        if not p.c:
+            return None
+        if self._float:
+            return p.d / cython.cast(cython.double, p.c)
+        if -_EXACT <= p.i <= _EXACT:  # both exact as doubles: one rounding, as Python's int / int
+            return cython.cast(cython.double, p.i) / cython.cast(cython.double, p.c)
+        total: object = p.i  # Python's int / int, correctly rounded (a C division would round twice)
+        return total / p.c
 
     def oldest(self) -> Any:
         """The oldest partial (the window is not empty)."""
