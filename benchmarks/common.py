@@ -10,6 +10,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -249,6 +250,22 @@ class Run:
         path.write_text(text)
         print(f"wrote {path}", flush=True)
         return path
+
+
+def cachegrind_instructions(module: str, args: Sequence[str]) -> int:
+    """Instructions a child ``python -m <module> <args>`` executes, counted by valgrind's
+    cachegrind (``I refs``): what a benchmark counts where this VM's clock swings. The children
+    get one hash seed and one BLAS thread: random seeds change dict and set work, and idle
+    OpenBLAS threads spin, by millions of instructions from run to run."""
+    out = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+         sys.executable, "-m", module, *args],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}).stderr
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out)
+    if found is None:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
+    return int(found.group(1).replace(",", ""))
 
 
 def _json_default(obj: Any) -> Any:

@@ -20,9 +20,7 @@ Needs ``valgrind`` on the PATH (not a project dependency: ``apt install valgrind
 from __future__ import annotations
 
 import gc
-import re
 import shutil
-import subprocess
 import sys
 from typing import Any
 
@@ -48,14 +46,7 @@ def child(name: str, n: int, steps: int, counted: bool) -> None:
 
 def instructions(name: str, n: int, steps: int, counted: bool) -> int:
     """Instructions the whole child executes (cachegrind's ``I refs``)."""
-    out = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-         sys.executable, "-m", f"benchmarks.{NAME}", "--child", name, str(n), str(steps), str(int(counted))],
-        capture_output=True, text=True, check=True).stderr
-    found = re.search(r"I\s+refs:\s+([\d,]+)", out)
-    if found is None:
-        raise RuntimeError(f"no instruction count in valgrind's output:\n{out[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    return common.cachegrind_instructions(f"benchmarks.{NAME}", ["--child", name, str(n), str(steps), str(int(counted))])
 
 
 def main(argv: list[str] | None = None) -> int:

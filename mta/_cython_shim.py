@@ -54,6 +54,9 @@ def struct(**_members: Any) -> type:
     return SimpleNamespace
 
 
+union = struct  # (only compiled code reads a union's fields)
+
+
 def declare(_type: Any = None, value: Any = None, **_kwargs: Any) -> Any:
     return value
 

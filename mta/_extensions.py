@@ -24,7 +24,7 @@ import os
 import sys
 
 # The modules that setup.py compiles (dotted names; sources at mta/<...>.py).
-EXTENSION_MODULES: tuple[str, ...] = ("mta.algorithms.typed", "mta.algorithms.typed_amta")
+EXTENSION_MODULES: tuple[str, ...] = ("mta.algorithms.typed", "mta.algorithms.typed_amta", "mta.algorithms.typed_fiba")
 
 NO_EXTENSIONS: bool = bool(os.environ.get("MTA_NO_EXTENSIONS"))
 

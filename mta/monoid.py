@@ -94,8 +94,9 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
     """Check that ``value`` is a real number (bool excluded); NaN/inf refused when ``finite``.
 
     Accepts int, float and any ``numbers.Real`` (Fraction, numpy scalars); returns it unchanged,
-    but an integer of another type (numpy's) as an ``int``: sums stay exact, where numpy's
-    fixed-width arithmetic would wrap around or overflow when combined with a large int.
+    but an integer of another type (numpy's) as an ``int`` (sums stay exact, where numpy's
+    fixed-width arithmetic would wrap around, or overflow when combined with a large int),
+    and a subclass of float (``numpy.float64``) as a ``float`` (the same arithmetic).
     """
     cls = value.__class__
     if cls is int or (cls is float and _NEG_INF < value < _INF):
@@ -105,6 +106,8 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
             raise MonoidError(f"{who} takes a real number, got {cls.__name__} {value!r}")
         if isinstance(value, numbers.Integral):
             return int(value)
+        if isinstance(value, float):
+            value = float(value)
         if not finite:
             return value
     if finite:

@@ -316,8 +316,10 @@ class Window:
 
     def _install_events(self) -> None:
         """On a typed core, :meth:`insert` and :meth:`query` become one C call each
-        (:class:`typed.Events`: the plain case there, the rest through the methods below)."""
-        if self._typed:
+        (:class:`typed.Events`: the plain case there, the rest through the methods below),
+        unless a subclass overrides them."""
+        cls = type(self)
+        if self._typed and cls.insert is Window.insert and cls.query is Window.query:
             events = typed.Events(self, self._algorithm, self.monoid, Window.insert, Window.query)
             self.insert, self.query = events.insert, events.query
 

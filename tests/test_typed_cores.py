@@ -492,6 +492,13 @@ def test_per_event_calls_are_installed_and_removed(use_typed):
         twin.insert(9, 30.0)
         assert _same(twin.query(), (3.0 + 4.0 + 30.0) / 3)
     assert _same(window.query(), 3.0)
+    import gc
+    import weakref
+    dropped = Window(Sum(), MaxSize(3))
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()  # the window and its Events refer to each other: the cycle collector frees them
+    assert gone() is None
     window.insert(10, 2**70)  # beyond int64: the window demotes and goes on
     assert not window._typed and "insert" not in vars(window) and "query" not in vars(window)
     assert window.query() == (3.0 + 4.0 + 2**70) / 3
@@ -583,3 +590,38 @@ def test_policies_at_the_edges_of_what_the_cores_hold(use_typed):
         for t, v in updates:
             assert window.insert(t, v) == ref.insert(t, v), policy
             assert (len(window), window.query()) == (len(ref), ref.query()), policy
+
+
+def test_numpy_scalars_are_taken_as_python_numbers(use_typed):
+    """np.int64 values lift to int (exact sums: numpy's int64 would wrap, or raise against a
+    huge int), np.float64 ones to float; the typed window stays typed, the object one agrees."""
+    for use in (True, False):
+        typed.USE = use
+        window = Window(Sum(), MaxSize(3))
+        window.insert(0, np.int64(2**62))
+        window.insert(1, np.int64(2**62))
+        assert window._typed is False and type(window.query()) is int and window.query() == 2**63
+        window.insert(2, 2**100)  # no OverflowError from np.int64 + int
+        assert window.query() == 2**63 + 2**100
+        floats = Window(Mean(), TimeRange(5))
+        floats.insert(0, np.float64(1.5))
+        floats.insert(1, 2.5)
+        assert floats._typed is use and _same(floats.query(), 2.0) and [type(v[0]) for v in floats] == [float, float]
+        assert Sum().lift(np.int32(-3)) == -3 and type(Sum().lift(np.int32(-3))) is int
+        assert type(Max().lift(np.float64(math.inf))) is float
+
+
+def test_a_subclass_overriding_insert_or_query_keeps_its_methods(use_typed):
+    """The per-event calls are installed only where Window's own insert and query would run."""
+    seen = []
+
+    class Logged(Window):
+        def insert(self, timestamp, value):
+            seen.append(value)
+            return super().insert(timestamp, value)
+
+    window = Logged(Sum(), MaxSize(2))
+    for t in range(3):
+        window.insert(t, float(t))
+    assert seen == [0.0, 1.0, 2.0] and window._typed and window.query() == 3.0
+    assert "insert" not in vars(window) and "query" not in vars(window)

@@ -63,6 +63,8 @@ _I64_MAX = 2 ** 63 - 1
 #: The INT bound: the sum of |v| over a window's values (SUM, MEAN).
 _LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
 _COUNT_LIMIT = 2 ** 32
+#: Ints of at most this magnitude are exact as doubles.
+_EXACT = cython.declare(cython.longlong, 2 ** 53)
 
 #: Whether ``mta.Window`` picks the typed cores (compiled only; tests set it to run the
 #: integration on the pure path too).
@@ -283,6 +285,7 @@ class _TypedCore:
     _kind: cython.int
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
     _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
+    _lowering: cython.bint  # result() is asking query() for the Mean itself (see _partial)
     # scratch of _scalar / _decode: a decoded partial (or batch) before it is inserted
     _xd: cython.double
     _xi: cython.longlong
@@ -297,6 +300,7 @@ class _TypedCore:
         self.monoid = monoid
         self.hold = False
         self.timed = False
+        self._lowering = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
@@ -470,48 +474,62 @@ class _TypedCore:
     # -- results ----------------------------------------------------------------------
 
     def result(self) -> Any:
-        """``monoid.lower(query())``: the window's result."""
-        if self._op == _MEAN:  # Mean.lower, inline
-            s, c = self.query()
-            return s / c if c else None
-        return self.query()
+        """``monoid.lower(query())``: the window's result (a Mean's computed from the C values
+        of its total: :meth:`_partial` while ``_lowering``)."""
+        if self._op != _MEAN:
+            return self.query()
+        if not self._size():
+            return None  # Mean.lower of the identity
+        self._lowering = True
+        try:
+            return self.query()
+        finally:
+            self._lowering = False
 
     @cython.ccall
     def query(self) -> object:
         raise NotImplementedError
 
     @cython.cfunc
+    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN);
+        while ``_lowering``, ``Mean.lower`` of it, in C where that gives Python's result."""
+        value: object
+        if self._kind == _FLOAT:
+            value = d
+        else:
+            value = i
+        if self._op != _MEAN:
+            return value
+        if not self._lowering:
+            return (value, c)
+        if not c:
+            return None
+        if self._kind == _FLOAT:
+            return d / cython.cast(cython.double, c)
+        if -_EXACT <= i <= _EXACT:  # both exact as doubles: one rounding, as Python's int / int
+            return cython.cast(cython.double, i) / cython.cast(cython.double, c)
+        return value / c  # a Python int: Python's division (a C one would round twice)
+
+    @cython.cfunc
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
         count for MEAN."""
-        value: object
-        if self._kind == _FLOAT:
-            value = cols.d[r]
-        else:
-            value = cols.i[r]
-        if self._op == _MEAN:
-            return (value, cols.c[r])
-        return value
+        return self._partial(cols.d[r] if self._kind == _FLOAT else 0.0, cols.i[r] if self._kind == _INT else 0,
+                             cols.c[r] if self._op == _MEAN else 0)
 
     @cython.cfunc
     def _row_first(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """``combine(row r, identity)`` of a FLOAT row, as the plain monoid gives it."""
-        value: cython.double = _first(self._op, cols.d[r])
-        if self._op == _MEAN:
-            return (value, cols.c[r])
-        return value
+        return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if self._op == _MEAN else 0)
 
     @cython.cfunc
     def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
-        value: object
+        c: cython.longlong = a.c[ai] + b.c[bi] if self._op == _MEAN else 0
         if self._kind == _FLOAT:
-            value = _comb(self._op, a.d[ai], b.d[bi])
-        else:
-            value = _comb(self._op, a.i[ai], b.i[bi])
-        if self._op == _MEAN:
-            return (value, a.c[ai] + b.c[bi])
-        return value
+            return self._partial(_comb(self._op, a.d[ai], b.d[bi]), 0, c)
+        return self._partial(0.0, _comb(self._op, a.i[ai], b.i[bi]), c)
 
     def __len__(self) -> int:
         return self._size()
@@ -972,6 +990,8 @@ class Events:
     any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked``, the window's general insertion, which
     names what is wrong or demotes the window, so that both give the same results and errors.
+    The window and its Events refer to each other: a dropped window is freed by the cycle
+    collector, not at once.
     """
 
     _window: object

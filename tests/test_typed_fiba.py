@@ -1,0 +1,351 @@
+"""TypedFiBA (mta.algorithms.typed_fiba, issue 20) against the object FiBA it mirrors and a
+naive recomputation.
+
+Both paths run in this process: the module as imported (compiled when the install had a C
+compiler) and its pure-Python twin (``load_pure``). On random operation sequences (in-order
+and out-of-order inserts, equal keys, single and bulk evictions down to nothing, range
+queries, prefix searches, undo, clear, copies) every result must be the object FiBA's,
+floats bit for bit (``.hex()``: -0.0 is not 0.0), and so must the whole tree: every node's
+entries, aggregate, size, spine flags and suffix folds. Anything the typed tree cannot hold
+raises Untyped and changes nothing, after which ``to_object()`` goes on as FiBA would.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import random
+from functools import reduce
+
+import pytest
+from hypothesis import given, strategies as st
+
+from conftest import hsettings
+from mta import Count, Max, Mean, Min, Sum
+from mta._extensions import load_pure
+from mta.algorithms import typed_fiba
+from mta.algorithms.fiba import FiBA
+from mta.algorithms.typed import Untyped
+
+TWINS = {"imported": typed_fiba, "pure": load_pure("mta.algorithms.typed_fiba")}
+MONOIDS = [Sum, Count, Min, Max, Mean]
+# Magnitudes far apart: a sum in another order rounds differently.
+FLOATS = [1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60, -0.0, -0.0, 0.0]
+# Mostly zeros: where an operand order or a combine with the identity shows (-0.0 + -0.0 is
+# -0.0, 0 + -0.0 is 0.0; min(-0.0, 0.0) keeps the left one).
+ZEROS = [-0.0, -0.0, -0.0, 0.0, 1.0, -1.0]
+PALETTES = [FLOATS, ZEROS, [-0.0, 0.0]]
+INTS = st.one_of(st.integers(-10**6, 10**6), st.sampled_from([2**62, -2**62, 2**63 - 1, -2**63]))
+
+
+def identical(a, b) -> bool:
+    """Equal values of the same types (tuples and lists element by element; floats bit for bit)."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(identical, a, b))
+    if type(a) is float and type(b) is float:
+        return a.hex() == b.hex()
+    return type(a) is type(b) and a == b
+
+
+def dump(tree) -> tuple:
+    """The whole tree, node by node: (keys, values, agg, size, left, right, suffix, children)."""
+    if isinstance(tree, FiBA):
+        def node(n):
+            children = None if n.children is None else [node(c) for c in n.children]
+            return (list(n.keys), list(n.values), n.agg, n.size, n.left, n.right,
+                    None if n.suffix is None else list(n.suffix), children)
+        return node(tree._root)
+    return tree.dump(lambda *fields: fields)
+
+
+def assert_same(tree, ref) -> None:
+    assert len(tree) == len(ref)
+    assert identical(tree.query(), ref.query()), (tree.query(), ref.query())
+    assert identical(list(tree), list(ref))
+    assert identical(tree.oldest(), ref.oldest()) and identical(tree.newest(), ref.newest())
+    assert identical(dump(tree), dump(ref))
+
+
+def naive(entries: dict, monoid):
+    """The left fold of the entries in key order (exact for ints; Min/Max up to the sign of zero)."""
+    return reduce(monoid.combine, (entries[k] for k in sorted(entries)), monoid.identity)
+
+
+def exact(entries: dict, monoid_cls) -> bool:
+    """Whether any order of combines gives the same result (ints; Min/Max/Count always)."""
+    return monoid_cls in (Min, Max, Count) or all(
+        type(v[0] if monoid_cls is Mean else v) is int for v in entries.values())
+
+
+def values_for(monoid_cls, ints: bool, floats: list = FLOATS, big: bool = True):
+    """Partials of the monoid: ints (``big``: up to the int64 limits) or floats of the palette."""
+    if monoid_cls is Count:
+        return st.sampled_from([1, 2, 3])
+    base = (INTS if big else st.integers(-10**6, 10**6)) if ints else st.sampled_from(floats)
+    if monoid_cls in (Min, Max) and not ints:
+        base = st.one_of(base, st.sampled_from([math.inf, -math.inf]))
+    return base.map(lambda v: (v, 1)) if monoid_cls is Mean else base
+
+
+def ops(monoid_cls, ints: bool, float_keys: bool, floats: list):
+    key = st.integers(0, 60).map(float if float_keys else int)
+    vals = values_for(monoid_cls, ints, floats)
+    return st.one_of(
+        st.tuples(st.just("insert"), key, vals),                       # anywhere: out of order, equal keys
+        st.tuples(st.just("append"), st.integers(1, 3), vals),         # in order, after the newest
+        st.tuples(st.just("append"), st.integers(1, 3), vals),
+        st.tuples(st.just("evict"), key, st.none()),
+        st.tuples(st.just("evict_oldest"), st.none(), st.none()),
+        st.tuples(st.just("evict_upto"), st.integers(-1, 70).map(float if float_keys else int), st.none()),
+        st.tuples(st.just("range"), key, key),
+        st.tuples(st.just("search"), st.integers(0, 12), st.none()),
+        st.tuples(st.just("snapshot"), st.none(), st.none()),
+        st.tuples(st.just("restore"), st.none(), st.none()),
+        st.tuples(st.just("clear"), st.none(), st.none()),
+        st.tuples(st.just("copy"), st.none(), st.none()),
+        # what the typed tree cannot hold: the other kind of value or key, ints beyond int64, -0.0 keys
+        st.tuples(st.just("foreign"), key, st.sampled_from(["float", "int", "huge", "key", "negzero"])),
+    )
+
+
+def foreign(kind: str, key, monoid_cls, ints: bool):
+    """An entry of ``kind`` that the tree may not hold (the other kind in a non-empty tree...)."""
+    value = {"float": 0.25, "int": 3, "huge": 2**64}.get(kind, 5 if ints else 0.5)
+    if monoid_cls is Count:
+        value = {"float": 1.0, "huge": 2**64}.get(kind, 1)
+    if monoid_cls is Mean:
+        value = (value, 1)
+    if kind == "key":
+        key = int(key) if type(key) is float else float(key)
+    elif kind == "negzero":
+        key = -0.0
+    return key, value
+
+
+def searching(calls: list, limit: int):
+    """A prefix predicate that records what it was asked (both trees must ask the same)."""
+    def pred(agg) -> bool:
+        calls.append(agg)
+        return len(calls) <= limit
+    return pred
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@hsettings(max_examples=150)
+@given(data=st.data())
+def test_matches_object_fiba(path, monoid_cls, data):
+    ints = data.draw(st.booleans(), "int values")
+    float_keys = data.draw(st.booleans(), "float keys")
+    min_arity = data.draw(st.sampled_from([2, 3, 4, 16]), "min_arity")
+    floats = data.draw(st.sampled_from(PALETTES), "float values")
+    monoid = monoid_cls()
+    tree = TWINS[path].TypedFiBA(monoid, min_arity=min_arity)
+    ref = FiBA(monoid, min_arity=min_arity)
+    entries: dict = {}
+    saved = None
+    demoted = False
+
+    def act(call):
+        """``call(tree)``; on Untyped (nothing changed) the tree demotes and it goes on."""
+        nonlocal tree, demoted
+        before = dump(tree)
+        try:
+            return call(tree)
+        except Untyped:
+            assert not demoted, "the object FiBA raised Untyped"
+            assert identical(dump(tree), before), "Untyped after a change"
+            tree, demoted = tree.to_object(), True
+            assert type(tree) is FiBA
+            assert_same(tree, ref)
+            return call(tree)
+
+    for op, a, b in data.draw(st.lists(ops(monoid_cls, ints, float_keys, floats), max_size=150)):
+        if op == "insert" or op == "append" or op == "foreign":
+            if op == "append":
+                newest = ref.newest()
+                a = (newest[0] if newest else 0) + a
+            elif op == "foreign":
+                a, b = foreign(b, a, monoid_cls, ints)
+            assert act(lambda t: t.insert(a, b)) == ref.insert(a, b)
+            entries[a] = monoid.combine(entries[a], b) if a in entries else b
+        elif op == "evict":
+            assert act(lambda t: t.evict(a)) == ref.evict(a)
+            entries.pop(a, None)
+        elif op == "evict_oldest":
+            oldest = ref.oldest()
+            if oldest is not None:
+                assert tree.evict(oldest[0]) and ref.evict(oldest[0])
+                del entries[oldest[0]]
+        elif op == "evict_upto":
+            assert act(lambda t: t.evict_upto(a)) == ref.evict_upto(a)
+            entries = {k: v for k, v in entries.items() if not k <= a}
+        elif op == "range":
+            low, high = a, b
+            assert identical(act(lambda t: t.query_range(low, high)), ref.query_range(low, high))
+            assert identical(act(lambda t: t.entries(low, high)), ref.entries(low, high))
+            inside = {k: v for k, v in entries.items() if low <= k <= high}
+            if exact(inside, monoid_cls):
+                assert tree.query_range(low, high) == naive(inside, monoid)
+        elif op == "search":
+            calls, ref_calls = [], []
+            assert identical(tree.search(searching(calls, a)), ref.search(searching(ref_calls, a)))
+            assert identical(calls, ref_calls)
+        elif op == "snapshot":
+            saved = (tree.snapshot(), ref.snapshot(), dict(entries))
+        elif op == "restore" and saved is not None:
+            tree.restore(saved[0])
+            ref.restore(saved[1])
+            entries = dict(saved[2])
+            tree.end_hold()
+            ref.end_hold()
+            saved = None
+        elif op == "clear":
+            tree.clear()
+            ref.clear()
+            entries = {}
+        elif op == "copy" and not demoted:
+            tree = copy.deepcopy(tree)
+            saved = None  # the copy has its own journal
+            ref.end_hold()
+            tree.end_hold()
+        assert_same(tree, ref)
+        if exact(entries, monoid_cls):
+            assert tree.query() == naive(entries, monoid)
+        assert len(tree) == len(entries)
+    if exact(entries, monoid_cls):  # FiBA.check recomputes every aggregate in its own order
+        tree.check()
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@hsettings(max_examples=40)
+@given(data=st.data())
+def test_sliding_window_use(path, monoid_cls, data):
+    """As a window uses it: mostly in-order inserts and evictions of the oldest (the
+    fingers' fast paths, the left finger's suffix folds), some late inserts at distance d
+    and bulk evictions, 400 steps from a drawn seed; the query after every step, and the
+    tree node for node at the end."""
+    monoid = monoid_cls()
+    min_arity = data.draw(st.sampled_from([2, 2, 3, 4]), "min_arity")
+    ints = data.draw(st.booleans(), "int values")
+    palette = data.draw(st.sampled_from(PALETTES), "float values")
+    rnd = random.Random(data.draw(st.integers(0, 2**32), "seed"))
+
+    def value():
+        if monoid_cls is Count:
+            return rnd.randint(1, 3)
+        v = rnd.randint(-10**6, 10**6) if ints else rnd.choice(palette)
+        return (v, 1) if monoid_cls is Mean else v
+
+    tree = TWINS[path].TypedFiBA(monoid, min_arity=min_arity)
+    ref = FiBA(monoid, min_arity=min_arity)
+    newest = 0
+    for _ in range(400):
+        r = rnd.random()
+        if r < 0.55:
+            key = newest = newest + 1
+            if r < 0.05:  # late, d back
+                key -= rnd.randint(1, 40)
+            v = value()
+            assert tree.insert(key, v) == ref.insert(key, v)
+        elif r < 0.97:
+            if len(ref):
+                key = ref.oldest()[0]
+                assert tree.evict(key) and ref.evict(key)
+        else:
+            bound = newest - rnd.randint(0, 60)
+            assert tree.evict_upto(bound) == ref.evict_upto(bound)
+        assert identical(tree.query(), ref.query()), (tree.query(), ref.query())
+        assert len(tree) == len(ref)
+    assert_same(tree, ref)
+
+
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@hsettings(max_examples=25)
+@given(data=st.data())
+def test_state_crosses_paths(monoid_cls, data):
+    """A tree's state (what pickle and deepcopy carry) loads on either path, and its
+    to_object() is the object FiBA node for node; pickling round-trips as imported."""
+    monoid = monoid_cls()
+    vals = data.draw(st.lists(st.tuples(st.integers(0, 200), values_for(monoid_cls, data.draw(st.booleans()))),
+                              max_size=120))
+    for source, target in (("imported", "pure"), ("pure", "imported")):
+        tree = TWINS[source].TypedFiBA(monoid, min_arity=3)
+        ref = FiBA(monoid, min_arity=3)
+        for key, value in vals:
+            try:
+                tree.insert(key, value)
+            except Untyped:  # mixed kinds: the object takes them
+                tree = tree.to_object()
+            ref.insert(key, value)
+        if isinstance(tree, FiBA):
+            continue
+        ref.evict_upto(50)
+        tree.evict_upto(50)
+        cls, args = tree.__reduce__()
+        moved = TWINS[target]._unpickled(TWINS[target].TypedFiBA, *args[1:])
+        assert_same(moved, ref)
+        assert_same(tree.to_object(), ref)
+        if source == "imported":
+            assert_same(pickle.loads(pickle.dumps(tree)), ref)
+        if vals:  # and goes on as FiBA
+            last = vals[-1][1]
+            small = 1 if type(last[0] if monoid_cls is Mean else last) is int else 0.5
+            for t in (moved, ref):
+                t.insert(300, (small, 1) if monoid_cls is Mean else small)
+                t.evict_upto(100)
+            assert_same(moved, ref)
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+def test_bulk_evictions_of_a_large_tree(path):
+    """Long in-order runs with bulk evictions of every size (the cut along a boundary at
+    every height) and out-of-order inserts at distance d, floats against FiBA."""
+    monoid = Sum()
+    tree, ref = TWINS[path].TypedFiBA(monoid, min_arity=4), FiBA(monoid, min_arity=4)
+    key = 0
+    for round_ in range(12):
+        for _ in range(400):
+            key += 1
+            value = FLOATS[(key * 7) % len(FLOATS)]
+            tree.insert(key, value)
+            ref.insert(key, value)
+            if key % 5 == 0:  # out of order, d back
+                d = (key * 13) % 97
+                tree.insert(max(key - d, 1), 1e-3)
+                ref.insert(max(key - d, 1), 1e-3)
+        bound = key - (round_ * 37) % 300
+        assert tree.evict_upto(bound) == ref.evict_upto(bound)
+        assert_same(tree, ref)
+    assert tree.evict_upto(key) == ref.evict_upto(key)  # everything
+    assert_same(tree, ref)
+    assert len(tree) == 0 and tree.query() == 0 and type(tree.query()) is int
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+def test_refusals_change_nothing(path):
+    """Untyped for what no column holds, before any change; the INT bound counts |v|."""
+    mod = TWINS[path]
+    tree = mod.TypedFiBA(Sum(), min_arity=2)
+    for k in range(10):
+        tree.insert(k, 2**59)
+    before = dump(tree)
+    for key, value in [(11, 2**62), (11, 0.5), (1.5, 1), (11, 2**63), (True, 1), (11, True), (11, float("nan")),
+                       (2**63, 1)]:
+        with pytest.raises(Untyped):
+            tree.insert(key, value)
+        assert identical(dump(tree), before)
+    with pytest.raises(Untyped):
+        tree.evict(1.0)  # a lookup of the other kind
+    tree.evict_upto(6)  # frees room under the bound: |v| of the evicted left the sum
+    tree.insert(11, 2**62)
+    tree.check()
+    with pytest.raises(ValueError):
+        mod.TypedFiBA(Sum(), min_arity=17)
+    with pytest.raises(TypeError):
+        from mta import Variance
+        mod.TypedFiBA(Variance())
+    with pytest.raises(Untyped):
+        mod.TypedFiBA(Count()).insert(1, 1.0)
