@@ -167,14 +167,20 @@ def bare(run: Run, cores: list[str], n: int, rounds: int) -> dict[str, Any]:
                     "object": ALGORITHMS[name](monoid)}
             for agg in aggs.values():
                 agg.insert_many(fill)
-            ns, got = alternate({c: (lambda r, agg=agg: step_run(agg, steps)) for c, agg in aggs.items()}, rounds)
-            typed_ns, pure_ns, object_ns = per(ns["typed"], n), per(ns["pure"], n), per(ns["object"], n)
+            # the pure twin is 50-100x slower: it runs the first n/16 steps of the cycle only
+            pure_steps = steps[:max(len(steps) // 16, 1)]
+            runs = {c: (lambda r, agg=agg, s=(pure_steps if c == "pure" else steps): step_run(agg, s))
+                    for c, agg in aggs.items()}
+            ns, got = alternate(runs, rounds)
+            typed_ns, pure_ns, object_ns = per(ns["typed"], n), per(ns["pure"], len(pure_steps)), per(ns["object"], n)
             entry = {"algorithm": name, "kind": kind, "n": n, "typed_core": core_label(name),
                      "typed_ns": typed_ns, "pure_ns": pure_ns, "object_ns": object_ns,
                      "typed_steps_per_s": 1e9 / typed_ns, "pure_steps_per_s": 1e9 / pure_ns,
                      "object_steps_per_s": 1e9 / object_ns, "speedup": object_ns / typed_ns,
                      "speedup_over_pure": pure_ns / typed_ns,
-                     "cpp_reference_ns": CPP_REFERENCE.get(name), "equal": agree(got), "rounds": rounds}
+                     "cpp_reference_ns": CPP_REFERENCE.get(name), "rounds": rounds,
+                     # the pure twin ran fewer steps: its results are the tests' business
+                     "equal": agree([{c: v for c, v in round_got.items() if c != "pure"} for round_got in got])}
             results.append(entry)
             rows.append([label(name), kind, entry["typed_core"], num(typed_ns), num(entry["typed_steps_per_s"]),
                          num(pure_ns), f"{entry['speedup_over_pure']:.1f}x",
@@ -187,7 +193,8 @@ def bare(run: Run, cores: list[str], n: int, rounds: int) -> dict[str, Any]:
                "pure twin / typed", "object ns/step", "object steps/s", "typed speedup", "C++ ns/step (issue's)",
                "equal"], rows,
               f"Issue targets (AMTA, Sum): >= {TARGETS['bare_steps_per_s'] / 1e6:g} M steps/s and >= "
-              f"{TARGETS['bare_speedup']:g}x the pure path. The pure twin is the typed core's own source interpreted; "
+              f"{TARGETS['bare_speedup']:g}x the pure path. The pure twin is the typed core's own source interpreted (timed on the "
+              "first n/16 steps of the cycle: amortized work past them, such as TwoStacks' flip, is left out); "
               "the typed speedup is over the object algorithm. The C++ column is the issue's figure for IBM's "
               "sliding-window-aggregators on this machine, not measured by this script (none quoted for TwoStacks).")
     return {"results": results}

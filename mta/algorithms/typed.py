@@ -2,10 +2,13 @@
 
 A typed core is the twin of an object algorithm (:class:`TypedTwoStacks` of
 :class:`~mta.algorithms.two_stacks.TwoStacks`, :class:`TypedDABA` of
-:class:`~mta.algorithms.daba.DABA`; ``typed_amta.TypedAMTA`` of AmortizedMTA) for the
+:class:`~mta.algorithms.daba.DABA`, :class:`TypedLogMTA` of
+:class:`~mta.algorithms.log_mta.LogMTA`; ``typed_amta.TypedAMTA`` of AmortizedMTA,
+``typed_fiba.TypedFiBA`` of FiBA) for the
 monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``,
 ``Max``, and ``Mean`` (partial ``(sum, count)``). :class:`TypedTimed` puts one under a
-window whose policy reads timestamps.
+window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
+and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
 ``INT`` (exactly an ``int``: a C int64). The kind is chosen by the first partial of an empty
 window. It combines in the object algorithm's order, so that its results are the object
