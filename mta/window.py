@@ -315,19 +315,15 @@ class Window:
         self._install_events()
 
     def _install_events(self) -> None:
-        """On a typed core, :meth:`insert` and :meth:`query` become one C call each
-        (:class:`typed.Events`: the plain case there, the rest through the methods below),
-        unless a subclass overrides them."""
-        cls = type(self)
-        if self._typed and cls.insert is Window.insert and cls.query is Window.query:
-            events = typed.Events(self, self._algorithm, self.monoid, Window.insert, Window.query)
-            self.insert, self.query = events.insert, events.query
+        """On a typed core, :meth:`insert` and :meth:`query` are one C call each
+        (:class:`typed.Events`, handed out by :class:`typed.PerEvent`: the plain case there,
+        the rest through the methods below)."""
+        self._events = typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY) if self._typed else None
 
     def __getstate__(self) -> dict[str, Any]:
-        # the installed per-event calls are bound to this window's core: a copy gets its own
+        # the Events are bound to this window's core: a copy gets its own
         state = self.__dict__.copy()
-        state.pop("insert", None)
-        state.pop("query", None)
+        state.pop("_events", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -364,6 +360,7 @@ class Window:
             raise ValueError(f"timestamp {timestamp!r} is older than the newest update {newest!r}: "
                              "timestamps must be non-decreasing")
 
+    @typed.PerEvent
     def insert(self, timestamp: int | float, value: Any) -> int:
         """Add one update, then enforce the policy; return the number of updates evicted.
 
@@ -393,8 +390,8 @@ class Window:
         """Go on with the object algorithm, in the typed core's state."""
         self._algorithm = self._algorithm.to_object()
         self._typed = False
-        self.__dict__.pop("insert", None)
-        self.__dict__.pop("query", None)
+        self._events.retire()  # a method saved from it goes the checked way from now on
+        self._events = None
 
     def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
         self._check_timestamp(timestamp, self._algorithm.bound())
@@ -788,6 +785,7 @@ class Window:
         except StoreError as error:
             raise _unchanged(error) from error
 
+    @typed.PerEvent
     def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:
         see :meth:`partial`)."""
@@ -808,3 +806,8 @@ class Window:
         where = f", id={self.id!r}, store={self.backend.url!r}" if self.backend is not None else ""
         return (f"Window({self.monoid!r}, {self.policy!r}, algorithm={self.algorithm!r}, "
                 f"len={len(self)}{where})")
+
+
+#: The checked insertion and query, for typed.Events (taken once: a later patch of the class
+#: does not reach into the Events of windows built meanwhile).
+_INSERT, _QUERY = Window.insert, Window.query

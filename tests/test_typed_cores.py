@@ -500,7 +500,7 @@ def test_per_event_calls_are_installed_and_removed(use_typed):
     gc.collect()  # the window and its Events refer to each other: the cycle collector frees them
     assert gone() is None
     window.insert(10, 2**70)  # beyond int64: the window demotes and goes on
-    assert not window._typed and "insert" not in vars(window) and "query" not in vars(window)
+    assert not window._typed and window._events is None and window.insert.__func__ is Window.insert
     assert window.query() == (3.0 + 4.0 + 2**70) / 3
 
 
@@ -612,7 +612,7 @@ def test_numpy_scalars_are_taken_as_python_numbers(use_typed):
 
 
 def test_a_subclass_overriding_insert_or_query_keeps_its_methods(use_typed):
-    """The per-event calls are installed only where Window's own insert and query would run."""
+    """A subclass's own insert runs, and its super().insert is the typed one."""
     seen = []
 
     class Logged(Window):
@@ -624,4 +624,47 @@ def test_a_subclass_overriding_insert_or_query_keeps_its_methods(use_typed):
     for t in range(3):
         window.insert(t, float(t))
     assert seen == [0.0, 1.0, 2.0] and window._typed and window.query() == 3.0
-    assert "insert" not in vars(window) and "query" not in vars(window)
+    window.insert(3, 2**70)  # demotes through the subclass's method
+    assert seen[-1] == 2**70 and not window._typed and window.query() == 2.0 + 2**70
+
+
+@pytest.mark.parametrize("policy", [MaxSize(10), TimeRange(100)], ids=repr)
+@pytest.mark.parametrize("how", ["insert", "pairs", "columns"])
+def test_a_saved_insert_or_query_outlives_demotion(use_typed, policy, how):
+    """``insert = w.insert`` taken while the window is typed stays right after the window
+    demotes (found from outside: the saved call went on into the old core, losing updates)."""
+    for name in TYPED_ALGORITHMS:
+        window = Window(Max(), policy, algorithm=name)
+        insert, query = window.insert, window.query
+        insert(1, 1)
+        if how == "insert":
+            insert(2, 0.5)  # a float into an int core: demotes
+        elif how == "pairs":
+            window.insert_many([(2, 0.5)])
+        else:
+            window.insert_many(np.array([2]), np.array([0.5]))
+        assert not window._typed
+        assert insert(3, 7) == 0 and len(window) == 3 and query() == window.query() == 7
+        assert list(window) == [1, 0.5, 7]
+
+
+def test_patches_and_wrappers_of_a_typed_window_work_as_on_any_method(use_typed):
+    """insert and query are a descriptor on the class: a mock on a window, a patch of the
+    class, and a window built while the class was patched all behave as on the object path."""
+    from unittest import mock
+    window = Window(Sum(), MaxSize(10))
+    with mock.patch.object(window, "insert", wraps=window.insert) as spy:
+        window.insert(1, 1)
+        window.insert(2, 0.5)  # demotes under the spy
+        window.insert(3, 2)
+    window.insert(4, 5)
+    assert spy.call_count == 3 and len(window) == 4 and window.query() == 8.5
+    typed_window = Window(Sum(), MaxSize(10))
+    with mock.patch.object(Window, "query", return_value="patched"):
+        assert typed_window.query() == "patched"
+    with mock.patch.object(Window, "insert", return_value=0):
+        built = Window(Sum(), MaxSize(10))
+    from fractions import Fraction
+    built.insert(1, 1)
+    built.insert(2, Fraction(1, 2))  # the checked path: Window.insert itself, not the mock
+    assert len(built) == 2 and built.query() == Fraction(3, 2)

@@ -986,15 +986,16 @@ _INF = cython.declare(cython.double, float("inf"))
 class Events:
     """``mta.Window.insert`` and ``query`` of a window on a typed core, one C call each.
 
-    The window installs :meth:`insert` and :meth:`query` as its own attributes, so that an
+    :class:`PerEvent` hands them out as the window's ``insert`` and ``query``, so that an
     event costs no Python frame. :meth:`insert` takes the plain case: a timestamp exactly an
     int or a finite float, not older than the window's newest, and a value the monoid lifts
     unchanged (exactly an int or a float; finite for Sum and Mean, not NaN for Min and Max;
     any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
-    raised before any change), goes to ``checked``, the window's general insertion, which
-    names what is wrong or demotes the window, so that both give the same results and errors.
-    The window and its Events refer to each other: a dropped window is freed by the cycle
-    collector, not at once.
+    raised before any change), goes to ``checked_insert``, the window's general insertion,
+    which names what is wrong or demotes the window, so that both give the same results and
+    errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
+    a method saved before (``insert = w.insert``) stays right. The window and its Events
+    refer to each other: a dropped window is freed by the cycle collector, not at once.
     """
 
     _window: object
@@ -1004,9 +1005,11 @@ class Events:
     _checked_query: object
     _op: cython.int
     _count: cython.bint
+    _live: cython.bint  # False once the window has left the typed core
 
     def __init__(self, window: Any, algorithm: Any, monoid: Monoid, checked_insert: Any,
                  checked_query: Any) -> None:
+        self._live = True
         self._window = window
         self._push = algorithm.push
         self._result = algorithm.result
@@ -1018,6 +1021,8 @@ class Events:
     def insert(self, timestamp: Any, value: Any) -> int:
         """``Window.insert``: add one update, enforce the policy, return how many left."""
         window = self._window
+        if not self._live:
+            return self._checked_insert(window, timestamp, value)
         newest = window._newest
         partial: object = value
         t: cython.double
@@ -1057,9 +1062,37 @@ class Events:
 
     def query(self, t_from: Any = None, t_to: Any = None) -> Any:
         """``Window.query``: the window's result (of a time range: the window's own way)."""
-        if t_from is None and t_to is None:
+        if t_from is None and t_to is None and self._live:
             return self._result()
         return self._checked_query(self._window, t_from, t_to)
+
+    def retire(self) -> None:
+        """The window has left the typed core: from now on every call goes the checked way."""
+        self._live = False
+
+
+@cython.cclass
+class PerEvent:
+    """``Window.insert`` and ``Window.query`` as descriptors: read on a window that has
+    :class:`Events` (``window._events``), the Events' method, one C call; on any other window,
+    the method itself bound to it; on the class, the function. A descriptor on the class, not
+    an attribute of each window, so subclasses, patches of the class and wrappers set on a
+    window work as with any method."""
+
+    function = cython.declare(object, visibility="readonly")
+    _query: cython.bint
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+        self._query = function.__name__ == "query"
+
+    def __get__(self, window: Any, owner: Any) -> Any:
+        if window is None:
+            return self.function
+        events = getattr(window, "_events", None)
+        if events is None:
+            return self.function.__get__(window, owner)
+        return events.query if self._query else events.insert
 
 
 # -- timed windows ------------------------------------------------------------------------
