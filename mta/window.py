@@ -43,16 +43,16 @@ _COUNT = operator.itemgetter(0)
 _PARTIAL = operator.itemgetter(2)
 
 
+def _timed_combine(inner: Callable[[Any, Any], Any], a: tuple, b: tuple) -> tuple:
+    if not b[0]:
+        return a
+    return (a[0] + b[0], b[1], inner(a[2], b[2]))
+
+
 def _timed(monoid: Monoid) -> tuple[Callable[[Any, Any], Any], tuple]:
-    """Combine and identity of (count, newest timestamp, partial) tuples over ``monoid``."""
-    inner = monoid.combine
-
-    def combine(a: tuple, b: tuple) -> tuple:
-        if not b[0]:
-            return a
-        return (a[0] + b[0], b[1], inner(a[2], b[2]))
-
-    return combine, (0, None, monoid.identity)
+    """Combine and identity of (count, newest timestamp, partial) tuples over ``monoid``
+    (a partial, not a closure: it pickles where ``monoid.combine`` does)."""
+    return functools.partial(_timed_combine, monoid.combine), (0, None, monoid.identity)
 
 
 class _Timed(Monoid):
@@ -321,13 +321,16 @@ class Window:
         self._events = typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY) if self._typed else None
 
     def __getstate__(self) -> dict[str, Any]:
-        # the Events are bound to this window's core: a copy gets its own
+        # the Events are bound to this window's core: a copy gets its own; the policy on
+        # tuples is a closure: rebuilt
         state = self.__dict__.copy()
         state.pop("_events", None)
+        state.pop("_wsp", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._wsp = self._policy_on_tuples(self.policy) if self._timed and self.policy is not None else None
         self._install_events()
 
     def _policy_on_tuples(self, policy: Callable[[Any, Any], bool]) -> Callable[[tuple, tuple], bool]:

@@ -507,7 +507,8 @@ def test_per_event_calls_are_installed_and_removed(use_typed):
 @pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
 @pytest.mark.parametrize("policy", [MaxSize(4), TimeRange(4)], ids=repr)
 def test_typed_windows_copy_and_pickle(use_typed, policy, name):
-    """The Stream engine deep-copies windows; untimed windows pickle (as on the object path)."""
+    """The Stream engine deep-copies windows; windows pickle, timed ones too (their timed
+    monoid and their policy on tuples are rebuilt), and go on as the original."""
     import copy
     import pickle
     window = Window(Mean(), policy, algorithm=name)
@@ -517,9 +518,30 @@ def test_typed_windows_copy_and_pickle(use_typed, policy, name):
     assert _same(twin.query(), window.query()) and list(twin) == list(window)
     twin.insert(20, 1.0)
     assert len(window) == 4 and _same(window.query(), sum(t * 1.5 for t in range(6, 10)) / 4)
-    if policy.max_size is not None:
-        again = pickle.loads(pickle.dumps(window))
-        assert _same(again.query(), window.query()) and list(again) == list(window)
+    again = pickle.loads(pickle.dumps(window))
+    assert _same(again.query(), window.query()) and list(again) == list(window)
+    assert again._typed and again.insert(30, 3.0) == window.insert(30, 3.0) > 0
+    assert _same(again.query(), window.query()) and len(again) == len(window)
+
+
+@pytest.mark.parametrize("typed_core", [True, False])
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_timed_windows_pickle(typed_core, name):
+    """A window whose policy reads times pickles on the object path too (it did not: the
+    timed monoid's combine and the policy on tuples are closures)."""
+    import pickle
+    use = typed.USE
+    typed.USE = typed_core
+    try:
+        window = Window(Sum(), any_of(TimeRange(5), MaxSize(4)), algorithm=name)
+    finally:
+        typed.USE = use
+    for t in range(8):
+        window.insert(t, t + 0.5)
+    again = pickle.loads(pickle.dumps(window))
+    for w in (window, again):
+        assert w.insert(9, 1.0) == 1 and w.query() == 5.5 + 6.5 + 7.5 + 1.0
+    assert list(again) == list(window)
 
 
 @pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(5)], ids=repr)
