@@ -107,11 +107,14 @@ def test_compiled_modules_are_not_older_than_their_sources():
 
 
 def test_a_window_pickled_on_one_path_loads_on_the_other(tmp_path):
-    """Typed windows (AMTA, Log MTA, TwoStacks, DABA) pickled here load under MTA_NO_EXTENSIONS=1 and
-    go on with the same results (the typed AMTA pickles its values as plain tuples)."""
+    """Typed windows (AMTA, Log MTA, TwoStacks, DABA; count and time policies) pickled here load
+    under MTA_NO_EXTENSIONS=1 and go on with the same results (the typed AMTA pickles its values as
+    plain tuples; a timed window's core pickles itself, found from outside: its raw snapshot did not
+    load on the pure path)."""
     import pickle
-    from mta import Mean, MaxSize, Window
-    windows = [Window(Mean(), MaxSize(5), algorithm=name) for name in ("amta", "log_mta", "two_stacks", "daba")]
+    from mta import Mean, MaxSize, TimeRange, Window
+    windows = [Window(Mean(), policy, algorithm=name) for name in ("amta", "log_mta", "two_stacks", "daba")
+               for policy in (MaxSize(5), TimeRange(5))]
     for window in windows:
         for t in range(100):
             window.insert(t, t * 0.5)

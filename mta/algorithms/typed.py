@@ -1442,7 +1442,8 @@ class TypedTimed:
 
     def restore(self, snapshot: tuple) -> None:
         core, td, ti, self._tkind = snapshot
-        self.core.restore(core)
+        if core is not None:  # None: the core is in its state already (unpickling)
+            self.core.restore(core)
         self._n = len(td)
         self._h = 0
         self._cap = self._n if self._n > 8 else 8
@@ -1461,7 +1462,8 @@ class TypedTimed:
         return False
 
     def __reduce__(self) -> tuple:
-        return (_restored, (type(self), (self.core, self.monoid, self._policy), self.snapshot()))
+        # the core pickles itself (in a form both paths load); its raw snapshot may not
+        return (_restored, (type(self), (self.core, self.monoid, self._policy), (None, *self.snapshot()[1:])))
 
     def to_object(self) -> Any:
         """The object algorithm over the timed monoid in this state (see the core's)."""
