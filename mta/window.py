@@ -791,9 +791,7 @@ class Window:
     @typed.PerEvent
     def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:
-        see :meth:`partial`)."""
-        if self._typed and t_from is None and t_to is None:
-            return self._algorithm.result()
+        see :meth:`partial`; a typed window's whole-window query is typed.Events')."""
         return self.monoid.lower(self.partial(t_from, t_to))
 
     def __len__(self) -> int:

@@ -1325,28 +1325,25 @@ class TypedTimed:
         kind: cython.int = _FLOAT if view.format == "d" else _INT
         if self._n and kind != self._tkind:
             raise Untyped(timestamps)
+        # one pass over the timestamps, checking and copying them past the live ones: they
+        # count (self._n) only once the core has taken the values
+        self._room(n)
+        base: cython.Py_ssize_t = self._h + self._n
         j: cython.Py_ssize_t
-        ti: cython.const[cython.longlong][:] = _NO_INT64S
-        td: cython.const[cython.double][:] = _NO_DOUBLES
-        if kind == _INT:  # every view and check before anything changes
-            ti = view
+        if kind == _INT:
+            ti: cython.const[cython.longlong][:] = view
+            to_i: cython.longlong[:] = self._ti
             for j in range(n):
                 if not -_TS_LIMIT_C < ti[j] < _TS_LIMIT_C:
                     raise Untyped(timestamps)
+                to_i[base + j] = ti[j]
         else:
-            td = view
-        self.core.insert_array(values)
-        self._room(n)
-        self._tkind = kind
-        base: cython.Py_ssize_t = self._h + self._n
-        to_d: cython.double[:] = self._td  # local views: an attribute's is slower per element
-        to_i: cython.longlong[:] = self._ti
-        if kind == _FLOAT:
+            td: cython.const[cython.double][:] = view
+            to_d: cython.double[:] = self._td
             for j in range(n):
                 to_d[base + j] = td[j]
-        else:
-            for j in range(n):
-                to_i[base + j] = ti[j]
+        self.core.insert_array(values)
+        self._tkind = kind
         self._n += n
 
     def evict(self, k: Any = 1) -> None:
