@@ -25,6 +25,7 @@ import operator
 import types
 from collections import namedtuple
 from collections.abc import Mapping as _Mapping
+from fractions import Fraction
 from functools import reduce
 from itertools import repeat
 from typing import Any, Callable, ClassVar, Sequence
@@ -93,10 +94,13 @@ _NEG_INF = -math.inf
 def _number(value: Any, who: str, *, finite: bool = True) -> Any:
     """Check that ``value`` is a real number (bool excluded); NaN/inf refused when ``finite``.
 
-    Accepts int, float and any ``numbers.Real`` (Fraction, numpy scalars); returns it unchanged,
-    but an integer of another type (numpy's) as an ``int`` (sums stay exact, where numpy's
-    fixed-width arithmetic would wrap around, or overflow when combined with a large int),
-    and a subclass of float (``numpy.float64``) as a ``float`` (the same arithmetic).
+    Accepts int, float and any ``numbers.Real``, and returns one of three kinds, which
+    combine with each other without error: an ``int`` (any integer: numpy's fixed-width
+    arithmetic would wrap around, or overflow when combined with a large int), a
+    ``Fraction`` (exact) or a ``float``. Any other real (numpy's float32, float16 and
+    longdouble, a float subclass) becomes a ``float``: mixed with a Fraction, numpy's
+    longdouble raised from the combine after the update was stored; float32 was summed in
+    float32 or float64 depending on the order of the operands.
     """
     cls = value.__class__
     if cls is int or (cls is float and _NEG_INF < value < _INF):
@@ -106,8 +110,14 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
             raise MonoidError(f"{who} takes a real number, got {cls.__name__} {value!r}")
         if isinstance(value, numbers.Integral):
             return int(value)
-        if isinstance(value, float):
-            value = float(value)
+        if isinstance(value, numbers.Rational):
+            if cls is not Fraction:
+                value = Fraction(value.numerator, value.denominator)
+        else:
+            try:
+                value = float(value)
+            except OverflowError:
+                raise MonoidError(f"{who} takes a number within the float range, got {value!r}") from None
         if not finite:
             return value
     if finite:

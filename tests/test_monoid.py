@@ -447,6 +447,24 @@ def test_numpy_scalars():
         Max().lift(np.float32("nan"))
 
 
+def test_other_reals_are_lifted_to_floats():
+    """numpy's float32, float16 and longdouble become floats: mixed with a Fraction,
+    longdouble raised from combine after the update was stored, and float32 summed in
+    float32 or float64 by the order of the operands."""
+    np = pytest.importorskip("numpy")
+    for value in (np.float32(0.1), np.float16(0.5), np.longdouble(0.1)):
+        for m in (Sum(), Min(), Max()):
+            lifted = m.lift(value)
+            assert type(lifted) is float and lifted == float(value)
+    assert type(Mean().lift(np.float32(2.5))[0]) is float
+    with pytest.raises(MonoidError, match="Sum takes a finite number"):
+        Sum().lift(np.longdouble("1e400"))  # beyond the float range: inf
+    assert Max().lift(np.longdouble("1e400")) == math.inf
+    sums = [Sum().lift(Fraction(1, 3)), Sum().lift(np.longdouble(0.1))]
+    assert Sum().combine(*sums) == Sum().combine(*reversed(sums)) == Fraction(1, 3) + 0.1
+    assert type(Sum().lift(Fraction(1, 3))) is Fraction
+
+
 @pytest.mark.parametrize("bad", [0, -1, -0.0, Fraction(-1, 2), -1e-300])
 def test_geometric_mean_refuses_non_positive(bad):
     with pytest.raises(MonoidError, match="GeometricMean.*positive"):

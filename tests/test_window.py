@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -447,3 +448,14 @@ def test_evict_before_needs_a_window_that_keeps_timestamps() -> None:
         with pytest.raises(TypeError, match="keeps timestamps"):
             window.oldest_timestamp()
         assert state(window) == before
+
+
+@pytest.mark.parametrize("algorithm", ["amta", "two_stacks", "daba", "log_mta", "fiba"])
+def test_window_mixing_fractions_and_numpy_floats(algorithm):
+    """Every update is lifted to an int, a Fraction or a float, which combine without error
+    (numpy's longdouble with a Fraction raised from combine, after the update was stored)."""
+    np = pytest.importorskip("numpy")
+    w = Window(Sum(), MaxSize(2), algorithm=algorithm)
+    for t, v in enumerate([Fraction(1, 3), np.longdouble(0.25), np.float32(0.5), Fraction(1, 7)]):
+        w.insert(t, v)
+    assert w.query() == 0.5 + Fraction(1, 7) and len(w) == 2
