@@ -52,6 +52,14 @@ class Monoid:
     - ``commutative``: combine(a, b) == combine(b, a);
     - ``invertible``: ``invert(total, front)`` returns x with combine(front, x) == total;
     - ``selection``: combine(a, b) is always a or b (min, max, first, last).
+
+    ``combine`` must not raise on partials that ``lift`` made: ``lift`` runs before a
+    window changes, so it is where a value is refused (MonoidError, the window unchanged).
+    A combine that raises does so in the middle of an algorithm's update, and leaves the
+    window in a state that no longer describes its updates. The built-in monoids lift
+    every number to an int, a Fraction or a float, which combine with each other, except
+    for one known case: a sum of an int or Fraction beyond the float range (about 1.8e308)
+    and a float raises OverflowError, as Python's ``10**400 + 1.0`` does.
     """
 
     identity: ClassVar[Any] = None
