@@ -446,17 +446,30 @@ class Window:
             self._algorithm.flush(wait=False)
         return evicted
 
-    def _insert_arrays(self, timestamps: Any, values: Any) -> int | None:
-        """``insert_many`` of numpy columns straight into the typed core's C loops; None, and
-        nothing changed, where the general path must decide (another dtype, a timestamp or a
-        value it would refuse and name, a kind the core does not hold: it demotes)."""
+    def _arrays_in_order(self, timestamps: Any, values: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """Both columns as int64 or float64 numpy arrays, when they are numeric columns of
+        one length (:func:`numeric_array`) and the timestamps are finite, in order and not
+        older than the window's newest: checked in numpy. None where the general path
+        must decide (and name the update at fault); values are not checked here."""
         ts = numeric_array(timestamps)
-        partials = None if ts is None else typed.array_partials(self.monoid, numeric_array(values))
-        if partials is None or len(ts) != len(partials) or not len(ts):
+        vs = None if ts is None else numeric_array(values)
+        if vs is None or len(ts) != len(vs) or not len(ts):
             return None
         newest = self._newest
         if ((ts.dtype.kind == "f" and not np.isfinite(ts).all()) or not (ts[1:] >= ts[:-1]).all()
                 or (newest is not None and ts[0].item() < newest)):
+            return None
+        return ts, vs
+
+    def _insert_arrays(self, timestamps: Any, values: Any) -> int | None:
+        """``insert_many`` of numpy columns straight into the typed core's C loops; None, and
+        nothing changed, where the general path must decide (another dtype, a timestamp or a
+        value it would refuse and name, a kind the core does not hold: it demotes)."""
+        arrays = self._arrays_in_order(timestamps, values)
+        if arrays is None:
+            return None
+        ts, partials = arrays[0], typed.array_partials(self.monoid, arrays[1])
+        if partials is None:
             return None
         try:
             if self._timed:
@@ -473,10 +486,18 @@ class Window:
         """Validate and lift a batch given in columns without changing the window, for
         :meth:`insert_checked` (which must come before any other insertion). Errors
         name the update by its index, or by ``positions[index]`` (its place in a
-        larger request). Batches of plain numbers are checked in C loops."""
+        larger request). Batches of plain numbers are checked in C loops; numeric numpy
+        columns (what the gRPC server decodes) in numpy, and come back as lists."""
         if len(timestamps) != len(values):
             raise ValueError(f"{len(timestamps)} timestamps for {len(values)} values")
-        if self._ordered:
+        arrays = None if self._ordered else self._arrays_in_order(timestamps, values)
+        if arrays is not None:
+            timestamps, values = arrays[0].tolist(), arrays[1].tolist()
+            fast = True
+        elif not isinstance(timestamps, (list, tuple)) or not isinstance(values, (list, tuple)):
+            # arrays the general path takes: as Python values (never numpy scalars)
+            return self.check(as_list(timestamps, "timestamps"), as_list(values, "values"), positions)
+        elif self._ordered:
             newest = self._algorithm.bound()
             fast = plain_finite(timestamps) and (newest is None or not timestamps or min(timestamps) >= newest)
         else:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import (ALGORITHM_NAMES, BASELINES, TREE_ALGORITHMS, CountingStore, WindowOracle, hsettings,
                       record_monoid, supports)
 from kvs import MemoryStore
-from mta import (Agg, Collect, Count, First, Max, MaxSize, Mean, MonoidError, Record, Sum,
+from mta import (Agg, Collect, Count, First, Max, MaxSize, Mean, MonoidError, Record, Sum, Variance,
                  TimeRange, Window, all_of, any_of)
 from mta.monoid import Monoid
 
@@ -459,3 +459,25 @@ def test_window_mixing_fractions_and_numpy_floats(algorithm):
     for t, v in enumerate([Fraction(1, 3), np.longdouble(0.25), np.float32(0.5), Fraction(1, 7)]):
         w.insert(t, v)
     assert w.query() == 0.5 + Fraction(1, 7) and len(w) == 2
+
+
+@pytest.mark.parametrize("algorithm", ["amta", "fiba"])
+@pytest.mark.parametrize("monoid", [Sum(), Mean(), Count(), Max(), Variance()], ids=repr)
+def test_check_takes_numpy_columns_and_gives_python_numbers(algorithm, monoid):
+    """``check`` of numeric numpy columns (what the gRPC server decodes) gives what it gives
+    for the same columns as lists, and refuses the same updates, naming them."""
+    np = pytest.importorskip("numpy")
+    windows = [Window(monoid, TimeRange(10), algorithm=algorithm) for _ in range(2)]
+    for w in windows:
+        w.insert(0, 1)
+    arrays = windows[0].check(np.array([1, 2, 2], dtype=np.int64), np.array([1.5, 2.5, -0.0]))
+    lists = windows[1].check([1, 2, 2], [1.5, 2.5, -0.0])
+    assert type(arrays[0]) is list and repr(arrays) == repr((list(lists[0]), list(lists[1])))
+    bad = [(np.array([1.0, np.nan]), np.array([1.0, 2.0]), "update 1")]
+    if algorithm == "amta":
+        bad.append((np.array([3, 2]), np.array([1.0, 2.0]), "update 1"))
+    if not isinstance(monoid, Count):
+        bad.append((np.array([1, 2]), np.array([1.0, np.nan]), "update 1"))
+    for ts, values, message in bad:
+        with pytest.raises(ValueError, match=message):
+            windows[0].check(ts, values)

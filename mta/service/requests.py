@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import grpc
 import msgpack
+import numpy as np
 
 import kvs
 from mta.monoid import Record
@@ -140,11 +141,14 @@ def _rows(monoid: Any, request: Any, what: str) -> tuple[list[str], list, list]:
     return keys, timestamps, values
 
 
-def _columns(monoid: Any, columns: pb.Columns, what: str) -> tuple[list[str], list, list]:
-    """Keys, timestamps and values of a batch in columns."""
+def _columns(monoid: Any, columns: pb.Columns, what: str, arrays: bool) -> tuple[list[str], Any, Any]:
+    """Keys, timestamps and values of a batch in columns (``arrays``: numbers as numpy
+    arrays, read straight from the message's packed fields, about ten times faster than
+    lists of them)."""
     if columns.ts and columns.ts_float:
         raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "columns.ts, columns.ts_float: send one of them")
-    timestamps = list(columns.ts) if columns.ts else list(columns.ts_float)
+    column = np.array if arrays else _as_list
+    timestamps = column(columns.ts, np.int64) if columns.ts else column(columns.ts_float, np.float64)
     n = len(timestamps)
     used = [name for name in ("values", "dimensions", "payloads") if len(getattr(columns, name))]
     if len(used) > 1:
@@ -162,7 +166,7 @@ def _columns(monoid: Any, columns: pb.Columns, what: str) -> tuple[list[str], li
         same_length("columns.payloads", len(columns.payloads), n)
         values = [unpack_payload(p, f"columns.payloads[{i}]") for i, p in enumerate(columns.payloads)]
     else:
-        values = list(columns.values)
+        values = column(columns.values, np.float64)
         same_length("columns.values", len(values), n)
     keys = list(columns.keys)
     if keys:
@@ -170,15 +174,21 @@ def _columns(monoid: Any, columns: pb.Columns, what: str) -> tuple[list[str], li
     return keys, timestamps, values
 
 
-def read_batch(request: Any, monoid: Any, keyed: bool, what: str) -> tuple[list[str], list, list, str]:
+def _as_list(field: Any, dtype: Any) -> list:
+    return list(field)
+
+
+def read_batch(request: Any, monoid: Any, keyed: bool, what: str,
+               arrays: bool = False) -> tuple[list[str], Any, Any, str]:
     """Keys, timestamps and values of a batch (``request.updates`` or ``request.columns``)
     for ``what`` (e.g. "window 'w'"), and the path of an update's key (``{}``: its index).
     Keys are checked: none for an unkeyed resource, 1 to MAX_KEY characters for a keyed one.
-    Timestamps and values are as sent (the resource checks them)."""
+    Timestamps and values are as sent (the resource checks them); ``arrays``: numbers sent
+    in columns come as numpy arrays (``mta.Window.check`` takes them in numpy)."""
     if request.HasField("columns"):
         if request.updates:
             raise BadRequest(grpc.StatusCode.INVALID_ARGUMENT, "updates, columns: send one of them, not both")
-        keys, timestamps, values = _columns(monoid, request.columns, what)
+        keys, timestamps, values = _columns(monoid, request.columns, what, arrays)
         where = "columns.keys[{}]"
     else:
         keys, timestamps, values = _rows(monoid, request, what)

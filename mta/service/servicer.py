@@ -354,9 +354,9 @@ class AggregationServicer(StreamRPCs, pb_grpc.AggregationServicer):
         """The request's updates by key, each group as (positions in the request or None
         for all of them in order, timestamps, values) (BadRequest naming the field)."""
         keys, timestamps, values, _ = read_batch(request, hosted.window.monoid, hosted.spec.keyed,
-                                                 f"window {request.window!r}")
+                                                 f"window {request.window!r}", arrays=not hosted.spec.keyed)
         if not hosted.spec.keyed:
-            return {"": (None, timestamps, values)} if timestamps else {}
+            return {"": (None, timestamps, values)} if len(timestamps) else {}
         groups: dict[str, tuple[list, list, list]] = {}
         for i, key in enumerate(keys):
             group = groups.get(key)
