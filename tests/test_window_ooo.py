@@ -480,3 +480,27 @@ def test_sigkill_loses_no_acknowledged_batch(request, kind) -> None:
         oracle.insert_many([(10 * number + 49 - i, number * 100 + i) for i in range(50)])
     assert list(w) == oracle.partials()
     w.close()
+
+
+@pytest.mark.parametrize("algorithm", ORDERED)
+@pytest.mark.parametrize("monoid", [Sum(), Collect()], ids=repr)
+def test_out_of_order_windows_pickle_and_go_on_as_the_original(algorithm, monoid) -> None:
+    """An in-memory out-of-order window pickles (FiBA.__new__ required the monoid, which
+    unpickling does not pass), with its tree, arrival numbers and frontier."""
+    import pickle
+
+    window = Window(monoid, TimeRange(10), algorithm=algorithm, late="include")
+    for t in [3, 1, 2, 9, 12, 5, 5]:
+        window.insert(t, t)
+    again = pickle.loads(pickle.dumps(window))
+    assert (again.query(), list(again), again.frontier) == (window.query(), list(window), window.frontier)
+    for t in [4, 15, 14, 14, 30, 2]:
+        outcomes = []
+        for w in (window, again):
+            try:
+                outcomes.append(w.insert(t, t))
+            except ValueError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1]
+        assert (again.query(), list(again), again.frontier) == (window.query(), list(window), window.frontier)
+    assert window.retract(14) == again.retract(14) and again.query() == window.query()

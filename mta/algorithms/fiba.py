@@ -99,7 +99,7 @@ class FiBA(OrderedAggregator):
     #: Fingers and position-dependent aggregates (False: the classic B-tree).
     FINGERS = True
 
-    def __new__(cls, monoid: Monoid, **options: Any) -> FiBA:
+    def __new__(cls, monoid: Monoid | None = None, **options: Any) -> FiBA:
         if options.get("store") is not None and cls is FiBA:
             from mta.algorithms.fiba_store import StoredFiBA  # it builds on this module
             cls = StoredFiBA
