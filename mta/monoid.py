@@ -22,6 +22,7 @@ import keyword
 import math
 import numbers
 import operator
+import sys
 import types
 from collections import namedtuple
 from collections.abc import Mapping as _Mapping
@@ -123,9 +124,12 @@ def _number(value: Any, who: str, *, finite: bool = True) -> Any:
                 value = Fraction(value.numerator, value.denominator)
         else:
             try:
-                value = float(value)
+                number = float(value)
             except OverflowError:
-                raise MonoidError(f"{who} takes a number within the float range, got {value!r}") from None
+                number = None
+            if number is None or (number in (_INF, _NEG_INF) and value != number):  # numpy's longdouble: inf
+                raise MonoidError(f"{who} takes a number within the float range, got {value!r}")
+            value = number
         if not finite:
             return value
     if finite:
@@ -160,6 +164,19 @@ def plain_finite(values: Sequence[Any]) -> bool:
     """Whether every value is a finite int or float (False: check them one by one;
     a sum of finite values can overflow)."""
     return _plain(values, lambda vs: math.isfinite(sum(vs)))
+
+
+#: The largest int a float holds (about 1.8e308).
+_FLOAT_MAX = int(sys.float_info.max)
+
+
+def _bounded(value: Any, who: str, bound: int, why: str) -> Any:
+    """``value``, an int of magnitude at most ``bound`` or any other number: the monoids whose
+    results are floats refuse an int their arithmetic would overflow on (``OverflowError``
+    from ``int / int``), before the window changes."""
+    if value.__class__ is int and not -bound <= value <= bound:
+        raise MonoidError(f"{who} takes integers {why}, got {value!r}")
+    return value
 
 
 def _plain_ordered(values: Sequence[Any]) -> bool:
@@ -279,10 +296,12 @@ class Mean(Monoid):
     combine = staticmethod(_add2)
 
     def lift(self, value: Any) -> tuple:
-        return (_number(value, "Mean"), 1)
+        return (_bounded(_number(value, "Mean"), "Mean", _FLOAT_MAX, "within the float range (the mean is one)"), 1)
 
     def lift_many(self, values: Sequence[Any]) -> list[tuple]:
-        return list(zip(values, repeat(1))) if plain_finite(values) else list(map(self.lift, values))
+        if plain_finite(values) and (not values or -_FLOAT_MAX <= min(values) and max(values) <= _FLOAT_MAX):
+            return list(zip(values, repeat(1)))
+        return list(map(self.lift, values))
 
     def lower(self, partial: tuple) -> Any:
         s, c = partial
@@ -312,6 +331,11 @@ def _chan(a: tuple, b: tuple) -> tuple:
     return (n, ma + delta * nb / n, a[2] + b[2] + delta * delta * na * nb / n)
 
 
+#: Ints up to this magnitude keep Chan's merge within floats: a deviation squared, times
+#: the counts, stays below 2**1024 for windows of up to 2**120 updates.
+_VARIANCE_MAX = 2 ** 450
+
+
 class Variance(Monoid):
     """Variance, population (``ddof=0``, default) or sample (``ddof=1``).
 
@@ -338,7 +362,9 @@ class Variance(Monoid):
 
     def lift(self, value: Any) -> tuple:
         # M2 is the int 0 so that Fraction inputs stay exact.
-        return (1, _number(value, type(self).__name__), 0)
+        who = type(self).__name__
+        return (1, _bounded(_number(value, who), who, _VARIANCE_MAX, "below 2**450 in magnitude (squared "
+                            "deviations must fit a float)"), 0)
 
     def lower(self, partial: tuple) -> Any:
         n, _, m2 = partial
@@ -391,7 +417,8 @@ class GeometricMean(Monoid):
     combine = staticmethod(_add2)
 
     def lift(self, value: Any) -> tuple:
-        value = _number(value, "GeometricMean")
+        value = _bounded(_number(value, "GeometricMean"), "GeometricMean", _FLOAT_MAX,
+                         "within the float range (the geometric mean is one)")
         if value <= 0:
             raise MonoidError(f"GeometricMean takes positive numbers, got {value!r}")
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 import sys
 import uuid
@@ -57,6 +58,9 @@ def _timed(monoid: Monoid) -> tuple[Callable[[Any, Any], Any], tuple]:
 
 class _Timed(Monoid):
     """The monoid the algorithm runs when the policy needs counts and timestamps."""
+
+    def __reduce__(self) -> Any:  # rebuilt from the monoid (a Record's combine does not pickle)
+        return (_Timed, (self.inner,))
 
     def __init__(self, monoid: Monoid) -> None:
         self.combine, self.identity = _timed(monoid)
@@ -351,9 +355,14 @@ class Window:
 
     # -- updates -----------------------------------------------------------------
 
-    def _check_timestamp(self, timestamp: Any, newest: Any) -> None:
-        if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
-            raise TypeError(f"timestamp must be an int or a float, got {type(timestamp).__name__} {timestamp!r}")
+    def _check_timestamp(self, timestamp: Any, newest: Any) -> int | float:
+        """``timestamp`` as an int or a float (a numpy integer or float scalar becomes one, as
+        values do), checked against ``newest``."""
+        cls = timestamp.__class__
+        if cls is not int and cls is not float:
+            if isinstance(timestamp, bool) or not isinstance(timestamp, (numbers.Integral, float, np.floating)):
+                raise TypeError(f"timestamp must be an int or a float, got {cls.__name__} {timestamp!r}")
+            timestamp = int(timestamp) if isinstance(timestamp, numbers.Integral) else float(timestamp)
         if not math.isfinite(timestamp):
             raise ValueError(f"timestamp must be finite, got {timestamp!r}")
         if newest is not None and timestamp < newest:
@@ -362,6 +371,7 @@ class Window:
                                  "(what is older has left the window); late='include' counts late updates in")
             raise ValueError(f"timestamp {timestamp!r} is older than the newest update {newest!r}: "
                              "timestamps must be non-decreasing")
+        return timestamp
 
     @typed.PerEvent
     def insert(self, timestamp: int | float, value: Any) -> int:
@@ -377,7 +387,7 @@ class Window:
         # Fast path for plain finite ints and floats in order; anything else is checked in full.
         if not ((kind is int or (kind is float and _NEG_INF < timestamp < _INF))
                 and (newest is None or timestamp >= newest)):
-            self._check_timestamp(timestamp, newest)
+            timestamp = self._check_timestamp(timestamp, newest)
         partial = self.monoid.lift(value)
         try:
             if self._safe:
@@ -397,7 +407,7 @@ class Window:
         self._events = None
 
     def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
-        self._check_timestamp(timestamp, self._algorithm.bound())
+        timestamp = self._check_timestamp(timestamp, self._algorithm.bound())
         partial = self.monoid.lift(value)
         if self._safe:  # nothing can fail
             return self._apply(timestamp, partial)
@@ -504,13 +514,16 @@ class Window:
             newest = self._newest
             fast = _plain_in_order(timestamps) and (newest is None or not timestamps or timestamps[0] >= newest)
         if not fast:
+            checked = []
             for index, timestamp in enumerate(timestamps):
                 try:
-                    self._check_timestamp(timestamp, newest)
+                    timestamp = self._check_timestamp(timestamp, newest)
                 except (TypeError, ValueError) as error:
                     raise _bad_update(error, _where(index, positions), "timestamp") from None
+                checked.append(timestamp)
                 if not self._ordered:
                     newest = timestamp
+            timestamps = checked
         try:
             partials = self.monoid.lift_many(values)
         except (TypeError, ValueError):
@@ -691,7 +704,7 @@ class Window:
         A retraction undoes updates: it does not move the :attr:`frontier`, and the
         policy is not enforced again (a window that shrinks keeps what it kept)."""
         self._need_ordered("retract")
-        self._check_timestamp(timestamp, None)
+        timestamp = self._check_timestamp(timestamp, None)
         try:
             return self._algorithm.retract(timestamp)
         except StoreError as error:

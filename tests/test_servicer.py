@@ -309,6 +309,7 @@ BAD_REQUESTS = [
     (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": AVG, "zz": AVG}), "INVALID_ARGUMENT",
      'columns.dimensions["zz"]'),
     (_cols("d", ts=[6, 7], dimensions={"avg": AVG}), "INVALID_ARGUMENT", "columns.dimensions"),
+    (_cols("d", ts=[6, 7], values=[1, 2]), "INVALID_ARGUMENT", "columns.values"),
     (_cols("d", ts=[6, 7], dimensions={"avg": AVG, "peak": pb.Doubles(values=[1])}), "INVALID_ARGUMENT",
      'columns.dimensions["peak"].values'),
     (_cols("w", ts=range(10, 1011), values=[1] * 1001), "RESOURCE_EXHAUSTED", "columns"),

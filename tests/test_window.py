@@ -481,3 +481,40 @@ def test_check_takes_numpy_columns_and_gives_python_numbers(algorithm, monoid):
     for ts, values, message in bad:
         with pytest.raises(ValueError, match=message):
             windows[0].check(ts, values)
+
+
+@pytest.mark.parametrize("algorithm", ["amta", "two_stacks", "daba", "log_mta", "flatfat", "fiba", "btree", "sorted"])
+@pytest.mark.parametrize("policy", [MaxSize(3), TimeRange(5)], ids=repr)
+def test_windows_over_a_record_pickle(algorithm, policy):
+    """A Record's combine is generated code, which pickle cannot name: the algorithms (and
+    the timed monoid) leave it out of their state and take it back from the monoid."""
+    import copy
+    import pickle
+
+    window = Window(Record(s=Sum(), m=Max(), c=Collect()), policy, algorithm=algorithm)
+    for t in range(8):
+        window.insert(t, t * 1.5)
+    twins = [pickle.loads(pickle.dumps(window)), copy.deepcopy(window)]
+    for t in range(8, 12):
+        for w in (window, *twins):
+            w.insert(t, t)
+        for twin in twins:
+            assert twin.query() == window.query() and list(twin) == list(window)
+
+
+@pytest.mark.parametrize("algorithm", ["amta", "two_stacks", "fiba"])
+def test_numpy_scalar_timestamps_are_taken_as_python_numbers(algorithm):
+    """As values are: np.int64 as an int, numpy floats as a float (numpy ints were refused,
+    and np.float64 came back out of oldest_timestamp as numpy)."""
+    np = pytest.importorskip("numpy")
+    window = Window(Sum(), TimeRange(10), algorithm=algorithm)
+    window.insert(np.int64(5), 1)
+    window.insert(np.float32(6.5), 2)
+    window.insert(np.float64(7.5), 3)
+    assert window.query() == 6 and repr(window.oldest_timestamp()) == "5"
+    timestamps, _ = window.check([np.int64(8), np.float64(9.25)], [1, 2])
+    assert [repr(t) for t in timestamps] == ["8", "9.25"]
+    for bad in (np.bool_(True), "7", np.float64("nan")):
+        with pytest.raises((TypeError, ValueError), match="timestamp"):
+            window.insert(bad, 1)
+    assert window.query() == 6 and len(window) == 3

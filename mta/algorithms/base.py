@@ -27,7 +27,28 @@ Policy = Callable[[Any, Any], bool]
 _CONTAINERS = frozenset({list, dict, deque})
 
 
-class Aggregator(ABC):
+class _PicklesWithoutCombine:
+    """Pickling of an algorithm that keeps ``_combine = monoid.combine``: a Record's combine
+    is generated code, which pickle cannot name, so it is left out and taken back from the
+    (pickled) monoid."""
+
+    monoid: Monoid
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if "_combine" in state and state["_combine"] is self.monoid.combine:
+            del state["_combine"]
+            state["_combine_of_monoid"] = True
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        if state.pop("_combine_of_monoid", False):
+            state["_combine"] = state["monoid"].combine
+        self.__dict__.update(state)
+
+
+class Aggregator(_PicklesWithoutCombine, ABC):
     """A FIFO window of partials with an incrementally maintained aggregate."""
 
     #: registry name used by ``mta.Window(algorithm=...)``
@@ -137,7 +158,7 @@ class Aggregator(ABC):
             raise ValueError(f"cannot evict {k} elements from a window of {len(self)}")
 
 
-class OrderedAggregator(ABC):
+class OrderedAggregator(_PicklesWithoutCombine, ABC):
     """A window of ``(key, partial)`` entries kept in key order, inserted in any order.
 
     The out-of-order counterpart of :class:`Aggregator` (the FiBA paper's OoO SWAG,

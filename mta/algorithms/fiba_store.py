@@ -285,7 +285,9 @@ class StoredFiBA(FiBA):
         if children is not None:
             children = tuple((self._SPINE, self._record(c)) if self._local(c) else
                              (self._STUB, c.pos, c.agg, c.size, c.minpos) for c in children)
-        return (tuple(node.keys), tuple(node.values), children)
+        # the aggregate as it is, not recomputed on reopening: its grouping depends on the
+        # history (appends fold left, the left finger's suffixes fold right), which floats see
+        return (tuple(node.keys), tuple(node.values), children, node.agg, node.size)
 
     def _restore(self, state: dict[str, Any]) -> None:
         if state.get("algorithm") != self.name:
@@ -295,12 +297,15 @@ class StoredFiBA(FiBA):
         self._root = self._rebuild(state["root"], None, False, False)
         self._left_finger = self._leftmost(self._root)
         self._right_finger = self._rightmost(self._root)
-        self._repair(self._root, True, True)  # local aggregates: the root, then down both spines
+        if len(state["root"]) == 3:  # a checkpoint without the local aggregates (before 2026-11-26)
+            self._repair(self._root, True, True)  # the root, then down both spines
         self._dirty.clear()
 
     def _rebuild(self, record: tuple, parent: _Node | None, left: bool, right: bool) -> _Node:
-        keys, values, children = record
+        keys, values, children = record[:3]
         node = self._new(list(keys), list(values), None)
+        if len(record) > 3:
+            node.agg, node.size = record[3], record[4]  # the left finger's suffixes: rebuilt when used
         node.parent, node.left, node.right = parent, left, right
         if children is not None:
             top = parent is None

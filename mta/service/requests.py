@@ -156,6 +156,8 @@ def _columns(monoid: Any, columns: pb.Columns, what: str, arrays: bool) -> tuple
     record = isinstance(monoid, Record)
     if used == ["dimensions"] and not record:
         raise invalid("columns.dimensions", f"{what} has one monoid and no dimensions: send values")
+    if used == ["values"] and record:  # as for updates, whose value a window with dimensions does not read
+        raise invalid("columns.values", f"{what} has dimensions: send columns.dimensions")
     if used == ["dimensions"] or (not used and record):
         names = list(columns.dimensions)
         series = [columns.dimensions[name].values for name in names]
