@@ -69,10 +69,23 @@ def update(ts: int | float, value: Any, key: str = "") -> pb.Update:
     """An update: a number, or a mapping of dimension name to number (``key``: for keyed windows)."""
     out = pb.Update(ts=ts, key=key) if isinstance(ts, int) else pb.Update(ts_float=ts, key=key)
     if isinstance(value, Mapping):
+        _no_bools(value.values())
         out.dimensions.update(value)
     else:
+        _no_bools((value,))
         out.value = value
     return out
+
+
+class _BoolValue(TypeError):
+    """A bool where a number goes: it would go on the wire as 1.0 or 0.0, where the library
+    refuses bools."""
+
+
+def _no_bools(values: Iterable[Any]) -> None:
+    if bool in set(map(type, values)):
+        raise _BoolValue(f"a bool is not a number here (the library refuses it): send 1 or 0, got "
+                        f"{next(v for v in values if type(v) is bool)!r}")
 
 
 def time_range(t_from: int | float | None, t_to: int | float | None) -> pb.TimeInterval | None:
@@ -103,8 +116,11 @@ def columns(updates: list[tuple[Any, ...]]) -> pb.Columns | None:
         if any(not isinstance(v, Mapping) or v.keys() != names for v in values):
             return None
         for name in names:
-            out.dimensions[name].values.extend(v[name] for v in values)
+            column = [v[name] for v in values]
+            _no_bools(column)
+            out.dimensions[name].values.extend(column)
     else:
+        _no_bools(values)
         out.values.extend(values)
     if len(table) > 2 and any(table[2]):
         out.keys.extend(table[2])
@@ -160,6 +176,8 @@ def _batch(request: Any, updates: list[tuple[Any, ...]]) -> None:
     """Put ``(ts, value[, key])`` updates into a batch request: in columns when they fit."""
     try:
         batch = columns(updates)
+    except _BoolValue:
+        raise
     except (KeyError, TypeError, ValueError):  # uneven updates: as messages, for the server to name the bad one
         batch = None
     if batch is not None:

@@ -325,6 +325,9 @@ class Window:
         self._events = typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY) if self._typed else None
 
     def __getstate__(self) -> dict[str, Any]:
+        if self._store is not None:
+            raise TypeError(f"a stored window does not pickle (its state is in its store, which has one "
+                            f"writer): reopen it with Window.open(store, {self.id!r}, monoid, policy)")
         # the Events are bound to this window's core: a copy gets its own; the policy on
         # tuples is a closure: rebuilt
         state = self.__dict__.copy()

@@ -705,3 +705,13 @@ def test_sigterm_ends_open_streams_at_once_finishes_calls_in_flight_and_flushes(
         assert Window.open(backend, "g", Sum(), lambda total, old: False).query() == 7
     finally:
         kvs.disconnect(str(server.store))
+
+
+@pytest.mark.parametrize("updates", [[(5, True)], [(5, 1.0), (6.5, False)], [(5, {"a": 1.0}), (6, {"a": True})]])
+def test_the_client_refuses_bools_which_would_go_as_numbers(updates) -> None:
+    """On the wire a bool is a double (1.0 or 0.0); the library refuses bools, so the client
+    does, whether the batch goes in columns or as messages."""
+    from mta.client import _batch
+
+    with pytest.raises(TypeError, match="a bool is not a number"):
+        _batch(pb.InsertRequest(), updates)

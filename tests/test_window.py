@@ -518,3 +518,13 @@ def test_numpy_scalar_timestamps_are_taken_as_python_numbers(algorithm):
         with pytest.raises((TypeError, ValueError), match="timestamp"):
             window.insert(bad, 1)
     assert window.query() == 6 and len(window) == 3
+
+
+def test_a_stored_window_refuses_to_pickle_saying_how_to_reopen_it():
+    import pickle
+
+    window = Window(Sum(), MaxSize(3), store=MemoryStore())
+    window.insert(1, 2)
+    with pytest.raises(TypeError, match="stored window does not pickle.*Window.open"):
+        pickle.dumps(window)
+    assert window.query() == 2
