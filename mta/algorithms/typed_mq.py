@@ -1,0 +1,593 @@
+"""Typed multi-query aggregators (issue 20): twins of SlideSide and SlickDeque over C columns.
+
+The twins of the multi-query aggregators (:mod:`mta.algorithms.multi_query`) that carry
+the load of ``benchmarks.multi_query`` (the SlideSide paper's Fig. 3), for the built-in
+numeric monoids (:func:`mta.algorithms.typed.op_of`):
+
+- :class:`TypedSlideSide`: :class:`~mta.algorithms.slideside.InvertibleSlideSide`, for
+  ``Sum``/``Count`` and ``Mean`` (what ``SlideSide`` picks for an invertible monoid);
+- :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
+  (Alg. 3), for ``Min`` and ``Max``;
+- :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
+  (Alg. 2), for ``Sum``/``Count`` and ``Mean``.
+
+:func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
+``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
+
+As in :mod:`mta.algorithms.typed`, an aggregator holds one *kind* of value, chosen by the
+first partial after construction or :meth:`clear`: ``FLOAT`` (C doubles) or ``INT`` (C
+int64, with the INT bound: for ``SUM`` and ``MEAN`` the sum of ``|v|`` over the held
+partials stays <= 2**63 - 1, and every sum these algorithms compute is one of held
+partials, so none overflows). Every combine and invert happens in the object
+algorithm's order on the same operands, so results are the object algorithm's, ints
+exact and floats bit for bit. A partial it cannot hold (another type, the other kind,
+an int beyond int64, a Mean count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound)
+makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
+changes; :meth:`to_object` then gives the object aggregator in the same state, which
+takes it (the caller demotes, as ``mta.stream.shared`` does).
+
+Cython in pure-Python mode: compiled, the aggregators are extension types over typed
+memoryviews; interpreted, the same code runs (slowly) on ``array.array`` columns.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, Sequence
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
+from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
+from mta.algorithms.slideside import InvertibleSlideSide
+from mta.algorithms.typed import FLOAT, INT, MAX, MEAN, MIN, SUM, Untyped, op_of
+from mta.monoid import Monoid
+
+COMPILED: bool = cython.compiled
+
+__all__ = ["TypedSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "Untyped", "twin"]
+
+_SUM = cython.declare(cython.int, SUM)
+_MIN = cython.declare(cython.int, MIN)
+_MAX = cython.declare(cython.int, MAX)
+_MEAN = cython.declare(cython.int, MEAN)
+_FLOAT = cython.declare(cython.int, FLOAT)
+_INT = cython.declare(cython.int, INT)
+
+_I64_MIN = -(2 ** 63)
+_I64_MAX = 2 ** 63 - 1
+#: The INT bound: the sum of |v| over the held partials (SUM, MEAN).
+_LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+_COUNT_LIMIT = 2 ** 32
+
+
+def _doubles(n: cython.Py_ssize_t) -> array:
+    return array("d", bytes(8 * n))
+
+
+def _int64s(n: cython.Py_ssize_t) -> array:
+    return array("q", bytes(8 * n))
+
+
+@cython.cfunc
+@cython.inline
+def _abs64(v: cython.longlong) -> cython.ulonglong:
+    """|v| (exact for -2**63 too, as unsigned)."""
+    u: cython.ulonglong = cython.cast(cython.ulonglong, v)
+    return 0 - u if v < 0 else u
+
+
+@cython.cclass
+class _TypedMQ:
+    """What the twins share: monoid, ranges and capacity as the object aggregator has them,
+    decoding a partial into the scratch fields, the INT bound's sum, Python partials."""
+
+    monoid = cython.declare(object, visibility="public")
+    ranges = cython.declare(tuple, visibility="public")
+    capacity = cython.declare(cython.Py_ssize_t, visibility="public")
+    _op: cython.int
+    _kind: cython.int
+    _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the held partials
+    # scratch of _scalar: the decoded partial
+    _xd: cython.double
+    _xi: cython.longlong
+    _xc: cython.longlong
+    _xu: cython.ulonglong
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int], ops: tuple) -> None:
+        op = op_of(monoid)
+        if op is None or op not in ops:
+            raise TypeError(f"{type(self).__name__} does not serve {type(monoid).__name__}")
+        self.monoid = monoid
+        self.ranges = check_ranges(ranges)
+        self.capacity = max(self.ranges)
+        self._op = op
+        self._kind = _FLOAT
+        self._magnitude = 0
+        self._xd = 0.0
+        self._xi = self._xc = self._xu = 0
+
+    @cython.cfunc
+    def _scalar(self, p: object, kind: cython.int) -> cython.int:
+        """Decode partial ``p`` into ``_xd``/``_xi``/``_xc`` (and ``_xu``: |v| where the INT
+        bound counts it) and return its kind; :class:`Untyped` if it does not fit a window
+        of ``kind`` (-1: any)."""
+        v: cython.longlong
+        if self._op == _MEAN:
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            count = p[1]
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            self._xc = count
+            p = p[0]
+        if type(p) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            self._xd = p
+            self._xu = 0
+            return _FLOAT
+        if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
+            raise Untyped(p)
+        v = p
+        self._xi = v
+        self._xu = _abs64(v) if self._op == _SUM or self._op == _MEAN else 0
+        return _INT
+
+    @cython.cfunc
+    def _bounded(self, partial: object, evicted: cython.ulonglong) -> cython.void:
+        """Take the decoded INT partial into the INT bound's sum, ``evicted`` (|v| of the held
+        partial it pushes out) out of it; :class:`Untyped` (nothing changed) beyond the bound."""
+        held: cython.ulonglong = self._magnitude - evicted
+        if self._xu > _LIMIT - held:
+            raise Untyped(partial)
+        self._magnitude = held + self._xu
+
+    @cython.cfunc
+    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN)."""
+        value: object
+        if self._kind == _FLOAT:
+            value = d
+        else:
+            value = i
+        if self._op == _MEAN:
+            return (value, c)
+        return value
+
+    def _unknown_range(self, r: Any) -> Any:
+        """The object aggregator's ValueError for a range it does not answer."""
+        return MultiQueryAggregator._unknown_range(self, r)
+
+
+@cython.cclass
+class TypedSlideSide(_TypedMQ):
+    """:class:`~mta.algorithms.slideside.InvertibleSlideSide` over typed columns: the circular
+    buffer ``e`` of ``capacity`` partials, the prefix scan ``b`` of the current lap
+    (``b[k]`` aggregates slots ``0 .. k-1``) and the suffix scan ``f`` of the previous lap
+    (``f[k]``: its newest ``k``), each a column of doubles (``*d``) or int64s (``*i``) with
+    counts (``*c``, MEAN)."""
+
+    name = "slideside"
+    any_range = True
+
+    _ed: cython.double[:]
+    _ei: cython.longlong[:]
+    _ec: cython.longlong[:]
+    _bd: cython.double[:]
+    _bi: cython.longlong[:]
+    _bc: cython.longlong[:]
+    _fd: cython.double[:]
+    _fi: cython.longlong[:]
+    _fc: cython.longlong[:]
+    _rs: cython.longlong[:]  # the ranges, in order
+    _pos: cython.Py_ssize_t  # the slot of the next insert
+    _count: cython.Py_ssize_t  # partials held, <= capacity
+    _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t = n + 1 if self._op == _MEAN else 0
+        self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(m)
+        self._bd, self._bi, self._bc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
+        self._fd, self._fi, self._fc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
+        self._rs = array("q", self.ranges)
+        self.clear()
+
+    def clear(self) -> None:
+        self._pos = 0
+        self._count = 0
+        self._wrapped = False
+        self._magnitude = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        pos: cython.Py_ssize_t = self._pos
+        n: cython.Py_ssize_t = self.capacity
+        kind: cython.int = self._scalar(partial, self._kind if self._count else -1)
+        if kind == _INT:
+            self._bounded(partial, _abs64(self._ei[pos]) if self._count == n else 0)
+        self._kind = kind
+        if pos == 0 and self._count:
+            self._suffix_scan()  # the buffer wraps, a full lap is held
+        # older operand first; the lap's first partial needs no combine
+        if kind == _FLOAT:
+            self._ed[pos] = self._xd
+            self._bd[pos + 1] = self._bd[pos] + self._xd if pos else self._xd
+        else:
+            self._ei[pos] = self._xi
+            self._bi[pos + 1] = self._bi[pos] + self._xi if pos else self._xi
+        if self._op == _MEAN:
+            self._ec[pos] = self._xc
+            self._bc[pos + 1] = self._bc[pos] + self._xc if pos else self._xc
+        pos += 1
+        self._pos = 0 if pos == n else pos
+        if self._count < n:
+            self._count += 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _suffix_scan(self) -> cython.void:
+        """``f[k]``: the newest ``k`` of the full lap held (the buffer is at slot 0), accumulated
+        from the newest: ``f[k] = f[k - 1] + e[n - k]``, as ``accumulate`` does."""
+        n: cython.Py_ssize_t = self.capacity
+        k: cython.Py_ssize_t
+        if self._kind == _FLOAT:
+            self._fd[1] = self._ed[n - 1]
+            for k in range(2, n + 1):
+                self._fd[k] = self._fd[k - 1] + self._ed[n - k]
+        else:
+            self._fi[1] = self._ei[n - 1]
+            for k in range(2, n + 1):
+                self._fi[k] = self._fi[k - 1] + self._ei[n - k]
+        if self._op == _MEAN:
+            self._fc[1] = self._ec[n - 1]
+            for k in range(2, n + 1):
+                self._fc[k] = self._fc[k - 1] + self._ec[n - k]
+        self._wrapped = True
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _answer(self, end: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
+        """The newest ``r`` (1 <= r <= held) when the current lap ends at ``end``: Alg. 3's
+        case b (the prefix minus its oldest part), a (the prefix), c (suffix, then prefix)."""
+        start: cython.Py_ssize_t = end - r
+        c: cython.longlong = 0
+        if start > 0:
+            if self._op == _MEAN:
+                c = self._bc[end] - self._bc[start]
+            return self._partial(self._bd[end] - self._bd[start], self._bi[end] - self._bi[start], c)
+        if start == 0:
+            return self._partial(self._bd[end], self._bi[end], self._bc[end] if self._op == _MEAN else 0)
+        if self._op == _MEAN:
+            c = self._fc[-start] + self._bc[end]
+        return self._partial(self._fd[-start] + self._bd[end], self._fi[-start] + self._bi[end], c)
+
+    def query(self, r: Any) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        k: cython.Py_ssize_t = r
+        if k > self._count:
+            k = self._count
+        if not k:
+            return self.monoid.identity
+        return self._answer(self._pos or self.capacity, k)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._rs)
+        j: cython.Py_ssize_t
+        r: cython.Py_ssize_t
+        end: cython.Py_ssize_t = self._pos or self.capacity
+        out: list = [None] * n
+        if not self._count:
+            identity = self.monoid.identity
+            for j in range(n):
+                out[j] = identity
+            return out
+        for j in range(n):
+            r = self._rs[j]
+            if r > self._count:
+                r = self._count
+            out[j] = self._answer(end, r)
+        return out
+
+    def to_object(self) -> InvertibleSlideSide:
+        """The object :class:`InvertibleSlideSide` in this state: every slot it would have
+        written since clear holds the same partial, the others its identity."""
+        twin = InvertibleSlideSide(self.monoid, self.ranges)
+        n: cython.Py_ssize_t = self.capacity
+        written: cython.Py_ssize_t = self._count  # slots 0 .. count-1 (all once a lap was held)
+        c: cython.bint = self._op == _MEAN
+        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
+                          else twin._identity for k in range(n)]
+        twin._back = [self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0) if 0 < k <= written
+                      else twin._identity for k in range(n + 1)]
+        if self._wrapped:
+            twin._front = [twin._identity, *(self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
+                                             for k in range(1, n + 1))]
+        twin._pos = self._pos
+        twin._count = self._count
+        return twin
+
+
+@cython.cclass
+class TypedSlickDeque(_TypedMQ):
+    """:class:`~mta.algorithms.slickdeque.SlickDequeNonInv` (Alg. 3) over typed columns: the
+    deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``; a power of
+    two >= capacity slots), live from absolute index ``h`` for ``m`` nodes."""
+
+    name = "slickdeque"
+    any_range = True
+
+    _p: cython.longlong[:]
+    _vd: cython.double[:]
+    _vi: cython.longlong[:]
+    _rs: cython.longlong[:]
+    _mask: cython.Py_ssize_t
+    _h: cython.Py_ssize_t
+    _m: cython.Py_ssize_t
+    _t: cython.longlong  # sequence number of the newest partial (the first is 1)
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        size: cython.Py_ssize_t = 1
+        while size < self.capacity:
+            size *= 2
+        self._mask = size - 1
+        self._p, self._vd, self._vi = _int64s(size), _doubles(size), _int64s(size)
+        self._rs = array("q", self.ranges)
+        self.clear()
+
+    def clear(self) -> None:
+        self._h = self._m = 0
+        self._t = 0
+
+    def __len__(self) -> int:
+        return min(self._t, self.capacity)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        kind: cython.int = self._scalar(partial, self._kind if self._t else -1)
+        self._kind = kind
+        mask: cython.Py_ssize_t = self._mask
+        h: cython.Py_ssize_t = self._h
+        m: cython.Py_ssize_t = self._m
+        t: cython.longlong = self._t + 1
+        self._t = t
+        # the oldest node expires when it falls out of the largest range
+        if m and self._p[h & mask] == t - self.capacity:
+            h += 1
+            m -= 1
+        # a node the new partial dominates (``combine(back, new) == new``) never answers again
+        if kind == _FLOAT:
+            x: cython.double = self._xd
+            if self._op == _MIN:
+                while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] <= x else x) == x:
+                    m -= 1
+            else:
+                while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] >= x else x) == x:
+                    m -= 1
+            self._vd[(h + m) & mask] = x
+        else:
+            y: cython.longlong = self._xi
+            if self._op == _MIN:
+                while m and (self._vi[(h + m - 1) & mask] if self._vi[(h + m - 1) & mask] <= y else y) == y:
+                    m -= 1
+            else:
+                while m and (self._vi[(h + m - 1) & mask] if self._vi[(h + m - 1) & mask] >= y else y) == y:
+                    m -= 1
+            self._vi[(h + m) & mask] = y
+        self._p[(h + m) & mask] = t
+        self._h = h & mask
+        self._m = m + 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _answer(self, r: cython.Py_ssize_t) -> object:
+        """The oldest node inside the newest ``r`` (numbered ``t - r + 1`` or later; the newest
+        node always is): a binary search of the ring."""
+        first: cython.longlong = self._t - r + 1
+        mask: cython.Py_ssize_t = self._mask
+        lo: cython.Py_ssize_t = 0
+        hi: cython.Py_ssize_t = self._m - 1
+        mid: cython.Py_ssize_t
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._p[(self._h + mid) & mask] < first:
+                lo = mid + 1
+            else:
+                hi = mid
+        k: cython.Py_ssize_t = (self._h + lo) & mask
+        return self._partial(self._vd[k], self._vi[k], 0)
+
+    def query(self, r: Any) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        if not self._t:
+            return self.monoid.identity
+        return self._answer(r)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._rs)
+        j: cython.Py_ssize_t
+        out: list = [None] * n
+        if not self._t:
+            identity = self.monoid.identity
+            for j in range(n):
+                out[j] = identity
+            return out
+        for j in range(n):
+            out[j] = self._answer(self._rs[j])
+        return out
+
+    def to_object(self) -> SlickDequeNonInv:
+        """The object :class:`SlickDequeNonInv` in this state (the same nodes, no dead prefix)."""
+        twin = SlickDequeNonInv(self.monoid, self.ranges)
+        mask: cython.Py_ssize_t = self._mask
+        slots = [(self._h + k) & mask for k in range(self._m)]
+        twin._pos = [self._p[k] for k in slots]
+        twin._val = [self._partial(self._vd[k], self._vi[k], 0) for k in slots]
+        twin._head = 0
+        twin._t = self._t
+        return twin
+
+
+@cython.cclass
+class TypedSlickDequeInv(_TypedMQ):
+    """:class:`~mta.algorithms.slickdeque.SlickDequeInv` (Alg. 2) over typed columns: the
+    newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
+    identity, 0) and one running aggregate (``a``) per distinct range (``_ds``)."""
+
+    name = "slickdeque"
+    any_range = False
+
+    _ed: cython.double[:]
+    _ei: cython.longlong[:]
+    _ec: cython.longlong[:]
+    _ad: cython.double[:]
+    _ai: cython.longlong[:]
+    _ac: cython.longlong[:]
+    _ds: cython.longlong[:]  # the distinct ranges, in first-seen order
+    _order: cython.longlong[:]  # for each range, its index in _ds
+    _slot: dict
+    _cur: cython.Py_ssize_t  # the slot of the next partial (the oldest one's)
+    _size: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        distinct = list(dict.fromkeys(self.ranges))
+        self._slot = {r: k for k, r in enumerate(distinct)}
+        self._ds = array("q", distinct)
+        self._order = array("q", [self._slot[r] for r in self.ranges])
+        n: cython.Py_ssize_t = self.capacity
+        d: cython.Py_ssize_t = len(distinct)
+        mean: cython.bint = self._op == _MEAN
+        self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(n if mean else 0)
+        self._ad, self._ai, self._ac = _doubles(d), _int64s(d), _int64s(d if mean else 0)
+        self.clear()
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def clear(self) -> None:
+        # every partial and every range's answer start at the identity
+        k: cython.Py_ssize_t
+        mean: cython.bint = self._op == _MEAN
+        for k in range(self.capacity):
+            self._ed[k] = 0.0
+            self._ei[k] = 0
+            if mean:
+                self._ec[k] = 0
+        for k in range(len(self._ds)):
+            self._ad[k] = 0.0
+            self._ai[k] = 0
+            if mean:
+                self._ac[k] = 0
+        self._cur = 0
+        self._size = 0
+        self._magnitude = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        cur: cython.Py_ssize_t = self._cur
+        n: cython.Py_ssize_t = self.capacity
+        kind: cython.int = self._scalar(partial, self._kind if self._size else -1)
+        if kind == _INT:
+            self._bounded(partial, _abs64(self._ei[cur]) if self._size == n else 0)
+        self._kind = kind
+        k: cython.Py_ssize_t
+        old: cython.Py_ssize_t
+        # the partial leaving range r sits r slots back (r == capacity: the slot about to be
+        # overwritten); the identity while fewer than r were inserted: invert, then combine
+        for k in range(len(self._ds)):
+            old = cur - self._ds[k]
+            if old < 0:
+                old += n
+            if kind == _FLOAT:
+                self._ad[k] = (self._ad[k] - self._ed[old]) + self._xd
+            else:
+                self._ai[k] = (self._ai[k] - self._ei[old]) + self._xi
+            if self._op == _MEAN:
+                self._ac[k] = (self._ac[k] - self._ec[old]) + self._xc
+        if kind == _FLOAT:
+            self._ed[cur] = self._xd
+        else:
+            self._ei[cur] = self._xi
+        if self._op == _MEAN:
+            self._ec[cur] = self._xc
+        cur += 1
+        self._cur = 0 if cur == n else cur
+        if self._size < n:
+            self._size += 1
+
+    @cython.cfunc
+    def _answer(self, k: cython.Py_ssize_t) -> object:
+        if not self._size:
+            return self.monoid.identity
+        return self._partial(self._ad[k], self._ai[k], self._ac[k] if self._op == _MEAN else 0)
+
+    def query(self, r: Any) -> Any:
+        k = self._slot.get(r) if r.__class__ is int else None
+        if k is None:
+            raise self._unknown_range(r)
+        return self._answer(k)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._order)
+        j: cython.Py_ssize_t
+        out: list = [None] * n
+        for j in range(n):
+            out[j] = self._answer(self._order[j])
+        return out
+
+    def to_object(self) -> SlickDequeInv:
+        """The object :class:`SlickDequeInv` in this state (slots never written since clear
+        hold the identity, as the object's do)."""
+        twin = SlickDequeInv(self.monoid, self.ranges)
+        identity = self.monoid.identity
+        c: cython.bint = self._op == _MEAN
+        written: cython.Py_ssize_t = self._size  # slots 0 .. size-1 (all once full)
+        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
+                          else identity for k in range(self.capacity)]
+        twin._answers = [self._answer(k) for k in range(len(self._ds))]
+        twin._cur = self._cur
+        twin._size = self._size
+        return twin
+
+
+for _cls in (TypedSlideSide, TypedSlickDeque, TypedSlickDequeInv):
+    MultiQueryAggregator.register(_cls)
+
+#: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
+_TWINS: dict[tuple[str, int], type] = {
+    ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide,
+    ("slickdeque", MIN): TypedSlickDeque, ("slickdeque", MAX): TypedSlickDeque,
+    ("slickdeque", SUM): TypedSlickDequeInv, ("slickdeque", MEAN): TypedSlickDequeInv,
+}
+
+
+def twin(name: str, monoid: Monoid) -> type | None:
+    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none."""
+    op = op_of(monoid)
+    return None if op is None else _TWINS.get((name, op))
