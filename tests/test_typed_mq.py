@@ -23,7 +23,7 @@ from conftest import hsettings
 from mta import Stream
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, multi_query_aggregator, typed, typed_mq
 from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
-from mta.algorithms.slideside import InvertibleSlideSide
+from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import Untyped
 from mta.counting import CountingMonoid
 from mta.monoid import Collect, Count, Max, Mean, Min, Sum
@@ -32,6 +32,7 @@ from mta.windows import Sliding
 #: twin, the object class it mirrors, the monoids it serves
 PAIRS = {
     "slideside": (typed_mq.TypedSlideSide, InvertibleSlideSide, (Sum, Count, Mean)),
+    "slideside-overlaid": (typed_mq.TypedOverlaidSlideSide, OverlaidSlideSide, (Min, Max)),
     "slickdeque-noninv": (typed_mq.TypedSlickDeque, SlickDequeNonInv, (Min, Max)),
     "slickdeque-inv": (typed_mq.TypedSlickDequeInv, SlickDequeInv, (Sum, Count, Mean)),
 }
@@ -210,14 +211,14 @@ def test_the_factory_gives_a_twin_when_the_typed_cores_are_in_use(monkeypatch) -
     assert type(multi_query_aggregator("slideside", Sum(), [3])) is typed_mq.TypedSlideSide
     assert type(multi_query_aggregator("slickdeque", Min(), [3])) is typed_mq.TypedSlickDeque
     assert type(multi_query_aggregator("slickdeque", Mean(), [3])) is typed_mq.TypedSlickDequeInv
-    assert type(multi_query_aggregator("slideside", Max(), [3])).__name__ == "OverlaidSlideSide"  # no twin
+    assert type(multi_query_aggregator("slideside", Max(), [3])) is typed_mq.TypedOverlaidSlideSide
     assert type(multi_query_aggregator("flatfit", Sum(), [3])) is MULTI_QUERY["flatfit"]
     assert type(multi_query_aggregator("slideside", CountingMonoid(Sum()), [3])) is InvertibleSlideSide
     monkeypatch.setattr(typed, "USE", False)
     assert type(multi_query_aggregator("slideside", Sum(), [3])) is InvertibleSlideSide
 
 
-@pytest.mark.parametrize("final,make", [("slideside", Sum), ("slideside", Mean), ("slickdeque", Sum),
+@pytest.mark.parametrize("final,make", [("slideside", Sum), ("slideside", Mean), ("slideside", Min), ("slickdeque", Sum),
                                         ("slickdeque", Min), ("slickdeque", Mean)])
 def test_shared_streams_demote_and_match_the_object_aggregators(monkeypatch, final, make) -> None:
     """``Stream(final="shared")`` with the twins (typed.USE) against the same stream with the

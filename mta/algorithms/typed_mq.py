@@ -6,6 +6,8 @@ numeric monoids (:func:`mta.algorithms.typed.op_of`):
 
 - :class:`TypedSlideSide`: :class:`~mta.algorithms.slideside.InvertibleSlideSide`, for
   ``Sum``/``Count`` and ``Mean`` (what ``SlideSide`` picks for an invertible monoid);
+- :class:`TypedOverlaidSlideSide`: :class:`~mta.algorithms.slideside.OverlaidSlideSide`,
+  for ``Min`` and ``Max`` (what ``SlideSide`` picks for them);
 - :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
   (Alg. 3), for ``Min`` and ``Max``;
 - :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
@@ -42,13 +44,13 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
-from mta.algorithms.slideside import InvertibleSlideSide
+from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import FLOAT, INT, MAX, MEAN, MIN, SUM, Untyped, op_of
 from mta.monoid import Monoid
 
 COMPILED: bool = cython.compiled
 
-__all__ = ["TypedSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "Untyped", "twin"]
+__all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "Untyped", "twin"]
 
 _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
@@ -78,6 +80,18 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
     """|v| (exact for -2**63 too, as unsigned)."""
     u: cython.ulonglong = cython.cast(cython.ulonglong, v)
     return 0 - u if v < 0 else u
+
+
+_Number = cython.fused_type(cython.double, cython.longlong)
+
+
+@cython.cfunc
+@cython.inline
+def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
+    """Min's or Max's ``combine(a, b)``: ties keep the left operand."""
+    if op == _MIN:
+        return a if a <= b else b
+    return a if a >= b else b
 
 
 @cython.cclass
@@ -576,12 +590,238 @@ class TypedSlickDequeInv(_TypedMQ):
         return twin
 
 
-for _cls in (TypedSlideSide, TypedSlickDeque, TypedSlickDequeInv):
+@cython.cclass
+class TypedOverlaidSlideSide(_TypedMQ):
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``
+    and ``Max``: per level ``l`` (period ``per[l]``, largest range ``top[l]``) the count
+    ``bs[l]`` and aggregate ``back[l]`` of its back part; the suffix scans in one column,
+    scan ``j`` (the one a flip whose highest level is ``j`` computes, ``top[j] + 1`` rows
+    from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
+    ``l`` with ``src[l] == j`` (the overlaid stacks: the object's shared scan list)."""
+
+    name = "slideside"
+    any_range = True
+
+    _ed: cython.double[:]
+    _ei: cython.longlong[:]
+    _bd: cython.double[:]  # back aggregates, per level
+    _bi: cython.longlong[:]
+    _sd: cython.double[:]  # the scans
+    _si: cython.longlong[:]
+    _bs: cython.longlong[:]
+    _per: cython.longlong[:]
+    _top: cython.longlong[:]
+    _off: cython.longlong[:]
+    _slen: cython.longlong[:]
+    _src: cython.longlong[:]
+    _rs: cython.longlong[:]
+    _lv: cython.longlong[:]  # for each range (in order), its level
+    _levels: cython.Py_ssize_t
+    _pos: cython.Py_ssize_t
+    _count: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        by_level: dict = {}
+        for r in sorted(set(self.ranges)):
+            by_level.setdefault(r.bit_length() - 1, []).append(r)
+        levels = sorted(by_level)
+        tops = [by_level[level][-1] for level in levels]
+        offsets = [0]
+        for top in tops:
+            offsets.append(offsets[-1] + top + 1)
+        L: cython.Py_ssize_t = len(levels)
+        self._levels = L
+        self._per = array("q", [1 << level for level in levels])
+        self._top = array("q", tops)
+        self._off = array("q", offsets[:-1])
+        self._rs = array("q", self.ranges)
+        self._lv = array("q", [levels.index(r.bit_length() - 1) for r in self.ranges])
+        self._bs, self._slen, self._src = _int64s(L), _int64s(L), _int64s(L)
+        self._bd, self._bi = _doubles(L), _int64s(L)
+        self._sd, self._si = _doubles(offsets[-1]), _int64s(offsets[-1])
+        self._ed, self._ei = _doubles(self.capacity), _int64s(self.capacity)
+        self.clear()
+
+    def clear(self) -> None:
+        i: cython.Py_ssize_t
+        for i in range(self._levels):
+            self._bs[i] = 0
+            self._slen[i] = 1
+            self._src[i] = i
+        self._pos = 0
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        kind: cython.int = self._scalar(partial, self._kind if self._count else -1)
+        self._kind = kind
+        i: cython.Py_ssize_t
+        j: cython.Py_ssize_t = -1  # the highest level that flips (-1: none)
+        if self._bs[0] == self._per[0]:
+            # levels 0..j flip (periods are powers of two from the same first element):
+            # one suffix scan of the newest top[j] (fewer while filling), shared by them
+            j = 0
+            while j + 1 < self._levels and self._bs[j + 1] == self._per[j + 1]:
+                j += 1
+            self._scan(j)
+            for i in range(j + 1):
+                self._src[i] = j
+                self._bd[i] = self._xd
+                self._bi[i] = self._xi
+                self._bs[i] = 1
+        for i in range(j + 1, self._levels):
+            if kind == _FLOAT:
+                self._bd[i] = _comb(self._op, self._bd[i], self._xd) if self._bs[i] else self._xd
+            else:
+                self._bi[i] = _comb(self._op, self._bi[i], self._xi) if self._bs[i] else self._xi
+            self._bs[i] += 1
+        n: cython.Py_ssize_t = self.capacity
+        if kind == _FLOAT:
+            self._ed[self._pos] = self._xd
+        else:
+            self._ei[self._pos] = self._xi
+        self._pos = 0 if self._pos + 1 == n else self._pos + 1
+        if self._count < n:
+            self._count += 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _scan(self, j: cython.Py_ssize_t) -> cython.void:
+        """Scan ``j``: ``[identity, newest, newest two, ...]`` over the newest
+        ``min(top[j], count)``, accumulated from the newest (``combine(acc, older)``)."""
+        k: cython.Py_ssize_t = self._top[j] if self._top[j] < self._count else self._count
+        off: cython.Py_ssize_t = self._off[j]
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for m in range(1, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            if self._kind == _FLOAT:
+                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._sd[off + m - 1], self._ed[e])
+            else:
+                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._si[off + m - 1], self._ei[e])
+        self._slen[j] = k + 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _answer(self, r: cython.Py_ssize_t) -> object:
+        """The newest ``r`` (1 <= r <= held): one combine from the highest level whose parts
+        cover it, else a fold as ``monoid.fold`` does (the builtin min/max of all but the
+        oldest, keeping the first of equals, then combined with the oldest)."""
+        i: cython.Py_ssize_t
+        k: cython.Py_ssize_t
+        s: cython.Py_ssize_t
+        for i in range(self._levels - 1, -1, -1):
+            k = r - self._bs[i]
+            s = self._src[i]
+            if 0 <= k < self._slen[s]:
+                s = self._off[s] + k
+                if self._kind == _FLOAT:
+                    return self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
+                return self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i])
+        n: cython.Py_ssize_t = self.capacity
+        first: cython.Py_ssize_t = self._pos - r
+        if first < 0:
+            first += n
+        e: cython.Py_ssize_t
+        md: cython.double = 0.0
+        mi: cython.longlong = 0
+        for k in range(1, r):
+            e = first + k
+            if e >= n:
+                e -= n
+            if self._kind == _FLOAT:
+                if k == 1 or (self._ed[e] < md if self._op == _MIN else self._ed[e] > md):
+                    md = self._ed[e]
+            else:
+                if k == 1 or (self._ei[e] < mi if self._op == _MIN else self._ei[e] > mi):
+                    mi = self._ei[e]
+        if self._kind == _FLOAT:
+            return self._ed[first] if r == 1 else _comb(self._op, self._ed[first], md)
+        return self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi)
+
+    def query(self, r: Any) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        k: cython.Py_ssize_t = r
+        if k > self._count:
+            k = self._count
+        if not k:
+            return self.monoid.identity
+        return self._answer(k)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._rs)
+        j: cython.Py_ssize_t
+        r: cython.Py_ssize_t
+        out: list = [None] * n
+        if not self._count:
+            identity = self.monoid.identity
+            for j in range(n):
+                out[j] = identity
+            return out
+        if self._count < self.capacity:
+            for j in range(n):
+                r = self._rs[j]
+                out[j] = self._answer(r if r <= self._count else self._count)
+            return out
+        # a full window: each range from its own level, combine(scan, back) (row 0 of a
+        # scan is the identity, whose combine with the back is the back, bit for bit)
+        i: cython.Py_ssize_t
+        k: cython.Py_ssize_t
+        s: cython.Py_ssize_t
+        for j in range(n):
+            i = self._lv[j]
+            k = self._rs[j] - self._bs[i]
+            s = self._off[self._src[i]] + k
+            if self._kind == _FLOAT:
+                out[j] = self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
+            else:
+                out[j] = self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i])
+        return out
+
+    def to_object(self) -> OverlaidSlideSide:
+        """The object :class:`OverlaidSlideSide` in this state: the same levels, back parts,
+        scans (one list per scan, shared by the levels reading it) and circular buffer."""
+        twin = OverlaidSlideSide(self.monoid, self.ranges)
+        identity = self.monoid.identity
+        L: cython.Py_ssize_t = self._levels
+        i: cython.Py_ssize_t
+        k: cython.Py_ssize_t
+        scans: dict = {}
+        for i in range(L):
+            s = self._src[i]
+            if s not in scans:
+                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k], 0)
+                                        for k in range(1, self._slen[s]))]
+        twin._bs = [self._bs[i] for i in range(L)]
+        twin._backs = [self._partial(self._bd[i], self._bi[i], 0) if self._bs[i] else identity for i in range(L)]
+        twin._scans = [scans[self._src[i]] for i in range(L)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) if k < self._count else identity
+                          for k in range(self.capacity)]
+        twin._pos = self._pos
+        twin._count = self._count
+        return twin
+
+
+for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv):
     MultiQueryAggregator.register(_cls)
 
 #: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
 _TWINS: dict[tuple[str, int], type] = {
     ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide,
+    ("slideside", MIN): TypedOverlaidSlideSide, ("slideside", MAX): TypedOverlaidSlideSide,
     ("slickdeque", MIN): TypedSlickDeque, ("slickdeque", MAX): TypedSlickDeque,
     ("slickdeque", SUM): TypedSlickDequeInv, ("slickdeque", MEAN): TypedSlickDequeInv,
 }
