@@ -349,6 +349,8 @@ class TypedSlickDeque(_TypedMQ):
     _vd: cython.double[:]
     _vi: cython.longlong[:]
     _rs: cython.longlong[:]
+    _ds: cython.longlong[:]  # the distinct ranges, largest first
+    _order: cython.longlong[:]  # for each range, its index in _ds
     _mask: cython.Py_ssize_t
     _h: cython.Py_ssize_t
     _m: cython.Py_ssize_t
@@ -362,6 +364,10 @@ class TypedSlickDeque(_TypedMQ):
         self._mask = size - 1
         self._p, self._vd, self._vi = _int64s(size), _doubles(size), _int64s(size)
         self._rs = array("q", self.ranges)
+        distinct = sorted(set(self.ranges), reverse=True)
+        self._ds = array("q", distinct)
+        index = {r: k for k, r in enumerate(distinct)}
+        self._order = array("q", [index[r] for r in self.ranges])
         self.clear()
 
     def clear(self) -> None:
@@ -446,8 +452,27 @@ class TypedSlickDeque(_TypedMQ):
             for j in range(n):
                 out[j] = identity
             return out
+        # the distinct ranges, largest first, reach back to ever newer nodes: one walk from
+        # the oldest node, one Python partial per node that answers (as the object shares it)
+        d: cython.Py_ssize_t = len(self._ds)
+        mask: cython.Py_ssize_t = self._mask
+        k: cython.Py_ssize_t = 0
+        node: cython.Py_ssize_t = -1
+        slot: cython.Py_ssize_t
+        first: cython.longlong
+        value: object = None
+        by_range: list = [None] * d
+        for j in range(d):
+            first = self._t - self._ds[j] + 1
+            while self._p[(self._h + k) & mask] < first:
+                k += 1
+            if k != node:
+                node = k
+                slot = (self._h + k) & mask
+                value = self._partial(self._vd[slot], self._vi[slot], 0)
+            by_range[j] = value
         for j in range(n):
-            out[j] = self._answer(self._rs[j])
+            out[j] = by_range[self._order[j]]
         return out
 
     def to_object(self) -> SlickDequeNonInv:
