@@ -277,15 +277,31 @@ class TypedSlideSide(_TypedMQ):
         case b (the prefix minus its oldest part), a (the prefix), c (suffix, then prefix)."""
         start: cython.Py_ssize_t = end - r
         c: cython.longlong = 0
-        if start > 0:
-            if self._op == _MEAN:
+        d: cython.double = 0.0
+        i: cython.longlong = 0
+        mean: cython.bint = self._op == _MEAN
+        if start > 0:  # only the kind's column is read (the other is cold)
+            if self._kind == _FLOAT:
+                d = self._bd[end] - self._bd[start]
+            else:
+                i = self._bi[end] - self._bi[start]
+            if mean:
                 c = self._bc[end] - self._bc[start]
-            return self._partial(self._bd[end] - self._bd[start], self._bi[end] - self._bi[start], c)
-        if start == 0:
-            return self._partial(self._bd[end], self._bi[end], self._bc[end] if self._op == _MEAN else 0)
-        if self._op == _MEAN:
-            c = self._fc[-start] + self._bc[end]
-        return self._partial(self._fd[-start] + self._bd[end], self._fi[-start] + self._bi[end], c)
+        elif start == 0:
+            if self._kind == _FLOAT:
+                d = self._bd[end]
+            else:
+                i = self._bi[end]
+            if mean:
+                c = self._bc[end]
+        else:
+            if self._kind == _FLOAT:
+                d = self._fd[-start] + self._bd[end]
+            else:
+                i = self._fi[-start] + self._bi[end]
+            if mean:
+                c = self._fc[-start] + self._bc[end]
+        return self._partial(d, i, c)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
