@@ -58,6 +58,8 @@ _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
 _FLOAT = cython.declare(cython.int, FLOAT)
 _INT = cython.declare(cython.int, INT)
+#: what _scalar returns for Min's or Max's identity bound for the INT columns (see _TypedMQ)
+_IDENT = cython.declare(cython.int, 2)
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -105,6 +107,14 @@ class _TypedMQ:
     _op: cython.int
     _kind: cython.int
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the held partials
+    # MIN/MAX: the identity (+inf for Min, -inf for Max), held in INT columns as the int64 at
+    # the same end (``_sentinel``: an int partial equal to it is refused), which orders
+    # against every other int64 as the infinity does, so that the partials the shared final
+    # inserts for empty stretches (the identity) leave an int window typed; ``_undecided``:
+    # nothing but identities since clear (in the INT columns; the first float converts them)
+    _undecided: cython.bint
+    _sentinel: cython.longlong
+    _ident: cython.double
     # scratch of _scalar: the decoded partial
     _xd: cython.double
     _xi: cython.longlong
@@ -123,6 +133,9 @@ class _TypedMQ:
         self._magnitude = 0
         self._xd = 0.0
         self._xi = self._xc = self._xu = 0
+        self._undecided = True
+        self._sentinel = _I64_MAX if op == _MIN else _I64_MIN
+        self._ident = float("inf") if op == _MIN else float("-inf")
 
     @cython.cfunc
     def _scalar(self, p: object, kind: cython.int) -> cython.int:
@@ -138,7 +151,13 @@ class _TypedMQ:
                 raise Untyped(p)
             self._xc = count
             p = p[0]
+        selection: cython.bint = self._op == _MIN or self._op == _MAX
         if type(p) is float:
+            if selection and kind != _FLOAT and p == self._ident:
+                self._xd = p
+                self._xi = self._sentinel
+                self._xu = 0
+                return _IDENT
             if kind == _INT:
                 raise Untyped(p)
             self._xd = p
@@ -147,9 +166,32 @@ class _TypedMQ:
         if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
             raise Untyped(p)
         v = p
+        if selection and v == self._sentinel:
+            raise Untyped(p)
         self._xi = v
         self._xu = _abs64(v) if self._op == _SUM or self._op == _MEAN else 0
         return _INT
+
+    @cython.cfunc
+    def _selection_kind(self, partial: object) -> cython.int:
+        """MIN/MAX twins: decode ``partial`` and return the kind of the columns it goes to
+        (the identity goes to INT columns unless the twin holds floats); the first value
+        that is not the identity decides the kind, a float converting the identities held."""
+        k: cython.int = self._scalar(partial, -1 if self._undecided else self._kind)
+        if k == _IDENT:
+            if self._undecided:
+                self._kind = _INT
+            return _INT
+        if self._undecided:
+            if k == _FLOAT and self._kind == _INT:
+                self._identities_to_float()
+            self._kind = k
+            self._undecided = False
+        return k
+
+    @cython.cfunc
+    def _identities_to_float(self) -> cython.void:
+        """The INT columns hold identities only (``_sentinel``): the FLOAT ones get ``_ident``."""
 
     @cython.cfunc
     def _bounded(self, partial: object, evicted: cython.ulonglong) -> cython.void:
@@ -166,6 +208,8 @@ class _TypedMQ:
         value: object
         if self._kind == _FLOAT:
             value = d
+        elif i == self._sentinel and (self._op == _MIN or self._op == _MAX):
+            value = self._ident
         else:
             value = i
         if self._op == _MEAN:
@@ -389,6 +433,16 @@ class TypedSlickDeque(_TypedMQ):
     def clear(self) -> None:
         self._h = self._m = 0
         self._t = 0
+        self._undecided = True
+        self._kind = _FLOAT
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _identities_to_float(self) -> cython.void:
+        k: cython.Py_ssize_t
+        for k in range(self._mask + 1):
+            self._vd[k] = self._ident
 
     def __len__(self) -> int:
         return min(self._t, self.capacity)
@@ -396,8 +450,7 @@ class TypedSlickDeque(_TypedMQ):
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
-        kind: cython.int = self._scalar(partial, self._kind if self._t else -1)
-        self._kind = kind
+        kind: cython.int = self._selection_kind(partial)
         mask: cython.Py_ssize_t = self._mask
         h: cython.Py_ssize_t = self._h
         m: cython.Py_ssize_t = self._m
@@ -692,6 +745,20 @@ class TypedOverlaidSlideSide(_TypedMQ):
             self._src[i] = i
         self._pos = 0
         self._count = 0
+        self._undecided = True
+        self._kind = _FLOAT
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _identities_to_float(self) -> cython.void:
+        k: cython.Py_ssize_t
+        for k in range(self.capacity):
+            self._ed[k] = self._ident
+        for k in range(self._levels):
+            self._bd[k] = self._ident
+        for k in range(len(self._sd)):
+            self._sd[k] = self._ident
 
     def __len__(self) -> int:
         return self._count
@@ -699,8 +766,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
-        kind: cython.int = self._scalar(partial, self._kind if self._count else -1)
-        self._kind = kind
+        kind: cython.int = self._selection_kind(partial)
         i: cython.Py_ssize_t
         j: cython.Py_ssize_t = -1  # the highest level that flips (-1: none)
         if self._bs[0] == self._per[0]:
@@ -768,7 +834,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 s = self._off[s] + k
                 if self._kind == _FLOAT:
                     return self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
-                return self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i])
+                return self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
         n: cython.Py_ssize_t = self.capacity
         first: cython.Py_ssize_t = self._pos - r
         if first < 0:
@@ -788,7 +854,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
                     mi = self._ei[e]
         if self._kind == _FLOAT:
             return self._ed[first] if r == 1 else _comb(self._op, self._ed[first], md)
-        return self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi)
+        return self._partial(0.0, self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi), 0)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -829,7 +895,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
             if self._kind == _FLOAT:
                 out[j] = self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
             else:
-                out[j] = self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i])
+                out[j] = self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
         return out
 
     def to_object(self) -> OverlaidSlideSide:
