@@ -11,7 +11,7 @@ window ending there is reported). Results are checked equal, bit for bit, every 
 Workload: ``--queries`` sliding windows, sizes uniform in [2, ``--max-size``] ticks, slides
 1 or 2 (so the windows are answered by the groups' aggregators, not folded), Sum and Max.
 
-    python -m benchmarks.multi_query_stream            # full: ~1 minute
+    python -m benchmarks.multi_query_stream            # full: ~4 minutes
     python -m benchmarks.multi_query_stream --quick    # smoke run, seconds
 """
 

@@ -22,9 +22,11 @@ int64, with the INT bound: for ``SUM`` and ``MEAN`` the sum of ``|v|`` over the 
 partials stays <= 2**63 - 1, and every sum these algorithms compute is one of held
 partials, so none overflows). Every combine and invert happens in the object
 algorithm's order on the same operands, so results are the object algorithm's, ints
-exact and floats bit for bit. A partial it cannot hold (another type, the other kind,
-an int beyond int64, a Mean count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound)
-makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
+exact and floats bit for bit. Min's identity ``+inf`` (Max's ``-inf``), which the shared
+final inserts for an empty stretch, is held in INT columns too, as the int64 at that end.
+A partial it cannot hold (another type, the other kind, an int beyond int64, a Mean
+count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for Min/Max the int64 that
+stands for the identity) makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
 changes; :meth:`to_object` then gives the object aggregator in the same state, which
 takes it (the caller demotes, as ``mta.stream.shared`` does).
 
