@@ -4,8 +4,9 @@ Workload (paper section 4.2): 1 to 65 queries with window sizes uniform in
 [1, 32768] (seeded; the workload of q queries is the first q of one draw),
 slide 1: every step inserts one partial and answers every query (``answers()``).
 Competitors, whatever of them is registered in ``MULTI_QUERY``: SlideSide,
-SlickDeque and FlatFAT (range answers), against the replicated baseline, SoE for
-sum and TwoStacks for min (one instance per distinct range). They alternate
+SlickDeque and FlatFAT (range answers), the typed twins of SlideSide and SlickDeque
+(``mta.algorithms.typed_mq``, issue 20: compiled when the core is), against the replicated
+baseline, SoE for sum and TwoStacks for min (one instance per distinct range). They alternate
 within rounds in one process, on the same stream, after the window is full; the
 answers of every competitor are compared after every round (ints: exact).
 Combines (and inverts) per step come from a separate pass with a CountingMonoid
@@ -23,7 +24,7 @@ import time
 from typing import Any, Callable
 
 from benchmarks.common import Run, gc_paused, num, parser, ratio
-from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
+from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, typed_mq
 from mta.counting import CountingMonoid
 from mta.monoid import Min, Monoid, Sum
 
@@ -34,18 +35,24 @@ FIGURES: dict[str, tuple[str, Callable[[], Monoid], str]] = {
 }
 #: multi-query competitors, in table order (those not registered are left out)
 MULTI = ["slideside", "slickdeque", "flatfat"]
+#: a competitor ``name + TYPED`` is the typed twin of ``name`` (``typed_mq.twin``)
+TYPED = ":typed"
+_HOW = "compiled" if typed_mq.COMPILED else "pure"
 LABELS = {"slideside": "SlideSide", "slickdeque": "SlickDeque", "flatfat": "FlatFAT",
-          "soe": "SoE (replicated)", "two_stacks": "TwoStacks (replicated)"}
+          "soe": "SoE (replicated)", "two_stacks": "TwoStacks (replicated)",
+          "slideside" + TYPED: f"SlideSide ({_HOW})", "slickdeque" + TYPED: f"SlickDeque ({_HOW})"}
 TARGET = 3.0  # multi-query over the replicated baseline at the most queries (issue 18)
 
 
 def competitors(monoid: Monoid, baseline: str) -> list[str]:
-    """The registered competitors that serve ``monoid``, multi-query first, the baseline last."""
-    names = [name for name in MULTI if name in MULTI_QUERY] + [baseline]
+    """The registered competitors that serve ``monoid``, multi-query first, then their typed
+    twins, the baseline last."""
+    multi = [name for name in MULTI if name in MULTI_QUERY]
+    names = multi + [name + TYPED for name in multi if typed_mq.twin(name, monoid)] + [baseline]
     out = []
     for name in names:
         try:
-            MULTI_QUERY[name].check_monoid(monoid)
+            MULTI_QUERY[name.removesuffix(TYPED)].check_monoid(monoid)
         except TypeError:
             continue
         out.append(name)
@@ -61,7 +68,8 @@ def workload(seed: int, queries: int, max_range: int, steps: int) -> tuple[list[
 
 
 def build(name: str, monoid: Monoid, ranges: list[int], fill: list[int]) -> MultiQueryAggregator:
-    agg = MULTI_QUERY[name](monoid, ranges)
+    cls = typed_mq.twin(name.removesuffix(TYPED), monoid) if name.endswith(TYPED) else MULTI_QUERY[name]
+    agg = cls(monoid, ranges)
     insert = agg.insert
     for v in fill:
         insert(v)
@@ -83,10 +91,11 @@ def timed_steps(agg: MultiQueryAggregator, values: list[int]) -> tuple[int, list
 
 
 def counted(name: str, make: Callable[[], Monoid], ranges: list[int], values: list[int]) -> float:
-    """Combines + inverts per step over the steps after the fill."""
+    """Combines + inverts per step over the steps after the fill (a typed twin's are its
+    object aggregator's: the same combines in the same order)."""
     monoid = CountingMonoid(make())
     n = max(ranges)
-    agg = build(name, monoid, ranges, values[:n])
+    agg = build(name.removesuffix(TYPED), monoid, ranges, values[:n])
     monoid.calls = monoid.inverts = 0
     insert = agg.insert
     answers = agg.answers
@@ -130,7 +139,8 @@ def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, r
            seed: int) -> dict[str, Any]:
     aggregation, make, baseline = FIGURES[fig]
     names = competitors(make(), baseline)
-    rows, results = [], []
+    rows, results, typed_rows = [], [], []
+    twins = [n for n in names if n.endswith(TYPED)]
     for q in queries:
         ranges, values = workload(seed, q, max_range, steps)
         point = one_point(make, names, ranges, values, rounds, laps)
@@ -141,13 +151,17 @@ def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, r
         rows.append([q] + [num(point[name]["steps_per_s"]) for name in names]
                     + [f"{point[name]['ratio_vs_baseline']:.2f}x" for name in names[:-1]]
                     + [f"{point[name]['combines_per_step']:.1f}" for name in names])
+        typed_rows.append([q] + [f"{point[n]['steps_per_s'] / point[n.removesuffix(TYPED)]['steps_per_s']:.2f}x"
+                                 for n in twins])
+        for n in twins:
+            point[n]["ratio_vs_object"] = point[n]["steps_per_s"] / point[n.removesuffix(TYPED)]["steps_per_s"]
         run.log(f"fig {fig}: {q} queries done")
     headers = (["queries"] + [f"{LABELS.get(n, n)} steps/s" for n in names]
                + [f"{LABELS.get(n, n)} / {LABELS[baseline]}" for n in names[:-1]]
                + [f"{LABELS.get(n, n)} ops/step" for n in names])
     last = results[-1]["competitors"]
     verdicts = [f"{LABELS.get(n, n)} {last[n]['ratio_vs_baseline']:.2f}x" for n in names[:-1]]
-    best = max((last[n]["ratio_vs_baseline"] for n in names[:-1]), default=None)
+    best = max((last[n]["ratio_vs_baseline"] for n in names[:-1] if not n.endswith(TYPED)), default=None)
     met = best is not None and best >= TARGET
     note = (f"At {queries[-1]} queries: {', '.join(verdicts)} the replicated baseline "
             f"(target >= {TARGET:g}x: {'met' if met else 'NOT met'}).")
@@ -157,6 +171,10 @@ def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, r
     note += " ops/step = combines + inverts per step (insert + answers), counted over the same steps."
     run.table(f"Fig. {fig}: {aggregation}, ranges uniform in [1, {max_range:,}], slide 1, {steps:,} steps",
               headers, rows, note)
+    if twins:
+        run.table(f"Fig. {fig}: the typed twins ({_HOW}) against their object aggregators",
+                  ["queries"] + [f"{LABELS[n]} / {LABELS[n.removesuffix(TYPED)]}" for n in twins], typed_rows,
+                  "Same process, same stream, alternated within rounds; answers checked equal every round.")
     return {"aggregation": aggregation, "baseline": baseline, "competitors": names, "results": results,
             "target": TARGET, "target_met": met}
 

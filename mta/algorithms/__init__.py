@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from mta.algorithms.base import Aggregator, OrderedAggregator, Policy
+from mta.monoid import Monoid
 from mta.algorithms.naive import Naive
 from mta.algorithms.subtract_on_evict import SubtractOnEvict
 from mta.algorithms.two_stacks import TwoStacks
@@ -20,6 +23,7 @@ from mta.algorithms.slickdeque import SlickDeque
 from mta.algorithms.replicated import ReplicatedAMTA, ReplicatedSoE, ReplicatedTwoStacks
 from mta.algorithms import typed
 from mta.algorithms.typed_amta import TypedAMTA
+from mta.algorithms import typed_mq
 
 ALGORITHMS: dict[str, type[Aggregator]] = {
     cls.name: cls
@@ -40,7 +44,16 @@ MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
                               ReplicatedTwoStacks, ReplicatedAMTA)
 }
 
-__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "TYPED_ALGORITHMS", "MULTI_QUERY", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
+
+def multi_query_aggregator(name: str, monoid: Monoid, ranges: Sequence[int]) -> MultiQueryAggregator:
+    """``MULTI_QUERY[name](monoid, ranges)``, or its typed twin (:mod:`mta.algorithms.typed_mq`)
+    when the typed cores are in use (``typed.USE``: compiled) and one serves the monoid. The
+    twin's answers are the object aggregator's; its ``insert`` raises ``typed.Untyped``, having
+    changed nothing, for a partial it cannot hold: the caller goes on with ``agg.to_object()``."""
+    cls = typed_mq.twin(name, monoid) if typed.USE else None
+    return (cls or MULTI_QUERY[name])(monoid, ranges)
+
+__all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "TYPED_ALGORITHMS", "MULTI_QUERY", "multi_query_aggregator", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
            "Policy", "AmortizedMTA", "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA",
            "BTree", "SortedList", "SlideSide", "SlickDeque", "FlatFIT", "FlatFATRanges", "Panes", "ReplicatedSoE",
            "ReplicatedTwoStacks", "ReplicatedAMTA"]

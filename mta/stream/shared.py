@@ -31,7 +31,8 @@ from bisect import bisect_left, bisect_right
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
-from mta.algorithms import MULTI_QUERY
+from mta.algorithms import multi_query_aggregator
+from mta.algorithms.typed import Untyped
 from mta.optimizer import Plan
 from mta.stream.final import FinalAggregation
 from mta.stream.slices import TimeSlices
@@ -146,7 +147,8 @@ class SharedGroup:
         self.capacity = capacity
         # the aggregator holds closed partials only (a Cutty window's open partial is combined apart)
         ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed}) or [1]
-        self.mq = MULTI_QUERY[final](monoid, ranges)
+        #: ``MULTI_QUERY[final]``'s aggregator, or its typed twin until a partial it cannot hold
+        self.mq = multi_query_aggregator(final, monoid, ranges)
         self.answers: dict[tuple[str, int], Any] = {}
         self.reset()
 
@@ -201,11 +203,16 @@ class SharedGroup:
                 i += 1
             pos = k % size
             if is_bound[pos]:
+                value = identity if part is None else part
+                try:
+                    insert(value)
+                except Untyped:  # the typed twin cannot hold it (nothing changed): the object aggregator in its state
+                    mq = self.mq = mq.to_object()
+                    insert, query = mq.insert, mq.query
+                    insert(value)
                 if part is None:
-                    insert(identity)
                     empty += 1
                 else:
-                    insert(part)
                     part = None
                     empty = 0
             if p >= answer_from:

@@ -1,0 +1,942 @@
+"""Typed multi-query aggregators (issue 20): twins of SlideSide and SlickDeque over C columns.
+
+The twins of the multi-query aggregators (:mod:`mta.algorithms.multi_query`) that carry
+the load of ``benchmarks.multi_query`` (the SlideSide paper's Fig. 3), for the built-in
+numeric monoids (:func:`mta.algorithms.typed.op_of`):
+
+- :class:`TypedSlideSide`: :class:`~mta.algorithms.slideside.InvertibleSlideSide`, for
+  ``Sum``/``Count`` and ``Mean`` (what ``SlideSide`` picks for an invertible monoid);
+- :class:`TypedOverlaidSlideSide`: :class:`~mta.algorithms.slideside.OverlaidSlideSide`,
+  for ``Min`` and ``Max`` (what ``SlideSide`` picks for them);
+- :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
+  (Alg. 3), for ``Min`` and ``Max``;
+- :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
+  (Alg. 2), for ``Sum``/``Count`` and ``Mean``.
+
+:func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
+``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
+
+As in :mod:`mta.algorithms.typed`, an aggregator holds one *kind* of value, chosen by the
+first partial after construction or :meth:`clear`: ``FLOAT`` (C doubles) or ``INT`` (C
+int64, with the INT bound: for ``SUM`` and ``MEAN`` the sum of ``|v|`` over the held
+partials stays <= 2**63 - 1, and every sum these algorithms compute is one of held
+partials, so none overflows). Every combine and invert happens in the object
+algorithm's order on the same operands, so results are the object algorithm's, ints
+exact and floats bit for bit. Min's identity ``+inf`` (Max's ``-inf``), which the shared
+final inserts for an empty stretch, is held in INT columns too, as the int64 at that end.
+A partial it cannot hold (another type, the other kind, an int beyond int64, a Mean
+count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for Min/Max the int64 that
+stands for the identity) makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
+changes; :meth:`to_object` then gives the object aggregator in the same state, which
+takes it (the caller demotes, as ``mta.stream.shared`` does).
+
+Cython in pure-Python mode: compiled, the aggregators are extension types over typed
+memoryviews; interpreted, the same code runs (slowly) on ``array.array`` columns.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, Sequence
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
+from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
+from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
+from mta.algorithms.typed import FLOAT, INT, MAX, MEAN, MIN, SUM, Untyped, op_of
+from mta.monoid import Monoid
+
+COMPILED: bool = cython.compiled
+
+__all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "Untyped", "twin"]
+
+_SUM = cython.declare(cython.int, SUM)
+_MIN = cython.declare(cython.int, MIN)
+_MAX = cython.declare(cython.int, MAX)
+_MEAN = cython.declare(cython.int, MEAN)
+_FLOAT = cython.declare(cython.int, FLOAT)
+_INT = cython.declare(cython.int, INT)
+#: what _scalar returns for Min's or Max's identity bound for the INT columns (see _TypedMQ)
+_IDENT = cython.declare(cython.int, 2)
+
+_I64_MIN = -(2 ** 63)
+_I64_MAX = 2 ** 63 - 1
+#: The INT bound: the sum of |v| over the held partials (SUM, MEAN).
+_LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+_COUNT_LIMIT = 2 ** 32
+
+
+def _doubles(n: cython.Py_ssize_t) -> array:
+    return array("d", bytes(8 * n))
+
+
+def _int64s(n: cython.Py_ssize_t) -> array:
+    return array("q", bytes(8 * n))
+
+
+@cython.cfunc
+@cython.inline
+def _abs64(v: cython.longlong) -> cython.ulonglong:
+    """|v| (exact for -2**63 too, as unsigned)."""
+    u: cython.ulonglong = cython.cast(cython.ulonglong, v)
+    return 0 - u if v < 0 else u
+
+
+_Number = cython.fused_type(cython.double, cython.longlong)
+
+
+@cython.cfunc
+@cython.inline
+def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
+    """Min's or Max's ``combine(a, b)``: ties keep the left operand."""
+    if op == _MIN:
+        return a if a <= b else b
+    return a if a >= b else b
+
+
+@cython.cclass
+class _TypedMQ:
+    """What the twins share: monoid, ranges and capacity as the object aggregator has them,
+    decoding a partial into the scratch fields, the INT bound's sum, Python partials."""
+
+    monoid = cython.declare(object, visibility="public")
+    ranges = cython.declare(tuple, visibility="public")
+    capacity = cython.declare(cython.Py_ssize_t, visibility="public")
+    _op: cython.int
+    _kind: cython.int
+    _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the held partials
+    # MIN/MAX: the identity (+inf for Min, -inf for Max), held in INT columns as the int64 at
+    # the same end (``_sentinel``: an int partial equal to it is refused), which orders
+    # against every other int64 as the infinity does, so that the partials the shared final
+    # inserts for empty stretches (the identity) leave an int window typed; ``_undecided``:
+    # nothing but identities since clear (in the INT columns; the first float converts them)
+    _undecided: cython.bint
+    _sentinel: cython.longlong
+    _ident: cython.double
+    # scratch of _scalar: the decoded partial
+    _xd: cython.double
+    _xi: cython.longlong
+    _xc: cython.longlong
+    _xu: cython.ulonglong
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int], ops: tuple) -> None:
+        op = op_of(monoid)
+        if op is None or op not in ops:
+            raise TypeError(f"{type(self).__name__} does not serve {type(monoid).__name__}")
+        self.monoid = monoid
+        self.ranges = check_ranges(ranges)
+        self.capacity = max(self.ranges)
+        self._op = op
+        self._kind = _FLOAT
+        self._magnitude = 0
+        self._xd = 0.0
+        self._xi = self._xc = self._xu = 0
+        self._undecided = True
+        self._sentinel = _I64_MAX if op == _MIN else _I64_MIN
+        self._ident = float("inf") if op == _MIN else float("-inf")
+
+    @cython.cfunc
+    def _scalar(self, p: object, kind: cython.int) -> cython.int:
+        """Decode partial ``p`` into ``_xd``/``_xi``/``_xc`` (and ``_xu``: |v| where the INT
+        bound counts it) and return its kind; :class:`Untyped` if it does not fit a window
+        of ``kind`` (-1: any)."""
+        v: cython.longlong
+        if self._op == _MEAN:
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            count = p[1]
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            self._xc = count
+            p = p[0]
+        selection: cython.bint = self._op == _MIN or self._op == _MAX
+        if type(p) is float:
+            if selection and kind != _FLOAT and p == self._ident:
+                self._xd = p
+                self._xi = self._sentinel
+                self._xu = 0
+                return _IDENT
+            if kind == _INT:
+                raise Untyped(p)
+            self._xd = p
+            self._xu = 0
+            return _FLOAT
+        if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
+            raise Untyped(p)
+        v = p
+        if selection and v == self._sentinel:
+            raise Untyped(p)
+        self._xi = v
+        self._xu = _abs64(v) if self._op == _SUM or self._op == _MEAN else 0
+        return _INT
+
+    @cython.cfunc
+    def _selection_kind(self, partial: object) -> cython.int:
+        """MIN/MAX twins: decode ``partial`` and return the kind of the columns it goes to
+        (the identity goes to INT columns unless the twin holds floats); the first value
+        that is not the identity decides the kind, a float converting the identities held."""
+        k: cython.int = self._scalar(partial, -1 if self._undecided else self._kind)
+        if k == _IDENT:
+            if self._undecided:
+                self._kind = _INT
+            return _INT
+        if self._undecided:
+            if k == _FLOAT and self._kind == _INT:
+                self._identities_to_float()
+            self._kind = k
+            self._undecided = False
+        return k
+
+    @cython.cfunc
+    def _identities_to_float(self) -> cython.void:
+        """The INT columns hold identities only (``_sentinel``): the FLOAT ones get ``_ident``."""
+
+    @cython.cfunc
+    def _bounded(self, partial: object, evicted: cython.ulonglong) -> cython.void:
+        """Take the decoded INT partial into the INT bound's sum, ``evicted`` (|v| of the held
+        partial it pushes out) out of it; :class:`Untyped` (nothing changed) beyond the bound."""
+        held: cython.ulonglong = self._magnitude - evicted
+        if self._xu > _LIMIT - held:
+            raise Untyped(partial)
+        self._magnitude = held + self._xu
+
+    @cython.cfunc
+    def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN)."""
+        value: object
+        if self._kind == _FLOAT:
+            value = d
+        elif i == self._sentinel and (self._op == _MIN or self._op == _MAX):
+            value = self._ident
+        else:
+            value = i
+        if self._op == _MEAN:
+            return (value, c)
+        return value
+
+    def _unknown_range(self, r: Any) -> Any:
+        """The object aggregator's ValueError for a range it does not answer."""
+        return MultiQueryAggregator._unknown_range(self, r)
+
+
+@cython.cclass
+class TypedSlideSide(_TypedMQ):
+    """:class:`~mta.algorithms.slideside.InvertibleSlideSide` over typed columns: the circular
+    buffer ``e`` of ``capacity`` partials, the prefix scan ``b`` of the current lap
+    (``b[k]`` aggregates slots ``0 .. k-1``) and the suffix scan ``f`` of the previous lap
+    (``f[k]``: its newest ``k``), each a column of doubles (``*d``) or int64s (``*i``) with
+    counts (``*c``, MEAN)."""
+
+    name = "slideside"
+    any_range = True
+
+    _ed: cython.double[:]
+    _ei: cython.longlong[:]
+    _ec: cython.longlong[:]
+    _bd: cython.double[:]
+    _bi: cython.longlong[:]
+    _bc: cython.longlong[:]
+    _fd: cython.double[:]
+    _fi: cython.longlong[:]
+    _fc: cython.longlong[:]
+    _rs: cython.longlong[:]  # the ranges, in order
+    _pos: cython.Py_ssize_t  # the slot of the next insert
+    _count: cython.Py_ssize_t  # partials held, <= capacity
+    _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t = n + 1 if self._op == _MEAN else 0
+        self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(m)
+        self._bd, self._bi, self._bc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
+        self._fd, self._fi, self._fc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
+        self._rs = array("q", self.ranges)
+        self.clear()
+
+    def clear(self) -> None:
+        self._pos = 0
+        self._count = 0
+        self._wrapped = False
+        self._magnitude = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        pos: cython.Py_ssize_t = self._pos
+        n: cython.Py_ssize_t = self.capacity
+        kind: cython.int = self._scalar(partial, self._kind if self._count else -1)
+        if kind == _INT:
+            self._bounded(partial, _abs64(self._ei[pos]) if self._count == n else 0)
+        self._kind = kind
+        if pos == 0 and self._count:
+            self._suffix_scan()  # the buffer wraps, a full lap is held
+        # older operand first; the lap's first partial needs no combine
+        if kind == _FLOAT:
+            self._ed[pos] = self._xd
+            self._bd[pos + 1] = self._bd[pos] + self._xd if pos else self._xd
+        else:
+            self._ei[pos] = self._xi
+            self._bi[pos + 1] = self._bi[pos] + self._xi if pos else self._xi
+        if self._op == _MEAN:
+            self._ec[pos] = self._xc
+            self._bc[pos + 1] = self._bc[pos] + self._xc if pos else self._xc
+        pos += 1
+        self._pos = 0 if pos == n else pos
+        if self._count < n:
+            self._count += 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _suffix_scan(self) -> cython.void:
+        """``f[k]``: the newest ``k`` of the full lap held (the buffer is at slot 0), accumulated
+        from the newest: ``f[k] = f[k - 1] + e[n - k]``, as ``accumulate`` does."""
+        n: cython.Py_ssize_t = self.capacity
+        k: cython.Py_ssize_t
+        if self._kind == _FLOAT:
+            self._fd[1] = self._ed[n - 1]
+            for k in range(2, n + 1):
+                self._fd[k] = self._fd[k - 1] + self._ed[n - k]
+        else:
+            self._fi[1] = self._ei[n - 1]
+            for k in range(2, n + 1):
+                self._fi[k] = self._fi[k - 1] + self._ei[n - k]
+        if self._op == _MEAN:
+            self._fc[1] = self._ec[n - 1]
+            for k in range(2, n + 1):
+                self._fc[k] = self._fc[k - 1] + self._ec[n - k]
+        self._wrapped = True
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _answer(self, end: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
+        """The newest ``r`` (1 <= r <= held) when the current lap ends at ``end``: Alg. 3's
+        case b (the prefix minus its oldest part), a (the prefix), c (suffix, then prefix)."""
+        start: cython.Py_ssize_t = end - r
+        c: cython.longlong = 0
+        d: cython.double = 0.0
+        i: cython.longlong = 0
+        mean: cython.bint = self._op == _MEAN
+        if start > 0:  # only the kind's column is read (the other is cold)
+            if self._kind == _FLOAT:
+                d = self._bd[end] - self._bd[start]
+            else:
+                i = self._bi[end] - self._bi[start]
+            if mean:
+                c = self._bc[end] - self._bc[start]
+        elif start == 0:
+            if self._kind == _FLOAT:
+                d = self._bd[end]
+            else:
+                i = self._bi[end]
+            if mean:
+                c = self._bc[end]
+        else:
+            if self._kind == _FLOAT:
+                d = self._fd[-start] + self._bd[end]
+            else:
+                i = self._fi[-start] + self._bi[end]
+            if mean:
+                c = self._fc[-start] + self._bc[end]
+        return self._partial(d, i, c)
+
+    def query(self, r: Any) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        k: cython.Py_ssize_t = r
+        if k > self._count:
+            k = self._count
+        if not k:
+            return self.monoid.identity
+        return self._answer(self._pos or self.capacity, k)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._rs)
+        j: cython.Py_ssize_t
+        r: cython.Py_ssize_t
+        end: cython.Py_ssize_t = self._pos or self.capacity
+        out: list = [None] * n
+        if not self._count:
+            identity = self.monoid.identity
+            for j in range(n):
+                out[j] = identity
+            return out
+        for j in range(n):
+            r = self._rs[j]
+            if r > self._count:
+                r = self._count
+            out[j] = self._answer(end, r)
+        return out
+
+    def to_object(self) -> InvertibleSlideSide:
+        """The object :class:`InvertibleSlideSide` in this state: every slot it would have
+        written since clear holds the same partial, the others its identity."""
+        twin = InvertibleSlideSide(self.monoid, self.ranges)
+        n: cython.Py_ssize_t = self.capacity
+        written: cython.Py_ssize_t = self._count  # slots 0 .. count-1 (all once a lap was held)
+        c: cython.bint = self._op == _MEAN
+        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
+                          else twin._identity for k in range(n)]
+        twin._back = [self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0) if 0 < k <= written
+                      else twin._identity for k in range(n + 1)]
+        if self._wrapped:
+            twin._front = [twin._identity, *(self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
+                                             for k in range(1, n + 1))]
+        twin._pos = self._pos
+        twin._count = self._count
+        return twin
+
+
+@cython.cclass
+class TypedSlickDeque(_TypedMQ):
+    """:class:`~mta.algorithms.slickdeque.SlickDequeNonInv` (Alg. 3) over typed columns: the
+    deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``; a power of
+    two >= capacity slots), live from absolute index ``h`` for ``m`` nodes."""
+
+    name = "slickdeque"
+    any_range = True
+
+    _p: cython.longlong[:]
+    _vd: cython.double[:]
+    _vi: cython.longlong[:]
+    _rs: cython.longlong[:]
+    _ds: cython.longlong[:]  # the distinct ranges, largest first
+    _order: cython.longlong[:]  # for each range, its index in _ds
+    _mask: cython.Py_ssize_t
+    _h: cython.Py_ssize_t
+    _m: cython.Py_ssize_t
+    _t: cython.longlong  # sequence number of the newest partial (the first is 1)
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        size: cython.Py_ssize_t = 1
+        while size < self.capacity:
+            size *= 2
+        self._mask = size - 1
+        self._p, self._vd, self._vi = _int64s(size), _doubles(size), _int64s(size)
+        self._rs = array("q", self.ranges)
+        distinct = sorted(set(self.ranges), reverse=True)
+        self._ds = array("q", distinct)
+        index = {r: k for k, r in enumerate(distinct)}
+        self._order = array("q", [index[r] for r in self.ranges])
+        self.clear()
+
+    def clear(self) -> None:
+        self._h = self._m = 0
+        self._t = 0
+        self._undecided = True
+        self._kind = _FLOAT
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _identities_to_float(self) -> cython.void:
+        k: cython.Py_ssize_t
+        for k in range(self._mask + 1):
+            self._vd[k] = self._ident
+
+    def __len__(self) -> int:
+        return min(self._t, self.capacity)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        kind: cython.int = self._selection_kind(partial)
+        mask: cython.Py_ssize_t = self._mask
+        h: cython.Py_ssize_t = self._h
+        m: cython.Py_ssize_t = self._m
+        t: cython.longlong = self._t + 1
+        self._t = t
+        # the oldest node expires when it falls out of the largest range
+        if m and self._p[h & mask] == t - self.capacity:
+            h += 1
+            m -= 1
+        # a node the new partial dominates (``combine(back, new) == new``) never answers again
+        if kind == _FLOAT:
+            x: cython.double = self._xd
+            if self._op == _MIN:
+                while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] <= x else x) == x:
+                    m -= 1
+            else:
+                while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] >= x else x) == x:
+                    m -= 1
+            self._vd[(h + m) & mask] = x
+        else:
+            y: cython.longlong = self._xi
+            if self._op == _MIN:
+                while m and (self._vi[(h + m - 1) & mask] if self._vi[(h + m - 1) & mask] <= y else y) == y:
+                    m -= 1
+            else:
+                while m and (self._vi[(h + m - 1) & mask] if self._vi[(h + m - 1) & mask] >= y else y) == y:
+                    m -= 1
+            self._vi[(h + m) & mask] = y
+        self._p[(h + m) & mask] = t
+        self._h = h & mask
+        self._m = m + 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _answer(self, r: cython.Py_ssize_t) -> object:
+        """The oldest node inside the newest ``r`` (numbered ``t - r + 1`` or later; the newest
+        node always is): a binary search of the ring."""
+        first: cython.longlong = self._t - r + 1
+        mask: cython.Py_ssize_t = self._mask
+        lo: cython.Py_ssize_t = 0
+        hi: cython.Py_ssize_t = self._m - 1
+        mid: cython.Py_ssize_t
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._p[(self._h + mid) & mask] < first:
+                lo = mid + 1
+            else:
+                hi = mid
+        k: cython.Py_ssize_t = (self._h + lo) & mask
+        return self._partial(self._vd[k], self._vi[k], 0)
+
+    def query(self, r: Any) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        if not self._t:
+            return self.monoid.identity
+        return self._answer(r)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._rs)
+        j: cython.Py_ssize_t
+        out: list = [None] * n
+        if not self._t:
+            identity = self.monoid.identity
+            for j in range(n):
+                out[j] = identity
+            return out
+        # the distinct ranges, largest first, reach back to ever newer nodes: one walk from
+        # the oldest node, one Python partial per node that answers (as the object shares it)
+        d: cython.Py_ssize_t = len(self._ds)
+        mask: cython.Py_ssize_t = self._mask
+        k: cython.Py_ssize_t = 0
+        node: cython.Py_ssize_t = -1
+        slot: cython.Py_ssize_t
+        first: cython.longlong
+        value: object = None
+        by_range: list = [None] * d
+        for j in range(d):
+            first = self._t - self._ds[j] + 1
+            while self._p[(self._h + k) & mask] < first:
+                k += 1
+            if k != node:
+                node = k
+                slot = (self._h + k) & mask
+                value = self._partial(self._vd[slot], self._vi[slot], 0)
+            by_range[j] = value
+        for j in range(n):
+            out[j] = by_range[self._order[j]]
+        return out
+
+    def to_object(self) -> SlickDequeNonInv:
+        """The object :class:`SlickDequeNonInv` in this state (the same nodes, no dead prefix)."""
+        twin = SlickDequeNonInv(self.monoid, self.ranges)
+        mask: cython.Py_ssize_t = self._mask
+        slots = [(self._h + k) & mask for k in range(self._m)]
+        twin._pos = [self._p[k] for k in slots]
+        twin._val = [self._partial(self._vd[k], self._vi[k], 0) for k in slots]
+        twin._head = 0
+        twin._t = self._t
+        return twin
+
+
+@cython.cclass
+class TypedSlickDequeInv(_TypedMQ):
+    """:class:`~mta.algorithms.slickdeque.SlickDequeInv` (Alg. 2) over typed columns: the
+    newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
+    identity, 0) and one running aggregate (``a``) per distinct range (``_ds``)."""
+
+    name = "slickdeque"
+    any_range = False
+
+    _ed: cython.double[:]
+    _ei: cython.longlong[:]
+    _ec: cython.longlong[:]
+    _ad: cython.double[:]
+    _ai: cython.longlong[:]
+    _ac: cython.longlong[:]
+    _ds: cython.longlong[:]  # the distinct ranges, in first-seen order
+    _order: cython.longlong[:]  # for each range, its index in _ds
+    _slot: dict
+    _cur: cython.Py_ssize_t  # the slot of the next partial (the oldest one's)
+    _size: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        distinct = list(dict.fromkeys(self.ranges))
+        self._slot = {r: k for k, r in enumerate(distinct)}
+        self._ds = array("q", distinct)
+        self._order = array("q", [self._slot[r] for r in self.ranges])
+        n: cython.Py_ssize_t = self.capacity
+        d: cython.Py_ssize_t = len(distinct)
+        mean: cython.bint = self._op == _MEAN
+        self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(n if mean else 0)
+        self._ad, self._ai, self._ac = _doubles(d), _int64s(d), _int64s(d if mean else 0)
+        self.clear()
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def clear(self) -> None:
+        # every partial and every range's answer start at the identity
+        k: cython.Py_ssize_t
+        mean: cython.bint = self._op == _MEAN
+        for k in range(self.capacity):
+            self._ed[k] = 0.0
+            self._ei[k] = 0
+            if mean:
+                self._ec[k] = 0
+        for k in range(len(self._ds)):
+            self._ad[k] = 0.0
+            self._ai[k] = 0
+            if mean:
+                self._ac[k] = 0
+        self._cur = 0
+        self._size = 0
+        self._magnitude = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        cur: cython.Py_ssize_t = self._cur
+        n: cython.Py_ssize_t = self.capacity
+        kind: cython.int = self._scalar(partial, self._kind if self._size else -1)
+        if kind == _INT:
+            self._bounded(partial, _abs64(self._ei[cur]) if self._size == n else 0)
+        self._kind = kind
+        k: cython.Py_ssize_t
+        old: cython.Py_ssize_t
+        # the partial leaving range r sits r slots back (r == capacity: the slot about to be
+        # overwritten); the identity while fewer than r were inserted: invert, then combine
+        for k in range(len(self._ds)):
+            old = cur - self._ds[k]
+            if old < 0:
+                old += n
+            if kind == _FLOAT:
+                self._ad[k] = (self._ad[k] - self._ed[old]) + self._xd
+            else:
+                self._ai[k] = (self._ai[k] - self._ei[old]) + self._xi
+            if self._op == _MEAN:
+                self._ac[k] = (self._ac[k] - self._ec[old]) + self._xc
+        if kind == _FLOAT:
+            self._ed[cur] = self._xd
+        else:
+            self._ei[cur] = self._xi
+        if self._op == _MEAN:
+            self._ec[cur] = self._xc
+        cur += 1
+        self._cur = 0 if cur == n else cur
+        if self._size < n:
+            self._size += 1
+
+    @cython.cfunc
+    def _answer(self, k: cython.Py_ssize_t) -> object:
+        if not self._size:
+            return self.monoid.identity
+        return self._partial(self._ad[k], self._ai[k], self._ac[k] if self._op == _MEAN else 0)
+
+    def query(self, r: Any) -> Any:
+        k = self._slot.get(r) if r.__class__ is int else None
+        if k is None:
+            raise self._unknown_range(r)
+        return self._answer(k)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._order)
+        j: cython.Py_ssize_t
+        out: list = [None] * n
+        for j in range(n):
+            out[j] = self._answer(self._order[j])
+        return out
+
+    def to_object(self) -> SlickDequeInv:
+        """The object :class:`SlickDequeInv` in this state (slots never written since clear
+        hold the identity, as the object's do)."""
+        twin = SlickDequeInv(self.monoid, self.ranges)
+        identity = self.monoid.identity
+        c: cython.bint = self._op == _MEAN
+        written: cython.Py_ssize_t = self._size  # slots 0 .. size-1 (all once full)
+        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
+                          else identity for k in range(self.capacity)]
+        twin._answers = [self._answer(k) for k in range(len(self._ds))]
+        twin._cur = self._cur
+        twin._size = self._size
+        return twin
+
+
+@cython.cclass
+class TypedOverlaidSlideSide(_TypedMQ):
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``
+    and ``Max``: per level ``l`` (period ``per[l]``, largest range ``top[l]``) the count
+    ``bs[l]`` and aggregate ``back[l]`` of its back part; the suffix scans in one column,
+    scan ``j`` (the one a flip whose highest level is ``j`` computes, ``top[j] + 1`` rows
+    from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
+    ``l`` with ``src[l] == j`` (the overlaid stacks: the object's shared scan list)."""
+
+    name = "slideside"
+    any_range = True
+
+    _ed: cython.double[:]
+    _ei: cython.longlong[:]
+    _bd: cython.double[:]  # back aggregates, per level
+    _bi: cython.longlong[:]
+    _sd: cython.double[:]  # the scans
+    _si: cython.longlong[:]
+    _bs: cython.longlong[:]
+    _per: cython.longlong[:]
+    _top: cython.longlong[:]
+    _off: cython.longlong[:]
+    _slen: cython.longlong[:]
+    _src: cython.longlong[:]
+    _rs: cython.longlong[:]
+    _lv: cython.longlong[:]  # for each range (in order), its level
+    _levels: cython.Py_ssize_t
+    _pos: cython.Py_ssize_t
+    _count: cython.Py_ssize_t
+
+    def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        by_level: dict = {}
+        for r in sorted(set(self.ranges)):
+            by_level.setdefault(r.bit_length() - 1, []).append(r)
+        levels = sorted(by_level)
+        tops = [by_level[level][-1] for level in levels]
+        offsets = [0]
+        for top in tops:
+            offsets.append(offsets[-1] + top + 1)
+        L: cython.Py_ssize_t = len(levels)
+        self._levels = L
+        self._per = array("q", [1 << level for level in levels])
+        self._top = array("q", tops)
+        self._off = array("q", offsets[:-1])
+        self._rs = array("q", self.ranges)
+        self._lv = array("q", [levels.index(r.bit_length() - 1) for r in self.ranges])
+        self._bs, self._slen, self._src = _int64s(L), _int64s(L), _int64s(L)
+        self._bd, self._bi = _doubles(L), _int64s(L)
+        self._sd, self._si = _doubles(offsets[-1]), _int64s(offsets[-1])
+        self._ed, self._ei = _doubles(self.capacity), _int64s(self.capacity)
+        self.clear()
+
+    def clear(self) -> None:
+        i: cython.Py_ssize_t
+        for i in range(self._levels):
+            self._bs[i] = 0
+            self._slen[i] = 1
+            self._src[i] = i
+        self._pos = 0
+        self._count = 0
+        self._undecided = True
+        self._kind = _FLOAT
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _identities_to_float(self) -> cython.void:
+        k: cython.Py_ssize_t
+        for k in range(self.capacity):
+            self._ed[k] = self._ident
+        for k in range(self._levels):
+            self._bd[k] = self._ident
+        for k in range(len(self._sd)):
+            self._sd[k] = self._ident
+
+    def __len__(self) -> int:
+        return self._count
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, partial: Any) -> None:
+        kind: cython.int = self._selection_kind(partial)
+        i: cython.Py_ssize_t
+        j: cython.Py_ssize_t = -1  # the highest level that flips (-1: none)
+        if self._bs[0] == self._per[0]:
+            # levels 0..j flip (periods are powers of two from the same first element):
+            # one suffix scan of the newest top[j] (fewer while filling), shared by them
+            j = 0
+            while j + 1 < self._levels and self._bs[j + 1] == self._per[j + 1]:
+                j += 1
+            self._scan(j)
+            for i in range(j + 1):
+                self._src[i] = j
+                self._bd[i] = self._xd
+                self._bi[i] = self._xi
+                self._bs[i] = 1
+        for i in range(j + 1, self._levels):
+            if kind == _FLOAT:
+                self._bd[i] = _comb(self._op, self._bd[i], self._xd) if self._bs[i] else self._xd
+            else:
+                self._bi[i] = _comb(self._op, self._bi[i], self._xi) if self._bs[i] else self._xi
+            self._bs[i] += 1
+        n: cython.Py_ssize_t = self.capacity
+        if kind == _FLOAT:
+            self._ed[self._pos] = self._xd
+        else:
+            self._ei[self._pos] = self._xi
+        self._pos = 0 if self._pos + 1 == n else self._pos + 1
+        if self._count < n:
+            self._count += 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _scan(self, j: cython.Py_ssize_t) -> cython.void:
+        """Scan ``j``: ``[identity, newest, newest two, ...]`` over the newest
+        ``min(top[j], count)``, accumulated from the newest (``combine(acc, older)``)."""
+        k: cython.Py_ssize_t = self._top[j] if self._top[j] < self._count else self._count
+        off: cython.Py_ssize_t = self._off[j]
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for m in range(1, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            if self._kind == _FLOAT:
+                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._sd[off + m - 1], self._ed[e])
+            else:
+                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._si[off + m - 1], self._ei[e])
+        self._slen[j] = k + 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _answer(self, r: cython.Py_ssize_t) -> object:
+        """The newest ``r`` (1 <= r <= held): one combine from the highest level whose parts
+        cover it, else a fold as ``monoid.fold`` does (the builtin min/max of all but the
+        oldest, keeping the first of equals, then combined with the oldest)."""
+        i: cython.Py_ssize_t
+        k: cython.Py_ssize_t
+        s: cython.Py_ssize_t
+        for i in range(self._levels - 1, -1, -1):
+            k = r - self._bs[i]
+            s = self._src[i]
+            if 0 <= k < self._slen[s]:
+                s = self._off[s] + k
+                if self._kind == _FLOAT:
+                    return self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
+                return self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
+        n: cython.Py_ssize_t = self.capacity
+        first: cython.Py_ssize_t = self._pos - r
+        if first < 0:
+            first += n
+        e: cython.Py_ssize_t
+        md: cython.double = 0.0
+        mi: cython.longlong = 0
+        for k in range(1, r):
+            e = first + k
+            if e >= n:
+                e -= n
+            if self._kind == _FLOAT:
+                if k == 1 or (self._ed[e] < md if self._op == _MIN else self._ed[e] > md):
+                    md = self._ed[e]
+            else:
+                if k == 1 or (self._ei[e] < mi if self._op == _MIN else self._ei[e] > mi):
+                    mi = self._ei[e]
+        if self._kind == _FLOAT:
+            return self._ed[first] if r == 1 else _comb(self._op, self._ed[first], md)
+        return self._partial(0.0, self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi), 0)
+
+    def query(self, r: Any) -> Any:
+        if r.__class__ is not int or not 0 < r <= self.capacity:
+            raise self._unknown_range(r)
+        k: cython.Py_ssize_t = r
+        if k > self._count:
+            k = self._count
+        if not k:
+            return self.monoid.identity
+        return self._answer(k)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def answers(self) -> list:
+        n: cython.Py_ssize_t = len(self._rs)
+        j: cython.Py_ssize_t
+        r: cython.Py_ssize_t
+        out: list = [None] * n
+        if not self._count:
+            identity = self.monoid.identity
+            for j in range(n):
+                out[j] = identity
+            return out
+        if self._count < self.capacity:
+            for j in range(n):
+                r = self._rs[j]
+                out[j] = self._answer(r if r <= self._count else self._count)
+            return out
+        # a full window: each range from its own level, combine(scan, back) (row 0 of a
+        # scan is the identity, whose combine with the back is the back, bit for bit)
+        i: cython.Py_ssize_t
+        k: cython.Py_ssize_t
+        s: cython.Py_ssize_t
+        for j in range(n):
+            i = self._lv[j]
+            k = self._rs[j] - self._bs[i]
+            s = self._off[self._src[i]] + k
+            if self._kind == _FLOAT:
+                out[j] = self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
+            else:
+                out[j] = self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
+        return out
+
+    def to_object(self) -> OverlaidSlideSide:
+        """The object :class:`OverlaidSlideSide` in this state: the same levels, back parts,
+        scans (one list per scan, shared by the levels reading it) and circular buffer."""
+        twin = OverlaidSlideSide(self.monoid, self.ranges)
+        identity = self.monoid.identity
+        L: cython.Py_ssize_t = self._levels
+        i: cython.Py_ssize_t
+        k: cython.Py_ssize_t
+        scans: dict = {}
+        for i in range(L):
+            s = self._src[i]
+            if s not in scans:
+                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k], 0)
+                                        for k in range(1, self._slen[s]))]
+        twin._bs = [self._bs[i] for i in range(L)]
+        twin._backs = [self._partial(self._bd[i], self._bi[i], 0) if self._bs[i] else identity for i in range(L)]
+        twin._scans = [scans[self._src[i]] for i in range(L)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) if k < self._count else identity
+                          for k in range(self.capacity)]
+        twin._pos = self._pos
+        twin._count = self._count
+        return twin
+
+
+for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv):
+    MultiQueryAggregator.register(_cls)
+
+#: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
+_TWINS: dict[tuple[str, int], type] = {
+    ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide,
+    ("slideside", MIN): TypedOverlaidSlideSide, ("slideside", MAX): TypedOverlaidSlideSide,
+    ("slickdeque", MIN): TypedSlickDeque, ("slickdeque", MAX): TypedSlickDeque,
+    ("slickdeque", SUM): TypedSlickDequeInv, ("slickdeque", MEAN): TypedSlickDequeInv,
+}
+
+
+def twin(name: str, monoid: Monoid) -> type | None:
+    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none."""
+    op = op_of(monoid)
+    return None if op is None else _TWINS.get((name, op))

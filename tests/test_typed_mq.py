@@ -1,0 +1,308 @@
+"""The typed multi-query aggregators (``mta.algorithms.typed_mq``) against their object twins.
+
+Hypothesis sequences of inserts (ints, floats with -0.0, huge ints beyond int64 and near the
+INT bound, the other kind), clears and queries run on a typed twin and on the object
+aggregator it mirrors: after every step the answers are equal, ints exactly and floats bit
+for bit (``.hex()``), and so are ``query(r)``, ``len`` and the errors. A partial the twin
+refuses raises ``Untyped`` with its answers unchanged; the test then goes on with
+``to_object()`` (the demotion), which must keep matching. Runs on both paths (the pure one
+in scripts/test.sh).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import hsettings
+from mta import Stream
+from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, multi_query_aggregator, typed, typed_mq
+from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
+from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
+from mta.algorithms.typed import Untyped
+from mta.counting import CountingMonoid
+from mta.monoid import Collect, Count, Max, Mean, Min, Sum
+from mta.windows import Sliding
+
+#: twin, the object class it mirrors, the monoids it serves
+PAIRS = {
+    "slideside": (typed_mq.TypedSlideSide, InvertibleSlideSide, (Sum, Count, Mean)),
+    "slideside-overlaid": (typed_mq.TypedOverlaidSlideSide, OverlaidSlideSide, (Min, Max)),
+    "slickdeque-noninv": (typed_mq.TypedSlickDeque, SlickDequeNonInv, (Min, Max)),
+    "slickdeque-inv": (typed_mq.TypedSlickDequeInv, SlickDequeInv, (Sum, Count, Mean)),
+}
+CASES = [(pair, monoid) for pair, (_, _, monoids) in PAIRS.items() for monoid in monoids]
+
+BIG = 2 ** 63
+numbers = st.one_of(
+    st.integers(-50, 50),
+    st.sampled_from([BIG - 1, -BIG, BIG, -BIG - 1, 2 ** 62, -(2 ** 62), 2 ** 61, 2 ** 53 + 1, 10 ** 30]),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.sampled_from([-0.0, 0.0, 1e308, -1e308, 0.1, 1e16, 5e-324, math.inf, -math.inf]),
+    st.just(True),  # a bool: refused by every twin
+)
+
+
+def partial_of(monoid: Any, value: Any) -> Any:
+    return (value, 1) if isinstance(monoid, Mean) else value
+
+
+def key(x: Any) -> Any:
+    """Bit-exact identity of an answer: floats by ``hex()``, types kept."""
+    if isinstance(x, float):
+        return ("float", x.hex())
+    if isinstance(x, tuple):
+        return tuple(key(y) for y in x)
+    return (type(x).__name__, x)
+
+
+def keys(xs: list) -> list:
+    return [key(x) for x in xs]
+
+
+@st.composite
+def range_sets(draw: Any) -> list[int]:
+    top = draw(st.sampled_from([1, 2, 3, 8, 17, 64]))
+    ranges = draw(st.lists(st.integers(1, top), min_size=1, max_size=8))
+    if draw(st.booleans()):
+        ranges += ranges[: draw(st.integers(1, len(ranges)))]  # duplicates, unsorted
+    return ranges
+
+
+steps = st.lists(st.one_of(st.tuples(st.just("insert"), numbers), st.tuples(st.just("clear"), st.none()),
+                           st.tuples(st.just("query"), st.integers(-1, 70))), max_size=120)
+
+
+def query_or_error(agg: Any, r: Any) -> Any:
+    try:
+        return key(agg.query(r))
+    except ValueError as error:
+        return ("ValueError", str(error))
+
+
+def same(twin: Any, obj: Any) -> None:
+    assert keys(twin.answers()) == keys(obj.answers())
+    assert len(twin) == len(obj)
+
+
+@pytest.mark.parametrize("pair,make", CASES, ids=[f"{p}-{m.__name__}" for p, m in CASES])
+@hsettings(max_examples=150)
+@given(ranges=range_sets(), ops=steps, mixed=st.booleans())
+def test_twin_matches_the_object_aggregator(pair, make, ranges, ops, mixed) -> None:
+    """Every step on both; a refused partial leaves the twin unchanged, then demotes it.
+    Without ``mixed`` the stream keeps to the kind of the first partial (no demotion from
+    the other kind, so long typed runs are checked too)."""
+    twin_cls, obj_cls, _ = PAIRS[pair]
+    monoid = make()
+    twin, obj = twin_cls(monoid, ranges), obj_cls(monoid, ranges)
+    assert isinstance(twin, MultiQueryAggregator) and twin.name == obj.name and twin.any_range == obj.any_range
+    assert (twin.ranges, twin.capacity) == (obj.ranges, obj.capacity)
+    demoted = False
+    first_kind = None
+    same(twin, obj)
+    for op, arg in ops:
+        if op == "clear":
+            twin.clear()
+            obj.clear()
+            first_kind = None
+        elif op == "query":
+            assert query_or_error(twin, arg) == query_or_error(obj, arg)
+        else:
+            identity = make in (Min, Max) and arg == monoid.identity  # kept in int columns too
+            if not mixed and type(arg) in (int, float) and not identity:
+                first_kind = first_kind or type(arg)
+                if type(arg) is not first_kind:
+                    continue
+            p = partial_of(monoid, arg)
+            if not demoted:
+                before = keys(twin.answers())
+                try:
+                    twin.insert(p)
+                except Untyped:
+                    assert keys(twin.answers()) == before  # nothing changed
+                    twin = twin.to_object()
+                    assert type(twin) is obj_cls
+                    demoted = True
+                    twin.insert(p)
+            else:
+                twin.insert(p)
+            obj.insert(p)
+        same(twin, obj)
+        r = obj.ranges[len(ops) % len(obj.ranges)]
+        assert key(twin.query(r)) == key(obj.query(r))
+
+
+@pytest.mark.parametrize("pair,make", CASES, ids=[f"{p}-{m.__name__}" for p, m in CASES])
+@hsettings(max_examples=60)
+@given(ranges=range_sets(), values=st.lists(numbers, max_size=60), extra=numbers)
+def test_to_object_hands_over_the_same_state(pair, make, ranges, values, extra) -> None:
+    """``to_object()`` at any point, then the same inserts on it and on the object that saw
+    everything: the same answers."""
+    twin_cls, obj_cls, _ = PAIRS[pair]
+    monoid = make()
+    twin, obj = twin_cls(monoid, ranges), obj_cls(monoid, ranges)
+    for v in values:
+        try:
+            twin.insert(partial_of(monoid, v))
+        except Untyped:
+            continue
+        obj.insert(partial_of(monoid, v))
+    handed = twin.to_object()
+    assert type(handed) is obj_cls
+    same(handed, obj)
+    for v in (extra, *values[:5]):
+        handed.insert(partial_of(monoid, v))
+        obj.insert(partial_of(monoid, v))
+        same(handed, obj)
+
+
+@pytest.mark.parametrize("pair,make", CASES, ids=[f"{p}-{m.__name__}" for p, m in CASES])
+def test_int_bound_and_kinds(pair, make) -> None:
+    """The INT bound (SUM, MEAN: the sum of |v| held <= 2**63 - 1) refuses what could overflow
+    int64, and takes it again once evictions make room; Min/Max take any int64."""
+    twin_cls, _, _ = PAIRS[pair]
+    monoid = make()
+    twin = twin_cls(monoid, [2, 1])
+    p = lambda v: partial_of(monoid, v)  # noqa: E731
+    twin.insert(p(2 ** 62))
+    twin.insert(p(2 ** 62 - 1))
+    bounded = make in (Sum, Count, Mean)
+    if bounded:
+        with pytest.raises(Untyped):
+            twin.insert(p(2 ** 62 + 1))  # with the 2**62 - 1 held: 2**63 - 1 + 1
+        twin.insert(p(-(2 ** 62)))  # 2**62 leaves: exactly at the bound
+        assert twin.answers() == ([(-1, 2), (-(2 ** 62), 1)] if make is Mean else [-1, -(2 ** 62)])
+    else:  # any int64 but the one at the identity's end (see the next test)
+        twin.insert(p(2 ** 63 - 1 if make is Max else 2 ** 63 - 2))
+        twin.insert(p(-(2 ** 63) if make is Min else -(2 ** 63) + 1))
+    for refused in (1.5, 2 ** 63, -(2 ** 63) - 1, True):
+        with pytest.raises(Untyped):
+            twin.insert(p(refused))
+    twin.clear()
+    twin.insert(p(1.5))  # an empty twin takes either kind
+    with pytest.raises(Untyped):
+        twin.insert(p(1))
+    if make is Mean:
+        with pytest.raises(Untyped):
+            twin.insert((1.0, 2 ** 32))
+
+
+@pytest.mark.parametrize("pair", ["slideside-overlaid", "slickdeque-noninv"])
+@pytest.mark.parametrize("make", [Min, Max])
+def test_min_max_hold_their_identity_among_ints(pair, make) -> None:
+    """Min's +inf (Max's -inf), which the shared final inserts for empty partials, stays typed
+    in an int window (as the int64 at that end, an int partial equal to which is refused),
+    and identities held before the first float become floats."""
+    twin_cls, obj_cls, _ = PAIRS[pair]
+    monoid = make()
+    sentinel = 2 ** 63 - 1 if make is Min else -(2 ** 63)
+    for tail in ([3, -2, 7], [1.5, 0.5]):
+        twin, obj = twin_cls(monoid, [1, 2, 4]), obj_cls(monoid, [1, 2, 4])
+        for p in [monoid.identity, monoid.identity, *tail, monoid.identity, tail[0], monoid.identity]:
+            twin.insert(p)
+            obj.insert(p)
+            same(twin, obj)
+            assert keys([twin.query(r) for r in (1, 2, 3, 4)]) == keys([obj.query(r) for r in (1, 2, 3, 4)])
+        assert keys(twin.to_object().answers()) == keys(obj.answers())
+        if type(tail[0]) is int:
+            with pytest.raises(Untyped):
+                twin.insert(sentinel)
+            with pytest.raises(Untyped):
+                twin.insert(-monoid.identity)
+            same(twin, obj)
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_ranges_are_checked_as_the_object_aggregator_does(pair) -> None:
+    twin_cls, obj_cls, monoids = PAIRS[pair]
+    monoid = monoids[0]()
+    for bad in ([], [0], [2, -1], [1.0], "12", 3, [True]):
+        with pytest.raises((TypeError, ValueError)) as expected:
+            obj_cls(monoid, bad)
+        with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
+            twin_cls(monoid, bad)
+    with pytest.raises(TypeError):
+        twin_cls(Collect(), [1])
+    with pytest.raises(TypeError):
+        twin_cls(CountingMonoid(monoid), [1])
+
+
+def test_the_factory_gives_a_twin_when_the_typed_cores_are_in_use(monkeypatch) -> None:
+    monkeypatch.setattr(typed, "USE", True)
+    assert type(multi_query_aggregator("slideside", Sum(), [3])) is typed_mq.TypedSlideSide
+    assert type(multi_query_aggregator("slickdeque", Min(), [3])) is typed_mq.TypedSlickDeque
+    assert type(multi_query_aggregator("slickdeque", Mean(), [3])) is typed_mq.TypedSlickDequeInv
+    assert type(multi_query_aggregator("slideside", Max(), [3])) is typed_mq.TypedOverlaidSlideSide
+    assert type(multi_query_aggregator("flatfit", Sum(), [3])) is MULTI_QUERY["flatfit"]
+    assert type(multi_query_aggregator("slideside", CountingMonoid(Sum()), [3])) is InvertibleSlideSide
+    monkeypatch.setattr(typed, "USE", False)
+    assert type(multi_query_aggregator("slideside", Sum(), [3])) is InvertibleSlideSide
+
+
+@pytest.mark.parametrize("final,make", [("slideside", Sum), ("slideside", Mean), ("slideside", Min), ("slickdeque", Sum),
+                                        ("slickdeque", Min), ("slickdeque", Mean)])
+def test_shared_streams_demote_and_match_the_object_aggregators(monkeypatch, final, make) -> None:
+    """``Stream(final="shared")`` with the twins (typed.USE) against the same stream with the
+    object aggregators, bit for bit: ints, then floats, with gaps (an empty partial inserts
+    the monoid's identity: Sum's int 0 into a FLOAT twin, Min's inf into an INT one), so the
+    twins are demoted mid-stream."""
+    from test_stream_shared import forced
+
+    built = []
+    real = multi_query_aggregator
+
+    def spy(name, monoid, ranges):
+        agg = real(name, monoid, ranges)
+        built.append(agg)
+        return agg
+
+    monkeypatch.setattr("mta.stream.shared.multi_query_aggregator", spy)
+    results = {}
+    for use in (True, False):
+        monkeypatch.setattr(typed, "USE", use)
+        s = Stream(make(), final="shared", optimizer=forced("pairs", final))
+        s.add("a", Sliding(8, 1))
+        s.add("b", Sliding(20, 2))
+        out = []
+        for t in range(300):
+            if t % 50 < 40:  # then a gap of 10: windows with empty partials
+                s.insert(t, (t % 13) * 0.1 - 0.5 if t > 100 else t % 13)
+            if t % 5 == 0:
+                out += s.advance(t)
+        out += s.advance(math.inf)
+        results[use] = [(r.query, r.start, r.end, key(r.value), r.count) for r in out]
+        held = {type(group.mq) for group in s.final.groups.values()}
+        assert held and not any(cls.__name__.startswith("Typed") for cls in held)  # demoted (or never typed)
+    assert results[True] == results[False] and len(results[False]) > 200
+    twins = [agg for agg in built if type(agg).__name__.startswith("Typed")]
+    assert twins and len(twins) < len(built)  # the typed run built twins, the object run none
+
+
+@pytest.mark.parametrize("final,make", [("slideside", Max), ("slickdeque", Min), ("slideside", Sum)])
+def test_shared_streams_of_ints_stay_typed(monkeypatch, final, make) -> None:
+    """Ints with gaps: the identities inserted for empty partials (Sum's 0, Min's +inf, Max's
+    -inf) leave the twins typed to the end, with the object aggregators' results."""
+    from test_stream_shared import forced
+
+    results = {}
+    for use in (True, False):
+        monkeypatch.setattr(typed, "USE", use)
+        s = Stream(make(), final="shared", optimizer=forced("pairs", final))
+        s.add("a", Sliding(8, 1))
+        s.add("b", Sliding(20, 2))
+        out = []
+        for t in range(10, 300):
+            if t % 50 < 35:
+                s.insert(t, t % 17 - 8)
+            if t % 5 == 0:
+                out += s.advance(t)
+        out += s.advance(math.inf)
+        results[use] = [(r.query, r.start, r.end, key(r.value), r.count) for r in out]
+        typed_groups = {type(g.mq).__name__.startswith("Typed") for g in s.final.groups.values()}
+        assert typed_groups == {use}
+    assert results[True] == results[False] and len(results[False]) > 200
