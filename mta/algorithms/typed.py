@@ -101,6 +101,7 @@ _Number = cython.fused_type(cython.double, cython.longlong)
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
     """``combine(a, b)``, as the monoid's: ties keep the left operand (int64s: the INT bound
     rules out overflow)."""
@@ -113,6 +114,7 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 def _first(op: cython.int, x: _Number) -> _Number:
     """``combine(identity, x)``: x, but for a sum, whose identity is the int 0, ``0 + -0.0``
     is ``0.0`` (as on the object path)."""
@@ -531,6 +533,9 @@ class _TypedCore:
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
 def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
          si: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
@@ -544,6 +549,9 @@ def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
 def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
@@ -780,6 +788,8 @@ class TypedDABA(_TypedCore):
         return self._tail - self._head
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _put(self, kind: cython.int) -> cython.void:
         if kind != self._vals.kind:  # an empty window takes the other kind
             self._vals.reserve(self._mask + 1, 0, kind)
@@ -823,6 +833,7 @@ class TypedDABA(_TypedCore):
         self._magnitude += magnitude
 
     @cython.cfunc
+    @cython.exceptval(check=False)
     def _fixup(self) -> cython.void:
         """One step of the de-amortized flip (the object algorithm's ``_fixup``)."""
         l: cython.Py_ssize_t = self._l
