@@ -33,10 +33,12 @@ every round and recorded as ``equal``.
     python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
     python -m benchmarks.compiled_core --algorithms log_mta   # the cells of some typed cores only
+    python -m benchmarks.compiled_core --cells batches         # some cells only (results: compiled_core_batches.*)
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import math
 import sys
@@ -61,6 +63,7 @@ KINDS: dict[str, tuple[Callable[[], Monoid], bool]] = {
     "Sum, float": (Sum, False), "Sum, int": (Sum, True), "Mean, float": (Mean, False)}
 PER_EVENT_MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean, "Max": Max}
 BATCH = 1000
+CELLS = ("bare", "per_event", "batches", "memory")
 TARGETS = {"bare_steps_per_s": 5e6, "bare_speedup": 5.0, "vs_river": 3.0, "batch": 10.0, "memory": 1 / 3}
 
 
@@ -394,9 +397,21 @@ def memory(run: Run, cores: list[str], n: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- main
 
+def cell_list(text: str) -> list[str]:
+    """Cell names, in the order of :data:`CELLS`."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in CELLS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown cell {', '.join(bad) or repr(text)}; choose from {', '.join(CELLS)}")
+    return [n for n in CELLS if n in names]
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = parser(__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 7; quick 3)")
+    p.add_argument("--cells", type=cell_list, default=list(CELLS),
+                   help=f"comma-separated subset of: {', '.join(CELLS)} (results of a subset go to "
+                        f"{NAME}_<cells>.*, not over the full run's)")
     args = p.parse_args(argv)
     if args.quick:
         params = {"bare_n": 2**12, "event_sizes": [1000, 2**12], "event_steps_min": 2**12, "batch_n": 2**12,
@@ -411,25 +426,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         p.error(f"no typed core among {', '.join(args.algorithms)}; typed cores: {', '.join(TYPED_ALGORITHMS)}")
     params["typed_algorithms"] = {name: core_label(name) for name in cores}
     params["mta_compiled"] = mta.COMPILED
-    run = Run(NAME, args, params)
+    params["cells"] = args.cells
+    run = Run(NAME if args.cells == list(CELLS) else "_".join([NAME, *args.cells]), args, params)
     rounds = params["rounds"]
-    cells = {
-        "bare": run.experiment("bare", lambda: bare(run, cores, params["bare_n"], rounds)),
-        "per_event": run.experiment("per_event", lambda: per_event(
-            run, cores, params["event_sizes"], params["event_steps_min"], rounds)),
-        "batches": run.experiment("batches", lambda: batches(run, cores, params["batch_n"], params["batch_events"], rounds)),
-        "memory": run.experiment("memory", lambda: memory(run, cores, params["memory_n"])),
+    experiments = {
+        "bare": lambda: bare(run, cores, params["bare_n"], rounds),
+        "per_event": lambda: per_event(run, cores, params["event_sizes"], params["event_steps_min"], rounds),
+        "batches": lambda: batches(run, cores, params["batch_n"], params["batch_events"], rounds),
+        "memory": lambda: memory(run, cores, params["memory_n"]),
     }
+    cells = {name: run.experiment(name, experiments[name]) for name in args.cells}
     run.data["cells"] = cells
+    results = {name: cells[name]["results"] if name in cells else [] for name in CELLS}
     csv_rows = (
         [["bare", e["algorithm"], e["kind"], e["n"], e["typed_ns"], e["object_ns"], e["speedup"]]
-         for e in cells["bare"]["results"]]
+         for e in results["bare"]]
         + [["per_event", e["algorithm"], f"{e['monoid']} vs river", e["n"], e["typed_ns"], e["object_ns"],
-            e["river_over_typed"]] for e in cells["per_event"]["results"]]
+            e["river_over_typed"]] for e in results["per_event"]]
         + [["batches", e["window"], "batch vs loop", e["n"], e["batch_ns"], e["loop_ns"], e["speedup"]]
-           for e in cells["batches"]["results"]]
+           for e in results["batches"]]
         + [["memory", e["algorithm"], "bytes/element filled", e["n"], e["typed_bytes_per_element"],
-            e["object_bytes_per_element"], e["ratio_filled"]] for e in cells["memory"]["results"]])
+            e["object_bytes_per_element"], e["ratio_filled"]] for e in results["memory"]])
     run.finish(["cell", "competitor", "measure", "n", "typed_or_batch", "object_or_loop", "ratio"], csv_rows)
     run.write_markdown(f"mta.COMPILED = {params['mta_compiled']}; typed cores: "
                        + ", ".join(f"{label(k)}: {v}" for k, v in params["typed_algorithms"].items()) + ".")

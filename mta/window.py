@@ -27,11 +27,9 @@ from itertools import islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-import numpy as np
-
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
-from mta.arrays import as_list, numeric_array
+from mta.arrays import as_list
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
@@ -437,8 +435,8 @@ class Window:
         right after it, so a crash loses at most what :meth:`insert` would.
         """
         if values is not None:
-            if self._typed:
-                evicted = self._insert_arrays(updates, values)
+            if self._typed:  # plain numeric columns: C loops check and insert them
+                evicted = self._events.insert_arrays(updates, values)
                 if evicted is not None:
                     return evicted
             timestamps, values = as_list(updates, "timestamps"), as_list(values, "values")
@@ -473,26 +471,6 @@ class Window:
                 or (newest is not None and ts[0].item() < newest)):
             return None
         return ts, vs
-
-    def _insert_arrays(self, timestamps: Any, values: Any) -> int | None:
-        """``insert_many`` of numpy columns straight into the typed core's C loops; None, and
-        nothing changed, where the general path must decide (another dtype, a timestamp or a
-        value it would refuse and name, a kind the core does not hold: it demotes)."""
-        arrays = self._arrays_in_order(timestamps, values)
-        if arrays is None:
-            return None
-        ts, partials = arrays[0], typed.array_partials(self.monoid, arrays[1])
-        if partials is None:
-            return None
-        try:
-            if self._timed:
-                self._algorithm.insert_arrays(ts, partials)
-            else:
-                self._algorithm.insert_array(partials)
-        except typed.Untyped:
-            return None
-        self._newest = ts[-1].item()
-        return self._enforce()
 
     def check(self, timestamps: Sequence[Any], values: Sequence[Any],
               positions: Sequence[int] | None = None) -> tuple[Sequence[Any], list[Any]]:

@@ -61,3 +61,19 @@ def test_compiled_core_quick(tmp_path):
     assert "command: `" in markdown and "commit: " in markdown and "machine: " in markdown
     for title in ("### 1. Bare", "### 2. Per event", "### 3. insert_many", "### 4. Memory"):
         assert title in markdown
+
+
+@bench_smoke
+def test_compiled_core_quick_batches_cell_alone(tmp_path):
+    """``--cells batches`` runs that cell only (of the chosen typed cores) and writes its own
+    results file, not over the full run's."""
+    run_quick("compiled_core", tmp_path, timeout=120, args=("--cells", "batches", "--algorithms", "amta"))
+    assert not (tmp_path / "compiled_core_quick.json").exists()
+    data = json.loads((tmp_path / "compiled_core_batches_quick.json").read_text())
+    assert set(data["cells"]) == {"batches"} and data["params"]["cells"] == ["batches"]
+    batches = data["cells"]["batches"]["results"]
+    assert {(e["policy"], e["algorithm"], e["path"]) for e in batches} == {
+        (p, "amta", path) for p in ("MaxSize", "TimeRange") for path in ("typed", "object")}
+    assert all(e["equal"] and e["batch_ns"] > 0 and e["loop_ns"] > 0 for e in batches)
+    markdown = (tmp_path / "compiled_core_batches_quick.md").read_text()
+    assert "### 3. insert_many" in markdown and "### 1. Bare" not in markdown

@@ -42,6 +42,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.base import Aggregator
+from mta.arrays import numeric_array
 from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
 from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
 
@@ -83,23 +84,6 @@ def op_of(monoid: Monoid) -> int | None:
     return _OPS.get(type(monoid))
 
 
-def array_partials(monoid: Monoid, values: Any) -> Any:
-    """The value partials of an int64 or float64 numpy array, as :meth:`TypedTwoStacks.insert_array`
-    takes them, when the monoid lifts every value unchanged: finite for Sum and Mean, not NaN
-    for Min and Max; Count's are ones. None otherwise: the general path lifts them one by one
-    (and names the value it refuses)."""
-    op = op_of(monoid)
-    if op is None or values is None:
-        return None
-    if type(monoid) is Count:
-        return np.ones(len(values), dtype=np.int64)
-    if values.dtype.kind == "f":
-        ok = np.isfinite(values).all() if op == _SUM or op == _MEAN else not np.isnan(values).any()
-        if not ok:
-            return None
-    return values
-
-
 def _doubles(n: cython.Py_ssize_t) -> array:
     return array("d", bytes(8 * n))
 
@@ -117,6 +101,7 @@ _Number = cython.fused_type(cython.double, cython.longlong)
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
     """``combine(a, b)``, as the monoid's: ties keep the left operand (int64s: the INT bound
     rules out overflow)."""
@@ -129,6 +114,7 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 def _first(op: cython.int, x: _Number) -> _Number:
     """``combine(identity, x)``: x, but for a sum, whose identity is the int 0, ``0 + -0.0``
     is ``0.0`` (as on the object path)."""
@@ -547,6 +533,9 @@ class _TypedCore:
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
 def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
          si: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
@@ -560,6 +549,9 @@ def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
 def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
@@ -796,6 +788,8 @@ class TypedDABA(_TypedCore):
         return self._tail - self._head
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _put(self, kind: cython.int) -> cython.void:
         if kind != self._vals.kind:  # an empty window takes the other kind
             self._vals.reserve(self._mask + 1, 0, kind)
@@ -839,6 +833,7 @@ class TypedDABA(_TypedCore):
         self._magnitude += magnitude
 
     @cython.cfunc
+    @cython.exceptval(check=False)
     def _fixup(self) -> cython.void:
         """One step of the de-amortized flip (the object algorithm's ``_fixup``)."""
         l: cython.Py_ssize_t = self._l
@@ -999,6 +994,8 @@ class Events:
     """
 
     _window: object
+    _algorithm: object
+    _timed: cython.bint  # the algorithm is a TypedTimed (else a core under MaxSize or no policy)
     _push: object
     _result: object
     _checked_insert: object
@@ -1011,6 +1008,8 @@ class Events:
                  checked_query: Any) -> None:
         self._live = True
         self._window = window
+        self._algorithm = algorithm
+        self._timed = isinstance(algorithm, TypedTimed)
         self._push = algorithm.push
         self._result = algorithm.result
         self._checked_insert = checked_insert
@@ -1060,6 +1059,40 @@ class Events:
         window._newest = timestamp
         return evicted
 
+    def insert_arrays(self, timestamps: Any, values: Any) -> Any:
+        """``Window.insert_many(timestamps, values)`` of numeric columns
+        (:func:`mta.arrays.numeric_array`) straight into the core's C loops, when every update
+        is plain as :meth:`insert` takes it: timestamps finite and in order, none older than
+        the window's newest, values the monoid lifts unchanged. The checks are C loops over
+        the columns. Returns how many were evicted; None, with nothing changed, where the
+        window's general path must decide (other columns, an update it refuses and names, a
+        kind the core does not hold: it demotes)."""
+        if not self._live:
+            return None
+        ts = timestamps if _plain_column(timestamps) else numeric_array(timestamps)
+        vs = values if _plain_column(values) else numeric_array(values)
+        if ts is None or vs is None:
+            return None
+        tview = memoryview(ts)  # indexed, a Python number on the pure path (not numpy's)
+        n: cython.Py_ssize_t = len(tview)
+        window = self._window
+        newest = window._newest
+        if not n or n != len(vs) or not _plain_times(tview) or (newest is not None and tview[0] < newest):
+            return None
+        if self._count:
+            vs = np.ones(n, dtype=np.int64)
+        elif not _liftable(memoryview(vs), self._op):
+            return None
+        try:
+            if self._timed:
+                self._algorithm.insert_arrays(ts, vs)
+            else:
+                self._algorithm.insert_array(vs)
+        except Untyped:
+            return None
+        window._newest = tview[n - 1]
+        return window._enforce()
+
     def query(self, t_from: Any = None, t_to: Any = None) -> Any:
         """``Window.query``: the window's result (of a time range: the window's own way)."""
         if t_from is None and t_to is None and self._live:
@@ -1069,6 +1102,69 @@ class Events:
     def retire(self) -> None:
         """The window has left the typed core: from now on every call goes the checked way."""
         self._live = False
+
+
+_NDARRAY = np.ndarray
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+
+
+@cython.cfunc
+def _plain_column(column: object) -> cython.bint:
+    """Whether ``column`` is a 1-D numpy array of float64 or int64 (native order): what
+    :func:`mta.arrays.numeric_array` returns unchanged."""
+    if type(column) is not _NDARRAY or column.ndim != 1:
+        return False
+    dtype = column.dtype
+    return dtype is _F64 or dtype is _I64
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _plain_times(view: object) -> cython.bint:
+    """Whether the timestamps of a float64 or int64 buffer (not empty) are finite and
+    non-decreasing: one C loop (NaN fails every comparison)."""
+    n: cython.Py_ssize_t = len(view)
+    j: cython.Py_ssize_t
+    x: cython.double
+    if view.format == "d":
+        d: cython.const[cython.double][:] = view
+        x = d[0]
+        if not -_INF < x:
+            return False
+        for j in range(n):
+            if not x <= d[j] < _INF:
+                return False
+            x = d[j]
+        return True
+    i: cython.const[cython.longlong][:] = view
+    for j in range(1, n):
+        if i[j] < i[j - 1]:
+            return False
+    return True
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _liftable(view: object, op: cython.int) -> cython.bint:
+    """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
+    unchanged (not Count): floats finite for Sum and Mean, not NaN for Min and Max; ints all."""
+    if view.format != "d":
+        return True
+    d: cython.const[cython.double][:] = view
+    n: cython.Py_ssize_t = len(view)
+    j: cython.Py_ssize_t
+    if op == _SUM or op == _MEAN:
+        for j in range(n):
+            if not -_INF < d[j] < _INF:
+                return False
+        return True
+    for j in range(n):
+        if d[j] != d[j]:
+            return False
+    return True
 
 
 @cython.cclass
