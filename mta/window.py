@@ -27,9 +27,11 @@ from itertools import islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
-from mta.arrays import as_list
+from mta.arrays import as_list, numeric_array
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
