@@ -24,7 +24,8 @@ import os
 import sys
 
 # The modules that setup.py compiles (dotted names; sources at mta/<...>.py).
-EXTENSION_MODULES: tuple[str, ...] = ("mta.algorithms.typed", "mta.algorithms.typed_amta", "mta.algorithms.typed_fiba")
+EXTENSION_MODULES: tuple[str, ...] = ("mta.algorithms.typed", "mta.algorithms.typed_amta", "mta.algorithms.typed_fiba",
+                                      "mta.stream.typed_ingest")
 
 NO_EXTENSIONS: bool = bool(os.environ.get("MTA_NO_EXTENSIONS"))
 
