@@ -244,6 +244,24 @@ class Stream:
             ingest.live = not self._pending and not self._predicates
             ingest.set_floor(max(self.watermark, self._newest))
 
+    def _absorb(self) -> None:
+        """Hand the tuples waiting the object way back to the typed ingest when it takes them
+        all: in arrival order, which is their timestamp order (after an out-of-order tuple or
+        one of another kind was released, the stream goes on typed)."""
+        ingest, pending = self._ingest, self._pending
+        if ingest is None or not pending or ingest.n or self._predicates or not self._typed_release:
+            return
+        base = self._arrival - len(pending)
+        if any(entry[1] != base + k for k, entry in enumerate(pending)):
+            return
+        ingest.set_floor(self.watermark)
+        for entry in pending:  # sorted by timestamp by the advance's release
+            if not ingest.take(entry[0], entry[4]):
+                ingest.flush()
+                return
+        self._arrival = base
+        pending.clear()
+
     def _flush_typed(self) -> None:
         """Move the tuples of the typed ingest to ``_pending`` (as the object path holds them)."""
         ingest = self._ingest
@@ -500,6 +518,7 @@ class Stream:
         self.final.advanced()
         if watermark > prev:
             self._retain()
+        self._absorb()
         self._retype()
         updates.sort(key=_ts)
         closes.sort(key=_ts)

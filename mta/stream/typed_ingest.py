@@ -178,8 +178,16 @@ class TypedIngest:
 
     def insert(self, ts: Any, value: Any) -> Any:
         """``Stream.insert``: the plain in-order case into the columns, anything else the object way."""
-        if not self.live:
-            return self._slow(ts, value)
+        if self.live and self._take(ts, value):
+            return True
+        return self._slow(ts, value)
+
+    def take(self, ts: Any, value: Any) -> bool:
+        """Add the tuple if it is one the fast path takes (else change nothing, return False)."""
+        return self._take(ts, value)
+
+    @cython.cfunc
+    def _take(self, ts: object, value: object) -> cython.bint:
         t: cython.double
         tk: cython.int
         kind = type(ts)
@@ -187,16 +195,16 @@ class TypedIngest:
             t = ts
             tk = _FLOAT
             if not -_INF < t < _INF:
-                return self._slow(ts, value)
+                return False
         elif kind is int:
             if not -_EXACT < ts < _EXACT:
-                return self._slow(ts, value)
+                return False
             t = ts
             tk = _INT
         else:
-            return self._slow(ts, value)
+            return False
         if t < self._floor or (self._n and tk != self._tkind):
-            return self._slow(ts, value)
+            return False
         x: cython.double = 0.0
         i: cython.longlong = 0
         vk: cython.int
@@ -206,21 +214,21 @@ class TypedIngest:
             vk = _FLOAT
             if self._op == _MIN or self._op == _MAX:
                 if x != x:
-                    return self._slow(ts, value)
+                    return False
             elif not self._count and not -_INF < x < _INF:
-                return self._slow(ts, value)
+                return False
         elif vkind is int:
             if not _I64_MIN <= value <= _I64_MAX:
-                return self._slow(ts, value)
+                return False
             i = value
             vk = _INT
             if (self._op == _SUM or self._op == _MEAN) and not self._count:
                 if _abs64(i) > _LIMIT - self._abs:
-                    return self._slow(ts, value)
+                    return False
         else:
-            return self._slow(ts, value)
+            return False
         if self._n and vk != self._vkind:
-            return self._slow(ts, value)
+            return False
         if self._n == self._cap:
             self._grow(self._n + 1)
         n: cython.Py_ssize_t = self._n
