@@ -1,0 +1,147 @@
+"""Issue 20, Stream engine: ``mta.Stream`` with the typed ingest against the object engine.
+
+The slicing benchmark's fig8 workload at its largest (:mod:`benchmarks.stream_slicing`):
+1,000 concurrent tumbling windows of 1-20 s (whole seconds), a sensor stream of 1,000
+tuples per second of event time, in order, integer readings, the watermark advanced every
+second 2 s behind the arrival clock. Competitors, in one process, the order rotated every
+round, results compared with the object engine's after every round (``equal``):
+
+* ``object``: the engine on Python objects (``typed_ingest.USE`` False: the pure path's engine);
+* ``typed``: the typed ingest (compiled), every tuple ``insert(ts, value)``;
+* ``typed, columns``: the typed ingest, each second's tuples ``insert_many(ts, values)`` of
+  int64 numpy columns (made before the clock starts).
+
+For Sum and Mean. The table gives tuples per second (median over rounds), the ratio to the
+object engine, and where an object-engine run spends its time: the per-tuple inserts, the
+advances' slicing of the released tuples, and the rest of the advances (window ends:
+final aggregation, one Result per window and query, sorting).
+
+    python -m benchmarks.stream_compiled            # 60 s of stream, 5 rounds
+    python -m benchmarks.stream_compiled --quick    # smoke run (seconds)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from benchmarks.common import Run, gc_paused, median, now_ns, parser, ratio
+from benchmarks.stream_baselines import Workload
+from benchmarks.stream_slicing import tumbling_queries
+from mta import Mean, Stream, Sum
+from mta.monoid import Monoid
+from mta.stream import typed_ingest
+
+NAME = "stream_compiled"
+MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean}
+COMPETITORS = ["object", "typed", "typed, columns"]
+TARGET = 5.0
+
+
+def build(monoid: Monoid, queries: list, typed: bool) -> Stream:
+    saved = typed_ingest.USE
+    typed_ingest.USE = typed
+    try:
+        stream = Stream(monoid)
+    finally:
+        typed_ingest.USE = saved
+    for name, spec in queries:
+        stream.add(name, spec)
+    return stream
+
+
+def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, columns: list) -> tuple[float, list, dict]:
+    """Seconds of one run and its results ``(query, start, end, value, count)``, with the
+    object engine's split of the time (inserts, slicing at advances, the rest)."""
+    stream = build(monoid, queries, competitor != "object")
+    out: list = []
+    split = {"insert": 0, "release": 0, "windows": 0}
+    timed = competitor == "object"
+    if timed:
+        release = stream._release
+
+        def timed_release(watermark: Any) -> None:
+            t0 = now_ns()
+            release(watermark)
+            split["release"] += now_ns() - t0
+        stream._release = timed_release  # type: ignore[method-assign]
+    insert, insert_many, advance = stream.insert, stream.insert_many, stream.advance
+    with gc_paused():
+        t0 = now_ns()
+        for (batch, watermark), (ts, vs) in zip(rounds, columns):
+            t1 = now_ns()
+            if competitor == "typed, columns":
+                insert_many(ts, vs)
+            else:
+                for t, v in batch:
+                    insert(t, v)
+            t2 = now_ns()
+            out += advance(watermark)
+            if timed:
+                split["insert"] += t2 - t1
+                split["windows"] += now_ns() - t2
+        dt = now_ns() - t0
+    split["windows"] -= split["release"]
+    return dt / 1e9, [(r.query, r.start, r.end, repr(r.value), r.count) for r in out], split
+
+
+def cell(run: Run, seconds: float, reps: int) -> dict[str, Any]:
+    queries = tumbling_queries(1000, 1000)
+    rounds = Workload(seconds=seconds).rounds()
+    columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
+               for b, _ in rounds]
+    tuples = sum(len(b) for b, _ in rounds)
+    results = []
+    for mname, make in MONOIDS.items():
+        tps: dict[str, list[float]] = {c: [] for c in COMPETITORS}
+        splits: list[dict] = []
+        equal = True
+        for rep in range(reps):
+            order = COMPETITORS[rep % 3:] + COMPETITORS[:rep % 3]
+            got = {}
+            for c in order:
+                dt, rows, split = run_once(c, make(), queries, rounds, columns)
+                tps[c].append(tuples / dt)
+                got[c] = rows
+                if c == "object":
+                    splits.append(split)
+            equal = equal and got["typed"] == got["object"] and got["typed, columns"] == got["object"]
+        entry = {"monoid": mname, "tuples": tuples, "results": len(got["object"]), "equal": equal,
+                 **{f"{c}_tps": median(tps[c]) for c in COMPETITORS},
+                 "object_split_ns_per_tuple": {k: median([s[k] for s in splits]) / tuples for k in splits[0]}}
+        entry["typed_ratio"] = ratio(entry["typed_tps"], entry["object_tps"])
+        entry["columns_ratio"] = ratio(entry["typed, columns_tps"], entry["object_tps"])
+        results.append(entry)
+        run.log(f"{mname}: " + ", ".join(f"{c} {entry[f'{c}_tps']:,.0f} t/s" for c in COMPETITORS))
+    run.table("Stream engine, 1,000 tumbling windows: tuples/s",
+              ["monoid", "object t/s", "typed t/s", "typed, columns t/s", "typed / object", "columns / object",
+               "object: insert / slicing / window ends (ns per tuple)", "equal"],
+              [[e["monoid"], round(e["object_tps"]), round(e["typed_tps"]), round(e["typed, columns_tps"]),
+                f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x",
+                " / ".join(f"{v:.0f}" for v in e["object_split_ns_per_tuple"].values()), e["equal"]]
+               for e in results],
+              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples), "
+                   f"compiled: {typed_ingest.COMPILED}. Target (issue 20): typed >= {TARGET:g}x object.")
+    return {"results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=60.0, help="seconds of stream (1,000 tuples each)")
+    p.add_argument("--reps", type=int, default=5, help="alternated rounds")
+    args = p.parse_args(argv)
+    seconds, reps = (4.0, 1) if args.quick else (args.seconds, args.reps)
+    run = Run(NAME, args, {"seconds": seconds, "reps": reps, "windows": 1000,
+                           "compiled": typed_ingest.COMPILED})
+    out = run.experiment("stream", lambda: cell(run, seconds, reps))
+    run.data["results"] = out["results"]
+    run.finish(["monoid", "competitor", "tuples_per_s"],
+               [[e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in COMPETITORS])
+    run.write_markdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
