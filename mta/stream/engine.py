@@ -41,6 +41,7 @@ from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
+from mta.stream.fanout import fan_out
 from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
@@ -508,12 +509,10 @@ class Stream:
             u, c = len(updates), len(closes)
             leader.close(prev, self.watermark, updates, closes)
             if others and (len(updates) > u or len(closes) > c):  # the same windows under other names
-                made = (updates[u:], closes[c:])
-                for r in others:
-                    for out, results in zip((updates, closes), made):
-                        if results:
-                            out.extend([((key[0], r.order, key[2]), _renamed(result, r.name))
-                                        for key, result in results])
+                if len(updates) > u:
+                    fan_out(updates[u:], others, updates)
+                if len(closes) > c:
+                    fan_out(closes[c:], others, closes)
         self.late_slices.clear()
         self.final.advanced()
         if watermark > prev:
@@ -703,13 +702,6 @@ class Stream:
 def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
     return optimize([PeriodicQuery(name, *spec) for name, spec in queries], rate, invertible=invertible,
                     selection=selection, commutative=commutative, method=method, max_edges=MAX_POINTS)
-
-
-def _renamed(result: Result, query: str) -> Result:
-    value = result.value
-    if type(value) is list or type(value) is dict:  # each result its own container
-        value = value.copy()
-    return Result(query, result.start, result.end, value, result.count, result.final, result.replaces)
 
 
 def _listify(value: Any) -> Any:
