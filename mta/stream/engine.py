@@ -336,19 +336,8 @@ class Stream:
 
     def insert(self, ts: int | float, value: Any) -> bool:
         """Add one tuple; False if it was dropped as too late (see ``allowed_lateness``)."""
-        return self._insert_object(ts, value)
-
-    def _insert_object(self, ts: int | float, value: Any) -> bool:
-        """:meth:`insert` the object way (the typed ingest's tuples first go to ``_pending``)."""
         if self._ingest is not None:
-            self._flush_typed()
-            try:
-                return self._insert_one(ts, value)
-            finally:
-                self._retype()
-        return self._insert_one(ts, value)
-
-    def _insert_one(self, ts: int | float, value: Any) -> bool:
+            return self._insert_object(ts, value)
         kind = type(ts)
         if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < self._newest)):
             self._check(ts, self._newest)
@@ -364,6 +353,18 @@ class Stream:
         if ts > self._newest:
             self._newest = ts
         return True
+
+    def _insert_object(self, ts: int | float, value: Any) -> bool:
+        """:meth:`insert` the object way, on a stream with a typed ingest: its tuples go to
+        ``_pending`` first (the ingest is set aside meanwhile, so an ``on_late`` that inserts
+        goes the object way too)."""
+        self._flush_typed()
+        ingest, self._ingest = self._ingest, None
+        try:
+            return Stream.insert(self, ts, value)
+        finally:
+            self._ingest = ingest
+            self._retype()
 
     def _check(self, ts: Any, newest: Any) -> None:
         _check_time(ts)
