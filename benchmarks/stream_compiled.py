@@ -77,7 +77,7 @@ def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, colum
         engine.fan_out = compiled_fan_out
 
 
-def _run(competitor: str, stream: Stream, rounds: list, columns: list) -> tuple[float, list, dict]:
+def _run(competitor: str, stream: Stream, rounds: list, columns: list, rows: bool = True) -> tuple[float, list, dict]:
     out: list = []
     split = {"insert": 0, "release": 0, "windows": 0}
     timed = competitor == "object"
@@ -106,7 +106,7 @@ def _run(competitor: str, stream: Stream, rounds: list, columns: list) -> tuple[
                 split["windows"] += now_ns() - t2
         dt = now_ns() - t0
     split["windows"] -= split["release"]
-    return dt / 1e9, [(r.query, r.start, r.end, repr(r.value), r.count) for r in out], split
+    return dt / 1e9, [(r.query, r.start, r.end, repr(r.value), r.count) for r in out] if rows else [], split
 
 
 def cell(run: Run, seconds: float, reps: int) -> dict[str, Any]:
@@ -153,11 +153,15 @@ INSTRUCTION_SPAN = (10, 40)  # seconds of stream: the two prefixes the children 
 
 
 def child(competitor: str, monoid: str, seconds: int) -> None:
-    """One competitor over the first ``seconds`` rounds of the 40-second stream (a cachegrind child)."""
-    rounds = Workload(seconds=INSTRUCTION_SPAN[1]).rounds()[:seconds]
+    """One competitor over the first ``seconds`` rounds of the 40-second stream (a cachegrind
+    child: everything but the run is the same for any ``seconds``)."""
+    rounds = Workload(seconds=INSTRUCTION_SPAN[1]).rounds()
     columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
                for b, _ in rounds]
-    run_once(competitor, MONOIDS[monoid](), tumbling_queries(1000, 1000), rounds, columns)
+    stream = build(MONOIDS[monoid](), tumbling_queries(1000, 1000), competitor != "object")
+    if competitor == "object":
+        engine.fan_out = PURE_FAN_OUT
+    _run(competitor, stream, rounds[:seconds], columns[:seconds], rows=False)
 
 
 def instructions(run: Run) -> dict[str, Any]:

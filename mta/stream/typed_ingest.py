@@ -187,9 +187,13 @@ class TypedIngest:
         return self._take(ts, value)
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.initializedcheck(False)
     def _take(self, ts: object, value: object) -> cython.bint:
         t: cython.double
         tk: cython.int
+        it: cython.longlong
         kind = type(ts)
         if kind is float:
             t = ts
@@ -197,9 +201,13 @@ class TypedIngest:
             if not -_INF < t < _INF:
                 return False
         elif kind is int:
-            if not -_EXACT < ts < _EXACT:
+            try:
+                it = ts
+            except OverflowError:  # compiled only: beyond a C long long
                 return False
-            t = ts
+            if not -_EXACT_C < it < _EXACT_C:
+                return False
+            t = it
             tk = _INT
         else:
             return False
@@ -218,9 +226,12 @@ class TypedIngest:
             elif not self._count and not -_INF < x < _INF:
                 return False
         elif vkind is int:
-            if not _I64_MIN <= value <= _I64_MAX:
+            if not cython.compiled and not _I64_MIN <= value <= _I64_MAX:
                 return False
-            i = value
+            try:
+                i = value
+            except OverflowError:  # compiled only: beyond int64
+                return False
             vk = _INT
             if (self._op == _SUM or self._op == _MEAN) and not self._count:
                 if _abs64(i) > _LIMIT - self._abs:
