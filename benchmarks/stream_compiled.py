@@ -109,9 +109,9 @@ def _run(competitor: str, stream: Stream, rounds: list, columns: list, rows: boo
     return dt / 1e9, [(r.query, r.start, r.end, repr(r.value), r.count) for r in out] if rows else [], split
 
 
-def cell(run: Run, seconds: float, reps: int) -> dict[str, Any]:
+def cell(run: Run, seconds: float, reps: int, rate: int = 1000) -> dict[str, Any]:
     queries = tumbling_queries(1000, 1000)
-    rounds = Workload(seconds=seconds).rounds()
+    rounds = Workload(seconds=seconds, rate=rate).rounds()
     columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
                for b, _ in rounds]
     tuples = sum(len(b) for b, _ in rounds)
@@ -144,7 +144,7 @@ def cell(run: Run, seconds: float, reps: int) -> dict[str, Any]:
                 f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x",
                 " / ".join(f"{v:.0f}" for v in e["object_split_ns_per_tuple"].values()), e["equal"]]
                for e in results],
-              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples), "
+              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a second), "
                    f"compiled: {typed_ingest.COMPILED and engine.fan_out is not PURE_FAN_OUT}. Target (issue 20): typed >= {TARGET:g}x object.")
     return {"results": results}
 
@@ -198,12 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=60.0, help="seconds of stream (1,000 tuples each)")
     p.add_argument("--reps", type=int, default=5, help="alternated rounds")
+    p.add_argument("--rate", type=int, default=1000, help="tuples per second of stream (window ends do not grow with it)")
     p.add_argument("--instructions", action="store_true", help="also instructions per tuple (valgrind)")
     args = p.parse_args(argv)
     seconds, reps = (4.0, 1) if args.quick else (args.seconds, args.reps)
-    run = Run(NAME, args, {"seconds": seconds, "reps": reps, "windows": 1000,
+    run = Run(NAME, args, {"seconds": seconds, "reps": reps, "rate": args.rate, "windows": 1000,
                            "compiled": typed_ingest.COMPILED})
-    out = run.experiment("stream", lambda: cell(run, seconds, reps))
+    out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate))
     run.data["results"] = out["results"]
     if args.instructions:
         run.data["instructions"] = run.experiment("instructions", lambda: instructions(run))["results"]
