@@ -144,8 +144,9 @@ def cell(run: Run, seconds: float, reps: int, rate: int = 1000) -> dict[str, Any
                 f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x",
                 " / ".join(f"{v:.0f}" for v in e["object_split_ns_per_tuple"].values()), e["equal"]]
                for e in results],
-              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a second), "
-                   f"compiled: {typed_ingest.COMPILED and engine.fan_out is not PURE_FAN_OUT}. Target (issue 20): typed >= {TARGET:g}x object.")
+              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a "
+                   f"second), compiled: {typed_ingest.COMPILED and engine.fan_out is not PURE_FAN_OUT}. "
+                   f"Target (issue 20): typed >= {TARGET:g}x object.")
     return {"results": results}
 
 
@@ -198,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=60.0, help="seconds of stream (1,000 tuples each)")
     p.add_argument("--reps", type=int, default=5, help="alternated rounds")
-    p.add_argument("--rate", type=int, default=1000, help="tuples per second of stream (window ends do not grow with it)")
+    p.add_argument("--rate", type=int, default=1000,
+                   help="tuples per second of stream (window ends do not grow with it)")
     p.add_argument("--instructions", action="store_true", help="also instructions per tuple (valgrind)")
     args = p.parse_args(argv)
     seconds, reps = (4.0, 1) if args.quick else (args.seconds, args.reps)

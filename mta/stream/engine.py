@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
+from mta.algorithms.typed import op_of
 from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
@@ -46,9 +47,8 @@ from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
                                 SlidingRunner, _EveryRunner, runner_class)
-from mta.stream.slices import TimeSlices
 from mta.stream import typed_ingest
-from mta.algorithms.typed import op_of
+from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
 _INF = math.inf
@@ -356,8 +356,8 @@ class Stream:
 
     def _insert_object(self, ts: int | float, value: Any) -> bool:
         """:meth:`insert` the object way, on a stream with a typed ingest: its tuples go to
-        ``_pending`` first (the ingest is set aside meanwhile, so an ``on_late`` that inserts
-        goes the object way too)."""
+        ``_pending`` first; the ingest is set aside for the call (``Stream.insert`` would
+        hand the tuple back to it)."""
         self._flush_typed()
         ingest, self._ingest = self._ingest, None
         try:
@@ -605,8 +605,8 @@ class Stream:
     def idle(self) -> bool:
         """True when nothing is held: no tuple, slice or window context (a keyed stream then
         drops the key's state)."""
-        return (not self._pending and not (self._ingest is not None and self._ingest.n) and not len(self.slices) and not self.buffer_ts and not self.late_slices
-                and not any(store.n for store in self._counts.values())
+        return (not self._pending and not (self._ingest is not None and self._ingest.n) and not len(self.slices)
+                and not self.buffer_ts and not self.late_slices and not any(store.n for store in self._counts.values())
                 and all(r.idle() for r in self._runners.values()))
 
     # -- state ---------------------------------------------------------------------------
