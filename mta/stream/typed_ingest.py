@@ -144,7 +144,7 @@ class TypedIngest:
         self._vkind = _NONE
         self._floor = -_INF
         self._abs = 0
-        self._grow(1024)
+        self._grow(16)  # small: a KeyedStream has one per key
 
     @property
     def n(self) -> int:
@@ -159,7 +159,7 @@ class TypedIngest:
 
     @cython.cfunc
     def _grow(self, need: cython.Py_ssize_t) -> cython.void:
-        cap: cython.Py_ssize_t = max(self._cap, 1024)
+        cap: cython.Py_ssize_t = max(self._cap, 16)
         while cap < need:
             cap *= 2
         t = array("d", bytes(8 * cap))
