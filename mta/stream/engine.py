@@ -37,14 +37,17 @@ from typing import Any, Callable, Iterable
 from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
+from mta.algorithms.typed import op_of
 from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
+from mta.stream.fanout import fan_out
 from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
                                 SlidingRunner, _EveryRunner, runner_class)
+from mta.stream import typed_ingest
 from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
@@ -116,6 +119,13 @@ class Stream:
         self.buffer_partials: list = []
         #: starts of the slices late tuples went into since the last advance (for the updates)
         self.late_slices: set = set()
+        #: the typed ingest (compiled, built-in numeric monoids): in-order tuples waiting in C
+        #: columns; they count as the pending tuples after those of ``_pending`` (which is
+        #: empty while it takes tuples), with the arrival numbers from ``_arrival`` on
+        self._ingest: typed_ingest.TypedIngest | None = None
+        if typed_ingest.USE and op_of(monoid) is not None:
+            self._ingest = typed_ingest.TypedIngest(monoid, self._insert_object)
+            self.insert = self._ingest.insert  # type: ignore[method-assign]
         self._configure()
 
     def _final(self) -> FinalAggregation:
@@ -153,6 +163,7 @@ class Stream:
         self._add(name, window, self.watermark)
 
     def _add(self, name: str, window: WindowType, begin: Any) -> Runner:
+        self._flush_typed()
         if not isinstance(name, str) or not name:
             raise ValueError(f"a query name must be a non-empty string, got {name!r}")
         if name in self._runners:
@@ -221,6 +232,46 @@ class Stream:
         self.slices.keep_tuples = self.allowed_lateness > 0 and (not self.monoid.commutative or punctuation)
         if not self._every:
             self.buffer_ts, self.buffer_partials = [], []
+        # the typed ingest folds into the time slices only: no store or runner sees single tuples
+        self._typed_release = (self._time and not self._aware and not self._counts and not self._every
+                               and not self.slices.keep_tuples)
+        self._retype()
+
+    def _retype(self) -> None:
+        """Let the typed ingest take tuples when nothing waits the object way (tuples in order
+        after those waiting), from the newest tuple and the watermark on."""
+        ingest = self._ingest
+        if ingest is not None:
+            ingest.live = not self._pending and not self._predicates
+            ingest.set_floor(max(self.watermark, self._newest))
+
+    def _absorb(self) -> None:
+        """Hand the tuples waiting the object way back to the typed ingest when it takes them
+        all: in arrival order, which is their timestamp order (after an out-of-order tuple or
+        one of another kind was released, the stream goes on typed)."""
+        ingest, pending = self._ingest, self._pending
+        if ingest is None or not pending or ingest.n or self._predicates or not self._typed_release:
+            return
+        base = self._arrival - len(pending)
+        if any(entry[1] != base + k for k, entry in enumerate(pending)):
+            return
+        ingest.set_floor(self.watermark)
+        for entry in pending:  # sorted by timestamp by the advance's release
+            if not ingest.take(entry[0], entry[4]):
+                ingest.flush()
+                return
+        self._arrival = base
+        pending.clear()
+
+    def _flush_typed(self) -> None:
+        """Move the tuples of the typed ingest to ``_pending`` (as the object path holds them)."""
+        ingest = self._ingest
+        if ingest is not None and ingest.n:
+            arrival = self._arrival
+            held = ingest.flush()
+            self._pending.extend([(ts, arrival + k, partial, 0, value) for k, (ts, value, partial) in enumerate(held)])
+            self._arrival = arrival + len(held)
+            self._newest = max(self._newest, held[-1][0])
 
     def _edges(self, t: Any) -> tuple[Any, Any]:
         """The largest context-free window edge <= t and the smallest > t.
@@ -285,6 +336,8 @@ class Stream:
 
     def insert(self, ts: int | float, value: Any) -> bool:
         """Add one tuple; False if it was dropped as too late (see ``allowed_lateness``)."""
+        if self._ingest is not None:
+            return self._insert_object(ts, value)
         kind = type(ts)
         if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < self._newest)):
             self._check(ts, self._newest)
@@ -300,6 +353,18 @@ class Stream:
         if ts > self._newest:
             self._newest = ts
         return True
+
+    def _insert_object(self, ts: int | float, value: Any) -> bool:
+        """:meth:`insert` the object way, on a stream with a typed ingest: its tuples go to
+        ``_pending`` first; the ingest is set aside for the call (``Stream.insert`` would
+        hand the tuple back to it)."""
+        self._flush_typed()
+        ingest, self._ingest = self._ingest, None
+        try:
+            return Stream.insert(self, ts, value)
+        finally:
+            self._ingest = ingest
+            self._retype()
 
     def _check(self, ts: Any, newest: Any) -> None:
         _check_time(ts)
@@ -320,6 +385,8 @@ class Stream:
         :func:`mta.arrays.as_list`); its errors name ``timestamps[i]`` or ``values[i]``."""
         if values is None:
             return self._insert_checked(self._check_batch(list(updates)))
+        if self._ingest is not None and self._ingest.insert_columns(updates, values):
+            return len(values)
         timestamps, values = as_list(updates, "timestamps"), as_list(values, "values")
         if len(timestamps) != len(values):
             raise ValueError(f"{len(timestamps)} timestamps for {len(values)} values")
@@ -341,6 +408,7 @@ class Stream:
                        where: Callable[[int, str], str]) -> tuple[list, list, list, list]:
         """:meth:`_check_batch` of a batch in columns; ``where(i, "timestamps" or "values")``
         names update i in the errors."""
+        self._flush_typed()
         newest = self._newest
         for i, ts in enumerate(timestamps):
             kind = type(ts)
@@ -371,6 +439,15 @@ class Stream:
 
     def _insert_checked(self, checked: tuple[list, list, list, list]) -> int:
         """Insert a batch from :meth:`_check_batch` (nothing can fail any more but ``on_late``)."""
+        if self._ingest is not None:
+            self._flush_typed()
+            try:
+                return self._insert_batch(checked)
+            finally:
+                self._retype()
+        return self._insert_batch(checked)
+
+    def _insert_batch(self, checked: tuple[list, list, list, list]) -> int:
         timestamps, values, partials, masks = checked
         taken = 0
         pending, watermark, arrival = self._pending, self.watermark, self._arrival
@@ -420,6 +497,8 @@ class Stream:
         if isinstance(watermark, bool) or not isinstance(watermark, (int, float)) or math.isnan(watermark):
             raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
         self.final.prepare()  # may raise (a plan the monoid cannot run): before anything changes
+        if self._ingest is not None and (self._pending or not self._typed_release):
+            self._flush_typed()
         prev = self.watermark
         if watermark > prev:
             self.watermark = watermark
@@ -431,16 +510,16 @@ class Stream:
             u, c = len(updates), len(closes)
             leader.close(prev, self.watermark, updates, closes)
             if others and (len(updates) > u or len(closes) > c):  # the same windows under other names
-                made = (updates[u:], closes[c:])
-                for r in others:
-                    for out, results in zip((updates, closes), made):
-                        if results:
-                            out.extend([((key[0], r.order, key[2]), _renamed(result, r.name))
-                                        for key, result in results])
+                if len(updates) > u:
+                    fan_out(updates[u:], others, updates)
+                if len(closes) > c:
+                    fan_out(closes[c:], others, closes)
         self.late_slices.clear()
         self.final.advanced()
         if watermark > prev:
             self._retain()
+        self._absorb()
+        self._retype()
         updates.sort(key=_ts)
         closes.sort(key=_ts)
         return [r for _, r in updates] + [r for _, r in closes]
@@ -448,6 +527,12 @@ class Stream:
     def _release(self, watermark: Any) -> None:
         """Hand the pending tuples older than ``watermark`` to the stores, in event-time order."""
         pending = self._pending
+        if self._ingest is not None and self._ingest.n and not pending:  # in order: no sort
+            k, newest = self._ingest.release(watermark, self.slices, self.monoid.combine)
+            if k:
+                self._arrival += k
+                self._newest = max(self._newest, newest)
+            return
         if not pending:
             return
         pending.sort(key=_ts)  # stable: equal timestamps stay in arrival order
@@ -520,8 +605,8 @@ class Stream:
     def idle(self) -> bool:
         """True when nothing is held: no tuple, slice or window context (a keyed stream then
         drops the key's state)."""
-        return (not self._pending and not len(self.slices) and not self.buffer_ts and not self.late_slices
-                and not any(store.n for store in self._counts.values())
+        return (not self._pending and not (self._ingest is not None and self._ingest.n) and not len(self.slices)
+                and not self.buffer_ts and not self.late_slices and not any(store.n for store in self._counts.values())
                 and all(r.idle() for r in self._runners.values()))
 
     # -- state ---------------------------------------------------------------------------
@@ -531,6 +616,8 @@ class Stream:
 
     def snapshot(self) -> bytes:
         """The whole state as bytes (partials through ``kvs.codec``: user types need a codec)."""
+        self._flush_typed()
+        self._retype()
         return codec.pack([
             _SNAPSHOT_VERSION, self._fingerprint(), self.watermark, self.horizon, self.dropped, self._arrival,
             self._newest, self._order, self._pending, self.slices.state(), sorted(self.late_slices),
@@ -548,6 +635,8 @@ class Stream:
         fingerprint = _listify(state[1])
         if fingerprint != self._fingerprint():
             raise ValueError(f"the snapshot is of a stream {fingerprint!r}; this one is {self._fingerprint()!r}")
+        if self._ingest is not None:
+            self._ingest.flush()  # the snapshot's tuples replace them
         (_, _, self.watermark, self.horizon, self.dropped, self._arrival, self._newest, self._order, pending,
          slices, late_slices, counts, buffer, runners) = state
         order_next = self._order
@@ -614,13 +703,6 @@ class Stream:
 def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
     return optimize([PeriodicQuery(name, *spec) for name, spec in queries], rate, invertible=invertible,
                     selection=selection, commutative=commutative, method=method, max_edges=MAX_POINTS)
-
-
-def _renamed(result: Result, query: str) -> Result:
-    value = result.value
-    if type(value) is list or type(value) is dict:  # each result its own container
-        value = value.copy()
-    return Result(query, result.start, result.end, value, result.count, result.final, result.replaces)
 
 
 def _listify(value: Any) -> Any:

@@ -85,6 +85,7 @@ class KeyedStream:
             hash(key)
             stream = self._new_stream()
             stream.watermark, stream.horizon = self._template.watermark, self._template.horizon
+            stream._retype()  # its typed ingest takes no tuple behind that watermark
             self._keys[key] = stream
         return stream
 

@@ -1,0 +1,220 @@
+"""Issue 20, Stream engine: ``mta.Stream`` with the typed ingest against the object engine.
+
+The slicing benchmark's fig8 workload at its largest (:mod:`benchmarks.stream_slicing`):
+1,000 concurrent tumbling windows of 1-20 s (whole seconds), a sensor stream of 1,000
+tuples per second of event time, in order, integer readings, the watermark advanced every
+second 2 s behind the arrival clock. Competitors, in one process, the order rotated every
+round, results compared with the object engine's after every round (``equal``):
+
+* ``object``: the pure path in this process: the engine on Python objects (``typed_ingest.USE``
+  False) with the interpreted twin of the compiled fan-out of fused queries' results
+  (``mta._extensions.load_pure``), the code that ``MTA_NO_EXTENSIONS=1`` runs;
+* ``typed``: the compiled path: the typed ingest and the compiled fan-out, every tuple
+  ``insert(ts, value)``;
+* ``typed, columns``: the typed ingest, each second's tuples ``insert_many(ts, values)`` of
+  int64 numpy columns (made before the clock starts).
+
+For Sum and Mean. The table gives tuples per second (median over rounds), the ratio to the
+object engine, and where an object-engine run spends its time: the per-tuple inserts, the
+advances' slicing of the released tuples, and the rest of the advances (window ends:
+final aggregation, one Result per window and query, sorting).
+
+``--instructions`` adds the same comparison in instructions per tuple, counted by valgrind's
+cachegrind (:func:`benchmarks.common.cachegrind_instructions`), which the shared VM's load
+does not move: each competitor runs in a child process over the first 10 and the first 40
+seconds of the stream (the stream made in full in both), and the difference is divided
+by the tuples between them (steady state: inserts, advances, window ends).
+
+    python -m benchmarks.stream_compiled                  # 60 s of stream, 5 rounds
+    python -m benchmarks.stream_compiled --instructions   # and instructions per tuple (~3 min)
+    python -m benchmarks.stream_compiled --quick          # smoke run (seconds)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from benchmarks.common import Run, cachegrind_instructions, gc_paused, median, now_ns, parser, ratio
+from benchmarks.stream_baselines import Workload
+from benchmarks.stream_slicing import tumbling_queries
+from mta import Mean, Stream, Sum
+from mta._extensions import load_pure
+from mta.monoid import Monoid
+from mta.stream import engine, typed_ingest
+
+NAME = "stream_compiled"
+MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean}
+COMPETITORS = ["object", "typed", "typed, columns"]
+TARGET = 5.0
+PURE_FAN_OUT = load_pure("mta.stream.fanout").fan_out
+
+
+def build(monoid: Monoid, queries: list, typed: bool) -> Stream:
+    saved = typed_ingest.USE
+    typed_ingest.USE = typed
+    try:
+        stream = Stream(monoid)
+    finally:
+        typed_ingest.USE = saved
+    for name, spec in queries:
+        stream.add(name, spec)
+    return stream
+
+
+def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, columns: list) -> tuple[float, list, dict]:
+    """Seconds of one run and its results ``(query, start, end, value, count)``, with the
+    object engine's split of the time (inserts, slicing at advances, the rest)."""
+    stream = build(monoid, queries, competitor != "object")
+    compiled_fan_out = engine.fan_out
+    if competitor == "object":
+        engine.fan_out = PURE_FAN_OUT
+    try:
+        return _run(competitor, stream, rounds, columns)
+    finally:
+        engine.fan_out = compiled_fan_out
+
+
+def _run(competitor: str, stream: Stream, rounds: list, columns: list, rows: bool = True) -> tuple[float, list, dict]:
+    out: list = []
+    split = {"insert": 0, "release": 0, "windows": 0}
+    timed = competitor == "object"
+    if timed:
+        release = stream._release
+
+        def timed_release(watermark: Any) -> None:
+            t0 = now_ns()
+            release(watermark)
+            split["release"] += now_ns() - t0
+        stream._release = timed_release  # type: ignore[method-assign]
+    insert, insert_many, advance = stream.insert, stream.insert_many, stream.advance
+    with gc_paused():
+        t0 = now_ns()
+        for (batch, watermark), (ts, vs) in zip(rounds, columns):
+            t1 = now_ns()
+            if competitor == "typed, columns":
+                insert_many(ts, vs)
+            else:
+                for t, v in batch:
+                    insert(t, v)
+            t2 = now_ns()
+            out += advance(watermark)
+            if timed:
+                split["insert"] += t2 - t1
+                split["windows"] += now_ns() - t2
+        dt = now_ns() - t0
+    split["windows"] -= split["release"]
+    return dt / 1e9, [(r.query, r.start, r.end, repr(r.value), r.count) for r in out] if rows else [], split
+
+
+def cell(run: Run, seconds: float, reps: int, rate: int = 1000) -> dict[str, Any]:
+    queries = tumbling_queries(1000, 1000)
+    rounds = Workload(seconds=seconds, rate=rate).rounds()
+    columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
+               for b, _ in rounds]
+    tuples = sum(len(b) for b, _ in rounds)
+    results = []
+    for mname, make in MONOIDS.items():
+        tps: dict[str, list[float]] = {c: [] for c in COMPETITORS}
+        splits: list[dict] = []
+        equal = True
+        for rep in range(reps):
+            order = COMPETITORS[rep % 3:] + COMPETITORS[:rep % 3]
+            got = {}
+            for c in order:
+                dt, rows, split = run_once(c, make(), queries, rounds, columns)
+                tps[c].append(tuples / dt)
+                got[c] = rows
+                if c == "object":
+                    splits.append(split)
+            equal = equal and got["typed"] == got["object"] and got["typed, columns"] == got["object"]
+        entry = {"monoid": mname, "tuples": tuples, "results": len(got["object"]), "equal": equal,
+                 **{f"{c}_tps": median(tps[c]) for c in COMPETITORS},
+                 "object_split_ns_per_tuple": {k: median([s[k] for s in splits]) / tuples for k in splits[0]}}
+        entry["typed_ratio"] = ratio(entry["typed_tps"], entry["object_tps"])
+        entry["columns_ratio"] = ratio(entry["typed, columns_tps"], entry["object_tps"])
+        results.append(entry)
+        run.log(f"{mname}: " + ", ".join(f"{c} {entry[f'{c}_tps']:,.0f} t/s" for c in COMPETITORS))
+    run.table("Stream engine, 1,000 tumbling windows: tuples/s",
+              ["monoid", "object t/s", "typed t/s", "typed, columns t/s", "typed / object", "columns / object",
+               "object: insert / slicing / window ends (ns per tuple)", "equal"],
+              [[e["monoid"], round(e["object_tps"]), round(e["typed_tps"]), round(e["typed, columns_tps"]),
+                f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x",
+                " / ".join(f"{v:.0f}" for v in e["object_split_ns_per_tuple"].values()), e["equal"]]
+               for e in results],
+              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a "
+                   f"second), compiled: {typed_ingest.COMPILED and engine.fan_out is not PURE_FAN_OUT}. "
+                   f"Target (issue 20): typed >= {TARGET:g}x object.")
+    return {"results": results}
+
+
+INSTRUCTION_SPAN = (10, 40)  # seconds of stream: the two prefixes the children run
+
+
+def child(competitor: str, monoid: str, seconds: int) -> None:
+    """One competitor over the first ``seconds`` rounds of the 40-second stream (a cachegrind
+    child: everything but the run is the same for any ``seconds``)."""
+    rounds = Workload(seconds=INSTRUCTION_SPAN[1]).rounds()
+    columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
+               for b, _ in rounds]
+    stream = build(MONOIDS[monoid](), tumbling_queries(1000, 1000), competitor != "object")
+    if competitor == "object":
+        engine.fan_out = PURE_FAN_OUT
+    _run(competitor, stream, rounds[:seconds], columns[:seconds], rows=False)
+
+
+def instructions(run: Run) -> dict[str, Any]:
+    rounds = Workload(seconds=INSTRUCTION_SPAN[1]).rounds()
+    short, long = INSTRUCTION_SPAN
+    tuples = sum(len(b) for b, _ in rounds[short:long])
+    results = []
+    for mname in MONOIDS:
+        entry: dict[str, Any] = {"monoid": mname, "tuples": tuples}
+        for c in COMPETITORS:
+            counts = [cachegrind_instructions("benchmarks.stream_compiled", ["--child", c, mname, str(n)])
+                      for n in (short, long)]
+            entry[f"{c}_per_tuple"] = (counts[1] - counts[0]) / tuples
+            run.log(f"{mname} {c}: {entry[f'{c}_per_tuple']:,.0f} instructions per tuple")
+        entry["typed_ratio"] = ratio(entry["object_per_tuple"], entry["typed_per_tuple"])
+        entry["columns_ratio"] = ratio(entry["object_per_tuple"], entry["typed, columns_per_tuple"])
+        results.append(entry)
+    run.table("Stream engine, 1,000 tumbling windows: instructions per tuple (cachegrind)",
+              ["monoid", "object", "typed", "typed, columns", "object / typed", "object / columns"],
+              [[e["monoid"], round(e["object_per_tuple"]), round(e["typed_per_tuple"]),
+                round(e["typed, columns_per_tuple"]), f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x"]
+               for e in results],
+              note=f"Seconds {short}-{long} of the stream ({tuples:,} tuples), each competitor in a child process "
+                   "(the difference of its runs over the first 40 and the first 10 seconds).")
+    return {"results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "--child":
+        child(argv[1], argv[2], int(argv[3]))
+        return 0
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=60.0, help="seconds of stream (1,000 tuples each)")
+    p.add_argument("--reps", type=int, default=5, help="alternated rounds")
+    p.add_argument("--rate", type=int, default=1000,
+                   help="tuples per second of stream (window ends do not grow with it)")
+    p.add_argument("--instructions", action="store_true", help="also instructions per tuple (valgrind)")
+    args = p.parse_args(argv)
+    seconds, reps = (4.0, 1) if args.quick else (args.seconds, args.reps)
+    run = Run(NAME, args, {"seconds": seconds, "reps": reps, "rate": args.rate, "windows": 1000,
+                           "compiled": typed_ingest.COMPILED})
+    out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate))
+    run.data["results"] = out["results"]
+    if args.instructions:
+        run.data["instructions"] = run.experiment("instructions", lambda: instructions(run))["results"]
+    run.finish(["monoid", "competitor", "tuples_per_s"],
+               [[e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in COMPETITORS])
+    run.write_markdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,483 @@
+"""The Stream engine's typed ingest: in-order tuples of a built-in numeric monoid in C columns (issue 20).
+
+For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``), the
+common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
+the watermark -- costs a Python tuple per tuple in ``pending`` and a Python call per tuple
+into the newest slice. :class:`TypedIngest` takes that case instead: ``Stream.insert`` (and
+``insert_many`` of numpy columns) appends the timestamp and the value to C columns, and the
+next ``advance`` folds each run of tuples that falls into one slice in a C loop, straight
+into the slice store's newest slice.
+
+What it takes (anything else goes to the engine's object path, which first *flushes* the
+columns into ``pending`` as the tuples they stand for, so both paths see the same stream):
+timestamps exactly ints of magnitude below 2**53 or finite floats, one kind per batch held,
+not older than ``floor`` (the watermark and the newest tuple: the columns stay sorted, in
+arrival order); values exactly ints in int64 or floats, one kind per batch held, that the
+monoid lifts unchanged (finite for Sum and Mean, not NaN for Min and Max; Count ignores
+them); for Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so
+a run's sum is exact in an int64.
+
+Exactness: a run is combined into the slice's aggregate in the object path's order, one
+value after another (``a + v``; ``a if a <= v else v``; ``a if a >= v else v``), from the
+slice's first partial as the object path takes it (``-0.0`` stays ``-0.0``); in C only when
+the aggregate is of the run's kind (a float aggregate for float values, an int64 one for
+Min and Max of ints), else through ``monoid.combine`` until it is. Sums of ints are exact in
+any order: a run's C sum is added to the Python aggregate. So results are the object
+path's, floats bit for bit.
+
+Cython pure-Python mode: compiled, the columns are typed memoryviews; interpreted, the same
+code runs on ``array.array`` (the engine uses it only compiled, :data:`USE`, unless a test
+sets it).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+import numpy as np
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+from mta.algorithms.typed import op_of
+from mta.monoid import Count, Monoid
+
+COMPILED: bool = cython.compiled
+
+#: Whether ``mta.Stream`` takes the typed ingest (compiled only; tests set it to run the
+#: integration on the pure path too).
+USE: bool = COMPILED
+
+_SUM = cython.declare(cython.int, 0)
+_MIN = cython.declare(cython.int, 1)
+_MAX = cython.declare(cython.int, 2)
+_MEAN = cython.declare(cython.int, 3)
+_NONE = cython.declare(cython.int, -1)
+_FLOAT = cython.declare(cython.int, 0)
+_INT = cython.declare(cython.int, 1)
+_INF = cython.declare(cython.double, float("inf"))
+
+_EXACT = 2 ** 53  # ints below it in magnitude are exact as doubles
+_EXACT_C = cython.declare(cython.longlong, 2 ** 53)
+_I64_MIN = -(2 ** 63)
+_I64_MAX = 2 ** 63 - 1
+_LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+
+
+@cython.cfunc
+@cython.inline
+def _abs64(v: cython.longlong) -> cython.ulonglong:
+    u: cython.ulonglong = cython.cast(cython.ulonglong, v)
+    return 0 - u if v < 0 else u
+
+
+@cython.cfunc
+def _as_bound(t: object) -> cython.double:
+    """A double d with ``x >= d`` implying ``x >= t`` for every double x (t an int or float)."""
+    if type(t) is float:
+        return t
+    if t >= _EXACT:
+        return _INF
+    if t <= -_EXACT:
+        return _ceil(t)
+    return cython.cast(cython.double, t)
+
+
+def _ceil(t: int) -> float:
+    """The smallest double >= the int t (t below the doubles: their smallest)."""
+    try:
+        f = float(t)
+    except OverflowError:
+        return -1.7976931348623157e308
+    return f if f >= t else math.nextafter(f, math.inf)
+
+
+@cython.cfunc
+def _as_limit(t: object) -> cython.double:
+    """A double e with ``x < e`` exactly when ``x < t`` for every buffered timestamp x (|x| < 2**53)."""
+    if type(t) is float:
+        return t
+    if t >= _EXACT:
+        return _INF
+    if t <= -_EXACT:
+        return -_INF
+    return cython.cast(cython.double, t)
+
+
+@cython.cclass
+class TypedIngest:
+    """C columns of the in-order tuples waiting for the watermark (see the module docstring).
+
+    ``live`` (set by the engine): whether the fast path may take a tuple; ``floor``: the
+    smallest timestamp it may take (the engine's, as :func:`_as_bound` of it, while the
+    columns are empty; the newest buffered one after)."""
+
+    _slow: object  # the engine's object insert (flushes the columns first)
+    live = cython.declare(cython.bint, visibility="public")
+    _op: cython.int
+    _count: cython.bint
+    _tkind: cython.int
+    _vkind: cython.int
+    _n: cython.Py_ssize_t
+    _cap: cython.Py_ssize_t
+    _floor: cython.double
+    _abs: cython.ulonglong
+    _t: cython.double[:]
+    _vd: cython.double[:]
+    _vi: cython.longlong[:]
+
+    def __init__(self, monoid: Monoid, slow: Any) -> None:
+        op = op_of(monoid)
+        if op is None:
+            raise TypeError(f"no typed ingest for {monoid!r}")
+        self._op = op
+        self._count = type(monoid) is Count
+        self._slow = slow
+        self.live = False
+        self._cap = 0
+        self._n = 0
+        self._tkind = _NONE
+        self._vkind = _NONE
+        self._floor = -_INF
+        self._abs = 0
+        self._grow(16)  # small: a KeyedStream has one per key
+
+    @property
+    def n(self) -> int:
+        """How many tuples the columns hold."""
+        return self._n
+
+    def set_floor(self, floor: Any) -> None:
+        """No tuple older than ``floor`` may be taken (the engine's watermark and newest)."""
+        bound: cython.double = _as_bound(floor)
+        if self._n == 0 or bound > self._floor:
+            self._floor = bound
+
+    @cython.cfunc
+    def _grow(self, need: cython.Py_ssize_t) -> cython.void:
+        cap: cython.Py_ssize_t = max(self._cap, 16)
+        while cap < need:
+            cap *= 2
+        t = array("d", bytes(8 * cap))
+        vd = array("d", bytes(8 * cap))
+        vi = array("q", bytes(8 * cap))
+        nt: cython.double[:] = t
+        nvd: cython.double[:] = vd
+        nvi: cython.longlong[:] = vi
+        if self._n:
+            nt[:self._n] = self._t[:self._n]
+            nvd[:self._n] = self._vd[:self._n]
+            nvi[:self._n] = self._vi[:self._n]
+        self._t, self._vd, self._vi, self._cap = nt, nvd, nvi, cap
+
+    # -- taking tuples ----------------------------------------------------------------
+
+    def insert(self, ts: Any, value: Any) -> Any:
+        """``Stream.insert``: the plain in-order case into the columns, anything else the object way."""
+        if self.live and self._take(ts, value):
+            return True
+        return self._slow(ts, value)
+
+    def take(self, ts: Any, value: Any) -> bool:
+        """Add the tuple if it is one the fast path takes (else change nothing, return False)."""
+        return self._take(ts, value)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.initializedcheck(False)
+    def _take(self, ts: object, value: object) -> cython.bint:
+        t: cython.double
+        tk: cython.int
+        it: cython.longlong
+        kind = type(ts)
+        if kind is float:
+            t = ts
+            tk = _FLOAT
+            if not -_INF < t < _INF:
+                return False
+        elif kind is int:
+            try:
+                it = ts
+            except OverflowError:  # compiled only: beyond a C long long
+                return False
+            if not -_EXACT_C < it < _EXACT_C:
+                return False
+            t = it
+            tk = _INT
+        else:
+            return False
+        if t < self._floor or (self._n and tk != self._tkind):
+            return False
+        x: cython.double = 0.0
+        i: cython.longlong = 0
+        vk: cython.int
+        vkind = type(value)
+        if vkind is float:
+            x = value
+            vk = _FLOAT
+            if self._op == _MIN or self._op == _MAX:
+                if x != x:
+                    return False
+            elif not self._count and not -_INF < x < _INF:
+                return False
+        elif vkind is int:
+            if not cython.compiled and not _I64_MIN <= value <= _I64_MAX:
+                return False
+            try:
+                i = value
+            except OverflowError:  # compiled only: beyond int64
+                return False
+            vk = _INT
+            if (self._op == _SUM or self._op == _MEAN) and not self._count:
+                if _abs64(i) > _LIMIT - self._abs:
+                    return False
+        else:
+            return False
+        if self._n and vk != self._vkind:
+            return False
+        if self._n == self._cap:
+            self._grow(self._n + 1)
+        n: cython.Py_ssize_t = self._n
+        self._t[n] = t
+        if vk == _FLOAT:
+            self._vd[n] = x
+        else:
+            self._vi[n] = i
+            if not self._count:
+                self._abs += _abs64(i)
+        self._tkind, self._vkind = tk, vk
+        self._floor = t
+        self._n = n + 1
+        return True
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert_columns(self, timestamps: Any, values: Any) -> bool:
+        """``Stream.insert_many(timestamps, values)`` of 1-D int64/float64 numpy arrays of equal
+        length, when every tuple is one the fast path takes (checked before any is added);
+        False (nothing added) otherwise: the engine then takes them the object way."""
+        if not self.live or type(timestamps) is not np.ndarray or type(values) is not np.ndarray:
+            return False
+        if timestamps.ndim != 1 or values.ndim != 1 or len(timestamps) != len(values):
+            return False
+        m: cython.Py_ssize_t = len(timestamps)
+        tk: cython.int
+        vk: cython.int
+        if timestamps.dtype == np.float64:
+            tk = _FLOAT
+        elif timestamps.dtype == np.int64:
+            tk = _INT
+        else:
+            return False
+        if values.dtype == np.float64:
+            vk = _FLOAT
+        elif values.dtype == np.int64:
+            vk = _INT
+        else:
+            return False
+        if m == 0:
+            return True
+        if self._n and (tk != self._tkind or vk != self._vkind):
+            return False
+        tsd: cython.double[:] = np.ascontiguousarray(timestamps, dtype=np.float64)
+        tsi: cython.longlong[:]
+        k: cython.Py_ssize_t
+        t: cython.double
+        prev: cython.double = self._floor
+        if tk == _INT:  # exact as doubles only below 2**53
+            tsi = np.ascontiguousarray(timestamps)
+            for k in range(m):
+                if not -_EXACT_C < tsi[k] < _EXACT_C:
+                    return False
+        for k in range(m):
+            t = tsd[k]
+            if not (t >= prev and -_INF < t < _INF):
+                return False
+            prev = t
+        total: cython.ulonglong = self._abs
+        x: cython.double
+        vd: cython.double[:]
+        vi: cython.longlong[:]
+        if vk == _FLOAT:
+            vd = np.ascontiguousarray(values)
+            if not self._count:
+                for k in range(m):
+                    x = vd[k]
+                    if self._op == _MIN or self._op == _MAX:
+                        if x != x:
+                            return False
+                    elif not -_INF < x < _INF:
+                        return False
+        else:
+            vi = np.ascontiguousarray(values)
+            if (self._op == _SUM or self._op == _MEAN) and not self._count:
+                for k in range(m):
+                    if _abs64(vi[k]) > _LIMIT - total:
+                        return False
+                    total += _abs64(vi[k])
+        if self._n + m > self._cap:
+            self._grow(self._n + m)
+        n: cython.Py_ssize_t = self._n
+        for k in range(m):
+            self._t[n + k] = tsd[k]
+        if vk == _FLOAT:
+            for k in range(m):
+                self._vd[n + k] = vd[k]
+        else:
+            for k in range(m):
+                self._vi[n + k] = vi[k]
+        self._abs = total
+        self._tkind, self._vkind = tk, vk
+        self._floor = prev
+        self._n = n + m
+        return True
+
+    # -- handing them on --------------------------------------------------------------
+
+    @cython.cfunc
+    def _ts(self, k: cython.Py_ssize_t) -> object:
+        if self._tkind == _INT:
+            return int(self._t[k])
+        return self._t[k]
+
+    @cython.cfunc
+    def _value(self, k: cython.Py_ssize_t) -> object:
+        if self._vkind == _INT:
+            return self._vi[k]
+        return self._vd[k]
+
+    @cython.cfunc
+    def _partial(self, k: cython.Py_ssize_t) -> object:
+        """``monoid.lift`` of value k (the monoid lifts these values unchanged)."""
+        if self._count:
+            return 1
+        if self._op == _MEAN:
+            return (self._value(k), 1)
+        return self._value(k)
+
+    def flush(self) -> list:
+        """Every tuple held, ``[(ts, value, partial)]`` in arrival order; the columns empty."""
+        out = [(self._ts(k), self._value(k), self._partial(k)) for k in range(self._n)]
+        self._n = 0
+        self._abs = 0
+        self._tkind = self._vkind = _NONE
+        return out
+
+    def release(self, watermark: Any, slices: Any, combine: Any) -> tuple:
+        """Fold the tuples older than ``watermark`` into ``slices`` (a ``TimeSlices`` without
+        kept tuples), as ``slices.append`` of each in turn would; keep the others. Return
+        ``(how many, the newest of them or None)``."""
+        w: cython.double = _as_limit(watermark)
+        n: cython.Py_ssize_t = self._n
+        k: cython.Py_ssize_t = 0
+        while k < n and self._t[k] < w:
+            k += 1
+        if k == 0:
+            return 0, None
+        starts, ends, aggs, counts, firsts, lasts = (slices.starts, slices.ends, slices.aggs, slices.counts,
+                                                     slices.firsts, slices.lasts)
+        i: cython.Py_ssize_t = 0
+        j: cython.Py_ssize_t
+        e: cython.double
+        while i < k:
+            if not starts or not self._t[i] < _as_limit(ends[-1]):
+                slices.append(self._ts(i), self._partial(i))  # opens the slice at its edges
+                i += 1
+                continue
+            e = _as_limit(ends[-1])
+            j = i
+            while j < k and self._t[j] < e:
+                j += 1
+            count = counts[-1]
+            if not count:
+                agg = self._partial(i)
+                firsts[-1] = self._ts(i)
+                i0 = i + 1
+            else:
+                agg = aggs[-1]
+                i0 = i
+            aggs[-1] = self._fold(agg, i0, j, combine)
+            counts[-1] = count + (j - i)
+            lasts[-1] = self._ts(j - 1)
+            i = j
+        newest = self._ts(k - 1)
+        self._drop(k)
+        return k, newest
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _fold(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t, combine: object) -> object:
+        """``agg`` combined with the partials of tuples i:j in order."""
+        if self._count:
+            return agg + (j - i)
+        op: cython.int = self._op
+        mean: cython.bint = op == _MEAN
+        s: object = agg[0] if mean else agg
+        while i < j and not self._typed(s):  # the object way until the aggregate is of the run's kind
+            agg = combine(agg, self._partial(i))
+            s = agg[0] if mean else agg
+            i += 1
+        if i == j:
+            return agg
+        c: cython.Py_ssize_t
+        acc_d: cython.double
+        acc_i: cython.longlong
+        if self._vkind == _FLOAT:
+            acc_d = s
+            for c in range(i, j):
+                if op == _MIN:
+                    acc_d = acc_d if acc_d <= self._vd[c] else self._vd[c]
+                elif op == _MAX:
+                    acc_d = acc_d if acc_d >= self._vd[c] else self._vd[c]
+                else:
+                    acc_d = acc_d + self._vd[c]
+            s = acc_d
+        elif op == _MIN or op == _MAX:
+            acc_i = s
+            for c in range(i, j):
+                if op == _MIN:
+                    acc_i = acc_i if acc_i <= self._vi[c] else self._vi[c]
+                else:
+                    acc_i = acc_i if acc_i >= self._vi[c] else self._vi[c]
+            s = acc_i
+        else:  # ints: exact in any order, and the run's sum fits an int64 (the INT bound)
+            acc_i = 0
+            for c in range(i, j):
+                acc_i += self._vi[c]
+            s = s + acc_i
+        if mean:
+            return (s, agg[1] + (j - i))
+        return s
+
+    @cython.cfunc
+    def _typed(self, s: object) -> cython.bint:
+        """Whether the C loop combines into aggregate ``s`` as the object path would."""
+        if self._vkind == _FLOAT:
+            return type(s) is float
+        if type(s) is not int:
+            return False
+        if self._op == _MIN or self._op == _MAX:
+            return _I64_MIN <= s <= _I64_MAX
+        return True
+
+    @cython.cfunc
+    def _drop(self, k: cython.Py_ssize_t) -> cython.void:
+        """Forget the first k tuples (the others move to the front)."""
+        n: cython.Py_ssize_t = self._n - k
+        c: cython.Py_ssize_t
+        total: cython.ulonglong = 0
+        for c in range(n):
+            self._t[c] = self._t[c + k]
+            self._vd[c] = self._vd[c + k]
+            self._vi[c] = self._vi[c + k]
+            total += _abs64(self._vi[c])
+        self._n = n
+        self._abs = total if not self._count and self._vkind == _INT else 0
+        if n == 0:
+            self._tkind = self._vkind = _NONE

@@ -1,0 +1,26 @@
+"""Smoke run of benchmarks.stream_compiled (issue 20, Stream engine) in its quick mode: every
+competitor ran for Sum and Mean, gave the object engine's results, and the results file has
+the command, the machine and the table. Timings are not asserted."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import bench_smoke, run_quick
+
+from benchmarks.stream_compiled import COMPETITORS, MONOIDS
+
+
+@bench_smoke
+def test_stream_compiled_quick(tmp_path):
+    run_quick("stream_compiled", tmp_path, timeout=120)
+    data = json.loads((tmp_path / "stream_compiled_quick.json").read_text())
+    assert data["command"].endswith("--quick --out " + str(tmp_path))
+    results = data["results"]
+    assert [e["monoid"] for e in results] == list(MONOIDS)
+    for e in results:
+        assert e["equal"] is True and e["tuples"] == 4000 and e["results"] > 0
+        for c in COMPETITORS:
+            assert e[f"{c}_tps"] > 0
+        assert set(e["object_split_ns_per_tuple"]) == {"insert", "release", "windows"}
+    assert "Stream engine, 1,000 tumbling windows" in data["markdown"]
