@@ -816,6 +816,30 @@ class TypedFiBA:
             self._root.agg = self._identity
         return self._insert(key, p)
 
+    def accepts(self, partials: Any) -> bool:
+        """Whether :meth:`insert` would take these partials one after another (at new keys
+        of the tree's kind): one kind, the tree's unless it is empty, within the INT bound."""
+        size: cython.Py_ssize_t = self._len()
+        kind: cython.bint = self._float
+        first: cython.bint = size == 0
+        track: cython.bint = self._op == _SUM or self._op == _MEAN
+        magnitude: cython.ulonglong = self._magnitude if size else 0
+        p: Part
+        try:
+            for partial in partials:
+                p = self._decode(partial)
+                if first:
+                    kind, first = self._vkind, False
+                elif self._vkind != kind:
+                    return False
+                if not kind and track:
+                    if _abs64(p.i) > LIMIT - magnitude:
+                        return False
+                    magnitude += _abs64(p.i)
+        except Untyped:
+            return False
+        return True
+
     @cython.cfunc
     def _insert(self, key: object, p: Part) -> cython.bint:
         q: cython.longlong = self._q

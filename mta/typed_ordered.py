@@ -1,0 +1,335 @@
+"""``TypedTimeOrdered``: an out-of-order window (``algorithm="fiba"``) on a
+:class:`~mta.algorithms.typed_fiba.TypedFiBA` (issue 20), with the results of
+:class:`~mta.ordered_window.TimeOrdered` over :class:`~mta.algorithms.fiba.FiBA`.
+
+The object window files each timed element ``(1, timestamp, partial)`` under the key
+``(timestamp, arrival)``. Here the key is that pair packed into one int64 in the same
+order, ``(timestamp - base) << ARRIVAL_BITS | (arrival - first arrival)`` (``base`` and the
+first arrival are those of the first update since the window was last empty), so the
+typed tree has the object tree's shape, node for node, and combines in its order. Its
+values are the bare partials: every aggregate of the timed tree is ``(count, newest
+timestamp, partial)`` where the count is the node's size, the newest timestamp that of
+the last entry the aggregate covers, and the partial the untimed tree's aggregate (the
+timed combine only differs on an empty right operand, which FiBA never combines).
+
+It holds exact-int timestamps within ``2**(62 - ARRIVAL_BITS)`` of the base and fewer than
+``2**ARRIVAL_BITS - 1`` arrivals since the window was last empty; partials as TypedFiBA.
+Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
+window demotes to :meth:`to_object`, the object TimeOrdered in the same state.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator, Sequence
+
+from mta.algorithms.base import Aggregator
+from mta.algorithms.fiba import FiBA
+from mta.algorithms.typed import Untyped, plan
+from mta.algorithms.typed_fiba import TypedFiBA, _object_node
+from mta.monoid import Monoid
+from mta.ordered_window import LATE, TimeOrdered
+
+__all__ = ["TypedTimeOrdered"]
+
+#: Low bits of a key: the arrival number since the window was last empty.
+ARRIVAL_BITS = 28
+_MASK = (1 << ARRIVAL_BITS) - 1
+#: Timestamps differ from the base by less than this (keys stay well inside int64).
+_SPAN = 1 << (62 - ARRIVAL_BITS)
+_SIZE, _TIME, _ANY, _ALL = 0, 1, 2, 3
+
+
+class TypedTimeOrdered(Aggregator):
+    """TimeOrdered(FiBA) for a built-in number monoid and a policy :func:`plan` takes."""
+
+    name = FiBA.name
+
+    def __init__(self, monoid: Monoid, timed_monoid: Monoid, policy: Any, *, late: str = "refuse",
+                 min_arity: int = 16) -> None:
+        if late not in LATE:
+            raise ValueError(f"late must be one of {', '.join(map(repr, LATE))}, got {late!r}")
+        self.tree = TypedFiBA(monoid, min_arity=min_arity)
+        super().__init__(timed_monoid)
+        self.late = late
+        self._policy = policy
+        self._plan = None if policy is None else plan(policy)
+        if policy is not None and self._plan is None:
+            raise TypeError(f"typed cores cannot evaluate policy {policy!r}")
+        #: The next arrival number, as TimeOrdered's.
+        self._arrivals = 0
+        #: The newest timestamp that has left the window (None: nothing has yet).
+        self.frontier: Any = None
+        self._base = 0
+        self._first = 0
+        #: An undo journal is open: the base must not move.
+        self._journaled = False
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def _key(self, timestamp: Any, arrival: int) -> int:
+        """The packed key of a new entry; Untyped if it does not fit."""
+        if type(timestamp) is not int:
+            raise Untyped(f"a timestamp that is not an int: {timestamp!r}")
+        if not len(self.tree) and not self._journaled:
+            self._base, self._first = timestamp, arrival
+        rel = timestamp - self._base
+        a = arrival - self._first
+        if not -_SPAN <= rel < _SPAN or a >= _MASK:
+            raise Untyped(f"timestamp {timestamp!r} or arrival {arrival} beyond the packed keys")
+        return rel << ARRIVAL_BITS | a
+
+    def _below(self, bound: Any) -> int:
+        """The packed key just below every entry with timestamp >= ``bound`` (a number)."""
+        rel = math.ceil(bound) - self._base if math.isfinite(bound) else (-math.inf if bound < 0 else math.inf)
+        rel = max(-_SPAN - 1, min(_SPAN, rel))
+        return (rel << ARRIVAL_BITS) - 1
+
+    def _above(self, bound: Any) -> int:
+        """The packed key just above every entry with timestamp <= ``bound`` (a number)."""
+        rel = math.floor(bound) - self._base if math.isfinite(bound) else (-math.inf if bound < 0 else math.inf)
+        rel = max(-_SPAN - 1, min(_SPAN, rel))
+        return rel << ARRIVAL_BITS | _MASK
+
+    def _ts(self, key: int) -> int:
+        return self._base + (key >> ARRIVAL_BITS)
+
+    def _pair(self, key: int) -> tuple[int, int]:
+        return self._base + (key >> ARRIVAL_BITS), self._first + (key & _MASK)
+
+    # -- updates ---------------------------------------------------------------------------
+
+    def bound(self) -> Any:
+        return self.frontier if self.late == "refuse" else None
+
+    def _insert(self, timestamp: Any, partial: Any) -> None:
+        frontier = self.frontier
+        if self.late == "refuse" and frontier is not None and timestamp < frontier:
+            raise Untyped("a late update (the window refuses it the checked way)")
+        arrival = self._arrivals
+        key = self._key(timestamp, arrival)
+        self.tree.insert(key, partial)
+        self._arrivals = arrival + 1
+
+    def insert(self, element: tuple) -> None:
+        self._insert(element[1], element[2])
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion: insert, then enforce the policy; how many left."""
+        self._insert(timestamp, partial)
+        return self.enforce(self._policy) if self._plan is not None else 0
+
+    def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
+        """Whether :meth:`insert_columns` takes this batch."""
+        if not all(type(t) is int for t in timestamps):
+            return False
+        if timestamps:
+            base = self._base if len(self.tree) or self._journaled else timestamps[0]
+            first = self._first if len(self.tree) or self._journaled else self._arrivals
+            if (self._arrivals + len(timestamps) - first >= _MASK
+                    or not -_SPAN <= min(timestamps) - base < _SPAN or not max(timestamps) - base < _SPAN):
+                return False
+        return self.tree.accepts(partials)
+
+    def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
+        """Insert ``(1, timestamps[j], partials[j])`` in arrival order (:meth:`accepts` first)."""
+        for t, p in zip(timestamps, partials):
+            self._insert(t, p)
+
+    def insert_many(self, elements: Sequence[tuple]) -> None:
+        for element in elements:
+            self.insert(element)
+
+    def _evict_prefix(self, k: int, key: int | None = None) -> int:
+        """Evict the ``k`` oldest entries (the last of them at ``key``, if known), as
+        TimeOrdered does: one eviction for one entry, else a bulk eviction up to the last."""
+        if not k:
+            return 0
+        tree = self.tree
+        if key is None:
+            if k == 1:
+                key = tree.oldest()[0]
+            else:
+                key = next(entry for j, entry in enumerate(tree) if j == k - 1)[0]
+        if k == 1:
+            tree.evict(key)
+        else:
+            tree.evict_upto(key)
+        ts = self._ts(key)
+        if self.frontier is None or ts > self.frontier:
+            self.frontier = ts
+        return k
+
+    def evict(self, k: int = 1) -> None:
+        self._check_evict(k)
+        self._evict_prefix(k)
+
+    def _condemned(self, node: tuple) -> tuple[int, int | None]:
+        """How many of the oldest entries the plan condemns, and the key of the last (None:
+        not looked up)."""
+        code = node[0]
+        n = len(self.tree)
+        if code == _SIZE:
+            return (n - node[1] if n > node[1] else 0), None
+        if code == _TIME:
+            if not n:
+                return 0, None
+            newest = self._ts(self.tree.newest()[0])
+            oldest_key = self.tree.oldest()[0]
+            if newest - self._ts(oldest_key) < node[1]:
+                return 0, None
+            found = self.tree.entries(oldest_key, self._above(newest - node[1]))
+            return len(found), found[-1][0]
+        best = None
+        for child in node[1]:
+            found = self._condemned(child)
+            if best is None or (found[0] > best[0] if code == _ANY else found[0] < best[0]):
+                best = found
+        return best
+
+    def enforce(self, wsp: Any) -> int:
+        """Evict the longest prefix the window's own policy condemns; return its length."""
+        if wsp is not self._policy or self._plan is None:
+            raise TypeError("a typed window enforces its own policy only")
+        k, key = self._condemned(self._plan)
+        return self._evict_prefix(k, key)
+
+    def evict_before(self, timestamp: Any) -> int:
+        """As TimeOrdered.evict_before (``timestamp`` an int or a finite float)."""
+        if type(timestamp) not in (int, float) or not math.isfinite(timestamp):
+            raise Untyped(f"a bound that is not a finite number: {timestamp!r}")
+        evicted = self.tree.evict_upto(self._below(timestamp)) if len(self.tree) else 0
+        if self.frontier is None or timestamp > self.frontier:
+            self.frontier = timestamp
+        return evicted
+
+    def retract(self, timestamp: Any) -> int:
+        """Remove every update at ``timestamp``; return how many (the frontier stays)."""
+        if not len(self.tree) or timestamp != math.floor(timestamp):
+            return 0
+        tree = self.tree
+        entries = tree.entries(self._below(timestamp), self._above(timestamp))
+        for key, _ in entries:
+            tree.evict(key)
+        return len(entries)
+
+    def clear(self) -> None:
+        self.tree.clear()
+        self.frontier = None
+
+    # -- undo ----------------------------------------------------------------------------------
+
+    @property
+    def hold(self) -> bool:  # type: ignore[override]
+        return self.tree.hold
+
+    @hold.setter
+    def hold(self, value: bool) -> None:
+        self.tree.hold = value
+
+    def snapshot(self) -> Any:
+        self._journaled = True
+        return self.tree.snapshot(), self._arrivals, self.frontier
+
+    def restore(self, snapshot: Any) -> None:
+        tree, self._arrivals, self.frontier = snapshot
+        self.tree.restore(tree)
+        self._journaled = False
+
+    def begin_hold(self) -> None:
+        self.tree.begin_hold()
+
+    def end_hold(self) -> bool:
+        self._journaled = False
+        return self.tree.end_hold()
+
+    # -- results -------------------------------------------------------------------------------
+
+    def query(self) -> Any:
+        tree = self.tree
+        n = len(tree)
+        if not n:
+            return self.monoid.identity
+        return (n, self._ts(tree.newest()[0]), tree.query())
+
+    def result(self) -> Any:
+        """``monoid.lower`` of the window's partial."""
+        return self.tree.result()
+
+    def query_range(self, t_from: Any, t_to: Any) -> Any:
+        """The timed aggregate of the updates with ``t_from <= timestamp <= t_to``."""
+        tree = self.tree
+        if not len(tree) or t_to < t_from:
+            return self.monoid.identity
+        low, high = self._below(t_from), self._above(t_to)
+        if high <= low:
+            return self.monoid.identity
+        found = tree.entries(low, high)
+        if not found:
+            return self.monoid.identity
+        return (len(found), self._ts(found[-1][0]), tree.query_range(low, high))
+
+    def _oldest(self) -> Any:
+        key, partial = self.tree.oldest()
+        return (1, self._ts(key), partial)
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    def __iter__(self) -> Iterator[Any]:
+        ts = self._ts
+        return iter([(1, ts(key), partial) for key, partial in self.tree])
+
+    # -- demotion ------------------------------------------------------------------------------
+
+    def to_object(self) -> TimeOrdered:
+        """The object TimeOrdered over FiBA in this state, node for node (keys
+        ``(timestamp, arrival)``, timed values and aggregates)."""
+        obj = TimeOrdered(FiBA, self.monoid, late=self.late, min_arity=self.tree.min_arity)
+        identity = self.monoid.identity
+        pair = self._pair
+        ts = self._ts
+
+        def make(keys: list, values: list, agg: Any, size: int, left: bool, right: bool, suffix: list | None,
+                 children: list | None) -> Any:
+            # suffix[r] folds the last r + 1 entries; a stale one (on a node a bulk eviction
+            # emptied) is never read: FiBA rebuilds it first, as it does from None
+            timed_suffix = (None if suffix is None or len(suffix) != len(keys)
+                            else [(r + 1, ts(keys[-1]), s) for r, s in enumerate(suffix)])
+            return _object_node([pair(key) for key in keys], [(1, ts(key), v) for key, v in zip(keys, values)],
+                                (size, None, agg) if size else identity, size, left, right, timed_suffix, children)
+
+        root = self.tree.dump(make)
+        _newest_aggs(root, None)
+        tree = obj.tree
+        tree._root = root
+        tree._left_finger = FiBA._leftmost(root)
+        tree._right_finger = FiBA._rightmost(root)
+        tree._journal = None
+        tree.hold = self.tree.hold
+        obj._arrivals = self._arrivals
+        obj.frontier = self.frontier
+        return obj
+
+
+def _last_ts(node: Any) -> Any:
+    """The timestamp of the last entry of ``node``'s subtree."""
+    while node.children is not None:
+        node = node.children[-1]
+    return node.keys[-1][0]
+
+
+def _newest_aggs(node: Any, parent_newest: Any) -> None:
+    """Fill in the newest timestamp of each timed aggregate (the last entry it covers, by
+    FiBA's position-dependent rule), top down (a spine node's may be its parent's)."""
+    parent = node.parent
+    if parent is None or (node.left and node.right) or node.right:
+        newest = node.keys[-1][0] if node.keys else None
+    elif node.left:
+        newest = parent_newest if parent.parent is not None else _last_ts(node)
+    else:
+        newest = _last_ts(node)
+    if node.size:
+        node.agg = (node.agg[0], newest, node.agg[2])
+    for child in node.children or ():
+        _newest_aggs(child, newest)

@@ -1,0 +1,174 @@
+"""Out-of-order windows (``algorithm="fiba"``) on a typed FiBA (:mod:`mta.typed_ordered`)
+against the same window on the object TimeOrdered + FiBA: the same results (floats bit
+for bit), errors, frontier, iteration, and the same tree node for node, through inserts
+in and out of order, equal timestamps, late updates, evictions, retractions, range
+queries and demotion mid-stream. The typed path is switched on (``typed.USE``) on both
+the compiled and the pure path (where the same source runs interpreted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import hsettings
+from mta import Window
+from mta.algorithms import typed
+from mta.monoid import Count, Max, Mean, Min, Sum
+from mta.policy import MaxSize, TimeRange, all_of, any_of
+
+MONOIDS = {"sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean}
+POLICIES = {"none": None, "size": MaxSize(5), "size0": MaxSize(0), "time": TimeRange(6), "time_f": TimeRange(2.5),
+            "any": any_of(MaxSize(7), TimeRange(9)), "all": all_of(MaxSize(3), TimeRange(4))}
+
+
+def make(monoid: str, policy: str, late: str, min_arity: int, use_typed: bool) -> Window:
+    saved = typed.USE
+    typed.USE = use_typed
+    try:
+        return Window(MONOIDS[monoid](), POLICIES[policy], algorithm="fiba", late=late, min_arity=min_arity)
+    finally:
+        typed.USE = saved
+
+
+def norm(x: Any) -> Any:
+    """``x`` with floats as hex (bit for bit) and tuples/lists recursively."""
+    if isinstance(x, float):
+        return x.hex()
+    if isinstance(x, (tuple, list)):
+        return type(x)(map(norm, x))
+    return x
+
+
+def outcome(call: Any) -> Any:
+    try:
+        return ("ok", norm(call()))
+    except Exception as error:  # the same error, by type and message
+        return ("error", type(error).__name__, str(error))
+
+
+def tree_of(window: Window, check: bool = True) -> Any:
+    """The object FiBA of ``window`` (the typed one's object twin), node by node; ``check``:
+    FiBA.check it first (it refolds in its own order: exact for ints only)."""
+    algorithm = window._algorithm
+    tree = (algorithm.to_object() if window._typed else algorithm).tree
+
+    def dump(node: Any) -> Any:
+        stale = node.suffix is not None and len(node.suffix) != len(node.keys)  # dropped by to_object
+        return (node.keys, node.values, node.agg, node.size, node.left, node.right, None if stale else node.suffix,
+                None if node.children is None else [dump(child) for child in node.children])
+
+    if check:
+        tree.check()
+    return norm(dump(tree._root))
+
+
+TS = st.integers(0, 30)
+INT_VALUES = st.integers(-50, 50)
+FLOAT_VALUES = st.sampled_from([0.0, -0.0, 1.5, -2.25, 0.1, 1e16, -1e16, 3.0, 1e-300])
+OPS = st.one_of(
+    st.tuples(st.just("insert"), TS),
+    st.tuples(st.just("insert"), TS),
+    st.tuples(st.just("insert"), TS),
+    st.tuples(st.just("many"), st.lists(TS, max_size=5)),
+    st.tuples(st.just("evict"), st.integers(0, 3)),
+    st.tuples(st.just("evict_before"), st.one_of(TS, st.sampled_from([4.5, -3.0, 1e300]))),
+    st.tuples(st.just("retract"), st.one_of(TS, st.just(7.5))),
+    st.tuples(st.just("range"), st.one_of(st.none(), TS, st.just(3.5)), st.one_of(st.none(), TS, st.just(20.5))),
+    st.tuples(st.just("demote"), st.sampled_from([2.5, 2 ** 40, "value"])),
+)
+
+
+@hsettings(max_examples=300)
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       late=st.sampled_from(["refuse", "include"]), min_arity=st.sampled_from([2, 3, 16]),
+       floats=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
+def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
+                                                ops: list, data: Any) -> None:
+    typed_window = make(monoid, policy, late, min_arity, True)
+    object_window = make(monoid, policy, late, min_arity, False)
+    assert typed_window._typed and not object_window._typed
+    values = FLOAT_VALUES if floats and monoid != "count" else INT_VALUES
+    for op in ops:
+        kind = op[0]
+        if kind == "insert":
+            value = data.draw(values)
+            calls = [lambda w: w.insert(op[1], value)]
+        elif kind == "many":
+            batch = [(t, data.draw(values)) for t in op[1]]
+            calls = [lambda w: w.insert_many(batch)]
+        elif kind == "evict":
+            calls = [lambda w: w.evict(op[1])]
+        elif kind == "evict_before":
+            calls = [lambda w: w.evict_before(op[1])]
+        elif kind == "retract":
+            calls = [lambda w: w.retract(op[1])]
+        elif kind == "range":
+            calls = [lambda w: w.query(op[1], op[2]), lambda w: w.tally(op[1], op[2]),
+                     lambda w: w.partial(op[1], op[2])]
+        else:  # what the typed core cannot hold: a float timestamp, a far one, a value of another kind
+            bad = op[1]
+            value = data.draw(values)
+            calls = [lambda w: w.insert(bad, value) if bad != "value" else w.insert(3, 2 ** 70)]
+        for call in calls:
+            assert outcome(lambda: call(typed_window)) == outcome(lambda: call(object_window)), op
+        assert len(typed_window) == len(object_window)
+        assert norm(typed_window.query()) == norm(object_window.query())
+        assert norm(typed_window.partial()) == norm(object_window.partial())
+        assert typed_window.frontier == object_window.frontier
+        assert norm(list(typed_window)) == norm(list(object_window))
+        assert norm(typed_window.oldest_timestamp()) == norm(object_window.oldest_timestamp())
+    exact = not floats or monoid == "count"
+    assert tree_of(typed_window, exact) == tree_of(object_window, exact)
+
+
+@pytest.mark.parametrize("monoid", sorted(MONOIDS))
+def test_demotion_mid_stream_keeps_the_state(monoid: str) -> None:
+    typed_window = make(monoid, "size", "include", 2, True)
+    object_window = make(monoid, "size", "include", 2, False)
+    for j in range(40):
+        for w in (typed_window, object_window):
+            w.insert((j * 7) % 13 + j // 2, j - 20)
+    assert typed_window._typed
+    assert tree_of(typed_window) == tree_of(object_window)
+    for w in (typed_window, object_window):
+        w.insert(30.5, 1)  # a float timestamp: the typed window demotes
+    assert not typed_window._typed
+    assert tree_of(typed_window) == tree_of(object_window)
+    for j in range(40):
+        for w in (typed_window, object_window):
+            w.insert(j % 9 + 25, j)
+        assert norm(typed_window.query()) == norm(object_window.query())
+    assert tree_of(typed_window) == tree_of(object_window)
+
+
+def test_late_updates_are_refused_the_same_way() -> None:
+    typed_window = make("sum", "size", "refuse", 2, True)
+    object_window = make("sum", "size", "refuse", 2, False)
+    for w in (typed_window, object_window):
+        for t in range(10):
+            w.insert(t, t)
+        w.evict_before(8.5)
+    assert typed_window.frontier == object_window.frontier == 8.5
+    assert outcome(lambda: typed_window.insert(8, 1)) == outcome(lambda: object_window.insert(8, 1))
+    assert outcome(lambda: typed_window.insert(8, 1))[0] == "error"
+    assert typed_window._typed
+    assert typed_window.query() == object_window.query() == 9
+
+
+def test_typed_only_where_it_can_serve() -> None:
+    saved = typed.USE
+    typed.USE = True
+    try:
+        assert Window(Sum(), MaxSize(3), algorithm="fiba")._typed
+        assert Window(Sum(), None, algorithm="fiba", late="include")._typed
+        assert not Window(Sum(), lambda total, old: False, algorithm="fiba")._typed
+        assert not Window(Sum(), MaxSize(3), algorithm="fiba", min_arity=17)._typed
+        assert not Window(Sum(), MaxSize(3), algorithm="btree")._typed
+        with pytest.raises(ValueError, match="late must be one of"):
+            Window(Sum(), MaxSize(3), algorithm="fiba", late="drop")
+    finally:
+        typed.USE = saved
+    assert Window(Sum(), MaxSize(3), algorithm="fiba")._typed == typed.COMPILED
