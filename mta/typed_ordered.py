@@ -147,10 +147,7 @@ class TypedTimeOrdered(Aggregator):
             return 0
         tree = self.tree
         if key is None:
-            if k == 1:
-                key = tree.oldest()[0]
-            else:
-                key = next(entry for j, entry in enumerate(tree) if j == k - 1)[0]
+            key = tree.oldest()[0] if k == 1 else tree.key_at(k - 1)
         if k == 1:
             tree.evict(key)
         else:
@@ -178,8 +175,7 @@ class TypedTimeOrdered(Aggregator):
             oldest_key = self.tree.oldest()[0]
             if newest - self._ts(oldest_key) < node[1]:
                 return 0, None
-            found = self.tree.entries(oldest_key, self._above(newest - node[1]))
-            return len(found), found[-1][0]
+            return self.tree.count_range(oldest_key, self._above(newest - node[1]))
         best = None
         for child in node[1]:
             found = self._condemned(child)
@@ -264,10 +260,10 @@ class TypedTimeOrdered(Aggregator):
         low, high = self._below(t_from), self._above(t_to)
         if high <= low:
             return self.monoid.identity
-        found = tree.entries(low, high)
-        if not found:
+        count, last = tree.count_range(low, high)
+        if not count:
             return self.monoid.identity
-        return (len(found), self._ts(found[-1][0]), tree.query_range(low, high))
+        return (count, self._ts(last), tree.query_range(low, high))
 
     def _oldest(self) -> Any:
         key, partial = self.tree.oldest()

@@ -172,3 +172,25 @@ def test_typed_only_where_it_can_serve() -> None:
     finally:
         typed.USE = saved
     assert Window(Sum(), MaxSize(3), algorithm="fiba")._typed == typed.COMPILED
+
+
+@hsettings(max_examples=150)
+@given(keys=st.lists(st.integers(-40, 40), unique=True, max_size=80), evicts=st.lists(st.integers(-40, 40)),
+       min_arity=st.sampled_from([2, 3]), bounds=st.lists(st.tuples(st.integers(-45, 45), st.integers(-45, 45))))
+def test_count_range_and_key_at_are_the_entries(keys: list, evicts: list, min_arity: int, bounds: list) -> None:
+    """TypedFiBA.count_range and key_at (what the window's range queries and evictions use)
+    against the entries themselves."""
+    from mta.algorithms.typed_fiba import TypedFiBA
+    tree = TypedFiBA(Sum(), min_arity=min_arity)
+    for key in keys:
+        tree.insert(key, key)
+    for key in evicts:
+        tree.evict(key)
+    entries = [key for key, _ in tree]
+    for rank, key in enumerate(entries):
+        assert tree.key_at(rank) == key
+    with pytest.raises(IndexError):
+        tree.key_at(len(entries))
+    for low, high in bounds:
+        inside = [key for key in entries if low <= key <= high]
+        assert tree.count_range(low, high) == (len(inside), inside[-1] if inside else None)
