@@ -73,6 +73,8 @@ OPS = st.one_of(
     st.tuples(st.just("insert"), TS),
     st.tuples(st.just("insert"), TS),
     st.tuples(st.just("many"), st.lists(TS, max_size=5)),
+    st.tuples(st.just("columns"), st.lists(TS, max_size=5)),
+    st.tuples(st.just("clear")),
     st.tuples(st.just("evict"), st.integers(0, 3)),
     st.tuples(st.just("evict_before"), st.one_of(TS, st.sampled_from([4.5, -3.0, 1e300]))),
     st.tuples(st.just("retract"), st.one_of(TS, st.just(7.5))),
@@ -99,6 +101,11 @@ def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: 
         elif kind == "many":
             batch = [(t, data.draw(values)) for t in op[1]]
             calls = [lambda w: w.insert_many(batch)]
+        elif kind == "columns":
+            stamps, column = list(op[1]), [data.draw(values) for _ in op[1]]
+            calls = [lambda w: w.insert_many(stamps, column)]
+        elif kind == "clear":
+            calls = [lambda w: w.clear()]
         elif kind == "evict":
             calls = [lambda w: w.evict(op[1])]
         elif kind == "evict_before":
