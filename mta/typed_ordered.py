@@ -4,16 +4,18 @@
 
 The object window files each timed element ``(1, timestamp, partial)`` under the key
 ``(timestamp, arrival)``. Here the key is that pair packed into one int64 in the same
-order, ``(timestamp - base) << ARRIVAL_BITS | (arrival - first arrival)`` (``base`` and the
-first arrival are those of the first update since the window was last empty), so the
+order, ``(timestamp - base) << ARRIVAL_BITS | (arrival - first)`` (``base`` and ``first``
+chosen when keys are packed), so the
 typed tree has the object tree's shape, node for node, and combines in its order. Its
 values are the bare partials: every aggregate of the timed tree is ``(count, newest
 timestamp, partial)`` where the count is the node's size, the newest timestamp that of
 the last entry the aggregate covers, and the partial the untimed tree's aggregate (the
 timed combine only differs on an empty right operand, which FiBA never combines).
 
-It holds exact-int timestamps within ``2**(62 - ARRIVAL_BITS)`` of the base and fewer than
-``2**ARRIVAL_BITS - 1`` arrivals since the window was last empty; partials as TypedFiBA.
+It holds exact-int timestamps spanning less than ``2**(62 - ARRIVAL_BITS)`` and fewer
+than ``2**ARRIVAL_BITS - 1`` entries: when a new key does not fit, the keys are repacked
+(:meth:`TypedTimeOrdered._repack`: O(n), node for node), so a window that slides goes on
+typed for ever. Partials as TypedFiBA.
 Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
 window demotes to :meth:`to_object`, the object TimeOrdered in the same state.
 """
@@ -71,13 +73,53 @@ class TypedTimeOrdered(Aggregator):
         """The packed key of a new entry; Untyped if it does not fit."""
         if type(timestamp) is not int:
             raise Untyped(f"a timestamp that is not an int: {timestamp!r}")
-        if not len(self.tree) and not self._journaled:
-            self._base, self._first = timestamp, arrival
         rel = timestamp - self._base
         a = arrival - self._first
         if not -_SPAN <= rel < _SPAN or a >= _MASK:
-            raise Untyped(f"timestamp {timestamp!r} or arrival {arrival} beyond the packed keys")
+            if not self._repack(timestamp, timestamp, 1):
+                raise Untyped(f"timestamp {timestamp!r} beyond the packed keys of this window")
+            rel = timestamp - self._base
+            a = arrival - self._first
         return rel << ARRIVAL_BITS | a
+
+    def _repack(self, low: int, high: int, count: int) -> bool:
+        """Make room for ``count`` more arrivals at timestamps in ``[low, high]``: a new base
+        (the middle of the timestamps) and first arrival (the oldest present; if the
+        arrivals since then do not fit, the entries are renumbered in key order, keeping
+        the order of equal timestamps), the tree rebuilt node for node with the new keys
+        (the same order, shape and aggregates). False if they cannot fit, or an undo
+        journal (which holds keys) is open."""
+        tree = self.tree
+        n = len(tree)
+        if n:
+            low, high = min(low, self._ts(tree.oldest()[0])), max(high, self._ts(tree.newest()[0]))
+        base = (low + high) // 2
+        if self._journaled or not (-_SPAN <= low - base and high - base < _SPAN and n + count < _MASK):
+            return False
+        pairs = [self._pair(key) for key, _ in tree]
+        first = min((arrival for _, arrival in pairs), default=self._arrivals)
+        if self._arrivals + count - first >= _MASK:  # renumbered: the same order, other numbers
+            first = self._arrivals - n
+            pairs = [(t, first + rank) for rank, (t, _) in enumerate(pairs)]
+        if n:
+            keys = iter([(t - base) << ARRIVAL_BITS | (arrival - first) for t, arrival in pairs])
+
+            def repacked(fields: tuple) -> tuple:
+                old, values, agg, size, left, right, suffix, children = fields
+                new = []
+                for j in range(len(old)):  # in key order: child j, then key j
+                    if children is not None:
+                        children[j] = repacked(children[j])
+                    new.append(next(keys))
+                if children is not None:
+                    children[-1] = repacked(children[-1])
+                return (new, values, agg, size, left, right, suffix, children)
+
+            make, (cls, monoid, min_arity, state) = tree.__reduce__()
+            *head, nodes = state
+            self.tree = make(cls, monoid, min_arity, (*head, repacked(nodes)))
+        self._base, self._first = base, first
+        return True
 
     def _below(self, bound: Any) -> int:
         """The packed key just below every entry with timestamp >= ``bound`` (a number)."""
@@ -124,10 +166,9 @@ class TypedTimeOrdered(Aggregator):
         if not all(type(t) is int for t in timestamps):
             return False
         if timestamps:
-            base = self._base if len(self.tree) or self._journaled else timestamps[0]
-            first = self._first if len(self.tree) or self._journaled else self._arrivals
-            if (self._arrivals + len(timestamps) - first >= _MASK
-                    or not -_SPAN <= min(timestamps) - base < _SPAN or not max(timestamps) - base < _SPAN):
+            low, high = min(timestamps), max(timestamps)
+            if ((self._arrivals + len(timestamps) - self._first >= _MASK or not -_SPAN <= low - self._base
+                 or not high - self._base < _SPAN) and not self._repack(low, high, len(timestamps))):
                 return False
         return self.tree.accepts(partials)
 

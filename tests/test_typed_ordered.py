@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
-from mta import Window
+from mta import Window, typed_ordered
 from mta.algorithms import typed
 from mta.monoid import Count, Max, Mean, Min, Sum
 from mta.policy import MaxSize, TimeRange, all_of, any_of
@@ -49,9 +49,10 @@ def outcome(call: Any) -> Any:
         return ("error", type(error).__name__, str(error))
 
 
-def tree_of(window: Window, check: bool = True) -> Any:
+def tree_of(window: Window, check: bool = True, ranks: bool = False) -> Any:
     """The object FiBA of ``window`` (the typed one's object twin), node by node; ``check``:
-    FiBA.check it first (it refolds in its own order: exact for ints only)."""
+    FiBA.check it first (it refolds in its own order: exact for ints only); ``ranks``: arrival
+    numbers as ranks among their timestamp's (repacked keys may renumber them, in key order)."""
     algorithm = window._algorithm
     tree = (algorithm.to_object() if window._typed else algorithm).tree
 
@@ -62,7 +63,17 @@ def tree_of(window: Window, check: bool = True) -> Any:
 
     if check:
         tree.check()
-    return norm(dump(tree._root))
+    nodes = dump(tree._root)
+    if not ranks:
+        return norm(nodes)
+    keys = [key for key, _ in tree]  # in key order: equal timestamps in arrival order
+    rank = {key: j - keys.index((key[0], min(a for t, a in keys if t == key[0]))) for j, key in enumerate(keys)}
+
+    def ranked(node: Any) -> Any:
+        keys, *rest, children = node
+        return ([(t, rank[t, a]) for t, a in keys], *rest, None if children is None else list(map(ranked, children)))
+
+    return norm(ranked(nodes))
 
 
 TS = st.integers(0, 30)
@@ -83,12 +94,34 @@ OPS = st.one_of(
 )
 
 
+CASES = dict(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+             late=st.sampled_from(["refuse", "include"]), min_arity=st.sampled_from([2, 3, 16]),
+             floats=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
+
+
 @hsettings(max_examples=300)
-@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
-       late=st.sampled_from(["refuse", "include"]), min_arity=st.sampled_from([2, 3, 16]),
-       floats=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
+@given(**CASES)
 def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
                                                 ops: list, data: Any) -> None:
+    same_as_object(monoid, policy, late, min_arity, floats, ops, data, False)
+
+
+@hsettings(max_examples=200)
+@given(**CASES)
+def test_repacked_keys_change_nothing(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
+                                      ops: list, data: Any) -> None:
+    """Keys of 3 arrival bits and a timestamp span of 12: repacked all the time (or the
+    window demotes when it holds too much), with the same results."""
+    saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
+    typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
+    try:
+        same_as_object(monoid, policy, late, min_arity, floats, ops, data, True)
+    finally:
+        typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
+
+
+def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, ops: list, data: Any,
+                   ranks: bool) -> None:
     typed_window = make(monoid, policy, late, min_arity, True)
     object_window = make(monoid, policy, late, min_arity, False)
     assert typed_window._typed and not object_window._typed
@@ -128,7 +161,7 @@ def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: 
         assert norm(list(typed_window)) == norm(list(object_window))
         assert norm(typed_window.oldest_timestamp()) == norm(object_window.oldest_timestamp())
     exact = not floats or monoid == "count"
-    assert tree_of(typed_window, exact) == tree_of(object_window, exact)
+    assert tree_of(typed_window, exact, ranks) == tree_of(object_window, exact, ranks)
 
 
 @pytest.mark.parametrize("monoid", sorted(MONOIDS))
@@ -224,3 +257,25 @@ def test_a_copied_typed_window_goes_on_as_the_original(copier: str) -> None:
     before = (len(original), norm(original.query()))
     clone.insert(100, 1.0)  # the copy is independent
     assert (len(original), norm(original.query())) == before != (len(clone), norm(clone.query()))
+
+
+def test_repacking_renumbers_in_order_and_rebases() -> None:
+    """An entry that arrived long ago stays (a late timestamp far ahead): keys are renumbered
+    (3 arrival bits) and rebased (a span of 12) while the window slides, and it stays typed,
+    with the object window's results and tree."""
+    saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
+    typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
+    try:
+        typed_window = make("sum", "size", "include", 2, True)
+        object_window = make("sum", "size", "include", 2, False)
+        updates = [(8, 0.5)] + [(t // 2, t + 0.1) for t in range(30)]  # equal timestamps in pairs
+        for t, x in updates:
+            for w in (typed_window, object_window):
+                w.insert(t, x)
+            assert norm(typed_window.query()) == norm(object_window.query())
+            assert norm(list(typed_window)) == norm(list(object_window))
+            assert tree_of(typed_window, False, True) == tree_of(object_window, False, True)
+        assert typed_window._typed
+        assert typed_window._algorithm._base > 6  # rebased as time went on
+    finally:
+        typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
