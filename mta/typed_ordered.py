@@ -5,18 +5,18 @@
 The object window files each timed element ``(1, timestamp, partial)`` under the key
 ``(timestamp, arrival)``. Here the key is that pair packed into one int64 in the same
 order, ``(timestamp - base) << ARRIVAL_BITS | (arrival - first)`` (``base`` and ``first``
-chosen when keys are packed), so the
-typed tree has the object tree's shape, node for node, and combines in its order. Its
-values are the bare partials: every aggregate of the timed tree is ``(count, newest
-timestamp, partial)`` where the count is the node's size, the newest timestamp that of
-the last entry the aggregate covers, and the partial the untimed tree's aggregate (the
-timed combine only differs on an empty right operand, which FiBA never combines).
+chosen when keys are packed), so the typed tree has the object tree's shape, node for
+node, and combines in its order. Its values are the bare partials: every aggregate of the
+timed tree is ``(count, newest timestamp, partial)``, the count the node's size, the newest
+timestamp that of the last entry the aggregate covers, the partial the untimed tree's
+aggregate. (The timed combine returns ``x`` for an empty right operand where the untimed
+one computes ``x + 0`` or ``min(x, inf)``: the same number unless ``x`` is -0.0, which
+FiBA's accumulators, starting at the identity, never are; the tests compare bit for bit.)
 
 It holds exact-int timestamps spanning less than ``2**(62 - ARRIVAL_BITS)`` and fewer
 than ``2**ARRIVAL_BITS - 1`` entries: when a new key does not fit, the keys are repacked
 (:meth:`TypedTimeOrdered._repack`: O(n), node for node), so a window that slides goes on
-typed for ever. Partials as TypedFiBA.
-Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
+typed for ever. Partials as TypedFiBA. Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
 window demotes to :meth:`to_object`, the object TimeOrdered in the same state.
 """
 
@@ -34,7 +34,7 @@ from mta.ordered_window import LATE, TimeOrdered
 
 __all__ = ["TypedTimeOrdered"]
 
-#: Low bits of a key: the arrival number since the window was last empty.
+#: Low bits of a key: the arrival number less ``first``.
 ARRIVAL_BITS = 28
 _MASK = (1 << ARRIVAL_BITS) - 1
 #: Timestamps differ from the base by less than this (keys stay well inside int64).
