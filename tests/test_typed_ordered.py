@@ -7,6 +7,7 @@ the compiled and the pure path (where the same source runs interpreted)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -87,7 +88,8 @@ OPS = st.one_of(
     st.tuples(st.just("columns"), st.lists(TS, max_size=5)),
     st.tuples(st.just("clear")),
     st.tuples(st.just("evict"), st.integers(0, 3)),
-    st.tuples(st.just("evict_before"), st.one_of(TS, st.sampled_from([4.5, -3.0, 1e300]))),
+    st.tuples(st.just("evict_before"), st.one_of(TS, st.sampled_from([4.5, -3.0, 1e300, math.inf, None, "x"]))),
+    st.tuples(st.just("evict"), st.sampled_from([-1, True, 1.0])),
     st.tuples(st.just("retract"), st.one_of(TS, st.just(7.5))),
     st.tuples(st.just("range"), st.one_of(st.none(), TS, st.just(3.5)), st.one_of(st.none(), TS, st.just(20.5))),
     st.tuples(st.just("demote"), st.sampled_from([2.5, 2 ** 40, "value"])),
