@@ -13,7 +13,9 @@ aggregate. (The timed combine returns ``x`` for an empty right operand where the
 one computes ``x + 0`` or ``min(x, inf)``: the same number unless ``x`` is -0.0, which
 FiBA's accumulators, starting at the identity, never are; the tests compare bit for bit.)
 
-It holds exact-int timestamps spanning less than ``2**(62 - ARRIVAL_BITS)`` and fewer
+It holds timestamps all exactly ints, or all floats (not -0.0, coded as ints in the same
+order by their bits, :func:`_fcode`), whose codes span less than ``2**(63 - ARRIVAL_BITS)``
+(floats: about 2^35 steps of their precision, two hours of epoch seconds), and fewer
 than ``2**ARRIVAL_BITS - 1`` entries: when a new key does not fit, the keys are repacked
 (:meth:`TypedTimeOrdered._repack`: O(n), node for node), so a window that slides goes on
 typed for ever. Partials as TypedFiBA. Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
@@ -23,6 +25,7 @@ window demotes to :meth:`to_object`, the object TimeOrdered in the same state.
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, Iterator, Sequence
 
 from mta.algorithms.base import Aggregator
@@ -40,6 +43,26 @@ _MASK = (1 << ARRIVAL_BITS) - 1
 #: Timestamps differ from the base by less than this (keys stay well inside int64).
 _SPAN = 1 << (62 - ARRIVAL_BITS)
 _SIZE, _TIME, _ANY, _ALL = 0, 1, 2, 3
+_D, _Q = struct.Struct("d"), struct.Struct("q")
+_I64_MAX = 2**63 - 1
+
+
+def _fcode(x: float) -> int:
+    """A float as an int in the same order (not NaN; -0.0 as 0.0's): its bits, the
+    magnitude bits flipped for a negative (TypedFiBA's float keys)."""
+    b = _Q.unpack(_D.pack(x + 0.0))[0]
+    return b ^ _I64_MAX if b < 0 else b
+
+
+def _unfcode(b: int) -> float:
+    return _D.unpack(_Q.pack(b ^ _I64_MAX if b < 0 else b))[0]
+
+
+def _plain(t: Any) -> bool:
+    """Whether a timestamp packs: exactly an int, or a float that is not NaN nor -0.0 (which
+    would read back as 0.0)."""
+    kind = type(t)
+    return kind is int or (kind is float and t == t and (t or math.copysign(1.0, t) > 0))
 
 
 class TypedTimeOrdered(Aggregator):
@@ -62,6 +85,8 @@ class TypedTimeOrdered(Aggregator):
         self._arrivals = 0
         #: The newest timestamp that has left the window (None: nothing has yet).
         self.frontier: Any = None
+        #: Timestamps are floats (packed as :func:`_fcode`), else ints: all one kind.
+        self._float = False
         self._base = 0
         self._first = 0
         #: An undo journal is open: the base must not move.
@@ -71,16 +96,28 @@ class TypedTimeOrdered(Aggregator):
 
     def _key(self, timestamp: Any, arrival: int) -> int:
         """The packed key of a new entry; Untyped if it does not fit."""
-        if type(timestamp) is not int:
-            raise Untyped(f"a timestamp that is not an int: {timestamp!r}")
-        rel = timestamp - self._base
+        if not _plain(timestamp):
+            raise Untyped(f"a timestamp that does not pack: {timestamp!r}")
+        self._kind_of(type(timestamp) is float)
+        code = self._code(timestamp)
+        rel = code - self._base
         a = arrival - self._first
         if not -_SPAN <= rel < _SPAN or a >= _MASK:
-            if not self._repack(timestamp, timestamp, 1):
+            if not self._repack(code, code, 1):
                 raise Untyped(f"timestamp {timestamp!r} beyond the packed keys of this window")
-            rel = timestamp - self._base
+            rel = code - self._base
             a = arrival - self._first
         return rel << ARRIVAL_BITS | a
+
+    def _kind_of(self, floats: bool) -> None:
+        """Timestamps of this kind from now on (an empty window takes any); Untyped if not."""
+        if floats != self._float:
+            if len(self.tree) or self._journaled:
+                raise Untyped("a timestamp of the other kind (ints and floats)")
+            self._float = floats
+
+    def _code(self, t: Any) -> int:
+        return _fcode(t) if self._float else t
 
     def _repack(self, low: int, high: int, count: int) -> bool:
         """Make room for ``count`` more arrivals at timestamps in ``[low, high]``: a new base
@@ -92,17 +129,18 @@ class TypedTimeOrdered(Aggregator):
         tree = self.tree
         n = len(tree)
         if n:
-            low, high = min(low, self._ts(tree.oldest()[0])), max(high, self._ts(tree.newest()[0]))
+            low, high = min(low, self._base + (tree.oldest()[0] >> ARRIVAL_BITS)), \
+                max(high, self._base + (tree.newest()[0] >> ARRIVAL_BITS))
         base = (low + high) // 2
         if self._journaled or not (-_SPAN <= low - base and high - base < _SPAN and n + count < _MASK):
             return False
-        pairs = [self._pair(key) for key, _ in tree]
+        pairs = [(self._base + (key >> ARRIVAL_BITS), self._first + (key & _MASK)) for key, _ in tree]
         first = min((arrival for _, arrival in pairs), default=self._arrivals)
         if self._arrivals + count - first >= _MASK:  # renumbered: the same order, other numbers
             first = self._arrivals - n
-            pairs = [(t, first + rank) for rank, (t, _) in enumerate(pairs)]
+            pairs = [(c, first + rank) for rank, (c, _) in enumerate(pairs)]
         if n:
-            keys = iter([(t - base) << ARRIVAL_BITS | (arrival - first) for t, arrival in pairs])
+            keys = iter([(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs])
 
             def repacked(fields: tuple) -> tuple:
                 old, values, agg, size, left, right, suffix, children = fields
@@ -121,23 +159,39 @@ class TypedTimeOrdered(Aggregator):
         self._base, self._first = base, first
         return True
 
+    def _rel(self, bound: Any, up: bool) -> int:
+        """The code, less the base, of the least timestamp of the window's kind >= ``bound``
+        (``up``) or of the greatest <= it (a number, compared exactly), clamped to the keys."""
+        if self._float:
+            try:
+                f = float(bound)
+            except OverflowError:
+                f = math.inf if bound > 0 else -math.inf
+            if up and f < bound:
+                f = math.nextafter(f, math.inf)
+            elif not up and f > bound:
+                f = math.nextafter(f, -math.inf)
+            rel = _fcode(f) - self._base
+        elif math.isfinite(bound):
+            rel = (math.ceil(bound) if up else math.floor(bound)) - self._base
+        else:
+            rel = -_SPAN - 1 if bound < 0 else _SPAN
+        return max(-_SPAN - 1, min(_SPAN, rel))
+
     def _below(self, bound: Any) -> int:
         """The packed key just below every entry with timestamp >= ``bound`` (a number)."""
-        rel = math.ceil(bound) - self._base if math.isfinite(bound) else (-math.inf if bound < 0 else math.inf)
-        rel = max(-_SPAN - 1, min(_SPAN, rel))
-        return (rel << ARRIVAL_BITS) - 1
+        return (self._rel(bound, True) << ARRIVAL_BITS) - 1
 
     def _above(self, bound: Any) -> int:
         """The packed key just above every entry with timestamp <= ``bound`` (a number)."""
-        rel = math.floor(bound) - self._base if math.isfinite(bound) else (-math.inf if bound < 0 else math.inf)
-        rel = max(-_SPAN - 1, min(_SPAN, rel))
-        return rel << ARRIVAL_BITS | _MASK
+        return self._rel(bound, False) << ARRIVAL_BITS | _MASK
 
-    def _ts(self, key: int) -> int:
-        return self._base + (key >> ARRIVAL_BITS)
+    def _ts(self, key: int) -> Any:
+        code = self._base + (key >> ARRIVAL_BITS)
+        return _unfcode(code) if self._float else code
 
-    def _pair(self, key: int) -> tuple[int, int]:
-        return self._base + (key >> ARRIVAL_BITS), self._first + (key & _MASK)
+    def _pair(self, key: int) -> tuple[Any, int]:
+        return self._ts(key), self._first + (key & _MASK)
 
     # -- updates ---------------------------------------------------------------------------
 
@@ -163,10 +217,16 @@ class TypedTimeOrdered(Aggregator):
 
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
         """Whether :meth:`insert_columns` takes this batch."""
-        if not all(type(t) is int for t in timestamps):
-            return False
         if timestamps:
-            low, high = min(timestamps), max(timestamps)
+            floats = type(timestamps[0]) is float
+            if not all(_plain(t) and (type(t) is float) == floats for t in timestamps):
+                return False
+            try:
+                self._kind_of(floats)
+            except Untyped:
+                return False
+            codes = [self._code(t) for t in timestamps]
+            low, high = min(codes), max(codes)
             if ((self._arrivals + len(timestamps) - self._first >= _MASK or not -_SPAN <= low - self._base
                  or not high - self._base < _SPAN) and not self._repack(low, high, len(timestamps))):
                 return False
@@ -214,9 +274,21 @@ class TypedTimeOrdered(Aggregator):
                 return 0, None
             newest = self._ts(self.tree.newest()[0])
             oldest_key = self.tree.oldest()[0]
-            if newest - self._ts(oldest_key) < node[1]:
+            width = node[2] if self._float else node[1]
+            if not newest - self._ts(oldest_key) >= width:
                 return 0, None
-            return self.tree.count_range(oldest_key, self._above(newest - node[1]))
+            count, last = self.tree.count_range(oldest_key, self._above(newest - width))
+            if self._float:  # newest - t >= width as the object window rounds it: a prefix
+                tree = self.tree
+                while count and not newest - self._ts(last) >= width:
+                    count -= 1
+                    last = tree.key_at(count - 1) if count else None
+                while count < n:
+                    key = tree.key_at(count)
+                    if not newest - self._ts(key) >= width:
+                        break
+                    count, last = count + 1, key
+            return count, last
         best = None
         for child in node[1]:
             found = self._condemned(child)
@@ -242,7 +314,7 @@ class TypedTimeOrdered(Aggregator):
 
     def retract(self, timestamp: Any) -> int:
         """Remove every update at ``timestamp``; return how many (the frontier stays)."""
-        if not len(self.tree) or timestamp != math.floor(timestamp):
+        if not len(self.tree):
             return 0
         tree = self.tree
         entries = tree.entries(self._below(timestamp), self._above(timestamp))

@@ -21,7 +21,7 @@ from mta.monoid import Count, Max, Mean, Min, Sum
 from mta.policy import MaxSize, TimeRange, all_of, any_of
 
 MONOIDS = {"sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean}
-POLICIES = {"none": None, "size": MaxSize(5), "size0": MaxSize(0), "time": TimeRange(6), "time_f": TimeRange(2.5),
+POLICIES = {"none": None, "size": MaxSize(5), "size0": MaxSize(0), "time": TimeRange(6), "time_f": TimeRange(2.5), "time_r": TimeRange(0.3),
             "any": any_of(MaxSize(7), TimeRange(9)), "all": all_of(MaxSize(3), TimeRange(4))}
 
 
@@ -98,32 +98,38 @@ OPS = st.one_of(
 
 CASES = dict(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
              late=st.sampled_from(["refuse", "include"]), min_arity=st.sampled_from([2, 3, 16]),
-             floats=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
+             floats=st.booleans(), float_stamps=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
 
 
 @hsettings(max_examples=300)
 @given(**CASES)
 def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
-                                                ops: list, data: Any) -> None:
-    same_as_object(monoid, policy, late, min_arity, floats, ops, data, False)
+                                                float_stamps: bool, ops: list, data: Any) -> None:
+    same_as_object(monoid, policy, late, min_arity, floats, float_stamps, ops, data, False)
 
 
 @hsettings(max_examples=200)
 @given(**CASES)
 def test_repacked_keys_change_nothing(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
-                                      ops: list, data: Any) -> None:
+                                      float_stamps: bool, ops: list, data: Any) -> None:
     """Keys of 3 arrival bits and a timestamp span of 12: repacked all the time (or the
     window demotes when it holds too much), with the same results."""
     saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
     typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
     try:
-        same_as_object(monoid, policy, late, min_arity, floats, ops, data, True)
+        same_as_object(monoid, policy, late, min_arity, floats, float_stamps, ops, data, True)
     finally:
         typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
 
 
-def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, ops: list, data: Any,
-                   ranks: bool) -> None:
+def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, float_stamps: bool, ops: list,
+                   data: Any, ranks: bool) -> None:
+    """Both windows through ``ops``; ``float_stamps``: timestamps 1e9 + t * 0.1 (floats that
+    pack), else t."""
+
+    def at(t: Any) -> Any:
+        return 1e9 + t * 0.1 if float_stamps and type(t) in (int, float) and math.isfinite(t) else t
+
     typed_window = make(monoid, policy, late, min_arity, True)
     object_window = make(monoid, policy, late, min_arity, False)
     assert typed_window._typed and not object_window._typed
@@ -132,24 +138,24 @@ def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: 
         kind = op[0]
         if kind == "insert":
             value = data.draw(values)
-            calls = [lambda w: w.insert(op[1], value)]
+            calls = [lambda w: w.insert(at(op[1]), value)]
         elif kind == "many":
-            batch = [(t, data.draw(values)) for t in op[1]]
+            batch = [(at(t), data.draw(values)) for t in op[1]]
             calls = [lambda w: w.insert_many(batch)]
         elif kind == "columns":
-            stamps, column = list(op[1]), [data.draw(values) for _ in op[1]]
+            stamps, column = list(map(at, op[1])), [data.draw(values) for _ in op[1]]
             calls = [lambda w: w.insert_many(stamps, column)]
         elif kind == "clear":
             calls = [lambda w: w.clear()]
         elif kind == "evict":
             calls = [lambda w: w.evict(op[1])]
         elif kind == "evict_before":
-            calls = [lambda w: w.evict_before(op[1])]
+            calls = [lambda w: w.evict_before(at(op[1]))]
         elif kind == "retract":
-            calls = [lambda w: w.retract(op[1])]
+            calls = [lambda w: w.retract(at(op[1]))]
         elif kind == "range":
-            calls = [lambda w: w.query(op[1], op[2]), lambda w: w.tally(op[1], op[2]),
-                     lambda w: w.partial(op[1], op[2])]
+            low, high = at(op[1]), at(op[2])
+            calls = [lambda w: w.query(low, high), lambda w: w.tally(low, high), lambda w: w.partial(low, high)]
         else:  # what the typed core cannot hold: a float timestamp, a far one, a value of another kind
             bad = op[1]
             value = data.draw(values)
@@ -281,3 +287,19 @@ def test_repacking_renumbers_in_order_and_rebases() -> None:
         assert typed_window._algorithm._base > 6  # rebased as time went on
     finally:
         typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
+
+
+@pytest.mark.parametrize("policy", ["time_r", "time_f", "any"])
+def test_float_timestamps_expire_as_the_object_window_rounds(policy: str) -> None:
+    """Float timestamps 1e9 + k * 0.1 against TimeRange(0.3): ``newest - t >= width`` and
+    ``t <= newest - width`` disagree at some steps (rounding); the typed window evicts what
+    the object one does, and stays typed."""
+    typed_window = make("sum", policy, "include", 2, True)
+    object_window = make("sum", policy, "include", 2, False)
+    for k in [*range(40), 5, 50, 12, 49]:
+        for w in (typed_window, object_window):
+            w.insert(1e9 + k * 0.1, k)
+        assert norm(list(typed_window)) == norm(list(object_window))
+        assert typed_window.frontier == object_window.frontier
+    assert typed_window._typed
+    assert tree_of(typed_window) == tree_of(object_window)
