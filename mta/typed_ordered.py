@@ -96,10 +96,13 @@ class TypedTimeOrdered(Aggregator):
 
     def _key(self, timestamp: Any, arrival: int) -> int:
         """The packed key of a new entry; Untyped if it does not fit."""
-        if not _plain(timestamp):
-            raise Untyped(f"a timestamp that does not pack: {timestamp!r}")
-        self._kind_of(type(timestamp) is float)
-        code = self._code(timestamp)
+        if type(timestamp) is int and not self._float:
+            code = timestamp
+        else:
+            if not _plain(timestamp):
+                raise Untyped(f"a timestamp that does not pack: {timestamp!r}")
+            self._kind_of(type(timestamp) is float)
+            code = self._code(timestamp)
         rel = code - self._base
         a = arrival - self._first
         if not -_SPAN <= rel < _SPAN or a >= _MASK:
