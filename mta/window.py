@@ -34,6 +34,7 @@ from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Agg
 from mta.arrays import as_list, numeric_array
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
+from mta.typed_ordered import TypedTimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
 
 __all__ = ["Window"]
@@ -136,6 +137,17 @@ def _trusted(policy: Any) -> bool:
 
 def _unchanged(error: StoreError) -> StoreError:
     return StoreError(f"{error}; the window is unchanged (retry once the store is back)")
+
+
+def _typed_ordered(monoid: Monoid, policy: Any, cls: type, in_memory: bool, options: dict[str, Any]) -> bool:
+    """Whether an out-of-order window runs on a typed FiBA (:mod:`mta.typed_ordered`):
+    compiled, FiBA in memory, a built-in number monoid, no policy or one of ours, options
+    it takes (``late``; ``min_arity`` up to 16; a bad one is left for TimeOrdered to name)."""
+    min_arity = options.get("min_arity", 16)
+    return (typed.USE and cls.name == "fiba" and in_memory and set(options) <= {"late", "min_arity"}
+            and options.get("late", "refuse") in ("refuse", "include")
+            and type(min_arity) is int and 2 <= min_arity <= 16
+            and typed.op_of(monoid) is not None and (policy is None or typed.plan(policy) is not None))
 
 
 def _describe(monoid: Monoid) -> Any:
@@ -290,7 +302,9 @@ class Window:
                        and typed.op_of(monoid) is not None
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
         if self._ordered:
-            self._make = functools.partial(TimeOrdered, cls, inner, **options)
+            self._typed = _typed_ordered(monoid, policy, cls, self._safe and store is None, options)
+            self._make = (functools.partial(TypedTimeOrdered, monoid, inner, policy, **options) if self._typed
+                          else functools.partial(TimeOrdered, cls, inner, **options))
         elif self._typed:
             core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
             self._make = (functools.partial(typed.TypedTimed.over, core, inner, policy) if self._timed
@@ -413,7 +427,11 @@ class Window:
         timestamp = self._check_timestamp(timestamp, self._algorithm.bound())
         partial = self.monoid.lift(value)
         if self._safe:  # nothing can fail
-            return self._apply(timestamp, partial)
+            try:
+                return self._apply(timestamp, partial)
+            except typed.Untyped:  # raised by the typed core before it changed anything
+                self._demote()
+                return self._apply(timestamp, partial)
         # The policy or the store may raise after the insertion: a batch of one, undone then.
         evicted = self.insert_checked(([timestamp], [partial]))
         if self._flush_due:
@@ -437,7 +455,7 @@ class Window:
         right after it, so a crash loses at most what :meth:`insert` would.
         """
         if values is not None:
-            if self._typed:  # plain numeric columns: C loops check and insert them
+            if self._typed and not self._ordered:  # plain numeric columns: C loops check and insert them
                 evicted = self._events.insert_arrays(updates, values)
                 if evicted is not None:
                     return evicted
@@ -655,7 +673,11 @@ class Window:
         an update older than it is late."""
         if self._ordered:
             try:
-                return self._algorithm.evict_before(timestamp)
+                try:
+                    return self._algorithm.evict_before(timestamp)
+                except typed.Untyped:  # a bound the typed core does not compare: before any change
+                    self._demote()
+                    return self._algorithm.evict_before(timestamp)
             except StoreError as error:
                 raise _unchanged(error) from error
         if not self._timed:

@@ -983,7 +983,8 @@ class Events:
 
     :class:`PerEvent` hands them out as the window's ``insert`` and ``query``, so that an
     event costs no Python frame. :meth:`insert` takes the plain case: a timestamp exactly an
-    int or a finite float, not older than the window's newest, and a value the monoid lifts
+    int or a finite float, not older than the window's newest (out of order: any, the core
+    refusing a late one with ``Untyped``), and a value the monoid lifts
     unchanged (exactly an int or a float; finite for Sum and Mean, not NaN for Min and Max;
     any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
@@ -1003,6 +1004,7 @@ class Events:
     _op: cython.int
     _count: cython.bint
     _live: cython.bint  # False once the window has left the typed core
+    _ordered: cython.bint  # out of order: the core refuses a late update itself (Untyped)
 
     def __init__(self, window: Any, algorithm: Any, monoid: Monoid, checked_insert: Any,
                  checked_query: Any) -> None:
@@ -1016,6 +1018,7 @@ class Events:
         self._checked_query = checked_query
         self._op = op_of(monoid)
         self._count = type(monoid) is Count
+        self._ordered = window._ordered
 
     def insert(self, timestamp: Any, value: Any) -> int:
         """``Window.insert``: add one update, enforce the policy, return how many left."""
@@ -1033,7 +1036,7 @@ class Events:
                 return self._checked_insert(window, timestamp, value)
         elif kind is not int:
             return self._checked_insert(window, timestamp, value)
-        if newest is not None and timestamp < newest:
+        if newest is not None and timestamp < newest and not self._ordered:
             return self._checked_insert(window, timestamp, value)
         # Monoid.lift, for the values it returns unchanged
         if self._count:

@@ -816,6 +816,30 @@ class TypedFiBA:
             self._root.agg = self._identity
         return self._insert(key, p)
 
+    def accepts(self, partials: Any) -> bool:
+        """Whether :meth:`insert` would take these partials one after another (at new keys
+        of the tree's kind): one kind, the tree's unless it is empty, within the INT bound."""
+        size: cython.Py_ssize_t = self._len()
+        kind: cython.bint = self._float
+        first: cython.bint = size == 0
+        track: cython.bint = self._op == _SUM or self._op == _MEAN
+        magnitude: cython.ulonglong = self._magnitude if size else 0
+        p: Part
+        try:
+            for partial in partials:
+                p = self._decode(partial)
+                if first:
+                    kind, first = self._vkind, False
+                elif self._vkind != kind:
+                    return False
+                if not kind and track:
+                    if _abs64(p.i) > LIMIT - magnitude:
+                        return False
+                    magnitude += _abs64(p.i)
+        except Untyped:
+            return False
+        return True
+
     @cython.cfunc
     def _insert(self, key: object, p: Part) -> cython.bint:
         q: cython.longlong = self._q
@@ -1273,6 +1297,71 @@ class TypedFiBA:
         self._hit = False
         acc: Part = self._range(a, True, lq, True, hq)
         return self._enc(acc) if self._hit else self.monoid.identity
+
+    def count_range(self, low: Any, high: Any) -> tuple:
+        """``(how many entries have low <= key <= high, the greatest of those keys)`` (``(0,
+        None)``: none), in O(log n) node visits: subtree sizes where query_range takes aggregates."""
+        if not self._len() or high < low:
+            return (0, None)
+        self._lookup(low)
+        lq: cython.longlong = self._q
+        self._lookup(high)
+        hq: cython.longlong = self._q
+        count: cython.Py_ssize_t = self._count_in(self._root, True, lq, True, hq)
+        if not count:
+            return (0, None)
+        node: _TNode = self._root
+        last: _TNode = None
+        j: cython.Py_ssize_t = 0
+        i: cython.Py_ssize_t
+        while True:  # down to the greatest key <= hq
+            i = self._bisect_right(node, hq)
+            if i:
+                last, j = node, i - 1
+            if node.children is None:
+                break
+            node = _child(node, i)
+        return (count, self._key(last, j))
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _count_in(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong,
+                  bounded_high: cython.bint, hq: cython.longlong) -> cython.Py_ssize_t:
+        """How many entries of ``node``'s subtree lie in the bounds (an unbounded side: as _range)."""
+        if not bounded_low and not bounded_high and self._has_up(node):
+            return node.size  # an up node's size is its subtree's
+        start: cython.Py_ssize_t = self._bisect_left(node, lq) if bounded_low else 0
+        stop: cython.Py_ssize_t = self._bisect_right(node, hq) if bounded_high else node.n
+        count: cython.Py_ssize_t = stop - start
+        i: cython.Py_ssize_t
+        if node.children is not None:
+            for i in range(start, stop + 1):
+                count += self._count_in(_child(node, i), bounded_low and i == start, lq,
+                                        bounded_high and i == stop, hq)
+        return count
+
+    def key_at(self, rank: int) -> Any:
+        """The key of entry ``rank`` in key order (0 the oldest); IndexError beyond."""
+        r: cython.Py_ssize_t = rank
+        if r < 0 or r >= self._len():
+            raise IndexError(f"no entry {rank} in a tree of {self._len()}")
+        node: _TNode = self._root
+        child: _TNode
+        c: cython.Py_ssize_t
+        i: cython.Py_ssize_t
+        while node.children is not None:
+            for i in range(node.n + 1):
+                child = _child(node, i)
+                c = child.size if self._has_up(child) else self._count_in(child, False, 0, False, 0)
+                if r < c:
+                    break
+                r -= c
+                if i < node.n:
+                    if not r:
+                        return self._key(node, i)
+                    r -= 1
+            node = child
+        return self._key(node, r)
 
     @cython.cfunc
     @cython.exceptval(check=False)

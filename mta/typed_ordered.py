@@ -1,0 +1,447 @@
+"""``TypedTimeOrdered``: an out-of-order window (``algorithm="fiba"``) on a
+:class:`~mta.algorithms.typed_fiba.TypedFiBA` (issue 20), with the results of
+:class:`~mta.ordered_window.TimeOrdered` over :class:`~mta.algorithms.fiba.FiBA`.
+
+The object window files each timed element ``(1, timestamp, partial)`` under the key
+``(timestamp, arrival)``. Here the key is that pair packed into one int64 in the same
+order, ``(timestamp - base) << ARRIVAL_BITS | (arrival - first)`` (``base`` and ``first``
+chosen when keys are packed), so the typed tree has the object tree's shape, node for
+node, and combines in its order. Its values are the bare partials: every aggregate of the
+timed tree is ``(count, newest timestamp, partial)``, the count the node's size, the newest
+timestamp that of the last entry the aggregate covers, the partial the untimed tree's
+aggregate. (The timed combine returns ``x`` for an empty right operand where the untimed
+one computes ``x + 0`` or ``min(x, inf)``: the same number unless ``x`` is -0.0, which
+FiBA's accumulators, starting at the identity, never are; the tests compare bit for bit.)
+
+It holds timestamps all exactly ints, or all floats (not -0.0, coded as ints in the same
+order by their bits, :func:`_fcode`), whose codes span less than ``2**(63 - ARRIVAL_BITS)``
+(floats: about 2^35 steps of their precision, two hours of epoch seconds), and fewer
+than ``2**ARRIVAL_BITS - 1`` entries: when a new key does not fit, the keys are repacked
+(:meth:`TypedTimeOrdered._repack`: O(n), node for node), so a window that slides goes on
+typed for ever. Partials as TypedFiBA. Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
+window demotes to :meth:`to_object`, the object TimeOrdered in the same state.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any, Iterator, Sequence
+
+from mta.algorithms.base import Aggregator
+from mta.algorithms.fiba import FiBA
+from mta.algorithms.typed import Untyped, plan
+from mta.algorithms.typed_fiba import TypedFiBA, _object_node
+from mta.monoid import Monoid
+from mta.ordered_window import LATE, TimeOrdered
+
+__all__ = ["TypedTimeOrdered"]
+
+#: Low bits of a key: the arrival number less ``first``.
+ARRIVAL_BITS = 28
+_MASK = (1 << ARRIVAL_BITS) - 1
+#: Timestamps differ from the base by less than this (keys stay well inside int64).
+_SPAN = 1 << (62 - ARRIVAL_BITS)
+_SIZE, _TIME, _ANY, _ALL = 0, 1, 2, 3
+_D, _Q = struct.Struct("d"), struct.Struct("q")
+_I64_MAX = 2**63 - 1
+
+
+def _fcode(x: float) -> int:
+    """A float as an int in the same order (not NaN; -0.0 as 0.0's): its bits, the
+    magnitude bits flipped for a negative (TypedFiBA's float keys)."""
+    b = _Q.unpack(_D.pack(x + 0.0))[0]
+    return b ^ _I64_MAX if b < 0 else b
+
+
+def _unfcode(b: int) -> float:
+    return _D.unpack(_Q.pack(b ^ _I64_MAX if b < 0 else b))[0]
+
+
+def _plain(t: Any) -> bool:
+    """Whether a timestamp packs: exactly an int, or a float that is not NaN nor -0.0 (which
+    would read back as 0.0)."""
+    kind = type(t)
+    return kind is int or (kind is float and t == t and (t or math.copysign(1.0, t) > 0))
+
+
+class TypedTimeOrdered(Aggregator):
+    """TimeOrdered(FiBA) for a built-in number monoid and a policy :func:`plan` takes."""
+
+    name = FiBA.name
+
+    def __init__(self, monoid: Monoid, timed_monoid: Monoid, policy: Any, *, late: str = "refuse",
+                 min_arity: int = 16) -> None:
+        if late not in LATE:
+            raise ValueError(f"late must be one of {', '.join(map(repr, LATE))}, got {late!r}")
+        self.tree = TypedFiBA(monoid, min_arity=min_arity)
+        super().__init__(timed_monoid)
+        self.late = late
+        self._policy = policy
+        self._plan = None if policy is None else plan(policy)
+        if policy is not None and self._plan is None:
+            raise TypeError(f"typed cores cannot evaluate policy {policy!r}")
+        #: The next arrival number, as TimeOrdered's.
+        self._arrivals = 0
+        #: The newest timestamp that has left the window (None: nothing has yet).
+        self.frontier: Any = None
+        #: Timestamps are floats (packed as :func:`_fcode`), else ints: all one kind.
+        self._float = False
+        self._base = 0
+        self._first = 0
+        #: An undo journal is open: the base must not move.
+        self._journaled = False
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def _key(self, timestamp: Any, arrival: int) -> int:
+        """The packed key of a new entry; Untyped if it does not fit."""
+        if type(timestamp) is int and not self._float:
+            code = timestamp
+        else:
+            if not _plain(timestamp):
+                raise Untyped(f"a timestamp that does not pack: {timestamp!r}")
+            self._kind_of(type(timestamp) is float)
+            code = self._code(timestamp)
+        rel = code - self._base
+        a = arrival - self._first
+        if not -_SPAN <= rel < _SPAN or a >= _MASK:
+            if not self._repack(code, code, 1):
+                raise Untyped(f"timestamp {timestamp!r} beyond the packed keys of this window")
+            rel = code - self._base
+            a = arrival - self._first
+        return rel << ARRIVAL_BITS | a
+
+    def _kind_of(self, floats: bool) -> None:
+        """Timestamps of this kind from now on (an empty window takes any); Untyped if not."""
+        if floats != self._float:
+            if len(self.tree) or self._journaled:
+                raise Untyped("a timestamp of the other kind (ints and floats)")
+            self._float = floats
+
+    def _code(self, t: Any) -> int:
+        return _fcode(t) if self._float else t
+
+    def _repack(self, low: int, high: int, count: int) -> bool:
+        """Make room for ``count`` more arrivals at timestamps in ``[low, high]``: a new base
+        (the middle of the timestamps) and first arrival (the oldest present; if the
+        arrivals since then do not fit, the entries are renumbered in key order, keeping
+        the order of equal timestamps), the tree rebuilt node for node with the new keys
+        (the same order, shape and aggregates). False if they cannot fit, or an undo
+        journal (which holds keys) is open."""
+        tree = self.tree
+        n = len(tree)
+        if n:
+            low, high = min(low, self._base + (tree.oldest()[0] >> ARRIVAL_BITS)), \
+                max(high, self._base + (tree.newest()[0] >> ARRIVAL_BITS))
+        base = (low + high) // 2
+        if self._journaled or not (-_SPAN <= low - base and high - base < _SPAN and n + count < _MASK):
+            return False
+        pairs = [(self._base + (key >> ARRIVAL_BITS), self._first + (key & _MASK)) for key, _ in tree]
+        first = min((arrival for _, arrival in pairs), default=self._arrivals)
+        if self._arrivals + count - first >= _MASK:  # renumbered: the same order, other numbers
+            first = self._arrivals - n
+            pairs = [(c, first + rank) for rank, (c, _) in enumerate(pairs)]
+        if n:
+            keys = iter([(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs])
+
+            def repacked(fields: tuple) -> tuple:
+                old, values, agg, size, left, right, suffix, children = fields
+                new = []
+                for j in range(len(old)):  # in key order: child j, then key j
+                    if children is not None:
+                        children[j] = repacked(children[j])
+                    new.append(next(keys))
+                if children is not None:
+                    children[-1] = repacked(children[-1])
+                return (new, values, agg, size, left, right, suffix, children)
+
+            make, (cls, monoid, min_arity, state) = tree.__reduce__()
+            *head, nodes = state
+            self.tree = make(cls, monoid, min_arity, (*head, repacked(nodes)))
+        self._base, self._first = base, first
+        return True
+
+    def _rel(self, bound: Any, up: bool) -> int:
+        """The code, less the base, of the least timestamp of the window's kind >= ``bound``
+        (``up``) or of the greatest <= it (a number, compared exactly), clamped to the keys."""
+        if self._float:
+            try:
+                f = float(bound)
+            except OverflowError:
+                f = math.inf if bound > 0 else -math.inf
+            if up and f < bound:
+                f = math.nextafter(f, math.inf)
+            elif not up and f > bound:
+                f = math.nextafter(f, -math.inf)
+            rel = _fcode(f) - self._base
+        elif math.isfinite(bound):
+            rel = (math.ceil(bound) if up else math.floor(bound)) - self._base
+        else:
+            rel = -_SPAN - 1 if bound < 0 else _SPAN
+        return max(-_SPAN - 1, min(_SPAN, rel))
+
+    def _below(self, bound: Any) -> int:
+        """The packed key just below every entry with timestamp >= ``bound`` (a number)."""
+        return (self._rel(bound, True) << ARRIVAL_BITS) - 1
+
+    def _above(self, bound: Any) -> int:
+        """The packed key just above every entry with timestamp <= ``bound`` (a number)."""
+        return self._rel(bound, False) << ARRIVAL_BITS | _MASK
+
+    def _ts(self, key: int) -> Any:
+        code = self._base + (key >> ARRIVAL_BITS)
+        return _unfcode(code) if self._float else code
+
+    def _pair(self, key: int) -> tuple[Any, int]:
+        return self._ts(key), self._first + (key & _MASK)
+
+    # -- updates ---------------------------------------------------------------------------
+
+    def bound(self) -> Any:
+        return self.frontier if self.late == "refuse" else None
+
+    def _insert(self, timestamp: Any, partial: Any) -> None:
+        frontier = self.frontier
+        if self.late == "refuse" and frontier is not None and timestamp < frontier:
+            raise Untyped("a late update (the window refuses it the checked way)")
+        arrival = self._arrivals
+        key = self._key(timestamp, arrival)
+        self.tree.insert(key, partial)
+        self._arrivals = arrival + 1
+
+    def insert(self, element: tuple) -> None:
+        self._insert(element[1], element[2])
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion: insert, then enforce the policy; how many left."""
+        self._insert(timestamp, partial)
+        return self.enforce(self._policy) if self._plan is not None else 0
+
+    def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
+        """Whether :meth:`insert_columns` takes this batch."""
+        if timestamps:
+            floats = type(timestamps[0]) is float
+            if not all(_plain(t) and (type(t) is float) == floats for t in timestamps):
+                return False
+            try:
+                self._kind_of(floats)
+            except Untyped:
+                return False
+            codes = [self._code(t) for t in timestamps]
+            low, high = min(codes), max(codes)
+            if ((self._arrivals + len(timestamps) - self._first >= _MASK or not -_SPAN <= low - self._base
+                 or not high - self._base < _SPAN) and not self._repack(low, high, len(timestamps))):
+                return False
+        return self.tree.accepts(partials)
+
+    def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
+        """Insert ``(1, timestamps[j], partials[j])`` in arrival order (:meth:`accepts` first)."""
+        for t, p in zip(timestamps, partials):
+            self._insert(t, p)
+
+    def insert_many(self, elements: Sequence[tuple]) -> None:
+        for element in elements:
+            self.insert(element)
+
+    def _evict_prefix(self, k: int, key: int | None = None) -> int:
+        """Evict the ``k`` oldest entries (the last of them at ``key``, if known), as
+        TimeOrdered does: one eviction for one entry, else a bulk eviction up to the last."""
+        if not k:
+            return 0
+        tree = self.tree
+        if key is None:
+            key = tree.oldest()[0] if k == 1 else tree.key_at(k - 1)
+        if k == 1:
+            tree.evict(key)
+        else:
+            tree.evict_upto(key)
+        ts = self._ts(key)
+        if self.frontier is None or ts > self.frontier:
+            self.frontier = ts
+        return k
+
+    def evict(self, k: int = 1) -> None:
+        self._check_evict(k)
+        self._evict_prefix(k)
+
+    def _condemned(self, node: tuple) -> tuple[int, int | None]:
+        """How many of the oldest entries the plan condemns, and the key of the last (None:
+        not looked up)."""
+        code = node[0]
+        n = len(self.tree)
+        if code == _SIZE:
+            return (n - node[1] if n > node[1] else 0), None
+        if code == _TIME:
+            if not n:
+                return 0, None
+            newest = self._ts(self.tree.newest()[0])
+            oldest_key = self.tree.oldest()[0]
+            width = node[2] if self._float else node[1]
+            if not newest - self._ts(oldest_key) >= width:
+                return 0, None
+            count, last = self.tree.count_range(oldest_key, self._above(newest - width))
+            if self._float:  # newest - t >= width as the object window rounds it: a prefix
+                tree = self.tree
+                while count and not newest - self._ts(last) >= width:
+                    count -= 1
+                    last = tree.key_at(count - 1) if count else None
+                while count < n:
+                    key = tree.key_at(count)
+                    if not newest - self._ts(key) >= width:
+                        break
+                    count, last = count + 1, key
+            return count, last
+        best = None
+        for child in node[1]:
+            found = self._condemned(child)
+            if best is None or (found[0] > best[0] if code == _ANY else found[0] < best[0]):
+                best = found
+        return best
+
+    def enforce(self, wsp: Any) -> int:
+        """Evict the longest prefix the window's own policy condemns; return its length."""
+        if wsp is not self._policy or self._plan is None:
+            raise TypeError("a typed window enforces its own policy only")
+        k, key = self._condemned(self._plan)
+        return self._evict_prefix(k, key)
+
+    def evict_before(self, timestamp: Any) -> int:
+        """As TimeOrdered.evict_before (``timestamp`` an int or a finite float)."""
+        if type(timestamp) not in (int, float) or not math.isfinite(timestamp):
+            raise Untyped(f"a bound that is not a finite number: {timestamp!r}")
+        evicted = self.tree.evict_upto(self._below(timestamp)) if len(self.tree) else 0
+        if self.frontier is None or timestamp > self.frontier:
+            self.frontier = timestamp
+        return evicted
+
+    def retract(self, timestamp: Any) -> int:
+        """Remove every update at ``timestamp``; return how many (the frontier stays)."""
+        if not len(self.tree):
+            return 0
+        tree = self.tree
+        entries = tree.entries(self._below(timestamp), self._above(timestamp))
+        for key, _ in entries:
+            tree.evict(key)
+        return len(entries)
+
+    def clear(self) -> None:
+        self.tree.clear()
+        self.frontier = None
+
+    # -- undo ----------------------------------------------------------------------------------
+
+    @property
+    def hold(self) -> bool:  # type: ignore[override]
+        return self.tree.hold
+
+    @hold.setter
+    def hold(self, value: bool) -> None:
+        self.tree.hold = value
+
+    def snapshot(self) -> Any:
+        self._journaled = True
+        return self.tree.snapshot(), self._arrivals, self.frontier
+
+    def restore(self, snapshot: Any) -> None:
+        tree, self._arrivals, self.frontier = snapshot
+        self.tree.restore(tree)
+        self._journaled = False
+
+    def begin_hold(self) -> None:
+        self.tree.begin_hold()
+
+    def end_hold(self) -> bool:
+        self._journaled = False
+        return self.tree.end_hold()
+
+    # -- results -------------------------------------------------------------------------------
+
+    def query(self) -> Any:
+        tree = self.tree
+        n = len(tree)
+        if not n:
+            return self.monoid.identity
+        return (n, self._ts(tree.newest()[0]), tree.query())
+
+    def result(self) -> Any:
+        """``monoid.lower`` of the window's partial."""
+        return self.tree.result()
+
+    def query_range(self, t_from: Any, t_to: Any) -> Any:
+        """The timed aggregate of the updates with ``t_from <= timestamp <= t_to``."""
+        tree = self.tree
+        if not len(tree) or t_to < t_from:
+            return self.monoid.identity
+        low, high = self._below(t_from), self._above(t_to)
+        if high <= low:
+            return self.monoid.identity
+        count, last = tree.count_range(low, high)
+        if not count:
+            return self.monoid.identity
+        return (count, self._ts(last), tree.query_range(low, high))
+
+    def _oldest(self) -> Any:
+        key, partial = self.tree.oldest()
+        return (1, self._ts(key), partial)
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    def __iter__(self) -> Iterator[Any]:
+        ts = self._ts
+        return iter([(1, ts(key), partial) for key, partial in self.tree])
+
+    # -- demotion ------------------------------------------------------------------------------
+
+    def to_object(self) -> TimeOrdered:
+        """The object TimeOrdered over FiBA in this state, node for node (keys
+        ``(timestamp, arrival)``, timed values and aggregates)."""
+        obj = TimeOrdered(FiBA, self.monoid, late=self.late, min_arity=self.tree.min_arity)
+        identity = self.monoid.identity
+        pair = self._pair
+        ts = self._ts
+
+        def make(keys: list, values: list, agg: Any, size: int, left: bool, right: bool, suffix: list | None,
+                 children: list | None) -> Any:
+            # suffix[r] folds the last r + 1 entries; a stale one (on a node a bulk eviction
+            # emptied) is never read: FiBA rebuilds it first, as it does from None
+            timed_suffix = (None if suffix is None or len(suffix) != len(keys)
+                            else [(r + 1, ts(keys[-1]), s) for r, s in enumerate(suffix)])
+            return _object_node([pair(key) for key in keys], [(1, ts(key), v) for key, v in zip(keys, values)],
+                                (size, None, agg) if size else identity, size, left, right, timed_suffix, children)
+
+        root = self.tree.dump(make)
+        _newest_aggs(root, None)
+        tree = obj.tree
+        tree._root = root
+        tree._left_finger = FiBA._leftmost(root)
+        tree._right_finger = FiBA._rightmost(root)
+        tree._journal = None
+        tree.hold = self.tree.hold
+        obj._arrivals = self._arrivals
+        obj.frontier = self.frontier
+        return obj
+
+
+def _last_ts(node: Any) -> Any:
+    """The timestamp of the last entry of ``node``'s subtree."""
+    while node.children is not None:
+        node = node.children[-1]
+    return node.keys[-1][0]
+
+
+def _newest_aggs(node: Any, parent_newest: Any) -> None:
+    """Fill in the newest timestamp of each timed aggregate (the last entry it covers, by
+    FiBA's position-dependent rule), top down (a spine node's may be its parent's)."""
+    parent = node.parent
+    if parent is None or (node.left and node.right) or node.right:
+        newest = node.keys[-1][0] if node.keys else None
+    elif node.left:
+        newest = parent_newest if parent.parent is not None else _last_ts(node)
+    else:
+        newest = _last_ts(node)
+    if node.size:
+        node.agg = (node.agg[0], newest, node.agg[2])
+    for child in node.children or ():
+        _newest_aggs(child, newest)

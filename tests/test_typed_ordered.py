@@ -1,0 +1,305 @@
+"""Out-of-order windows (``algorithm="fiba"``) on a typed FiBA (:mod:`mta.typed_ordered`)
+against the same window on the object TimeOrdered + FiBA: the same results (floats bit
+for bit), errors, frontier, iteration, and the same tree node for node, through inserts
+in and out of order, equal timestamps, late updates, evictions, retractions, range
+queries and demotion mid-stream. The typed path is switched on (``typed.USE``) on both
+the compiled and the pure path (where the same source runs interpreted)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import hsettings
+from mta import Window, typed_ordered
+from mta.algorithms import typed
+from mta.monoid import Count, Max, Mean, Min, Sum
+from mta.policy import MaxSize, TimeRange, all_of, any_of
+
+MONOIDS = {"sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean}
+POLICIES = {"none": None, "size": MaxSize(5), "size0": MaxSize(0), "time": TimeRange(6), "time_f": TimeRange(2.5), "time_r": TimeRange(0.3),
+            "any": any_of(MaxSize(7), TimeRange(9)), "all": all_of(MaxSize(3), TimeRange(4))}
+
+
+def make(monoid: str, policy: str, late: str, min_arity: int, use_typed: bool) -> Window:
+    saved = typed.USE
+    typed.USE = use_typed
+    try:
+        return Window(MONOIDS[monoid](), POLICIES[policy], algorithm="fiba", late=late, min_arity=min_arity)
+    finally:
+        typed.USE = saved
+
+
+def norm(x: Any) -> Any:
+    """``x`` with floats as hex (bit for bit) and tuples/lists recursively."""
+    if isinstance(x, float):
+        return x.hex()
+    if isinstance(x, (tuple, list)):
+        return type(x)(map(norm, x))
+    return x
+
+
+def outcome(call: Any) -> Any:
+    try:
+        return ("ok", norm(call()))
+    except Exception as error:  # the same error, by type and message
+        return ("error", type(error).__name__, str(error))
+
+
+def tree_of(window: Window, check: bool = True, ranks: bool = False) -> Any:
+    """The object FiBA of ``window`` (the typed one's object twin), node by node; ``check``:
+    FiBA.check it first (it refolds in its own order: exact for ints only); ``ranks``: arrival
+    numbers as ranks among their timestamp's (repacked keys may renumber them, in key order)."""
+    algorithm = window._algorithm
+    tree = (algorithm.to_object() if window._typed else algorithm).tree
+
+    def dump(node: Any) -> Any:
+        stale = node.suffix is not None and len(node.suffix) != len(node.keys)  # dropped by to_object
+        return (node.keys, node.values, node.agg, node.size, node.left, node.right, None if stale else node.suffix,
+                None if node.children is None else [dump(child) for child in node.children])
+
+    if check:
+        tree.check()
+    nodes = dump(tree._root)
+    if not ranks:
+        return norm(nodes)
+    keys = [key for key, _ in tree]  # in key order: equal timestamps in arrival order
+    rank = {key: j - keys.index((key[0], min(a for t, a in keys if t == key[0]))) for j, key in enumerate(keys)}
+
+    def ranked(node: Any) -> Any:
+        keys, *rest, children = node
+        return ([(t, rank[t, a]) for t, a in keys], *rest, None if children is None else list(map(ranked, children)))
+
+    return norm(ranked(nodes))
+
+
+TS = st.integers(0, 30)
+INT_VALUES = st.integers(-50, 50)
+FLOAT_VALUES = st.sampled_from([0.0, -0.0, 1.5, -2.25, 0.1, 1e16, -1e16, 3.0, 1e-300])
+OPS = st.one_of(
+    st.tuples(st.just("insert"), TS),
+    st.tuples(st.just("insert"), TS),
+    st.tuples(st.just("insert"), TS),
+    st.tuples(st.just("many"), st.lists(TS, max_size=5)),
+    st.tuples(st.just("columns"), st.lists(TS, max_size=5)),
+    st.tuples(st.just("clear")),
+    st.tuples(st.just("evict"), st.integers(0, 3)),
+    st.tuples(st.just("evict_before"), st.one_of(TS, st.sampled_from([4.5, -3.0, 1e300, math.inf, None, "x"]))),
+    st.tuples(st.just("evict"), st.sampled_from([-1, True, 1.0])),
+    st.tuples(st.just("retract"), st.one_of(TS, st.just(7.5))),
+    st.tuples(st.just("range"), st.one_of(st.none(), TS, st.just(3.5)), st.one_of(st.none(), TS, st.just(20.5))),
+    st.tuples(st.just("demote"), st.sampled_from([2.5, 2 ** 40, "value"])),
+)
+
+
+CASES = dict(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+             late=st.sampled_from(["refuse", "include"]), min_arity=st.sampled_from([2, 3, 16]),
+             floats=st.booleans(), float_stamps=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
+
+
+@hsettings(max_examples=300)
+@given(**CASES)
+def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
+                                                float_stamps: bool, ops: list, data: Any) -> None:
+    same_as_object(monoid, policy, late, min_arity, floats, float_stamps, ops, data, False)
+
+
+@hsettings(max_examples=200)
+@given(**CASES)
+def test_repacked_keys_change_nothing(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
+                                      float_stamps: bool, ops: list, data: Any) -> None:
+    """Keys of 3 arrival bits and a timestamp span of 12: repacked all the time (or the
+    window demotes when it holds too much), with the same results."""
+    saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
+    typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
+    try:
+        same_as_object(monoid, policy, late, min_arity, floats, float_stamps, ops, data, True)
+    finally:
+        typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
+
+
+def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, float_stamps: bool, ops: list,
+                   data: Any, ranks: bool) -> None:
+    """Both windows through ``ops``; ``float_stamps``: timestamps 1e9 + t * 0.1 (floats that
+    pack), else t."""
+
+    def at(t: Any) -> Any:
+        return 1e9 + t * 0.1 if float_stamps and type(t) in (int, float) and math.isfinite(t) else t
+
+    typed_window = make(monoid, policy, late, min_arity, True)
+    object_window = make(monoid, policy, late, min_arity, False)
+    assert typed_window._typed and not object_window._typed
+    values = FLOAT_VALUES if floats and monoid != "count" else INT_VALUES
+    for op in ops:
+        kind = op[0]
+        if kind == "insert":
+            value = data.draw(values)
+            calls = [lambda w: w.insert(at(op[1]), value)]
+        elif kind == "many":
+            batch = [(at(t), data.draw(values)) for t in op[1]]
+            calls = [lambda w: w.insert_many(batch)]
+        elif kind == "columns":
+            stamps, column = list(map(at, op[1])), [data.draw(values) for _ in op[1]]
+            calls = [lambda w: w.insert_many(stamps, column)]
+        elif kind == "clear":
+            calls = [lambda w: w.clear()]
+        elif kind == "evict":
+            calls = [lambda w: w.evict(op[1])]
+        elif kind == "evict_before":
+            calls = [lambda w: w.evict_before(at(op[1]))]
+        elif kind == "retract":
+            calls = [lambda w: w.retract(at(op[1]))]
+        elif kind == "range":
+            low, high = at(op[1]), at(op[2])
+            calls = [lambda w: w.query(low, high), lambda w: w.tally(low, high), lambda w: w.partial(low, high)]
+        else:  # what the typed core cannot hold: a float timestamp, a far one, a value of another kind
+            bad = op[1]
+            value = data.draw(values)
+            calls = [lambda w: w.insert(bad, value) if bad != "value" else w.insert(3, 2 ** 70)]
+        for call in calls:
+            assert outcome(lambda: call(typed_window)) == outcome(lambda: call(object_window)), op
+        assert len(typed_window) == len(object_window)
+        assert norm(typed_window.query()) == norm(object_window.query())
+        assert norm(typed_window.partial()) == norm(object_window.partial())
+        assert typed_window.frontier == object_window.frontier
+        assert norm(list(typed_window)) == norm(list(object_window))
+        assert norm(typed_window.oldest_timestamp()) == norm(object_window.oldest_timestamp())
+    exact = not floats or monoid == "count"
+    assert tree_of(typed_window, exact, ranks) == tree_of(object_window, exact, ranks)
+
+
+@pytest.mark.parametrize("monoid", sorted(MONOIDS))
+def test_demotion_mid_stream_keeps_the_state(monoid: str) -> None:
+    typed_window = make(monoid, "size", "include", 2, True)
+    object_window = make(monoid, "size", "include", 2, False)
+    for j in range(40):
+        for w in (typed_window, object_window):
+            w.insert((j * 7) % 13 + j // 2, j - 20)
+    assert typed_window._typed
+    assert tree_of(typed_window) == tree_of(object_window)
+    for w in (typed_window, object_window):
+        w.insert(30.5, 1)  # a float timestamp: the typed window demotes
+    assert not typed_window._typed
+    assert tree_of(typed_window) == tree_of(object_window)
+    for j in range(40):
+        for w in (typed_window, object_window):
+            w.insert(j % 9 + 25, j)
+        assert norm(typed_window.query()) == norm(object_window.query())
+    assert tree_of(typed_window) == tree_of(object_window)
+
+
+def test_late_updates_are_refused_the_same_way() -> None:
+    typed_window = make("sum", "size", "refuse", 2, True)
+    object_window = make("sum", "size", "refuse", 2, False)
+    for w in (typed_window, object_window):
+        for t in range(10):
+            w.insert(t, t)
+        w.evict_before(8.5)
+    assert typed_window.frontier == object_window.frontier == 8.5
+    assert outcome(lambda: typed_window.insert(8, 1)) == outcome(lambda: object_window.insert(8, 1))
+    assert outcome(lambda: typed_window.insert(8, 1))[0] == "error"
+    assert typed_window._typed
+    assert typed_window.query() == object_window.query() == 9
+
+
+def test_typed_only_where_it_can_serve() -> None:
+    saved = typed.USE
+    typed.USE = True
+    try:
+        assert Window(Sum(), MaxSize(3), algorithm="fiba")._typed
+        assert Window(Sum(), None, algorithm="fiba", late="include")._typed
+        assert not Window(Sum(), lambda total, old: False, algorithm="fiba")._typed
+        assert not Window(Sum(), MaxSize(3), algorithm="fiba", min_arity=17)._typed
+        assert not Window(Sum(), MaxSize(3), algorithm="btree")._typed
+        with pytest.raises(ValueError, match="late must be one of"):
+            Window(Sum(), MaxSize(3), algorithm="fiba", late="drop")
+    finally:
+        typed.USE = saved
+    assert Window(Sum(), MaxSize(3), algorithm="fiba")._typed == typed.COMPILED
+
+
+@hsettings(max_examples=150)
+@given(keys=st.lists(st.integers(-40, 40), unique=True, max_size=80), evicts=st.lists(st.integers(-40, 40)),
+       min_arity=st.sampled_from([2, 3]), bounds=st.lists(st.tuples(st.integers(-45, 45), st.integers(-45, 45))))
+def test_count_range_and_key_at_are_the_entries(keys: list, evicts: list, min_arity: int, bounds: list) -> None:
+    """TypedFiBA.count_range and key_at (what the window's range queries and evictions use)
+    against the entries themselves."""
+    from mta.algorithms.typed_fiba import TypedFiBA
+    tree = TypedFiBA(Sum(), min_arity=min_arity)
+    for key in keys:
+        tree.insert(key, key)
+    for key in evicts:
+        tree.evict(key)
+    entries = [key for key, _ in tree]
+    for rank, key in enumerate(entries):
+        assert tree.key_at(rank) == key
+    with pytest.raises(IndexError):
+        tree.key_at(len(entries))
+    for low, high in bounds:
+        inside = [key for key in entries if low <= key <= high]
+        assert tree.count_range(low, high) == (len(inside), inside[-1] if inside else None)
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_a_copied_typed_window_goes_on_as_the_original(copier: str) -> None:
+    """The object out-of-order window does not load from a pickle (FiBA.__new__); the typed
+    one does, and its copy is independent and goes on as the original does."""
+    import copy
+    import pickle
+    original = make("mean", "time", "refuse", 2, True)
+    for j in range(30):
+        original.insert((j * 5) % 11 + j, j + 0.25)
+    clone = pickle.loads(pickle.dumps(original)) if copier == "pickle" else copy.deepcopy(original)
+    assert clone._typed and clone.frontier == original.frontier
+    for j in range(30):
+        for w in (original, clone):
+            w.insert((j * 3) % 7 + 30 + j, j - 0.5)
+            w.evict_before(j + 20)
+        assert norm(clone.query()) == norm(original.query())
+        assert norm(clone.tally(35, 50)) == norm(original.tally(35, 50))
+    assert tree_of(clone) == tree_of(original)
+    before = (len(original), norm(original.query()))
+    clone.insert(100, 1.0)  # the copy is independent
+    assert (len(original), norm(original.query())) == before != (len(clone), norm(clone.query()))
+
+
+def test_repacking_renumbers_in_order_and_rebases() -> None:
+    """An entry that arrived long ago stays (a late timestamp far ahead): keys are renumbered
+    (3 arrival bits) and rebased (a span of 12) while the window slides, and it stays typed,
+    with the object window's results and tree."""
+    saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
+    typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
+    try:
+        typed_window = make("sum", "size", "include", 2, True)
+        object_window = make("sum", "size", "include", 2, False)
+        updates = [(8, 0.5)] + [(t // 2, t + 0.1) for t in range(30)]  # equal timestamps in pairs
+        for t, x in updates:
+            for w in (typed_window, object_window):
+                w.insert(t, x)
+            assert norm(typed_window.query()) == norm(object_window.query())
+            assert norm(list(typed_window)) == norm(list(object_window))
+            assert tree_of(typed_window, False, True) == tree_of(object_window, False, True)
+        assert typed_window._typed
+        assert typed_window._algorithm._base > 6  # rebased as time went on
+    finally:
+        typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
+
+
+@pytest.mark.parametrize("policy", ["time_r", "time_f", "any"])
+def test_float_timestamps_expire_as_the_object_window_rounds(policy: str) -> None:
+    """Float timestamps 1e9 + k * 0.1 against TimeRange(0.3): ``newest - t >= width`` and
+    ``t <= newest - width`` disagree at some steps (rounding); the typed window evicts what
+    the object one does, and stays typed."""
+    typed_window = make("sum", policy, "include", 2, True)
+    object_window = make("sum", policy, "include", 2, False)
+    for k in [*range(40), 5, 50, 12, 49]:
+        for w in (typed_window, object_window):
+            w.insert(1e9 + k * 0.1, k)
+        assert norm(list(typed_window)) == norm(list(object_window))
+        assert typed_window.frontier == object_window.frontier
+    assert typed_window._typed
+    assert tree_of(typed_window) == tree_of(object_window)
