@@ -48,7 +48,7 @@ def competitors(monoid: Monoid, baseline: str) -> list[str]:
     """The registered competitors that serve ``monoid``, multi-query first, then their typed
     twins, the baseline last."""
     multi = [name for name in MULTI if name in MULTI_QUERY]
-    names = multi + [name + TYPED for name in multi if typed_mq.twin(name, monoid)] + [baseline]
+    names = multi + [name + TYPED for name in multi if typed_mq.twin(name, monoid, [1])] + [baseline]
     out = []
     for name in names:
         try:
@@ -68,7 +68,7 @@ def workload(seed: int, queries: int, max_range: int, steps: int) -> tuple[list[
 
 
 def build(name: str, monoid: Monoid, ranges: list[int], fill: list[int]) -> MultiQueryAggregator:
-    cls = typed_mq.twin(name.removesuffix(TYPED), monoid) if name.endswith(TYPED) else MULTI_QUERY[name]
+    cls = typed_mq.twin(name.removesuffix(TYPED), monoid, ranges) if name.endswith(TYPED) else MULTI_QUERY[name]
     agg = cls(monoid, ranges)
     insert = agg.insert
     for v in fill:

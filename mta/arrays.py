@@ -43,7 +43,10 @@ def numeric_array(column: Any) -> np.ndarray | None:
     """``column`` as a 1-D int64 or float64 numpy array holding the same values, when it is a
     numpy array (or an Arrow array or a pandas Series without nulls) of ints or floats that
     these hold exactly; None for anything else (lists, objects, bools, uint64, other shapes),
-    which the general path takes."""
+    which the general path takes: a masked array too (its hidden values would count; as a
+    list they are None, which the checks refuse)."""
+    if isinstance(column, np.ma.MaskedArray):
+        return None
     if not isinstance(column, np.ndarray):
         if not hasattr(column, "to_numpy"):
             return None

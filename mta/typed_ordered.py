@@ -175,7 +175,7 @@ class TypedTimeOrdered(Aggregator):
             elif not up and f > bound:
                 f = math.nextafter(f, -math.inf)
             rel = _fcode(f) - self._base
-        elif math.isfinite(bound):
+        elif type(bound) is int or math.isfinite(bound):  # an int beyond the float range too
             rel = (math.ceil(bound) if up else math.floor(bound)) - self._base
         else:
             rel = -_SPAN - 1 if bound < 0 else _SPAN
@@ -308,7 +308,7 @@ class TypedTimeOrdered(Aggregator):
 
     def evict_before(self, timestamp: Any) -> int:
         """As TimeOrdered.evict_before (``timestamp`` an int or a finite float)."""
-        if type(timestamp) not in (int, float) or not math.isfinite(timestamp):
+        if type(timestamp) is not int and (type(timestamp) is not float or not math.isfinite(timestamp)):
             raise Untyped(f"a bound that is not a finite number: {timestamp!r}")
         evicted = self.tree.evict_upto(self._below(timestamp)) if len(self.tree) else 0
         if self.frontier is None or timestamp > self.frontier:

@@ -306,3 +306,13 @@ def test_shared_streams_of_ints_stay_typed(monkeypatch, final, make) -> None:
         typed_groups = {type(g.mq).__name__.startswith("Typed") for g in s.final.groups.values()}
         assert typed_groups == {use}
     assert results[True] == results[False] and len(results[False]) > 200
+
+
+def test_ranges_too_large_for_a_twin_get_the_object_aggregator():
+    """A twin allocates its columns for the largest range up front (MemoryError at 2**40),
+    where the object aggregator grows with what it holds."""
+    agg = multi_query_aggregator("slickdeque", Min(), [3, typed_mq.MAX_CAPACITY + 1])
+    assert type(agg) is MULTI_QUERY["slickdeque"](Min(), [1]).__class__
+    agg.insert(4)
+    agg.insert(2)
+    assert agg.answers() == [2, 2]

@@ -303,3 +303,12 @@ def test_float_timestamps_expire_as_the_object_window_rounds(policy: str) -> Non
         assert typed_window.frontier == object_window.frontier
     assert typed_window._typed
     assert tree_of(typed_window) == tree_of(object_window)
+
+
+def test_evict_before_an_int_beyond_the_float_range():
+    """A typed window's bound went through math.isfinite, which raised OverflowError."""
+    for bound, left in ((10**400, 0), (-(10**400), 2)):
+        window = Window(Sum(), algorithm="fiba")
+        window.insert(1, 1)
+        window.insert(2, 2)
+        assert window.evict_before(bound) == 2 - left and len(window) == left and window.frontier == bound

@@ -50,7 +50,7 @@ def multi_query_aggregator(name: str, monoid: Monoid, ranges: Sequence[int]) -> 
     when the typed cores are in use (``typed.USE``: compiled) and one serves the monoid. The
     twin's answers are the object aggregator's; its ``insert`` raises ``typed.Untyped``, having
     changed nothing, for a partial it cannot hold: the caller goes on with ``agg.to_object()``."""
-    cls = typed_mq.twin(name, monoid) if typed.USE else None
+    cls = typed_mq.twin(name, monoid, ranges) if typed.USE else None
     return (cls or MULTI_QUERY[name])(monoid, ranges)
 
 __all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "TYPED_ALGORITHMS", "MULTI_QUERY", "multi_query_aggregator", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",

@@ -936,7 +936,20 @@ _TWINS: dict[tuple[str, int], type] = {
 }
 
 
-def twin(name: str, monoid: Monoid) -> type | None:
-    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none."""
+#: The largest range a twin serves: it allocates its columns for the largest range up front,
+#: where the object aggregators grow with what they hold.
+MAX_CAPACITY = 2 ** 22
+
+
+def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
+    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
+    (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
+    then refuses them, or grows as it fills)."""
     op = op_of(monoid)
-    return None if op is None else _TWINS.get((name, op))
+    if op is None or (name, op) not in _TWINS:
+        return None
+    try:
+        fits = max(check_ranges(ranges)) <= MAX_CAPACITY
+    except (TypeError, ValueError):
+        return None
+    return _TWINS[(name, op)] if fits else None
