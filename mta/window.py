@@ -31,6 +31,7 @@ import numpy as np
 
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
+from mta.algorithms import typed_record
 from mta.arrays import as_list, numeric_array
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
@@ -299,14 +300,15 @@ class Window:
         # partial or a timestamp it cannot hold comes: then the window goes on with the object
         # algorithm, in the same state.
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
-                       and typed.op_of(monoid) is not None
+                       and (typed.op_of(monoid) is not None or typed_record.serves(monoid))
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
         if self._ordered:
             self._typed = _typed_ordered(monoid, policy, cls, self._safe and store is None, options)
             self._make = (functools.partial(TypedTimeOrdered, monoid, inner, policy, **options) if self._typed
                           else functools.partial(TimeOrdered, cls, inner, **options))
         elif self._typed:
-            core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
+            core = (functools.partial(typed_record.TypedRecord, monoid, TYPED_ALGORITHMS[cls.name])
+                    if isinstance(monoid, Record) else functools.partial(TYPED_ALGORITHMS[cls.name], monoid))
             self._make = (functools.partial(typed.TypedTimed.over, core, inner, policy) if self._timed
                           else functools.partial(core, max_size=self._max_size))
         else:
@@ -335,8 +337,9 @@ class Window:
     def _install_events(self) -> None:
         """On a typed core, :meth:`insert` and :meth:`query` are one C call each
         (:class:`typed.Events`, handed out by :class:`typed.PerEvent`: the plain case there,
-        the rest through the methods below)."""
-        self._events = typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY) if self._typed else None
+        the rest through the methods below; a Record's core goes the methods' way)."""
+        self._events = (typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY)
+                        if self._typed and not isinstance(self.monoid, Record) else None)
 
     def __getstate__(self) -> dict[str, Any]:
         if self._store is not None:
@@ -420,8 +423,9 @@ class Window:
         """Go on with the object algorithm, in the typed core's state."""
         self._algorithm = self._algorithm.to_object()
         self._typed = False
-        self._events.retire()  # a method saved from it goes the checked way from now on
-        self._events = None
+        if self._events is not None:
+            self._events.retire()  # a method saved from it goes the checked way from now on
+            self._events = None
 
     def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
         timestamp = self._check_timestamp(timestamp, self._algorithm.bound())
@@ -455,7 +459,7 @@ class Window:
         right after it, so a crash loses at most what :meth:`insert` would.
         """
         if values is not None:
-            if self._typed and not self._ordered:  # plain numeric columns: C loops check and insert them
+            if self._events is not None and not self._ordered:  # plain numeric columns: C loops check and insert them
                 evicted = self._events.insert_arrays(updates, values)
                 if evicted is not None:
                     return evicted

@@ -381,6 +381,15 @@ class _TypedCore:
             return False
         return True
 
+    @cython.ccall
+    def fits(self, partial: object) -> cython.bint:
+        """Whether :meth:`insert` takes ``partial`` (a check of one, changing nothing)."""
+        try:
+            self._scalar(partial, self._kind if self._size() else -1)
+        except Untyped:
+            return False
+        return self._xu <= _LIMIT - self._magnitude
+
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)

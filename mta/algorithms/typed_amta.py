@@ -655,6 +655,10 @@ class TypedAMTA:
             return False
         return True
 
+    def fits(self, partial: Any) -> bool:
+        """Whether :meth:`insert` takes ``partial`` (a check of one, changing nothing)."""
+        return self.accepts((partial,))
+
     def insert_array(self, values: Any) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
         value partials (Mean: with count 1), without a Python object per value. The caller

@@ -1,0 +1,224 @@
+"""A typed core for a :class:`~mta.monoid.Record` of the built-in numeric monoids (issue 20).
+
+A Record's partial is the tuple of its fields' partials and it combines field by field;
+the typed cores' algorithms (AMTA, Two-Stacks, DABA, Log MTA) shape their structure by
+the sequence of inserts and evicts alone, never by the values. So a Record window is K
+typed cores of one algorithm, one per field (each of its own op and kind: an int Count
+beside a float Sum), driven in lockstep: every field's results are those the object
+algorithm gives over the Record, floats bit for bit.
+
+:class:`TypedRecord` has the cores' interface (``mta.Window`` and
+:class:`~mta.algorithms.typed.TypedTimed` drive it as a core). An update is checked
+against every field's core before any changes (:class:`~mta.algorithms.typed.Untyped`
+otherwise, nothing changed: the window demotes), and :meth:`TypedRecord.to_object` gives
+the object algorithm over the Record in the same state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from mta.algorithms.typed import Untyped, op_of
+from mta.monoid import Monoid, Record
+
+__all__ = ["TypedRecord", "serves"]
+
+
+def serves(monoid: Monoid) -> bool:
+    """Whether ``monoid`` is a Record whose every field a typed core serves (exact type:
+    a subclass of Record may combine otherwise)."""
+    return type(monoid) is Record and all(op_of(m) is not None for m in monoid.fields.values())
+
+
+class TypedRecord:
+    """One typed core of class ``core`` per field of ``monoid`` (a Record that
+    :func:`serves`), in lockstep. ``max_size``: the window's MaxSize, for :meth:`push`."""
+
+    def __init__(self, monoid: Record, core: type, max_size: int | None = None) -> None:
+        if not serves(monoid):
+            raise TypeError(f"typed cores do not serve {monoid!r}")
+        self.monoid = monoid
+        self._core = core
+        self._max_size = max_size
+        self._set_cores([core(m) for m in monoid.fields.values()])
+
+    def _set_cores(self, cores: list) -> None:
+        self._cores = cores
+        self._width = len(cores)
+        first, *rest = cores
+        # the first field is inserted unchecked: it raises Untyped before it changes anything
+        self._insert_first = first.insert
+        self._rest = tuple((core.fits, core.insert) for core in rest)
+
+    @property
+    def name(self) -> str:
+        return self._cores[0].name
+
+    @property
+    def timed(self) -> bool:
+        return self._cores[0].timed
+
+    @timed.setter
+    def timed(self, value: bool) -> None:  # TypedTimed sets it: every field's core sees it
+        for core in self._cores:
+            core.timed = value
+
+    @property
+    def hold(self) -> bool:
+        return self._cores[0].hold
+
+    @hold.setter
+    def hold(self, value: bool) -> None:
+        for core in self._cores:
+            core.hold = value
+
+    @property
+    def cores(self) -> tuple:
+        """The fields' cores, in field order."""
+        return tuple(self._cores)
+
+    # -- updates ----------------------------------------------------------------------
+
+    def _shaped(self, partial: Any) -> tuple:
+        if type(partial) is not tuple or len(partial) != self._width:
+            raise Untyped(partial)
+        return partial
+
+    def insert(self, partial: Any) -> None:
+        """Insert a Record partial; :class:`Untyped`, nothing changed, if a field does not fit."""
+        partial = self._shaped(partial)
+        rest = partial[1:]
+        for (fits, _), p in zip(self._rest, rest):
+            if not fits(p):
+                raise Untyped(p)
+        self._insert_first(partial[0])
+        for (_, insert), p in zip(self._rest, rest):
+            insert(p)
+
+    def _columns(self, partials: Sequence[Any]) -> list:
+        """The batch as one column of partials per field (Untyped if one is not a Record partial)."""
+        for partial in partials:
+            self._shaped(partial)
+        return list(zip(*partials)) if len(partials) else [()] * self._width
+
+    def accepts(self, partials: Sequence[Any]) -> bool:
+        """Whether :meth:`insert_many` takes ``partials``."""
+        try:
+            columns = self._columns(partials)
+        except Untyped:
+            return False
+        return all(core.accepts(column) for core, column in zip(self._cores, columns))
+
+    def insert_many(self, partials: Sequence[Any]) -> None:
+        """As :meth:`insert` one by one, all or nothing (every field is checked first)."""
+        columns = self._columns(partials)
+        cores = self._cores
+        for core, column in zip(cores[1:], columns[1:]):
+            if not core.accepts(column):
+                raise Untyped(column)
+        for core, column in zip(cores, columns):
+            core.insert_many(column)
+
+    def push(self, timestamp: Any, partial: Any) -> int:
+        """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
+        window's MaxSize; return how many were evicted."""
+        self.insert(partial)
+        max_size = self._max_size
+        if max_size is not None:
+            k = len(self._cores[0]) - max_size
+            if k > 0:
+                self.evict(k)
+                return k
+        return 0
+
+    def evict(self, k: Any = 1) -> None:
+        cores = self._cores
+        cores[0].evict(k)  # checks k as the object algorithms do, before any change
+        for core in cores[1:]:
+            core.evict(k)
+
+    def clear(self) -> None:
+        for core in self._cores:
+            core.clear()
+
+    def begin_hold(self) -> None:
+        for core in self._cores:
+            core.begin_hold()
+
+    def end_hold(self) -> bool:
+        due = False
+        for core in self._cores:
+            due = core.end_hold() or due
+        return due
+
+    # -- results ----------------------------------------------------------------------
+
+    def query(self) -> tuple:
+        return tuple([core.query() for core in self._cores])
+
+    def result(self) -> dict:
+        """``monoid.lower(query())``, each field's from its core."""
+        return {name: core.result() for name, core in zip(self.monoid.fields, self._cores)}
+
+    def oldest(self) -> tuple:
+        return tuple([core.oldest() for core in self._cores])
+
+    def __len__(self) -> int:
+        return len(self._cores[0])
+
+    def __iter__(self) -> Iterator[tuple]:
+        return zip(*self._cores)
+
+    def snapshot(self) -> tuple:
+        return tuple([core.snapshot() for core in self._cores])
+
+    def restore(self, snapshot: tuple) -> None:
+        for core, state in zip(self._cores, snapshot):
+            core.restore(state)
+
+    def __reduce__(self) -> tuple:
+        # the cores pickle themselves (in a form both paths load)
+        return (_rebuilt, (self.monoid, self._core, self._max_size, self._cores))
+
+    # -- demotion ---------------------------------------------------------------------
+
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> Any:
+        """The object algorithm over the Record (or over ``monoid``, whose partials wrap the
+        Record's through ``wrap(first, last, partial)``, as for the cores' ``to_object``) in
+        this state.
+
+        The cores have one shape, and a core's ``to_object`` visits its partials in an order
+        fixed by that shape: the other fields' cores are read first, recording the partials
+        each visit gives, then the first field's builds the object algorithm, each of its
+        visits taking the other fields' partials of the same visit into the Record partial."""
+        visits: list[list] = []
+        for core in self._cores[1:]:
+            seen: list = []
+            core.to_object(None, lambda first, last, p, seen=seen: seen.append((first, last, p)))
+            visits.append(seen)
+        outer = wrap
+        position = 0
+
+        def joined(first: int, last: int, p: Any) -> Any:
+            nonlocal position
+            partial = [p]
+            for seen in visits:
+                if seen[position][:2] != (first, last):
+                    raise AssertionError("the fields' cores are not in lockstep")
+                partial.append(seen[position][2])
+            position += 1
+            partial = tuple(partial)
+            return partial if outer is None else outer(first, last, partial)
+
+        twin = self._cores[0].to_object(monoid if monoid is not None else self.monoid, joined)
+        if any(len(seen) != position for seen in visits):
+            raise AssertionError("the fields' cores are not in lockstep")
+        return twin
+
+
+def _rebuilt(monoid: Record, core: type, max_size: int | None, cores: list) -> TypedRecord:
+    """A TypedRecord over these cores (unpickling)."""
+    record = TypedRecord.__new__(TypedRecord)
+    record.monoid, record._core, record._max_size = monoid, core, max_size
+    record._set_cores(list(cores))
+    return record

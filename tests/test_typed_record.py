@@ -1,0 +1,244 @@
+"""Records of the built-in numeric monoids on typed cores (mta.algorithms.typed_record, issue 20):
+a Record window on K typed cores in lockstep against the object algorithm (results bit for
+bit: compared by repr) and a naive fold, on this run's path (``typed.USE`` set: the pure
+cores when MTA_NO_EXTENSIONS=1)."""
+
+from __future__ import annotations
+
+import pickle
+from fractions import Fraction
+from functools import reduce
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mta import Window
+from mta.algorithms import TYPED_ALGORITHMS, typed
+from mta.algorithms.typed_record import TypedRecord, serves
+from mta.monoid import Count, Max, Mean, Min, Record, Sum
+from mta.policy import MaxSize, TimeRange, any_of
+
+FIELDS = {"n": Count(), "total": Sum(), "low": Min(), "high": Max(), "avg": Mean()}
+POLICIES = [None, MaxSize(1), MaxSize(4), TimeRange(1), TimeRange(3), TimeRange(2.5), any_of(TimeRange(4), MaxSize(3))]
+
+
+def _pair(monoid, policy, algorithm):
+    """The window on typed cores and the same window on the object algorithm."""
+    use = typed.USE
+    try:
+        typed.USE = False
+        ref = Window(monoid, policy, algorithm=algorithm)
+        typed.USE = True
+        window = Window(monoid, policy, algorithm=algorithm)
+    finally:
+        typed.USE = use
+    assert isinstance(getattr(window._algorithm, "core", window._algorithm), TypedRecord)
+    assert not isinstance(getattr(ref._algorithm, "core", ref._algorithm), TypedRecord)
+    return window, ref
+
+
+def _call(window, kind, t, arg):
+    """One operation: its result, or the error it raised (type and message)."""
+    try:
+        if kind == "insert":
+            return window.insert(t, arg)
+        if kind == "many":
+            return window.insert_many([(t, v) for v in arg])
+        if kind == "evict":
+            return window.evict(arg)
+        return window.query()
+    except Exception as error:  # noqa: BLE001 -- compared between the paths
+        return type(error), str(error)
+
+
+def _naive(monoid, window):
+    """The fold of the window's lifted updates, lowered."""
+    return monoid.lower(reduce(monoid.combine, list(window), monoid.identity))
+
+
+# quarters in a small range: every sum is exact, so the naive fold's order does not matter
+_quarter = st.integers(-400, 400).map(lambda q: q / 4)
+_small = st.integers(-1000, 1000)
+_bad = st.sampled_from([2 ** 70, -(2 ** 64), Fraction(1, 3), float("nan"), "x"])
+
+
+@st.composite
+def _scenarios(draw):
+    names = draw(st.lists(st.sampled_from(list(FIELDS)), min_size=1, max_size=5, unique=True))
+    monoid = Record({name: FIELDS[name] for name in names})
+    kinds = {name: draw(st.sampled_from([_quarter, _small])) for name in names}  # int and float fields
+
+    def value():
+        if draw(st.integers(0, 30)) == 0:  # a value some field (or every path) refuses
+            return {name: draw(st.one_of(kinds[name], _bad)) for name in names}
+        return {name: draw(kinds[name]) for name in names}
+
+    ops = []
+    for _ in range(draw(st.integers(0, 40))):
+        kind = draw(st.sampled_from(["insert", "insert", "insert", "many", "evict", "query", "pickle"]))
+        dt = draw(st.sampled_from([0, 0, 1, 2]))
+        if kind == "many":
+            arg = [value() for _ in range(draw(st.integers(0, 6)))]
+        elif kind == "evict":
+            arg = draw(st.integers(0, 3))
+        else:
+            arg = value()
+        ops.append((kind, dt, arg))
+    return monoid, ops
+
+
+@settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@given(scenario=_scenarios())
+def test_record_window_matches_object_algorithm_and_naive_fold(algorithm, policy, scenario):
+    monoid, ops = scenario
+    window, ref = _pair(monoid, policy, algorithm)
+    t = 0
+    for kind, dt, arg in ops:
+        t += dt
+        if kind == "pickle":
+            window = pickle.loads(pickle.dumps(window))
+            continue
+        before = (len(window), repr(window.query()))
+        got, want = _call(window, kind, t, arg), _call(ref, kind, t, arg)
+        assert repr(got) == repr(want), (kind, arg)
+        if isinstance(got, tuple):  # refused: nothing changed
+            assert (len(window), repr(window.query())) == before
+        assert repr(window.query()) == repr(ref.query())
+        assert len(window) == len(ref)
+        assert repr(list(window)) == repr(list(ref))
+        if all(type(v) in (int, float) for p in window for v in (p if isinstance(p, tuple) else (p,))):
+            assert window.query() == _naive(monoid, window)
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("policy", [None, MaxSize(50), TimeRange(40)], ids=repr)
+def test_random_floats_bit_for_bit_through_demotion(algorithm, policy):
+    """Random floats (rounding matters), evictions of every size, then a value that does not
+    fit one field mid-stream: the window goes on with the object algorithm, still bit for bit."""
+    monoid = Record(n=Count(), total=Sum(), high=Max(), avg=Mean(), low=Min())
+    window, ref = _pair(monoid, policy, algorithm)
+    rng = np.random.default_rng(7)
+    for i, x in enumerate(rng.standard_normal(700) * 1e3):
+        for w in (window, ref):
+            w.insert(i // 3, float(x))
+            if i % 97 == 0:
+                w.evict(len(w))  # evict all: the empty window
+            elif i % 13 == 0:
+                w.evict(min(len(w), 5))
+        assert repr(window.query()) == repr(ref.query())
+    assert window._typed
+    assert window.insert(300, {"n": 0, "total": 1.0, "high": 2 ** 70, "avg": 1.0, "low": 1.0}) == \
+        ref.insert(300, {"n": 0, "total": 1.0, "high": 2 ** 70, "avg": 1.0, "low": 1.0})
+    assert not window._typed  # demoted: the Max field's float core cannot hold 2**70
+    for i, x in enumerate(rng.standard_normal(200)):
+        assert window.insert(301 + i // 2, float(x)) == ref.insert(301 + i // 2, float(x))
+        assert repr(window.query()) == repr(ref.query())
+    assert repr(list(window)) == repr(list(ref))
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+def test_empty_window_and_evict_all(algorithm):
+    monoid = Record(n=Count(), total=Sum(), avg=Mean(), low=Min(), high=Max())
+    window, ref = _pair(monoid, None, algorithm)
+    assert window.query() == ref.query() == {"n": 0, "total": 0, "avg": None, "low": float("inf"),
+                                             "high": float("-inf")}
+    window.insert_many([(i, float(i)) for i in range(40)])
+    window.evict(40)
+    assert len(window) == 0 and window.query() == ref.query()
+    assert window._typed
+
+
+@pytest.mark.parametrize("field", ["total", "low"])
+@pytest.mark.parametrize("bad", [2 ** 64, Fraction(1, 3), "abc"])
+def test_refused_field_demotes_before_any_change(field, bad):
+    """A field value no core holds: the window demotes, nothing half inserted (each field's
+    results stay the object algorithm's); a value no field lifts (a string: Min and Sum take
+    real numbers) is refused by both paths alike, the window unchanged and still typed."""
+    monoid = Record(total=Sum(), low=Min())
+    window, ref = _pair(monoid, MaxSize(4), "amta")
+    for i in range(6):
+        window.insert(i, i)
+        ref.insert(i, i)
+    value = {"total": 1, "low": 1, field: bad}
+    got, want = _call(window, "insert", 6, value), _call(ref, "insert", 6, value)
+    assert repr(got) == repr(want)
+    assert window._typed is isinstance(bad, str)
+    assert repr(window.query()) == repr(ref.query()) and repr(list(window)) == repr(list(ref))
+    for i in range(7, 12):
+        assert window.insert(i, i) == ref.insert(i, i)
+        assert repr(window.query()) == repr(ref.query())
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+def test_bad_input_same_errors_state_unchanged(algorithm):
+    monoid = Record(total=Sum(), avg=Mean())
+    window, ref = _pair(monoid, TimeRange(10), algorithm)
+    for w in (window, ref):
+        w.insert_many([(0, 1.5), (1, 2.5)])
+    for args in [(2, {"total": 1.0}), (2, float("inf")), (-1, 1.0), (2, {"total": 1.0, "avg": 1.0, "x": 1}),
+                 (float("nan"), 1.0)]:
+        got, want = _call(window, "insert", *args), _call(ref, "insert", *args)
+        assert isinstance(got, tuple) and repr(got) == repr(want)
+    got = _call(window, "many", 3, [1.0, {"total": 1.0}])
+    assert isinstance(got, tuple) and repr(got) == repr(_call(ref, "many", 3, [1.0, {"total": 1.0}]))
+    for k in (-1, 3, 1.5):
+        assert repr(_call(window, "evict", 0, k)) == repr(_call(ref, "evict", 0, k))
+    assert window._typed and len(window) == 2 and repr(window.query()) == repr(ref.query())
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+def test_numpy_columns_and_pickled_copy(algorithm):
+    monoid = Record(n=Count(), total=Sum(), high=Max(), avg=Mean())
+    window, ref = _pair(monoid, TimeRange(100), algorithm)
+    ts, vs = np.arange(500) // 2, np.random.default_rng(3).standard_normal(500)
+    assert window.insert_many(ts, vs) == ref.insert_many(ts, vs)
+    assert repr(window.query()) == repr(ref.query())
+    copy = pickle.loads(pickle.dumps(window))
+    assert copy._typed
+    for w in (window, copy, ref):
+        w.insert_many(np.arange(250, 260), np.ones(10, dtype=np.int64))  # an int Sum into floats: demotes
+    assert not window._typed and not copy._typed
+    assert repr(window.query()) == repr(copy.query()) == repr(ref.query())
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+def test_to_object_zips_the_cores_state(algorithm):
+    """TypedRecord.to_object() is the object algorithm in the same state: its updates, total
+    and every later result match the object algorithm that ran all along."""
+    monoid = Record(n=Count(), total=Sum(), avg=Mean(), low=Min())
+    rng = np.random.default_rng(11)
+    core = TypedRecord(monoid, TYPED_ALGORITHMS[algorithm])
+    use = typed.USE
+    try:
+        typed.USE = False
+        ref = Window(monoid, algorithm=algorithm)._algorithm
+    finally:
+        typed.USE = use
+    for i in range(300):
+        partial = monoid.lift(float(rng.standard_normal()))
+        core.insert(partial)
+        ref.insert(partial)
+        if i % 7 == 0:
+            core.evict(3 if len(core) > 3 else 0)
+            ref.evict(3 if len(ref) > 3 else 0)
+    twin = core.to_object()
+    assert type(twin) is type(ref)
+    assert repr(list(twin)) == repr(list(ref)) and repr(twin.query()) == repr(ref.query())
+    for i in range(100):
+        partial = monoid.lift(float(rng.standard_normal()))
+        twin.insert(partial)
+        ref.insert(partial)
+        twin.evict(1)
+        ref.evict(1)
+        assert repr(twin.query()) == repr(ref.query())
+
+
+def test_serves_records_of_typed_fields_only():
+    assert serves(Record(a=Sum(), b=Count()))
+    assert not serves(Sum())
+    assert not serves(Record(a=Sum(), b=Record(c=Sum())))
+    with pytest.raises(TypeError):
+        TypedRecord(Record(a=Sum(), b=Record(c=Sum())), TYPED_ALGORITHMS["amta"])
