@@ -702,7 +702,10 @@ class Record(Monoid):
                     raise MonoidError(f"Record input is missing field {name!r}") from None
                 out.append(self._lift_field(name, m, v))
             return tuple(out)
-        return tuple(self._lift_field(name, m, value) for name, m in zip(names, self._monoids))
+        try:  # the common case; a refusal is named by the path below
+            return tuple([lift(value) for _, lift in self._lifts])
+        except MonoidError:
+            return tuple(self._lift_field(name, m, value) for name, m in zip(names, self._monoids))
 
     def lift_many(self, values: Sequence[Any]) -> list[tuple]:
         """Field by field (each field's own ``lift_many``) when every value is a dict of

@@ -463,6 +463,10 @@ class Window:
                 evicted = self._events.insert_arrays(updates, values)
                 if evicted is not None:
                     return evicted
+            elif self._typed and not self._ordered:  # a Record's cores: C loops insert float64 columns
+                evicted = self._record_arrays(updates, values)
+                if evicted is not None:
+                    return evicted
             timestamps, values = as_list(updates, "timestamps"), as_list(values, "values")
         else:
             updates = updates if isinstance(updates, list) else list(updates)
@@ -480,6 +484,25 @@ class Window:
         if self._flush_due:  # a write buffer filled up during the batch: its commit follows it
             self._algorithm.flush(wait=False)
         return evicted
+
+    def _record_arrays(self, timestamps: Any, values: Any) -> int | None:
+        """``insert_many`` of numeric columns on a Record's typed cores: timestamps finite and
+        in order (:meth:`_arrays_in_order`), values float64 and finite (every field lifts
+        them unchanged), each field's core taking the column in a C loop. Returns how many
+        were evicted; None, with nothing changed, where the general path must decide."""
+        arrays = self._arrays_in_order(timestamps, values)
+        if arrays is None or arrays[1].dtype != np.float64 or not np.isfinite(arrays[1]).all():
+            return None
+        ts, vs = arrays
+        try:
+            if self._timed:
+                self._algorithm.insert_arrays(ts, vs)
+            else:
+                self._algorithm.insert_array(vs)
+        except typed.Untyped:
+            return None
+        self._newest = ts[-1].item()
+        return self._enforce()
 
     def _arrays_in_order(self, timestamps: Any, values: Any) -> tuple[np.ndarray, np.ndarray] | None:
         """Both columns as int64 or float64 numpy arrays, when they are numeric columns of
@@ -834,7 +857,10 @@ class Window:
     @typed.PerEvent
     def query(self, t_from: int | float | None = None, t_to: int | float | None = None) -> Any:
         """The aggregate of the window: ``monoid.lower`` of its partial (of a time range:
-        see :meth:`partial`; a typed window's whole-window query is typed.Events')."""
+        see :meth:`partial`; a typed window's whole-window query is typed.Events', or, for a
+        Record, its core's result)."""
+        if self._typed and t_from is None and t_to is None:
+            return self._algorithm.result()
         return self.monoid.lower(self.partial(t_from, t_to))
 
     def __len__(self) -> int:

@@ -655,9 +655,20 @@ class TypedAMTA:
             return False
         return True
 
-    def fits(self, partial: Any) -> bool:
-        """Whether :meth:`insert` takes ``partial`` (a check of one, changing nothing)."""
-        return self.accepts((partial,))
+    @cython.ccall
+    def fits(self, partial: object) -> cython.bint:
+        """Whether :meth:`insert` takes ``partial``: :meth:`_admit`'s checks, changing nothing
+        (but the scratch ``_kind``)."""
+        p: Part
+        try:
+            p = self._decode(partial)
+        except Untyped:
+            return False
+        if self._head == self._tail:  # an empty window takes either kind (_admit switches it)
+            return self._kind or not (self._op == _SUM or self._op == _MEAN) or _abs64(p.i) <= LIMIT
+        if self._kind != self._float:
+            return False
+        return not (self._track and _abs64(p.i) > LIMIT - self._window_abs())
 
     def insert_array(self, values: Any) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as

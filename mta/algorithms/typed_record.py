@@ -18,10 +18,19 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from mta.algorithms.typed import Untyped, op_of
-from mta.monoid import Monoid, Record
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
+import numpy as np
+
+from mta.algorithms.typed import MEAN, Untyped, op_of
+from mta.monoid import Count, Monoid, Record
 
 __all__ = ["TypedRecord", "serves"]
+
+COMPILED: bool = cython.compiled
 
 
 def serves(monoid: Monoid) -> bool:
@@ -30,25 +39,35 @@ def serves(monoid: Monoid) -> bool:
     return type(monoid) is Record and all(op_of(m) is not None for m in monoid.fields.values())
 
 
+@cython.cclass
 class TypedRecord:
     """One typed core of class ``core`` per field of ``monoid`` (a Record that
-    :func:`serves`), in lockstep. ``max_size``: the window's MaxSize, for :meth:`push`."""
+    :func:`serves`), in lockstep. ``max_size``: the window's MaxSize, for :meth:`push`;
+    ``cores``: the fields' cores to take over (unpickling), else new empty ones."""
 
-    def __init__(self, monoid: Record, core: type, max_size: int | None = None) -> None:
+    monoid = cython.declare(object, visibility="public")
+    _core: object
+    _max_size: cython.Py_ssize_t  # -1: none
+    _width: cython.Py_ssize_t
+    _cores: list
+    # the cores' bound methods, by field
+    _fits: list
+    _inserts: list
+    _evicts: list
+    _lifts: list  # by field: how a plain value lifts (0 itself, 1 Count's 1, 2 Mean's (value, 1))
+
+    def __init__(self, monoid: Record, core: type, max_size: int | None = None, cores: list | None = None) -> None:
         if not serves(monoid):
             raise TypeError(f"typed cores do not serve {monoid!r}")
         self.monoid = monoid
         self._core = core
-        self._max_size = max_size
-        self._set_cores([core(m) for m in monoid.fields.values()])
-
-    def _set_cores(self, cores: list) -> None:
-        self._cores = cores
-        self._width = len(cores)
-        first, *rest = cores
-        # the first field is inserted unchecked: it raises Untyped before it changes anything
-        self._insert_first = first.insert
-        self._rest = tuple((core.fits, core.insert) for core in rest)
+        self._max_size = -1 if max_size is None else max_size
+        self._cores = list(cores) if cores is not None else [core(m) for m in monoid.fields.values()]
+        self._width = len(self._cores)
+        self._fits = [c.fits for c in self._cores]
+        self._inserts = [c.insert for c in self._cores]
+        self._evicts = [c.evict for c in self._cores]
+        self._lifts = [1 if type(m) is Count else 2 if op_of(m) == MEAN else 0 for m in monoid.fields.values()]
 
     @property
     def name(self) -> str:
@@ -79,21 +98,23 @@ class TypedRecord:
 
     # -- updates ----------------------------------------------------------------------
 
-    def _shaped(self, partial: Any) -> tuple:
+    @cython.cfunc
+    def _shaped(self, partial: object) -> cython.int:
         if type(partial) is not tuple or len(partial) != self._width:
             raise Untyped(partial)
-        return partial
+        return 0
 
-    def insert(self, partial: Any) -> None:
+    @cython.ccall
+    def insert(self, partial: object):
         """Insert a Record partial; :class:`Untyped`, nothing changed, if a field does not fit."""
-        partial = self._shaped(partial)
-        rest = partial[1:]
-        for (fits, _), p in zip(self._rest, rest):
-            if not fits(p):
-                raise Untyped(p)
-        self._insert_first(partial[0])
-        for (_, insert), p in zip(self._rest, rest):
-            insert(p)
+        self._shaped(partial)
+        j: cython.Py_ssize_t
+        # the first field is inserted unchecked: it raises Untyped before it changes anything
+        for j in range(1, self._width):
+            if not self._fits[j](partial[j]):
+                raise Untyped(partial[j])
+        for j in range(self._width):
+            self._inserts[j](partial[j])
 
     def _columns(self, partials: Sequence[Any]) -> list:
         """The batch as one column of partials per field (Untyped if one is not a Record partial)."""
@@ -119,23 +140,44 @@ class TypedRecord:
         for core, column in zip(cores, columns):
             core.insert_many(column)
 
+    def insert_array(self, values: Any) -> None:
+        """:meth:`insert_many` of a float64 buffer of values, each lifted by every field as a
+        finite float (the caller checked them), in each core's C loop. :class:`Untyped`,
+        nothing changed, for an int64 buffer (its INT bound is the general path's to check)
+        or a field's core of the other kind."""
+        view = memoryview(values)
+        if view.format != "d":
+            raise Untyped(values)
+        n: cython.Py_ssize_t = len(view)
+        if not n:
+            return
+        x: object = view[0]
+        j: cython.Py_ssize_t
+        lifts: list = self._lifts
+        for j in range(self._width):  # every value is a float: the first stands for them all
+            if not self._fits[j](1 if lifts[j] == 1 else (x, 1) if lifts[j] == 2 else x):
+                raise Untyped(values)
+        ones = np.ones(n, dtype=np.int64)
+        for j in range(self._width):
+            self._cores[j].insert_array(ones if lifts[j] == 1 else values)
+
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
         window's MaxSize; return how many were evicted."""
         self.insert(partial)
-        max_size = self._max_size
-        if max_size is not None:
-            k = len(self._cores[0]) - max_size
+        k: cython.Py_ssize_t
+        if self._max_size >= 0:
+            k = len(self._cores[0]) - self._max_size
             if k > 0:
                 self.evict(k)
                 return k
         return 0
 
     def evict(self, k: Any = 1) -> None:
-        cores = self._cores
-        cores[0].evict(k)  # checks k as the object algorithms do, before any change
-        for core in cores[1:]:
-            core.evict(k)
+        j: cython.Py_ssize_t
+        # the first field's core checks k as the object algorithms do, before any change
+        for j in range(self._width):
+            self._evicts[j](k)
 
     def clear(self) -> None:
         for core in self._cores:
@@ -178,7 +220,7 @@ class TypedRecord:
 
     def __reduce__(self) -> tuple:
         # the cores pickle themselves (in a form both paths load)
-        return (_rebuilt, (self.monoid, self._core, self._max_size, self._cores))
+        return (TypedRecord, (self.monoid, self._core, None if self._max_size < 0 else self._max_size, self._cores))
 
     # -- demotion ---------------------------------------------------------------------
 
@@ -215,10 +257,3 @@ class TypedRecord:
             raise AssertionError("the fields' cores are not in lockstep")
         return twin
 
-
-def _rebuilt(monoid: Record, core: type, max_size: int | None, cores: list) -> TypedRecord:
-    """A TypedRecord over these cores (unpickling)."""
-    record = TypedRecord.__new__(TypedRecord)
-    record.monoid, record._core, record._max_size = monoid, core, max_size
-    record._set_cores(list(cores))
-    return record
