@@ -274,3 +274,32 @@ def test_numpy_float_columns_in_c_loops(algorithm, policy):
         w.insert(0, {"n": 0, "total": 3, "low": 1.0, "avg": 2.0})  # the Sum field's core holds ints
         w.insert_many(np.arange(1.0, 5.0), np.ones(4))  # floats: the general path, which demotes
     assert not fresh._typed and repr(fresh.query()) == repr(fresh_ref.query())
+
+
+def test_pickle_loads_on_the_pure_path(tmp_path):
+    """Record windows on typed cores pickled here (compiled when built) load under
+    MTA_NO_EXTENSIONS=1 and go on with the same results."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    monoid = Record(n=Count(), total=Sum(), high=Max(), avg=Mean())
+    windows = []
+    for name in TYPED_ALGORITHMS:
+        for policy in (MaxSize(5), TimeRange(5)):
+            window, _ = _pair(monoid, policy, name)
+            for t in range(100):
+                window.insert(t, t * 0.5)
+            windows.append(window)
+    (tmp_path / "w.pkl").write_bytes(pickle.dumps(windows))
+    script = ("import pickle, sys, json; ws = pickle.load(open(sys.argv[1], 'rb'))\n"
+              "for w in ws: w.insert(1000, 3.0)\n"
+              "print(json.dumps([[type(w._algorithm).__name__, repr(w.query())] for w in ws]))")
+    env = {**os.environ, "MTA_NO_EXTENSIONS": "1"}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "w.pkl")], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    for window in windows:
+        window.insert(1000, 3.0)
+    assert json.loads(out) == [[type(w._algorithm).__name__, repr(w.query())] for w in windows]
+    assert all(window._typed for window in windows)
