@@ -340,6 +340,9 @@ class Window:
         the rest through the methods below; a Record's core goes the methods' way)."""
         self._events = (typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY)
                         if self._typed and not isinstance(self.monoid, Record) else None)
+        core = getattr(self._algorithm, "core", self._algorithm)
+        #: The monoid's lift (a typed Record's core builds the partials of plain numbers).
+        self._lift = core.lift if self._typed and isinstance(core, typed_record.TypedRecord) else self.monoid.lift
 
     def __getstate__(self) -> dict[str, Any]:
         if self._store is not None:
@@ -349,6 +352,7 @@ class Window:
         # tuples is a closure: rebuilt
         state = self.__dict__.copy()
         state.pop("_events", None)
+        state.pop("_lift", None)
         state.pop("_wsp", None)
         return state
 
@@ -408,7 +412,7 @@ class Window:
         if not ((kind is int or (kind is float and _NEG_INF < timestamp < _INF))
                 and (newest is None or timestamp >= newest)):
             timestamp = self._check_timestamp(timestamp, newest)
-        partial = self.monoid.lift(value)
+        partial = self._lift(value)
         try:
             if self._safe:
                 return self._apply(timestamp, partial)
@@ -426,6 +430,7 @@ class Window:
         if self._events is not None:
             self._events.retire()  # a method saved from it goes the checked way from now on
             self._events = None
+        self._lift = self.monoid.lift
 
     def _insert_ordered(self, timestamp: int | float, value: Any) -> int:
         timestamp = self._check_timestamp(timestamp, self._algorithm.bound())

@@ -303,3 +303,22 @@ def test_pickle_loads_on_the_pure_path(tmp_path):
         window.insert(1000, 3.0)
     assert json.loads(out) == [[type(w._algorithm).__name__, repr(w.query())] for w in windows]
     assert all(window._typed for window in windows)
+
+
+@given(value=st.one_of(st.floats(), st.integers(), st.integers(-2 ** 64, 2 ** 64), st.booleans(), st.none(),
+                       st.fractions(), st.text(max_size=2), st.sampled_from([-0.0, 2 ** 63 - 1, -(2 ** 63), 2 ** 63,
+                                                                              np.float32(1.5), np.int64(7)]),
+                       st.dictionaries(st.sampled_from(list(FIELDS)), st.floats(), max_size=5)))
+@settings(max_examples=300, deadline=None)
+def test_core_lift_is_the_monoids(value):
+    """TypedRecord.lift (Window.insert's, on a typed Record window) gives Record.lift's partial
+    or error, for plain numbers built in the core and anything else."""
+    monoid = Record(FIELDS)
+    core = TypedRecord(monoid, TYPED_ALGORITHMS["amta"])
+
+    def lifted(lift):
+        try:
+            return lift(value)
+        except Exception as error:  # noqa: BLE001 -- compared
+            return type(error), str(error)
+    assert repr(lifted(core.lift)) == repr(lifted(monoid.lift))

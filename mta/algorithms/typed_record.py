@@ -32,6 +32,9 @@ __all__ = ["TypedRecord", "serves"]
 
 COMPILED: bool = cython.compiled
 
+_INF = cython.declare(cython.double, float("inf"))
+_I64 = 2 ** 63
+
 
 def serves(monoid: Monoid) -> bool:
     """Whether ``monoid`` is a Record whose every field a typed core serves (exact type:
@@ -115,6 +118,26 @@ class TypedRecord:
                 raise Untyped(partial[j])
         for j in range(self._width):
             self._inserts[j](partial[j])
+
+    @cython.ccall
+    def lift(self, value: object) -> object:
+        """``monoid.lift(value)``: built here for a plain number (a finite float, an int in
+        int64), which every field lifts unchanged (Count to 1, Mean to ``(value, 1)``);
+        anything else the monoid's own lift takes (and names what is wrong)."""
+        kind = type(value)
+        x: cython.double
+        if kind is float:
+            x = value
+            if not -_INF < x < _INF:
+                return self.monoid.lift(value)
+        elif kind is not int or not -_I64 <= value < _I64:
+            return self.monoid.lift(value)
+        parts: list = []
+        lifts: list = self._lifts
+        j: cython.Py_ssize_t
+        for j in range(self._width):
+            parts.append(1 if lifts[j] == 1 else (value, 1) if lifts[j] == 2 else value)
+        return tuple(parts)
 
     def _columns(self, partials: Sequence[Any]) -> list:
         """The batch as one column of partials per field (Untyped if one is not a Record partial)."""
