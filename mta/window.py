@@ -296,7 +296,7 @@ class Window:
         # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
         # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
         self._safe = _trusted(policy) and not (store is not None and store.durable)
-        # A typed core (compiled, a built-in numeric monoid, in memory, a policy of ours) until a
+        # A typed core (compiled, a built-in numeric monoid or a Record of them, in memory, a policy of ours) until a
         # partial or a timestamp it cannot hold comes: then the window goes on with the object
         # algorithm, in the same state.
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options

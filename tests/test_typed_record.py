@@ -322,3 +322,18 @@ def test_core_lift_is_the_monoids(value):
         except Exception as error:  # noqa: BLE001 -- compared
             return type(error), str(error)
     assert repr(lifted(core.lift)) == repr(lifted(monoid.lift))
+
+
+def test_a_field_without_a_plain_lift_goes_the_monoids_way(monkeypatch):
+    """A field the core does not know how a plain number lifts (an op added to the cores
+    later): the monoid's lift builds the partial, numpy columns go the general path."""
+    from mta.algorithms import typed_record
+    monkeypatch.setattr(typed_record, "_PLAIN_LIFTS", {Count: 1, Mean: 2})
+    monoid = Record(n=Count(), total=Sum(), avg=Mean())
+    core = TypedRecord(monoid, TYPED_ALGORITHMS["two_stacks"])
+    assert repr(core.lift(2.5)) == repr(monoid.lift(2.5)) == repr((1, 2.5, (2.5, 1)))
+    with pytest.raises(typed.Untyped):
+        core.insert_array(np.ones(3))
+    assert len(core) == 0
+    core.insert_many([monoid.lift(1.5)] * 3)
+    assert core.query() == (3, 4.5, (4.5, 3))

@@ -25,8 +25,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 import numpy as np
 
-from mta.algorithms.typed import MEAN, Untyped, op_of
-from mta.monoid import Count, Monoid, Record
+from mta.algorithms.typed import Untyped, op_of
+from mta.monoid import Count, Max, Mean, Min, Monoid, Record, Sum
 
 __all__ = ["TypedRecord", "serves"]
 
@@ -34,6 +34,9 @@ COMPILED: bool = cython.compiled
 
 _INF = cython.declare(cython.double, float("inf"))
 _I64 = 2 ** 63
+#: How a plain number (a finite float, an int64) lifts, by field monoid: 0 to itself, 1 to
+#: Count's 1, 2 to Mean's ``(value, 1)``; a field not here leaves it to the monoid's lift.
+_PLAIN_LIFTS = {Sum: 0, Min: 0, Max: 0, Count: 1, Mean: 2}
 
 
 def serves(monoid: Monoid) -> bool:
@@ -57,7 +60,8 @@ class TypedRecord:
     _fits: list
     _inserts: list
     _evicts: list
-    _lifts: list  # by field: how a plain value lifts (0 itself, 1 Count's 1, 2 Mean's (value, 1))
+    _lifts: list  # by field: _PLAIN_LIFTS
+    _plain: cython.bint  # every field is in _PLAIN_LIFTS
 
     def __init__(self, monoid: Record, core: type, max_size: int | None = None, cores: list | None = None) -> None:
         if not serves(monoid):
@@ -70,7 +74,8 @@ class TypedRecord:
         self._fits = [c.fits for c in self._cores]
         self._inserts = [c.insert for c in self._cores]
         self._evicts = [c.evict for c in self._cores]
-        self._lifts = [1 if type(m) is Count else 2 if op_of(m) == MEAN else 0 for m in monoid.fields.values()]
+        self._lifts = [_PLAIN_LIFTS.get(type(m), -1) for m in monoid.fields.values()]
+        self._plain = -1 not in self._lifts
 
     @property
     def name(self) -> str:
@@ -93,11 +98,6 @@ class TypedRecord:
     def hold(self, value: bool) -> None:
         for core in self._cores:
             core.hold = value
-
-    @property
-    def cores(self) -> tuple:
-        """The fields' cores, in field order."""
-        return tuple(self._cores)
 
     # -- updates ----------------------------------------------------------------------
 
@@ -126,6 +126,8 @@ class TypedRecord:
         anything else the monoid's own lift takes (and names what is wrong)."""
         kind = type(value)
         x: cython.double
+        if not self._plain:
+            return self.monoid.lift(value)
         if kind is float:
             x = value
             if not -_INF < x < _INF:
@@ -166,10 +168,10 @@ class TypedRecord:
     def insert_array(self, values: Any) -> None:
         """:meth:`insert_many` of a float64 buffer of values, each lifted by every field as a
         finite float (the caller checked them), in each core's C loop. :class:`Untyped`,
-        nothing changed, for an int64 buffer (its INT bound is the general path's to check)
-        or a field's core of the other kind."""
+        nothing changed, for an int64 buffer (its INT bound is the general path's to check), a
+        field's core of the other kind, or a field not in :data:`_PLAIN_LIFTS`."""
         view = memoryview(values)
-        if view.format != "d":
+        if view.format != "d" or not self._plain:
             raise Untyped(values)
         n: cython.Py_ssize_t = len(view)
         if not n:
