@@ -380,16 +380,15 @@ class TypedSlideSide(_TypedMQ):
         return out
 
     def to_object(self) -> InvertibleSlideSide:
-        """The object :class:`InvertibleSlideSide` in this state: every slot it would have
-        written since clear holds the same partial, the others its identity."""
+        """The object :class:`InvertibleSlideSide` in this state: the slots it has written
+        since clear (its lists grow to them) hold the same partials."""
         twin = InvertibleSlideSide(self.monoid, self.ranges)
         n: cython.Py_ssize_t = self.capacity
         written: cython.Py_ssize_t = self._count  # slots 0 .. count-1 (all once a lap was held)
         c: cython.bint = self._op == _MEAN
-        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
-                          else twin._identity for k in range(n)]
-        twin._back = [self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0) if 0 < k <= written
-                      else twin._identity for k in range(n + 1)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
+        twin._back = [twin._identity, *(self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
+                                        for k in range(1, written + 1))]
         if self._wrapped:
             twin._front = [twin._identity, *(self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
                                              for k in range(1, n + 1))]
@@ -672,14 +671,12 @@ class TypedSlickDequeInv(_TypedMQ):
         return out
 
     def to_object(self) -> SlickDequeInv:
-        """The object :class:`SlickDequeInv` in this state (slots never written since clear
-        hold the identity, as the object's do)."""
+        """The object :class:`SlickDequeInv` in this state (the slots written since clear:
+        its list grows to them)."""
         twin = SlickDequeInv(self.monoid, self.ranges)
-        identity = self.monoid.identity
         c: cython.bint = self._op == _MEAN
         written: cython.Py_ssize_t = self._size  # slots 0 .. size-1 (all once full)
-        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
-                          else identity for k in range(self.capacity)]
+        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
         twin._answers = [self._answer(k) for k in range(len(self._ds))]
         twin._cur = self._cur
         twin._size = self._size
@@ -917,8 +914,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
         twin._bs = [self._bs[i] for i in range(L)]
         twin._backs = [self._partial(self._bd[i], self._bi[i], 0) if self._bs[i] else identity for i in range(L)]
         twin._scans = [scans[self._src[i]] for i in range(L)]
-        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) if k < self._count else identity
-                          for k in range(self.capacity)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) for k in range(self._count)]
         twin._pos = self._pos
         twin._count = self._count
         return twin
