@@ -561,7 +561,13 @@ class TypedSlickDeque(_TypedMQ):
 class TypedSlickDequeInv(_TypedMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeInv` (Alg. 2) over typed columns: the
     newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
-    identity, 0) and one running aggregate (``a``) per distinct range (``_ds``)."""
+    identity, 0) and one running aggregate (``a``) per distinct range (``_ds``).
+
+    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
+    by a FLOAT window, and a window of nothing but such zeros (``_undecided``) turns FLOAT at
+    its first float: every answer takes every insert, so the object's answers are floats from
+    the first float on, and a float less or plus the int 0 is the float less or plus 0.0, bit
+    for bit (the slots the twin holds as 0.0 are read by those only)."""
 
     name = "slickdeque"
     any_range = False
@@ -610,16 +616,40 @@ class TypedSlickDequeInv(_TypedMQ):
         self._cur = 0
         self._size = 0
         self._magnitude = 0
+        self._undecided = True
 
     def __len__(self) -> int:
         return self._size
+
+    @cython.cfunc
+    def _sum_kind(self, partial: object) -> cython.int:
+        """SUM: decode ``partial`` and return the kind of the columns it goes to, the int 0
+        going to FLOAT ones as 0.0 when the twin holds floats, a float to FLOAT ones when the
+        twin holds int zeros only (their columns, both zero since clear, agree)."""
+        if type(partial) is int and partial == 0:
+            self._xi = 0
+            self._xd = 0.0
+            self._xu = 0
+            return _FLOAT if self._size and self._kind == _FLOAT else _INT
+        k: cython.int
+        if self._undecided and type(partial) is float:
+            k = self._scalar(partial, _FLOAT)
+            self._undecided = False
+            return k
+        k = self._scalar(partial, self._kind if self._size else -1)
+        self._undecided = False
+        return k
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
         cur: cython.Py_ssize_t = self._cur
         n: cython.Py_ssize_t = self.capacity
-        kind: cython.int = self._scalar(partial, self._kind if self._size else -1)
+        kind: cython.int
+        if self._op == _SUM:
+            kind = self._sum_kind(partial)
+        else:
+            kind = self._scalar(partial, self._kind if self._size else -1)
         if kind == _INT:
             self._bounded(partial, _abs64(self._ei[cur]) if self._size == n else 0)
         self._kind = kind
