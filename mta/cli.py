@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Stream generated memory-usage telemetry (one reading per second, "
                     "mta.telemetry) through mta.Window with a time-range window, computing "
                     "mean, max, standard deviation and count of the window at once (one Record "
-                    "monoid, one window). Prints the window's aggregates every K updates and a summary.",
+                    "monoid, one window; subtract_on_evict, which evicts by inverse, leaves out the "
+                    "max: Max has no inverse). Prints the window's aggregates every K updates and a summary.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d.add_argument("--updates", type=_positive_int, default=1_000_000,
                    help="number of readings to stream (one per simulated second)")
@@ -178,7 +179,7 @@ def _fmt(value: object) -> str:
 
 def _line(ts: int, n: int, result: dict) -> str:
     return (f"{_clock(ts)}  window {n:>7,} readings  mean {_fmt(result['mean']):>9} MB  "
-            f"max {_fmt(result['max']):>9} MB  stddev {_fmt(result['stddev']):>7} MB")
+            f"max {_fmt(result.get('max')):>9} MB  stddev {_fmt(result['stddev']):>7} MB")
 
 
 def demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -197,7 +198,13 @@ def _demo(args: argparse.Namespace, parser: argparse.ArgumentParser, store: str 
     from mta import Count, Max, Mean, Record, StdDev, TimeRange, Window
     from mta.telemetry import readings
 
-    monoid = Record(mean=Mean(), max=Max(), stddev=StdDev(), count=Count())
+    fields = {"mean": Mean(), "max": Max(), "stddev": StdDev(), "count": Count()}
+    if args.algorithm in ALGORITHMS:
+        try:
+            ALGORITHMS[args.algorithm].check_monoid(Record(**fields))
+        except TypeError:  # an algorithm that evicts by inverse (subtract_on_evict): Max has none
+            del fields["max"]
+    monoid = Record(**fields)
     try:
         window = Window(monoid, TimeRange(args.window), algorithm=args.algorithm, store=store)
     except (TypeError, ValueError, StoreError) as error:
@@ -242,7 +249,7 @@ def _demo(args: argparse.Namespace, parser: argparse.ArgumentParser, store: str 
           f"{busy_ns / done if done else 0:,.0f} ns/update)")
     print(f"  simulated time {_clock(ts)}; final window: {len(window):,} readings "
           f"(count {result['count']:,}) over the last {args.window} s")
-    print(f"  mean {_fmt(result['mean'])} MB, max {_fmt(result['max'])} MB, stddev {_fmt(result['stddev'])} MB")
+    print(f"  mean {_fmt(result['mean'])} MB, max {_fmt(result.get('max'))} MB, stddev {_fmt(result['stddev'])} MB")
     if store:
         window.close()
         trips = window.backend.round_trips

@@ -379,16 +379,16 @@ class Window:
 
     # -- updates -----------------------------------------------------------------
 
-    def _check_timestamp(self, timestamp: Any, newest: Any) -> int | float:
-        """``timestamp`` as an int or a float (a numpy integer or float scalar becomes one, as
-        values do), checked against ``newest``."""
+    def _check_timestamp(self, timestamp: Any, newest: Any, what: str = "timestamp") -> int | float:
+        """``timestamp`` as an int (any size) or a finite float (a numpy integer or float scalar
+        becomes one, as values do), checked against ``newest``; ``what`` names it in errors."""
         cls = timestamp.__class__
         if cls is not int and cls is not float:
             if isinstance(timestamp, bool) or not isinstance(timestamp, (numbers.Integral, float, np.floating)):
-                raise TypeError(f"timestamp must be an int or a float, got {cls.__name__} {timestamp!r}")
+                raise TypeError(f"{what} must be an int or a float, got {cls.__name__} {timestamp!r}")
             timestamp = int(timestamp) if isinstance(timestamp, numbers.Integral) else float(timestamp)
-        if not math.isfinite(timestamp):
-            raise ValueError(f"timestamp must be finite, got {timestamp!r}")
+        if timestamp.__class__ is float and not math.isfinite(timestamp):  # ints are finite (isfinite overflows on a big one)
+            raise ValueError(f"{what} must be finite, got {timestamp!r}")
         if newest is not None and timestamp < newest:
             if self._ordered:
                 raise ValueError(f"timestamp {timestamp!r} is late: older than {newest!r}, the window's frontier "
@@ -702,7 +702,12 @@ class Window:
         reads timestamps (a moving horizon the caller keeps, such as a watermark).
 
         Out of order, ``timestamp`` becomes the window's :attr:`frontier` (if newer):
-        an update older than it is late."""
+        an update older than it is late. ``timestamp`` is checked as :meth:`insert` checks
+        one (an int or a finite float), before any change."""
+        if not self._ordered and not self._timed:
+            raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
+                            "does not read them (use e.g. TimeRange)")
+        timestamp = self._check_timestamp(timestamp, None, "evict_before's bound")
         if self._ordered:
             try:
                 try:
@@ -712,9 +717,6 @@ class Window:
                     return self._algorithm.evict_before(timestamp)
             except StoreError as error:
                 raise _unchanged(error) from error
-        if not self._timed:
-            raise TypeError(f"evict_before needs a window that keeps timestamps: policy {_policy_name(self.policy)} "
-                            "does not read them (use e.g. TimeRange)")
         try:
             if self._typed:
                 return self._algorithm.evict_before(timestamp)

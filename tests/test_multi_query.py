@@ -292,3 +292,36 @@ def test_slideside_amortized_constant_per_insert_plus_one_per_query(n, inverse) 
         assert both - ins <= len(ranges), (ranges, ins, both)
         # the cost model given to the optimizer is exact over whole laps
         assert ins == pytest.approx(SlideSide.combines_per_insert(ranges, invertible=inverse)), ranges
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_QUERY))
+def test_a_long_range_costs_memory_for_what_is_held_not_for_the_range(name) -> None:
+    """SlideSide, SlickDeque (Alg. 2) and FlatFIT allocated their slots for the largest range
+    up front: MemoryError at 2**40. They now grow with what they hold (FlatFIT, whose lookups
+    walk the slots, refuses such a range)."""
+    import tracemalloc
+
+    for monoid in (Sum(), Max()):
+        try:
+            MULTI_QUERY[name].check_monoid(monoid)
+        except TypeError:
+            continue
+        if name == "flatfit":
+            with pytest.raises(ValueError, match=r"flatfit allocates two slots per unit of its largest range: "
+                                                 r"1099511627776 is above its limit 4194304"):
+                MULTI_QUERY[name](monoid, [2**40, 3])
+            continue
+        tracemalloc.start()
+        try:
+            agg = MULTI_QUERY[name](monoid, [2**40, 3])
+            for k in range(50):
+                agg.insert(k)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20, peak
+        expected = [sum(range(50)), 47 + 48 + 49] if isinstance(monoid, Sum) else [49, 49]
+        assert agg.answers() == expected and agg.query(2**40) == expected[0] and len(agg) == 50
+        agg.clear()
+        agg.insert(7)
+        assert agg.answers() == [7, 7] and len(agg) == 1

@@ -178,3 +178,34 @@ def test_a_tuple_just_before_an_edge_stays_before_it() -> None:
         results[final] = [(r.query, r.start, r.end, r.value, r.count) for r in s.advance(100)]
     assert results["shared"] == results["lazy"]
     assert ("h", 67.5, 73.5, 17, 1) in results["shared"]
+
+
+@pytest.mark.parametrize("final", [None, "slideside", "slickdeque", "flatfat", "panes"])
+def test_a_range_of_2_40_slides_costs_no_memory_for_the_range(final) -> None:
+    """Sliding(2**40, 1): the aggregator allocated for its range (MemoryError), then the group
+    inserted 2**40 empty partials before the first window; now it starts at the first slice."""
+    results = {}
+    for mode in ("lazy", "shared"):
+        s = Stream(Sum(), final=mode, **({"optimizer": forced("pairs", final)} if final and mode == "shared" else {}))
+        s.add("a", Sliding(2**40, 1))
+        s.add("b", Sliding(4, 1))
+        out = []
+        for t in (1, 2, 2, 7, 30):
+            s.insert(t, t)
+            out += s.advance(t)
+        out += s.advance(40)
+        results[mode] = [(r.query, r.start, r.end, r.value, r.count) for r in out]
+    assert results["shared"] == results["lazy"]
+    assert ("a", 40 - 2**40, 40, 42, 5) in results["shared"]
+
+
+def test_flatfit_refuses_a_range_it_would_allocate_for_before_the_advance_changes_anything() -> None:
+    s = Stream(Sum(), final="shared", optimizer=forced("pairs", "flatfit"))
+    s.add("a", Sliding(2**40, 1))
+    s.insert(1, 1)
+    with pytest.raises(ValueError, match="flatfit allocates two slots per unit of its largest range"):
+        s.advance(5)
+    assert s.watermark == -float("inf")
+    default = Stream(Sum(), final="shared")
+    default.add("a", Sliding(2**40, 1))
+    assert all(g.final != "flatfit" for g in default.plan().groups)

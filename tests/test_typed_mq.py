@@ -316,3 +316,67 @@ def test_ranges_too_large_for_a_twin_get_the_object_aggregator():
     agg.insert(4)
     agg.insert(2)
     assert agg.answers() == [2, 2]
+
+
+@hsettings(max_examples=150)
+@given(ranges=range_sets(), ops=st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.one_of(st.just(0), st.floats(allow_nan=False, width=64),
+                                           st.sampled_from([-0.0, 0.0, 0.1, 1e16, -1e308]))),
+    st.tuples(st.just("clear"), st.none())), max_size=120))
+def test_a_float_sum_holds_the_int_identity_without_demoting(ranges, ops) -> None:
+    """Sum's int 0 (the shared final's empty partial) among floats, before them and after a
+    clear: the slickdeque twin stays typed, its answers the object's bit for bit (``0 + -0.0``,
+    ``-0.0 - 0`` and the ints 0 of a window of zeros only included)."""
+    twin, obj = typed_mq.TypedSlickDequeInv(Sum(), ranges), SlickDequeInv(Sum(), ranges)
+    for op, arg in ops:
+        if op == "clear":
+            twin.clear()
+            obj.clear()
+        else:
+            twin.insert(arg)  # never Untyped
+            obj.insert(arg)
+        same(twin, obj)
+    handed = twin.to_object()
+    for v in (0, 1.5, 0, -0.0):
+        handed.insert(v)
+        obj.insert(v)
+        same(handed, obj)
+
+
+def test_the_int_identity_still_refuses_other_ints_in_a_float_sum() -> None:
+    twin = typed_mq.TypedSlickDequeInv(Sum(), [2])
+    twin.insert(0)
+    twin.insert(-0.0)
+    twin.insert(0)
+    with pytest.raises(Untyped):
+        twin.insert(3)
+    assert keys(twin.answers()) == [("float", (0.0).hex())]
+    twin.clear()
+    twin.insert(3)
+    with pytest.raises(Untyped):
+        twin.insert(0.5)
+    assert twin.answers() == [3]
+
+
+def test_a_shared_float_sum_stays_typed_across_empty_stretches(monkeypatch) -> None:
+    """Float sums with gaps (each empty partial inserts the int 0): the slickdeque twin demoted
+    at the first gap; now it holds to the end, with the object aggregator's results."""
+    from test_stream_shared import forced
+
+    results = {}
+    for use in (True, False):
+        monkeypatch.setattr(typed, "USE", use)
+        s = Stream(Sum(), final="shared", optimizer=forced("pairs", "slickdeque"))
+        s.add("a", Sliding(8, 1))
+        s.add("b", Sliding(20, 2))
+        out = []
+        for t in range(300):
+            if t % 50 < 35:
+                s.insert(t, (t % 13) * 0.1 - 0.5 if t % 7 else -0.0)
+            if t % 5 == 0:
+                out += s.advance(t)
+        out += s.advance(math.inf)
+        results[use] = [(r.query, r.start, r.end, key(r.value), r.count) for r in out]
+        typed_groups = {type(g.mq).__name__.startswith("Typed") for g in s.final.groups.values()}
+        assert typed_groups == {use}
+    assert results[True] == results[False] and len(results[False]) > 200

@@ -504,3 +504,40 @@ def test_out_of_order_windows_pickle_and_go_on_as_the_original(algorithm, monoid
         assert outcomes[0] == outcomes[1]
         assert (again.query(), list(again), again.frontier) == (window.query(), list(window), window.frontier)
     assert window.retract(14) == again.retract(14) and again.query() == window.query()
+
+
+@pytest.mark.parametrize("algorithm", ORDERED + ["amta", "two_stacks", "daba"])
+@pytest.mark.parametrize("bound, error, match", [
+    (math.nan, ValueError, r"evict_before's bound must be finite, got nan"),
+    (math.inf, ValueError, r"evict_before's bound must be finite, got inf"),
+    (-math.inf, ValueError, r"evict_before's bound must be finite, got -inf"),
+    (True, TypeError, r"evict_before's bound must be an int or a float, got bool True"),
+    ("5", TypeError, r"evict_before's bound must be an int or a float, got str '5'"),
+    (None, TypeError, r"evict_before's bound must be an int or a float, got NoneType None")])
+def test_evict_before_checks_its_bound_as_insert_checks_a_timestamp(algorithm, bound, error, match) -> None:
+    """A bad bound raised a bare TypeError (a string) or became the frontier (NaN, inf, True):
+    out of order and in order, on the typed and the object (``Collect``) cores."""
+    for monoid in (Sum(), Collect()):
+        w = Window(monoid, TimeRange(100), algorithm=algorithm)
+        w.insert_many([(t, t) for t in (1, 2, 3)])
+        w.evict_before(2)
+        before = (list(w), w.query(), w.frontier if algorithm in ORDERED else None)
+        with pytest.raises(error, match=match):
+            w.evict_before(bound)
+        assert (list(w), w.query(), w.frontier if algorithm in ORDERED else None) == before
+        assert w.evict_before(3) == 1 and w.query() == monoid.lower(monoid.lift(3))
+
+
+@pytest.mark.parametrize("algorithm", ORDERED + ["amta", "two_stacks"])
+def test_evict_before_takes_an_int_beyond_the_float_range_and_numpy_scalars(algorithm) -> None:
+    np = pytest.importorskip("numpy")
+    w = Window(Sum(), TimeRange(1e300), algorithm=algorithm)
+    w.insert_many([(t, t) for t in (1, 2, 3)])
+    assert w.evict_before(np.int64(2)) == 1 and w.evict_before(np.float64(2.5)) == 1 and w.query() == 3
+    assert w.evict_before(-(10**400)) == 0 and w.evict_before(10**400) == 1 and len(w) == 0
+    if algorithm in ORDERED:
+        assert w.frontier == 10**400
+        with pytest.raises(ValueError, match="is late"):
+            w.insert(10**399, 1)
+    w.insert(10**401, 5)
+    assert w.query() == 5

@@ -16,7 +16,11 @@ Any associative monoid, any range ``1..capacity``.
 
 The slots start at ``monoid.identity`` (Alg. 1 lines 10-13), so a window with fewer
 than ``capacity`` partials folds identities in its lookups, exactly as the paper
-counts them (Example 3: 21 combines against Panes' 40).
+counts them (Example 3: 21 combines against Panes' 40). Those ``2 * capacity`` slots are
+allocated at construction and a lookup while the window fills hops through the identity
+slots: memory and time for the range, not for what is held. A largest range above
+:data:`MAX_CAPACITY` is refused (ValueError); SlideSide, SlickDeque and FlatFAT grow with
+what they hold.
 
 Fixes to the printed pseudocode (DESIGN.md, "Known defects"):
 
@@ -37,6 +41,10 @@ from mta.algorithms.multi_query import MultiQueryAggregator
 from mta.monoid import Monoid
 
 
+#: the largest range FlatFIT takes (its slots are allocated for the range up front)
+MAX_CAPACITY = 2 ** 22
+
+
 class FlatFIT(MultiQueryAggregator):
     """Alg. 1: ``partials``/``pointers`` as a jump table, compressed by every lookup."""
 
@@ -45,6 +53,10 @@ class FlatFIT(MultiQueryAggregator):
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
         super().__init__(monoid, ranges)
+        if self.capacity > MAX_CAPACITY:
+            raise ValueError(f"flatfit allocates two slots per unit of its largest range: {self.capacity} is "
+                             f"above its limit {MAX_CAPACITY} (slideside, slickdeque and flatfat hold what "
+                             "they are given)")
         self._combine = monoid.combine
         self.clear()
 

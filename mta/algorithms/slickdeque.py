@@ -92,13 +92,17 @@ class SlickDequeInv(SlickDeque):
 
     def clear(self) -> None:
         identity = self.monoid.identity
-        # Alg. 2 lines 6-13: the partials and every range's answer start at the identity
-        self._partials: list[Any] = [identity] * self.capacity
+        # Alg. 2 lines 6-13: every range's answer starts at the identity; the partials
+        # grow to ``capacity`` as they come (memory for what is held, not for the range)
+        self._partials: list[Any] = []
         self._answers: list[Any] = [identity] * len(self._rs)
         self._cur = 0  # currPos: the slot of the next partial (the oldest one's)
         self._size = 0
 
     def insert(self, partial: Any) -> None:
+        if self._size < self.capacity:
+            self._fill(partial)
+            return
         partials, cur, rs = self._partials, self._cur, self._rs
         combine, invert = self.monoid.combine, self.monoid.invert
         # lines 19-25: the partial leaving range r sits r slots back (a negative index
@@ -113,8 +117,18 @@ class SlickDequeInv(SlickDeque):
         partials[cur] = partial  # lines 30-34
         cur += 1
         self._cur = 0 if cur == self.capacity else cur
-        if self._size < self.capacity:
-            self._size += 1
+
+    def _fill(self, partial: Any) -> None:
+        """:meth:`insert` while fewer than ``capacity`` are held (``_cur == _size``): the
+        partial leaving range r is the identity while fewer than r were inserted."""
+        partials, cur = self._partials, self._cur
+        combine, invert, identity = self.monoid.combine, self.monoid.invert, self.monoid.identity
+        self._answers = [combine(invert(answer, partials[cur - r] if r <= cur else identity), partial)
+                         for answer, r in zip(self._answers, self._rs)]
+        partials.append(partial)
+        cur += 1
+        self._cur = 0 if cur == self.capacity else cur
+        self._size = cur or self.capacity
 
     def query(self, r: int) -> Any:
         k = self._slot.get(r) if r.__class__ is int else None

@@ -132,11 +132,12 @@ class InvertibleSlideSide(SlideSide):
                             f"{monoid!r} is not invertible")
 
     def clear(self) -> None:
-        n = self.capacity
         identity = self._identity
-        self._elements: list[Any] = [identity] * n
-        self._back: list[Any] = [identity] * (n + 1)
-        self._front: list[Any] = [identity] * (n + 1)
+        # the buffer and the prefix scan grow to capacity (+ 1) in the first lap: memory
+        # for what is held, not for the range; the suffix scan is read after the first wrap only
+        self._elements: list[Any] = []
+        self._back: list[Any] = [identity]
+        self._front: list[Any] = [identity]
         self._pos = 0    # curPos: the slot of the next insert
         self._count = 0  # elements held, <= capacity
 
@@ -145,10 +146,15 @@ class InvertibleSlideSide(SlideSide):
         if pos == 0 and self._count:
             # Alg. 2 lines 2-4 (i < windowSize): the buffer wraps, a full lap is held
             self._front = self._suffix_scan(self.capacity)
-        self._elements[pos] = partial
         back = self._back
         # Alg. 2 line 6, older operand first; the lap's first element needs no combine
-        back[pos + 1] = self._combine(back[pos], partial) if pos else partial
+        total = self._combine(back[pos], partial) if pos else partial
+        if pos < len(self._elements):
+            self._elements[pos] = partial
+            back[pos + 1] = total
+        else:  # the first lap
+            self._elements.append(partial)
+            back.append(total)
         pos += 1
         self._pos = 0 if pos == self.capacity else pos
         if self._count < self.capacity:
@@ -202,7 +208,6 @@ class OverlaidSlideSide(SlideSide):
     """
 
     def clear(self) -> None:
-        n = self.capacity
         by_level: dict[int, list[int]] = {}
         for r in sorted(set(self.ranges)):
             by_level.setdefault(r.bit_length() - 1, []).append(r)
@@ -215,7 +220,7 @@ class OverlaidSlideSide(SlideSide):
         self._scans: list[list[Any]] = [[identity] for _ in levels]
         #: for each range (in order), its level
         self._level_of = [levels.index(r.bit_length() - 1) for r in self.ranges]
-        self._elements: list[Any] = [identity] * n  # circular buffer
+        self._elements: list[Any] = []  # circular buffer, grown to capacity in the first lap
         self._pos = 0
         self._count = 0
 
@@ -232,7 +237,10 @@ class OverlaidSlideSide(SlideSide):
                 bs[i] = b + 1
         n = self.capacity
         pos = self._pos
-        self._elements[pos] = partial
+        if pos < len(self._elements):
+            self._elements[pos] = partial
+        else:
+            self._elements.append(partial)
         pos += 1
         self._pos = 0 if pos == n else pos
         if self._count < n:

@@ -101,13 +101,16 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
 @cython.cclass
 class _TypedMQ:
     """What the twins share: monoid, ranges and capacity as the object aggregator has them,
-    decoding a partial into the scratch fields, the INT bound's sum, Python partials."""
+    the number held (``len``), ``clear`` (the twin's columns by :meth:`_reset`), the first
+    steps of an insert (:meth:`_take`: decode, kind, INT bound), Python partials."""
 
     monoid = cython.declare(object, visibility="public")
     ranges = cython.declare(tuple, visibility="public")
     capacity = cython.declare(cython.Py_ssize_t, visibility="public")
     _op: cython.int
     _kind: cython.int
+    _n: cython.Py_ssize_t  # partials held, <= capacity
+    _zero_float: cython.bint  # SUM: the int 0 goes to FLOAT columns as 0.0 (see TypedSlickDequeInv)
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the held partials
     # MIN/MAX: the identity (+inf for Min, -inf for Max), held in INT columns as the int64 at
     # the same end (``_sentinel``: an int partial equal to it is refused), which orders
@@ -138,6 +141,61 @@ class _TypedMQ:
         self._undecided = True
         self._sentinel = _I64_MAX if op == _MIN else _I64_MIN
         self._ident = float("inf") if op == _MIN else float("-inf")
+        self._n = 0
+        self._zero_float = False
+
+    def clear(self) -> None:
+        self._n = 0
+        self._magnitude = 0
+        self._undecided = True
+        self._kind = _FLOAT
+        self._reset()
+
+    @cython.cfunc
+    def _reset(self) -> cython.void:
+        """Empty the twin's own columns and positions (``clear``)."""
+
+    def __len__(self) -> int:
+        return self._n
+
+    @cython.cfunc
+    @cython.final  # a direct call (not through the vtable)
+    def _take(self, partial: object, old: cython.longlong) -> cython.int:
+        """The first steps of an insert: decode ``partial`` and return the kind of the columns
+        it goes to (the twin's kind from now on); :class:`Untyped`, nothing changed, if it does
+        not fit. ``old``: the INT slot the partial overwrites once the twin is full (SUM, MEAN:
+        its magnitude leaves the INT bound's sum)."""
+        if self._op == _MIN or self._op == _MAX:
+            return self._selection_kind(partial)
+        kind: cython.int
+        if self._zero_float:
+            kind = self._sum_kind(partial)
+        else:
+            kind = self._scalar(partial, self._kind if self._n else -1)
+        if kind == _INT:
+            self._bounded(partial, _abs64(old) if self._n == self.capacity else 0)
+        self._kind = kind
+        return kind
+
+    @cython.cfunc
+    @cython.final  # a direct call (not through the vtable)
+    def _sum_kind(self, partial: object) -> cython.int:
+        """SUM: decode ``partial`` and return the kind of the columns it goes to, the int 0
+        going to FLOAT ones as 0.0 when the twin holds floats, a float to FLOAT ones when the
+        twin holds int zeros only (their columns, both zero since clear, agree)."""
+        if type(partial) is int and partial == 0:
+            self._xi = 0
+            self._xd = 0.0
+            self._xu = 0
+            return _FLOAT if self._n and self._kind == _FLOAT else _INT
+        k: cython.int
+        if self._undecided and type(partial) is float:
+            k = self._scalar(partial, _FLOAT)
+            self._undecided = False
+            return k
+        k = self._scalar(partial, self._kind if self._n else -1)
+        self._undecided = False
+        return k
 
     @cython.cfunc
     def _scalar(self, p: object, kind: cython.int) -> cython.int:
@@ -245,7 +303,6 @@ class TypedSlideSide(_TypedMQ):
     _fc: cython.longlong[:]
     _rs: cython.longlong[:]  # the ranges, in order
     _pos: cython.Py_ssize_t  # the slot of the next insert
-    _count: cython.Py_ssize_t  # partials held, <= capacity
     _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
@@ -258,25 +315,18 @@ class TypedSlideSide(_TypedMQ):
         self._rs = array("q", self.ranges)
         self.clear()
 
-    def clear(self) -> None:
+    @cython.cfunc
+    def _reset(self) -> cython.void:
         self._pos = 0
-        self._count = 0
         self._wrapped = False
-        self._magnitude = 0
-
-    def __len__(self) -> int:
-        return self._count
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
         pos: cython.Py_ssize_t = self._pos
         n: cython.Py_ssize_t = self.capacity
-        kind: cython.int = self._scalar(partial, self._kind if self._count else -1)
-        if kind == _INT:
-            self._bounded(partial, _abs64(self._ei[pos]) if self._count == n else 0)
-        self._kind = kind
-        if pos == 0 and self._count:
+        kind: cython.int = self._take(partial, self._ei[pos])
+        if pos == 0 and self._n:
             self._suffix_scan()  # the buffer wraps, a full lap is held
         # older operand first; the lap's first partial needs no combine
         if kind == _FLOAT:
@@ -290,8 +340,8 @@ class TypedSlideSide(_TypedMQ):
             self._bc[pos + 1] = self._bc[pos] + self._xc if pos else self._xc
         pos += 1
         self._pos = 0 if pos == n else pos
-        if self._count < n:
-            self._count += 1
+        if self._n < n:
+            self._n += 1
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -353,8 +403,8 @@ class TypedSlideSide(_TypedMQ):
         if r.__class__ is not int or not 0 < r <= self.capacity:
             raise self._unknown_range(r)
         k: cython.Py_ssize_t = r
-        if k > self._count:
-            k = self._count
+        if k > self._n:
+            k = self._n
         if not k:
             return self.monoid.identity
         return self._answer(self._pos or self.capacity, k)
@@ -367,34 +417,33 @@ class TypedSlideSide(_TypedMQ):
         r: cython.Py_ssize_t
         end: cython.Py_ssize_t = self._pos or self.capacity
         out: list = [None] * n
-        if not self._count:
+        if not self._n:
             identity = self.monoid.identity
             for j in range(n):
                 out[j] = identity
             return out
         for j in range(n):
             r = self._rs[j]
-            if r > self._count:
-                r = self._count
+            if r > self._n:
+                r = self._n
             out[j] = self._answer(end, r)
         return out
 
     def to_object(self) -> InvertibleSlideSide:
-        """The object :class:`InvertibleSlideSide` in this state: every slot it would have
-        written since clear holds the same partial, the others its identity."""
+        """The object :class:`InvertibleSlideSide` in this state: the slots it has written
+        since clear (its lists grow to them) hold the same partials."""
         twin = InvertibleSlideSide(self.monoid, self.ranges)
         n: cython.Py_ssize_t = self.capacity
-        written: cython.Py_ssize_t = self._count  # slots 0 .. count-1 (all once a lap was held)
+        written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
         c: cython.bint = self._op == _MEAN
-        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
-                          else twin._identity for k in range(n)]
-        twin._back = [self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0) if 0 < k <= written
-                      else twin._identity for k in range(n + 1)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
+        twin._back = [twin._identity, *(self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
+                                        for k in range(1, written + 1))]
         if self._wrapped:
             twin._front = [twin._identity, *(self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
                                              for k in range(1, n + 1))]
         twin._pos = self._pos
-        twin._count = self._count
+        twin._count = self._n
         return twin
 
 
@@ -432,11 +481,10 @@ class TypedSlickDeque(_TypedMQ):
         self._order = array("q", [index[r] for r in self.ranges])
         self.clear()
 
-    def clear(self) -> None:
+    @cython.cfunc
+    def _reset(self) -> cython.void:
         self._h = self._m = 0
         self._t = 0
-        self._undecided = True
-        self._kind = _FLOAT
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -446,18 +494,17 @@ class TypedSlickDeque(_TypedMQ):
         for k in range(self._mask + 1):
             self._vd[k] = self._ident
 
-    def __len__(self) -> int:
-        return min(self._t, self.capacity)
-
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
-        kind: cython.int = self._selection_kind(partial)
+        kind: cython.int = self._take(partial, 0)
         mask: cython.Py_ssize_t = self._mask
         h: cython.Py_ssize_t = self._h
         m: cython.Py_ssize_t = self._m
         t: cython.longlong = self._t + 1
         self._t = t
+        if self._n < self.capacity:
+            self._n += 1
         # the oldest node expires when it falls out of the largest range
         if m and self._p[h & mask] == t - self.capacity:
             h += 1
@@ -562,7 +609,13 @@ class TypedSlickDeque(_TypedMQ):
 class TypedSlickDequeInv(_TypedMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeInv` (Alg. 2) over typed columns: the
     newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
-    identity, 0) and one running aggregate (``a``) per distinct range (``_ds``)."""
+    identity, 0) and one running aggregate (``a``) per distinct range (``_ds``).
+
+    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
+    by a FLOAT window, and a window of nothing but such zeros (``_undecided``) turns FLOAT at
+    its first float: every answer takes every insert, so the object's answers are floats from
+    the first float on, and a float less or plus the int 0 is the float less or plus 0.0, bit
+    for bit (the slots the twin holds as 0.0 are read by those only)."""
 
     name = "slickdeque"
     any_range = False
@@ -577,7 +630,6 @@ class TypedSlickDequeInv(_TypedMQ):
     _order: cython.longlong[:]  # for each range, its index in _ds
     _slot: dict
     _cur: cython.Py_ssize_t  # the slot of the next partial (the oldest one's)
-    _size: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
         _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
@@ -590,11 +642,13 @@ class TypedSlickDequeInv(_TypedMQ):
         mean: cython.bint = self._op == _MEAN
         self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(n if mean else 0)
         self._ad, self._ai, self._ac = _doubles(d), _int64s(d), _int64s(d if mean else 0)
+        self._zero_float = self._op == _SUM
         self.clear()
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def clear(self) -> None:
+    @cython.cfunc
+    def _reset(self) -> cython.void:
         # every partial and every range's answer start at the identity
         k: cython.Py_ssize_t
         mean: cython.bint = self._op == _MEAN
@@ -609,21 +663,13 @@ class TypedSlickDequeInv(_TypedMQ):
             if mean:
                 self._ac[k] = 0
         self._cur = 0
-        self._size = 0
-        self._magnitude = 0
-
-    def __len__(self) -> int:
-        return self._size
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
         cur: cython.Py_ssize_t = self._cur
         n: cython.Py_ssize_t = self.capacity
-        kind: cython.int = self._scalar(partial, self._kind if self._size else -1)
-        if kind == _INT:
-            self._bounded(partial, _abs64(self._ei[cur]) if self._size == n else 0)
-        self._kind = kind
+        kind: cython.int = self._take(partial, self._ei[cur])
         k: cython.Py_ssize_t
         old: cython.Py_ssize_t
         # the partial leaving range r sits r slots back (r == capacity: the slot about to be
@@ -646,12 +692,12 @@ class TypedSlickDequeInv(_TypedMQ):
             self._ec[cur] = self._xc
         cur += 1
         self._cur = 0 if cur == n else cur
-        if self._size < n:
-            self._size += 1
+        if self._n < n:
+            self._n += 1
 
     @cython.cfunc
     def _answer(self, k: cython.Py_ssize_t) -> object:
-        if not self._size:
+        if not self._n:
             return self.monoid.identity
         return self._partial(self._ad[k], self._ai[k], self._ac[k] if self._op == _MEAN else 0)
 
@@ -672,17 +718,15 @@ class TypedSlickDequeInv(_TypedMQ):
         return out
 
     def to_object(self) -> SlickDequeInv:
-        """The object :class:`SlickDequeInv` in this state (slots never written since clear
-        hold the identity, as the object's do)."""
+        """The object :class:`SlickDequeInv` in this state (the slots written since clear:
+        its list grows to them)."""
         twin = SlickDequeInv(self.monoid, self.ranges)
-        identity = self.monoid.identity
         c: cython.bint = self._op == _MEAN
-        written: cython.Py_ssize_t = self._size  # slots 0 .. size-1 (all once full)
-        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) if k < written
-                          else identity for k in range(self.capacity)]
+        written: cython.Py_ssize_t = self._n  # slots 0 .. size-1 (all once full)
+        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
         twin._answers = [self._answer(k) for k in range(len(self._ds))]
         twin._cur = self._cur
-        twin._size = self._size
+        twin._size = self._n
         return twin
 
 
@@ -714,7 +758,6 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _lv: cython.longlong[:]  # for each range (in order), its level
     _levels: cython.Py_ssize_t
     _pos: cython.Py_ssize_t
-    _count: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
         _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
@@ -739,16 +782,14 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._ed, self._ei = _doubles(self.capacity), _int64s(self.capacity)
         self.clear()
 
-    def clear(self) -> None:
+    @cython.cfunc
+    def _reset(self) -> cython.void:
         i: cython.Py_ssize_t
         for i in range(self._levels):
             self._bs[i] = 0
             self._slen[i] = 1
             self._src[i] = i
         self._pos = 0
-        self._count = 0
-        self._undecided = True
-        self._kind = _FLOAT
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -762,13 +803,10 @@ class TypedOverlaidSlideSide(_TypedMQ):
         for k in range(len(self._sd)):
             self._sd[k] = self._ident
 
-    def __len__(self) -> int:
-        return self._count
-
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
-        kind: cython.int = self._selection_kind(partial)
+        kind: cython.int = self._take(partial, 0)
         i: cython.Py_ssize_t
         j: cython.Py_ssize_t = -1  # the highest level that flips (-1: none)
         if self._bs[0] == self._per[0]:
@@ -795,8 +833,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
         else:
             self._ei[self._pos] = self._xi
         self._pos = 0 if self._pos + 1 == n else self._pos + 1
-        if self._count < n:
-            self._count += 1
+        if self._n < n:
+            self._n += 1
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -804,7 +842,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
     def _scan(self, j: cython.Py_ssize_t) -> cython.void:
         """Scan ``j``: ``[identity, newest, newest two, ...]`` over the newest
         ``min(top[j], count)``, accumulated from the newest (``combine(acc, older)``)."""
-        k: cython.Py_ssize_t = self._top[j] if self._top[j] < self._count else self._count
+        k: cython.Py_ssize_t = self._top[j] if self._top[j] < self._n else self._n
         off: cython.Py_ssize_t = self._off[j]
         n: cython.Py_ssize_t = self.capacity
         m: cython.Py_ssize_t
@@ -862,8 +900,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if r.__class__ is not int or not 0 < r <= self.capacity:
             raise self._unknown_range(r)
         k: cython.Py_ssize_t = r
-        if k > self._count:
-            k = self._count
+        if k > self._n:
+            k = self._n
         if not k:
             return self.monoid.identity
         return self._answer(k)
@@ -875,15 +913,15 @@ class TypedOverlaidSlideSide(_TypedMQ):
         j: cython.Py_ssize_t
         r: cython.Py_ssize_t
         out: list = [None] * n
-        if not self._count:
+        if not self._n:
             identity = self.monoid.identity
             for j in range(n):
                 out[j] = identity
             return out
-        if self._count < self.capacity:
+        if self._n < self.capacity:
             for j in range(n):
                 r = self._rs[j]
-                out[j] = self._answer(r if r <= self._count else self._count)
+                out[j] = self._answer(r if r <= self._n else self._n)
             return out
         # a full window: each range from its own level, combine(scan, back) (row 0 of a
         # scan is the identity, whose combine with the back is the back, bit for bit)
@@ -917,10 +955,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
         twin._bs = [self._bs[i] for i in range(L)]
         twin._backs = [self._partial(self._bd[i], self._bi[i], 0) if self._bs[i] else identity for i in range(L)]
         twin._scans = [scans[self._src[i]] for i in range(L)]
-        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) if k < self._count else identity
-                          for k in range(self.capacity)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) for k in range(self._n)]
         twin._pos = self._pos
-        twin._count = self._count
+        twin._count = self._n
         return twin
 
 

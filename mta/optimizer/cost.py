@@ -64,11 +64,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from math import factorial
+from math import factorial, inf
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from mta.algorithms import flatfit
 from mta.algorithms.flatfat import FlatFAT
 from mta.algorithms.slideside import SlideSide
 from mta.optimizer.f1 import Progression, count_in, edge_terms, f1, reduce
@@ -292,7 +293,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
     for final in finals:
         if final == "panes":
             per_composite = float(w @ (ks - 1))
-        elif final == "flatfat" and counted:
+        elif final == "flatfat" and counted and cap <= FLATFAT_COVER_LIMIT:
             leaves = flatfat_leaves(cap)
             levels = leaves.bit_length() - 1
             # a full window slides: one leaf-to-root path when the partials fill the leaves, else two
@@ -304,6 +305,8 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
         elif final == "flatfat":
             lookups = np.where(closed < cap, flatfat_lookups(closed), 0.0)
             per_composite = flatfat_lookup(cap) * sh.edges + float(w @ lookups) + opens
+        elif final == "flatfit" and cap > flatfit.MAX_CAPACITY:
+            per_composite = inf  # refused: it allocates for the range
         elif final == "flatfit" and counted:
             pattern = lookup_pattern(sh)
             if pattern is not None and 2 * -(-cap // sh.edges) * (sh.edges + len(asked)) > FLATFIT_REPLAY_LIMIT:
@@ -338,6 +341,8 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
     return out
 
 
+#: the most leaves :func:`flatfat_cover` counts over (arrays of the leaves): above, the closed-form estimate
+FLATFAT_COVER_LIMIT = 1 << 20
 #: FlatFIT's combines per lookup when the lookups are not replayed (the mean counted on random groups)
 FLATFIT_PER_LOOKUP = 2.3
 #: the most inserts + lookups :func:`flatfit_combines` replays for one estimate

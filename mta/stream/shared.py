@@ -171,8 +171,16 @@ class SharedGroup:
         if self.next_point is None or points.point(self.next_point) > e:
             if self.next_point is not None:
                 return _MISSING  # passed already (the caller folds)
-            # start far enough back for the longest window ending at or after e
-            first = self.bounds.point(self.bounds.count_upto(e) - self.capacity - 1)
+            # start far enough back for the longest window ending at or after e, but not before
+            # the partial of the first slice from there: the partials before it are identities,
+            # which an aggregator holding fewer partials stands for (as after a jump in _pass), so
+            # a long range costs no run of empty partials (time and memory for the range)
+            bounds, ticks, starts = self.bounds, self.ticks, self.slices.starts
+            last = bounds.count_upto(e) - 1
+            first = bounds.point(last - self.capacity)
+            i = bisect_left(starts, first, key=ticks)
+            nxt = last if i == len(starts) else min(bounds.count_upto(ticks(starts[i])) - 1, last)
+            first = max(first, bounds.point(nxt))
             self.next_point = points.count_upto(first - 1)
             self._pass(e, e)  # the windows ending before e lack older partials: not answered
         else:
