@@ -81,7 +81,8 @@ class TimeRange(Policy):
     """
 
     def __init__(self, width: float) -> None:
-        if isinstance(width, bool) or not isinstance(width, (int, float)) or not math.isfinite(width) or width <= 0:
+        if (isinstance(width, bool) or not isinstance(width, (int, float))
+                or (isinstance(width, float) and not math.isfinite(width)) or width <= 0):
             raise ValueError(f"TimeRange takes a finite width > 0, got {width!r}")
         self.width = width
 

@@ -42,6 +42,17 @@ def test_time_range_accepts_positive_finite_widths(width) -> None:
     assert TimeRange(width).width == width and repr(TimeRange(width)) == f"TimeRange({width})"
 
 
+@pytest.mark.parametrize("algorithm", ALGORITHM_NAMES)
+def test_time_range_takes_an_int_width_beyond_the_float_range(algorithm) -> None:
+    # math.isfinite(10**500) raises OverflowError: an int width is finite by being an int.
+    window = Window(Sum(), policy=TimeRange(10**500), algorithm=algorithm)
+    window.insert(1, 2)
+    window.insert(10**400, 3)
+    assert window.query() == 5 and len(window) == 2
+    window.insert(10**501, 4)
+    assert window.query() == 4 and len(window) == 1
+
+
 def test_combinators_validate_their_arguments() -> None:
     for combinator in (any_of, all_of):
         with pytest.raises(ValueError):
