@@ -42,7 +42,7 @@ from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
-from mta.stream.fanout import fan_out
+from mta.stream.fanout import close_windows
 from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
@@ -219,6 +219,9 @@ class Stream:
             key = (r.spec.size, r.spec.slide, r.spec.offset, r.begin) if isinstance(r, SlidingRunner) else id(r)
             groups.setdefault(key, []).append(r)
         self._groups = list(groups.values())
+        # every runner as (name, its group's index, first of its group), in query order
+        self._ranked = sorted(((r.name, g, k == 0) for g, group in enumerate(self._groups) for k, r in enumerate(group)),
+                              key=lambda entry: self._runners[entry[0]].order)
         self.final.configure({g[0].name: g[0].spec for g in self._groups if isinstance(g[0], SlidingRunner)})
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
@@ -504,25 +507,14 @@ class Stream:
             self.watermark = watermark
             self.horizon = watermark - self.allowed_lateness
         self._release(self.watermark)
-        updates: list = []
-        closes: list = []
-        for leader, *others in self._groups:
-            u, c = len(updates), len(closes)
-            leader.close(prev, self.watermark, updates, closes)
-            if others and (len(updates) > u or len(closes) > c):  # the same windows under other names
-                if len(updates) > u:
-                    fan_out(updates[u:], others, updates)
-                if len(closes) > c:
-                    fan_out(closes[c:], others, closes)
+        results = close_windows(self._groups, self._ranked, prev, self.watermark)
         self.late_slices.clear()
         self.final.advanced()
         if watermark > prev:
             self._retain()
         self._absorb()
         self._retype()
-        updates.sort(key=_ts)
-        closes.sort(key=_ts)
-        return [r for _, r in updates] + [r for _, r in closes]
+        return results
 
     def _release(self, watermark: Any) -> None:
         """Hand the pending tuples older than ``watermark`` to the stores, in event-time order."""

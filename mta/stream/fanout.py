@@ -1,16 +1,23 @@
-"""Fused queries' results: copies of the first query's results under the others' names (issue 20).
+"""Window ends: the query groups' closes and their results in order, fused queries' copies (issue 20).
 
 Queries asking for the same windows from the same start are computed once, by the first
 of them (``Stream._configure``); every result of it is copied for each of the others. With
 1,000 tumbling queries of 20 lengths, that is 49 copies of every window's result, most of
-the Stream engine's work at window ends once the tuples are typed: one C loop here, each
+the Stream engine's work at window ends once the tuples are typed: C loops here, each
 copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them).
+
+:func:`close_windows` asks each group's first query for its windows and returns the results
+as ``Stream.advance`` does, sorted by (end, query order, start). When every group reported at
+most one window and all of them end at the same time (the usual advance: the watermark
+passed one edge), that order is the queries' order, and the results are made in it (no
+sort); otherwise the copies are made group by group and sorted.
 
 Cython pure-Python mode (compiled when built; the same code interpreted on the pure path).
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 try:
@@ -23,26 +30,94 @@ from mta.stream.queries import Result
 COMPILED: bool = cython.compiled
 
 _new = Result.__new__
+_key = itemgetter(0)
+
+
+@cython.cfunc
+def _copy(result: object, name: object) -> object:
+    """``result`` under query ``name`` (a list or dict value copied, so that each has its own)."""
+    value = result.value
+    if type(value) is list or type(value) is dict:
+        value = value.copy()
+    copy = _new(Result)
+    copy.query = name
+    copy.start = result.start
+    copy.end = result.end
+    copy.value = value
+    copy.count = result.count
+    copy.final = result.final
+    copy.replaces = result.replaces
+    copy.key = None
+    return copy
 
 
 def fan_out(made: list, others: list, out: list) -> None:
     """Append to ``out``, for each runner of ``others`` in turn, a copy of every ``(sort key,
-    Result)`` of ``made`` under the runner's name and order (a list or dict value copied,
-    so that each result has its own)."""
+    Result)`` of ``made`` under the runner's name and order."""
     for runner in others:
         name = runner.name
         order = runner.order
         for key, result in made:
-            value = result.value
-            if type(value) is list or type(value) is dict:
-                value = value.copy()
-            copy = _new(Result)
-            copy.query = name
-            copy.start = result.start
-            copy.end = result.end
-            copy.value = value
-            copy.count = result.count
-            copy.final = result.final
-            copy.replaces = result.replaces
-            copy.key = None
-            out.append(((key[0], order, key[2]), copy))
+            out.append(((key[0], order, key[2]), _copy(result, name)))
+
+
+def close_windows(groups: list, ranked: list, prev: Any, watermark: Any) -> list:
+    """Each group's first runner reports the windows ``watermark`` closed (``prev``: the
+    watermark before); the results, fused queries' copies included: the updates, then the
+    closed windows, each sorted by (end, query order, start). ``ranked``: every runner's
+    ``(name, group index, first of its group)``, by query order."""
+    updates: list = []
+    closes: list = []
+    ubounds: list = [0]
+    cbounds: list = [0]
+    for group in groups:
+        group[0].close(prev, watermark, updates, closes)
+        ubounds.append(len(updates))
+        cbounds.append(len(closes))
+    out = _ordered(updates, ubounds, groups, ranked) if updates else []
+    if closes:
+        out += _ordered(closes, cbounds, groups, ranked)
+    return out
+
+
+@cython.cfunc
+def _ordered(made: list, bounds: list, groups: list, ranked: list) -> list:
+    """The results of ``made`` (``(sort key, Result)``, group g's from ``bounds[g]`` to
+    ``bounds[g + 1]``) and their copies for the groups' other runners, in order."""
+    n: cython.Py_ssize_t = len(groups)
+    g: cython.Py_ssize_t
+    b: cython.Py_ssize_t
+    single: cython.bint = True
+    hits: list = [None] * n
+    end: Any = None
+    for g in range(n):
+        b = bounds[g]
+        size: cython.Py_ssize_t = bounds[g + 1] - b
+        if size > 1:
+            single = False
+            break
+        if size == 1:
+            key, result = made[b]
+            if end is None:
+                end = key[0]
+            elif not key[0] == end:
+                single = False
+                break
+            hits[g] = result
+    out: list = []
+    if single:  # one window a group, one end: the queries' order is the results' order
+        for name, g, first in ranked:
+            result = hits[g]
+            if result is not None:
+                out.append(result if first else _copy(result, name))
+        return out
+    keyed: list = []
+    for g in range(n):
+        part = made[bounds[g]:bounds[g + 1]]
+        keyed += part
+        if part and len(groups[g]) > 1:
+            fan_out(part, groups[g][1:], keyed)
+    keyed.sort(key=_key)  # stable: as the runners reported them, for equal keys
+    for key, result in keyed:
+        out.append(result)
+    return out
