@@ -210,6 +210,9 @@ class Stream:
         # distinct context-free specs: their edges cut the slices (queries often repeat a window)
         self._cf = list({(r.spec.size, r.spec.slide, r.spec.offset): r.spec for r in self._sliding}.values())
         self._edge_heap: list | None = None  # rebuilt at the next edge asked for
+        # per context-free spec, (lo, hi, start): for a horizon in [lo, hi), the start of the
+        # first window ending after it (what ``_retain`` keeps from)
+        self._cf_need: list[tuple] = [(_INF, -_INF, None)] * len(self._cf)
         self._edge_at: Any = -_INF
         self._edge_floor: Any = -_INF
         # Queries asking for the same windows from the same start are computed once, by the
@@ -219,9 +222,13 @@ class Stream:
             key = (r.spec.size, r.spec.slide, r.spec.offset, r.begin) if isinstance(r, SlidingRunner) else id(r)
             groups.setdefault(key, []).append(r)
         self._groups = list(groups.values())
-        # every runner as (name, its group's index, first of its group), in query order
+        # every runner as (name, its group's index, first of its group), in query order, and
+        # per group its runners' places in that order
         self._ranked = sorted(((r.name, g, k == 0) for g, group in enumerate(self._groups) for k, r in enumerate(group)),
                               key=lambda entry: self._runners[entry[0]].order)
+        self._ranks: list[list[int]] = [[] for _ in self._groups]
+        for place, (_, g, _) in enumerate(self._ranked):
+            self._ranks[g].append(place)
         self.final.configure({g[0].name: g[0].spec for g in self._groups if isinstance(g[0], SlidingRunner)})
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
@@ -507,7 +514,7 @@ class Stream:
             self.watermark = watermark
             self.horizon = watermark - self.allowed_lateness
         self._release(self.watermark)
-        results = close_windows(self._groups, self._ranked, prev, self.watermark)
+        results = close_windows(self._groups, self._ranked, self._ranks, prev, self.watermark)
         self.late_slices.clear()
         self.final.advanced()
         if watermark > prev:
@@ -568,9 +575,8 @@ class Stream:
         """Forget what no window can need any more (the horizon: watermark - lateness)."""
         horizon = self.horizon
         if self._time:
-            need = min([s.start(s.first_ending_after(horizon)) if horizon < _INF else _INF for s in self._cf]
-                       + [r.needed_from(horizon) for r in self._aware if not isinstance(r, SessionRunner)],
-                       default=_INF)
+            need = min(self._cf_needed(horizon) + [r.needed_from(horizon) for r in self._aware
+                                                   if not isinstance(r, SessionRunner)], default=_INF)
             # sessions fold what only they still need into a prefix of their oldest session
             need = min([need] + [r.needed_from(horizon, need) for r in self._aware if isinstance(r, SessionRunner)])
             if self.slices.drop_before(need):
@@ -593,6 +599,19 @@ class Stream:
             keep = min(r.needed_index(horizon) for r in self._every)
             del self.buffer_ts[:keep]
             del self.buffer_partials[:keep]
+
+    def _cf_needed(self, horizon: Any) -> list:
+        """Per context-free spec, the start of its first window ending after ``horizon``; each
+        recomputed only when the horizon left the span between the window ends around it."""
+        if horizon == _INF:
+            return [_INF] * len(self._cf)
+        needs = self._cf_need
+        for n, (lo, hi, _) in enumerate(needs):
+            if not lo <= horizon < hi:
+                spec = self._cf[n]
+                k = spec.first_ending_after(horizon)  # end(k - 1) <= horizon < end(k)
+                needs[n] = (spec.end(k - 1), spec.end(k), spec.start(k))
+        return [start for _, _, start in needs]
 
     def idle(self) -> bool:
         """True when nothing is held: no tuple, slice or window context (a keyed stream then

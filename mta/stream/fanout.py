@@ -36,17 +36,23 @@ _key = itemgetter(0)
 @cython.cfunc
 def _copy(result: object, name: object) -> object:
     """``result`` under query ``name`` (a list or dict value copied, so that each has its own)."""
-    value = result.value
+    return _make(name, result.start, result.end, result.value, result.count, result.final, result.replaces)
+
+
+@cython.cfunc
+@cython.inline
+def _make(name: object, start: object, end: object, value: object, count: object, final: object,
+          replaces: object) -> object:
     if type(value) is list or type(value) is dict:
         value = value.copy()
     copy = _new(Result)
     copy.query = name
-    copy.start = result.start
-    copy.end = result.end
+    copy.start = start
+    copy.end = end
     copy.value = value
-    copy.count = result.count
-    copy.final = result.final
-    copy.replaces = result.replaces
+    copy.count = count
+    copy.final = final
+    copy.replaces = replaces
     copy.key = None
     return copy
 
@@ -61,11 +67,12 @@ def fan_out(made: list, others: list, out: list) -> None:
             out.append(((key[0], order, key[2]), _copy(result, name)))
 
 
-def close_windows(groups: list, ranked: list, prev: Any, watermark: Any) -> list:
+def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark: Any) -> list:
     """Each group's first runner reports the windows ``watermark`` closed (``prev``: the
     watermark before); the results, fused queries' copies included: the updates, then the
     closed windows, each sorted by (end, query order, start). ``ranked``: every runner's
-    ``(name, group index, first of its group)``, by query order."""
+    ``(name, group index, first of its group)``, by query order; ``ranks``: per group, its
+    runners' places in ``ranked``."""
     updates: list = []
     closes: list = []
     ubounds: list = [0]
@@ -74,14 +81,14 @@ def close_windows(groups: list, ranked: list, prev: Any, watermark: Any) -> list
         group[0].close(prev, watermark, updates, closes)
         ubounds.append(len(updates))
         cbounds.append(len(closes))
-    out = _ordered(updates, ubounds, groups, ranked) if updates else []
+    out = _ordered(updates, ubounds, groups, ranked, ranks) if updates else []
     if closes:
-        out += _ordered(closes, cbounds, groups, ranked)
+        out += _ordered(closes, cbounds, groups, ranked, ranks)
     return out
 
 
 @cython.cfunc
-def _ordered(made: list, bounds: list, groups: list, ranked: list) -> list:
+def _ordered(made: list, bounds: list, groups: list, ranked: list, ranks: list) -> list:
     """The results of ``made`` (``(sort key, Result)``, group g's from ``bounds[g]`` to
     ``bounds[g + 1]``) and their copies for the groups' other runners, in order."""
     n: cython.Py_ssize_t = len(groups)
@@ -89,7 +96,7 @@ def _ordered(made: list, bounds: list, groups: list, ranked: list) -> list:
     b: cython.Py_ssize_t
     single: cython.bint = True
     hits: list = [None] * n
-    end: Any = None
+    ending: Any = None
     for g in range(n):
         b = bounds[g]
         size: cython.Py_ssize_t = bounds[g + 1] - b
@@ -98,18 +105,30 @@ def _ordered(made: list, bounds: list, groups: list, ranked: list) -> list:
             break
         if size == 1:
             key, result = made[b]
-            if end is None:
-                end = key[0]
-            elif not key[0] == end:
+            if ending is None:
+                ending = key[0]
+            elif not key[0] == ending:
                 single = False
                 break
             hits[g] = result
     out: list = []
     if single:  # one window a group, one end: the queries' order is the results' order
-        for name, g, first in ranked:
+        fields: list = [None] * n  # each result's fields but its name, read once
+        places: list = []
+        for g in range(n):
             result = hits[g]
             if result is not None:
-                out.append(result if first else _copy(result, name))
+                fields[g] = (result.start, result.end, result.value, result.count, result.final, result.replaces)
+                places += ranks[g]
+        places.sort()
+        for place in places:
+            name, g, first = ranked[place]
+            result = hits[g]
+            if first:
+                out.append(result)
+            else:
+                start, end, value, count, final, replaces = fields[g]
+                out.append(_make(name, start, end, value, count, final, replaces))
         return out
     keyed: list = []
     for g in range(n):
