@@ -514,7 +514,8 @@ class Stream:
             self.watermark = watermark
             self.horizon = watermark - self.allowed_lateness
         self._release(self.watermark)
-        results = close_windows(self._groups, self._ranked, self._ranks, prev, self.watermark)
+        results = close_windows(self._groups, self._ranked, self._ranks, prev, self.watermark,
+                                self.late_slices)
         self.late_slices.clear()
         self.final.advanced()
         if watermark > prev:

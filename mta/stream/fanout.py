@@ -25,7 +25,7 @@ try:
 except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
-from mta.stream.queries import Result
+from mta.stream.queries import Result, SlidingRunner
 
 COMPILED: bool = cython.compiled
 
@@ -67,9 +67,9 @@ def fan_out(made: list, others: list, out: list) -> None:
             out.append(((key[0], order, key[2]), _copy(result, name)))
 
 
-def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark: Any) -> list:
+def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark: Any, late: Any) -> list:
     """Each group's first runner reports the windows ``watermark`` closed (``prev``: the
-    watermark before); the results, fused queries' copies included: the updates, then the
+    watermark before; ``late``: the stream's ``late_slices``); the results, fused queries' copies included: the updates, then the
     closed windows, each sorted by (end, query order, start). ``ranked``: every runner's
     ``(name, group index, first of its group)``, by query order; ``ranks``: per group, its
     runners' places in ``ranked``."""
@@ -77,8 +77,12 @@ def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark:
     closes: list = []
     ubounds: list = [0]
     cbounds: list = [0]
+    quiet: cython.bint = not late
     for group in groups:
-        group[0].close(prev, watermark, updates, closes)
+        leader = group[0]
+        # SlidingRunner.close's first test, without the call: no window of it ended
+        if not (quiet and type(leader) is SlidingRunner and leader.next_end > watermark):
+            leader.close(prev, watermark, updates, closes)
         ubounds.append(len(updates))
         cbounds.append(len(closes))
     out = _ordered(updates, ubounds, groups, ranked, ranks) if updates else []
