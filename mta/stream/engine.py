@@ -30,10 +30,12 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import numbers
 from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import Any, Callable, Iterable
 
+import numpy as np
 from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
@@ -58,11 +60,16 @@ _SNAPSHOT_VERSION = 3
 _ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
 
 
-def _check_time(ts: Any, what: str = "timestamp") -> None:
-    if isinstance(ts, bool) or not isinstance(ts, (int, float)):
-        raise TypeError(f"{what} must be an int or a float, got {type(ts).__name__} {ts!r}")
+def _check_time(ts: Any) -> int | float:
+    """``ts`` as an int or a float (a numpy integer or float scalar becomes one, as
+    ``Window.insert`` takes it; bools are refused), checked finite."""
+    if type(ts) is not int and type(ts) is not float:
+        if isinstance(ts, bool) or not isinstance(ts, (numbers.Integral, float, np.floating)):
+            raise TypeError(f"timestamp must be an int or a float, got {type(ts).__name__} {ts!r}")
+        ts = int(ts) if isinstance(ts, numbers.Integral) else float(ts)
     if not math.isfinite(ts):
-        raise ValueError(f"{what} must be finite, got {ts!r}")
+        raise ValueError(f"timestamp must be finite, got {ts!r}")
+    return ts
 
 
 class Stream:
@@ -350,7 +357,7 @@ class Stream:
             return self._insert_object(ts, value)
         kind = type(ts)
         if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < self._newest)):
-            self._check(ts, self._newest)
+            ts = self._check(ts, self._newest)
         partial = self.monoid.lift(value)
         mask = self._mask(value) if self._predicates else 0
         if ts < self.watermark:
@@ -376,11 +383,13 @@ class Stream:
             self._ingest = ingest
             self._retype()
 
-    def _check(self, ts: Any, newest: Any) -> None:
-        _check_time(ts)
+    def _check(self, ts: Any, newest: Any) -> int | float:
+        """``ts`` checked (and converted: :func:`_check_time`) against the newest timestamp."""
+        ts = _check_time(ts)
         if self.ordered and ts < newest:
             raise ValueError(f"timestamp {ts!r} is older than the newest, {newest!r}, in a stream "
                              "declared ordered=True")
+        return ts
 
     def _drop(self, ts: Any, value: Any) -> bool:
         if self.on_late is not None:
@@ -420,13 +429,18 @@ class Stream:
         names update i in the errors."""
         self._flush_typed()
         newest = self._newest
+        converted = False
         for i, ts in enumerate(timestamps):
             kind = type(ts)
             if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < newest)):
                 try:
-                    self._check(ts, newest)
+                    checked = self._check(ts, newest)
                 except (TypeError, ValueError) as error:
                     raise type(error)(f"{where(i, 'timestamps')}: {error}") from None
+                if checked is not ts:  # a numpy scalar: into a copy of the column (maybe the caller's list)
+                    if not converted:
+                        timestamps, converted = list(timestamps), True
+                    timestamps[i] = ts = checked
             if ts > newest:
                 newest = ts
         try:
