@@ -7,9 +7,9 @@ second 2 s behind the arrival clock. Competitors, in one process, the order rota
 round, results compared with the object engine's after every round (``equal``):
 
 * ``object``: the pure path in this process: the engine on Python objects (``typed_ingest.USE``
-  False) with the interpreted twin of the compiled fan-out of fused queries' results
-  (``mta._extensions.load_pure``), the code that ``MTA_NO_EXTENSIONS=1`` runs;
-* ``typed``: the compiled path: the typed ingest and the compiled fan-out, every tuple
+  False) with the interpreted twin of the compiled window ends (``mta.stream.fanout``,
+  loaded by ``mta._extensions.load_pure``), the code that ``MTA_NO_EXTENSIONS=1`` runs;
+* ``typed``: the compiled path: the typed ingest and the compiled window ends, every tuple
   ``insert(ts, value)``;
 * ``typed, columns``: the typed ingest, each second's tuples ``insert_many(ts, values)`` of
   int64 numpy columns (made before the clock starts).
@@ -49,7 +49,7 @@ NAME = "stream_compiled"
 MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean}
 COMPETITORS = ["object", "typed", "typed, columns"]
 TARGET = 5.0
-PURE_FAN_OUT = load_pure("mta.stream.fanout").fan_out
+PURE_CLOSE_WINDOWS = load_pure("mta.stream.fanout").close_windows
 
 
 def build(monoid: Monoid, queries: list, typed: bool) -> Stream:
@@ -68,13 +68,13 @@ def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, colum
     """Seconds of one run and its results ``(query, start, end, value, count)``, with the
     object engine's split of the time (inserts, slicing at advances, the rest)."""
     stream = build(monoid, queries, competitor != "object")
-    compiled_fan_out = engine.fan_out
+    compiled_close_windows = engine.close_windows
     if competitor == "object":
-        engine.fan_out = PURE_FAN_OUT
+        engine.close_windows = PURE_CLOSE_WINDOWS
     try:
         return _run(competitor, stream, rounds, columns)
     finally:
-        engine.fan_out = compiled_fan_out
+        engine.close_windows = compiled_close_windows
 
 
 def _run(competitor: str, stream: Stream, rounds: list, columns: list, rows: bool = True) -> tuple[float, list, dict]:
@@ -145,7 +145,7 @@ def cell(run: Run, seconds: float, reps: int, rate: int = 1000) -> dict[str, Any
                 " / ".join(f"{v:.0f}" for v in e["object_split_ns_per_tuple"].values()), e["equal"]]
                for e in results],
               note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a "
-                   f"second), compiled: {typed_ingest.COMPILED and engine.fan_out is not PURE_FAN_OUT}. "
+                   f"second), compiled: {typed_ingest.COMPILED and engine.close_windows is not PURE_CLOSE_WINDOWS}. "
                    f"Target (issue 20): typed >= {TARGET:g}x object.")
     return {"results": results}
 
@@ -161,7 +161,7 @@ def child(competitor: str, monoid: str, seconds: int) -> None:
                for b, _ in rounds]
     stream = build(MONOIDS[monoid](), tumbling_queries(1000, 1000), competitor != "object")
     if competitor == "object":
-        engine.fan_out = PURE_FAN_OUT
+        engine.close_windows = PURE_CLOSE_WINDOWS
     _run(competitor, stream, rounds[:seconds], columns[:seconds], rows=False)
 
 

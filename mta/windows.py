@@ -94,6 +94,8 @@ class Sliding(WindowType):
     def first_starting_after(self, t: Any) -> int:
         """The smallest k with start(k) > t."""
         k = int((t - self.offset) // self.slide) + 1
+        if type(t) is int and self._exact is None:  # integers: the floor division is exact
+            return k
         while self.start(k - 1) > t:
             k -= 1
         while self.start(k) <= t:
@@ -103,6 +105,8 @@ class Sliding(WindowType):
     def first_ending_after(self, t: Any) -> int:
         """The smallest k with end(k) > t."""
         k = int((t - self.size - self.offset) // self.slide) + 1
+        if type(t) is int and self._exact is None:  # integers: the floor division is exact
+            return k
         while self.end(k - 1) > t:
             k -= 1
         while self.end(k) <= t:

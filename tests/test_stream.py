@@ -351,3 +351,18 @@ def test_keyed_batch_is_all_or_nothing_across_keys():
         k.insert_many([("a", 2, 5), ("b", 3, 1), ("b", 4, 0)])
     assert k.snapshot() == before and k.keys() == ["a"]
     assert k.insert_many([("a", 2, 5), ("b", 3, 1)]) == 2
+
+
+def test_sliding_first_windows_after_a_time_are_exact():
+    """``first_starting_after`` / ``first_ending_after``: the smallest k with start(k) / end(k)
+    > t, for integer specs and times (answered by the floor division alone) and for the others."""
+    rng = random.Random(20)
+    for _ in range(3000):
+        spec = Sliding(rng.randint(1, 30), rng.randint(1, 30), rng.randint(-50, 50))
+        t = rng.choice([rng.randint(-10 ** 6, 10 ** 6), rng.uniform(-100, 100), 2 ** 70 + rng.randint(0, 9)])
+        if rng.random() < 0.3:
+            spec = Sliding(rng.choice([0.1, 0.25, 3]), rng.choice([0.1, 0.3, 2]), rng.choice([0, 0.5]))
+            t = rng.choice([rng.randint(-1000, 1000), rng.uniform(-100, 100)])
+        for first, bound in ((spec.first_starting_after, spec.start), (spec.first_ending_after, spec.end)):
+            k = first(t)
+            assert bound(k - 1) <= t < bound(k), (spec, t, k)

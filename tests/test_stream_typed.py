@@ -172,3 +172,28 @@ def test_flush_keeps_arrival_order_and_errors():
     assert typed.snapshot() == plain.snapshot()
     got, want = typed.advance(20), plain.advance(20)
     assert [repr(r.value) for r in got] == [repr(r.value) for r in want] == [repr(sum([1.5, 3.0, 3.0, 7.5, -0.0]))]
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_numpy_scalar_timestamps_are_taken_as_ints_and_floats(typed):
+    """``Stream.insert`` (and the batches) take numpy integer and float scalar timestamps as
+    ``Window.insert`` does, as the int or float they are; bools (numpy's too) stay refused,
+    changing nothing, and a caller's list of timestamps is left as it was."""
+    s = make(Sum(), [("t", Tumbling(10))], typed, 0)
+    want = make(Sum(), [("t", Tumbling(10))], typed, 0)
+    for scalar, ts in ((np.int64(1), 1), (np.int32(2), 2), (np.uint8(3), 3), (np.float64(4.5), 4.5),
+                       (np.float32(5.5), 5.5)):
+        assert s.insert(scalar, 1) is True and want.insert(ts, 1) is True
+    assert s.insert_many([(np.int64(6), 2)]) == 1 and want.insert_many([(6, 2)]) == 1
+    column = [np.int16(7), np.float64(8.0)]
+    assert s.insert_many(column, [3, 4]) == 2 and want.insert_many([7, 8.0], [3, 4]) == 2
+    assert [type(t) for t in column] == [np.int16, np.float64]
+    for bad in (True, np.bool_(True)):
+        with pytest.raises(TypeError, match="timestamp must be an int or a float"):
+            s.insert(bad, 1)
+        with pytest.raises(TypeError, match=r"updates\[1\]: timestamp must be"):
+            s.insert_many([(9, 1), (bad, 1)])
+    assert s.snapshot() == want.snapshot()  # the same ints and floats wait (numpy ones would not pack)
+    got, expected = s.advance(20), want.advance(20)
+    assert [(r.start, r.end, repr(r.value), r.count) for r in got] == \
+           [(r.start, r.end, repr(r.value), r.count) for r in expected] == [(0, 10, "14", 8)]

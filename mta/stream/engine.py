@@ -30,10 +30,12 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import numbers
 from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import Any, Callable, Iterable
 
+import numpy as np
 from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
@@ -42,7 +44,7 @@ from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
-from mta.stream.fanout import fan_out
+from mta.stream.fanout import close_windows
 from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
@@ -58,11 +60,16 @@ _SNAPSHOT_VERSION = 3
 _ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
 
 
-def _check_time(ts: Any, what: str = "timestamp") -> None:
-    if isinstance(ts, bool) or not isinstance(ts, (int, float)):
-        raise TypeError(f"{what} must be an int or a float, got {type(ts).__name__} {ts!r}")
+def _check_time(ts: Any) -> int | float:
+    """``ts`` as an int or a float (a numpy integer or float scalar becomes one, as
+    ``Window.insert`` takes it; bools are refused), checked finite."""
+    if type(ts) is not int and type(ts) is not float:
+        if isinstance(ts, bool) or not isinstance(ts, (numbers.Integral, float, np.floating)):
+            raise TypeError(f"timestamp must be an int or a float, got {type(ts).__name__} {ts!r}")
+        ts = int(ts) if isinstance(ts, numbers.Integral) else float(ts)
     if not math.isfinite(ts):
-        raise ValueError(f"{what} must be finite, got {ts!r}")
+        raise ValueError(f"timestamp must be finite, got {ts!r}")
+    return ts
 
 
 class Stream:
@@ -210,6 +217,9 @@ class Stream:
         # distinct context-free specs: their edges cut the slices (queries often repeat a window)
         self._cf = list({(r.spec.size, r.spec.slide, r.spec.offset): r.spec for r in self._sliding}.values())
         self._edge_heap: list | None = None  # rebuilt at the next edge asked for
+        # per context-free spec, (lo, hi, start): for a horizon in [lo, hi), the start of the
+        # first window ending after it (what ``_retain`` keeps from)
+        self._cf_need: list[tuple] = [(_INF, -_INF, None)] * len(self._cf)
         self._edge_at: Any = -_INF
         self._edge_floor: Any = -_INF
         # Queries asking for the same windows from the same start are computed once, by the
@@ -219,6 +229,13 @@ class Stream:
             key = (r.spec.size, r.spec.slide, r.spec.offset, r.begin) if isinstance(r, SlidingRunner) else id(r)
             groups.setdefault(key, []).append(r)
         self._groups = list(groups.values())
+        # every runner as (name, its group's index, first of its group), in query order, and
+        # per group its runners' places in that order
+        self._ranked = sorted(((r.name, g, k == 0) for g, group in enumerate(self._groups) for k, r in enumerate(group)),
+                              key=lambda entry: self._runners[entry[0]].order)
+        self._ranks: list[list[int]] = [[] for _ in self._groups]
+        for place, (_, g, _) in enumerate(self._ranked):
+            self._ranks[g].append(place)
         self.final.configure({g[0].name: g[0].spec for g in self._groups if isinstance(g[0], SlidingRunner)})
         self._aware = [r for r in runners if r.aware]
         self._time = bool(self._sliding or self._aware)
@@ -340,7 +357,7 @@ class Stream:
             return self._insert_object(ts, value)
         kind = type(ts)
         if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < self._newest)):
-            self._check(ts, self._newest)
+            ts = self._check(ts, self._newest)
         partial = self.monoid.lift(value)
         mask = self._mask(value) if self._predicates else 0
         if ts < self.watermark:
@@ -366,11 +383,13 @@ class Stream:
             self._ingest = ingest
             self._retype()
 
-    def _check(self, ts: Any, newest: Any) -> None:
-        _check_time(ts)
+    def _check(self, ts: Any, newest: Any) -> int | float:
+        """``ts`` checked (and converted: :func:`_check_time`) against the newest timestamp."""
+        ts = _check_time(ts)
         if self.ordered and ts < newest:
             raise ValueError(f"timestamp {ts!r} is older than the newest, {newest!r}, in a stream "
                              "declared ordered=True")
+        return ts
 
     def _drop(self, ts: Any, value: Any) -> bool:
         if self.on_late is not None:
@@ -410,13 +429,18 @@ class Stream:
         names update i in the errors."""
         self._flush_typed()
         newest = self._newest
+        converted = False
         for i, ts in enumerate(timestamps):
             kind = type(ts)
             if not ((kind is int or (kind is float and -_INF < ts < _INF)) and not (self.ordered and ts < newest)):
                 try:
-                    self._check(ts, newest)
+                    checked = self._check(ts, newest)
                 except (TypeError, ValueError) as error:
                     raise type(error)(f"{where(i, 'timestamps')}: {error}") from None
+                if checked is not ts:  # a numpy scalar: into a copy of the column (maybe the caller's list)
+                    if not converted:
+                        timestamps, converted = list(timestamps), True
+                    timestamps[i] = ts = checked
             if ts > newest:
                 newest = ts
         try:
@@ -504,25 +528,15 @@ class Stream:
             self.watermark = watermark
             self.horizon = watermark - self.allowed_lateness
         self._release(self.watermark)
-        updates: list = []
-        closes: list = []
-        for leader, *others in self._groups:
-            u, c = len(updates), len(closes)
-            leader.close(prev, self.watermark, updates, closes)
-            if others and (len(updates) > u or len(closes) > c):  # the same windows under other names
-                if len(updates) > u:
-                    fan_out(updates[u:], others, updates)
-                if len(closes) > c:
-                    fan_out(closes[c:], others, closes)
+        results = close_windows(self._groups, self._ranked, self._ranks, prev, self.watermark,
+                                self.late_slices)
         self.late_slices.clear()
         self.final.advanced()
         if watermark > prev:
             self._retain()
         self._absorb()
         self._retype()
-        updates.sort(key=_ts)
-        closes.sort(key=_ts)
-        return [r for _, r in updates] + [r for _, r in closes]
+        return results
 
     def _release(self, watermark: Any) -> None:
         """Hand the pending tuples older than ``watermark`` to the stores, in event-time order."""
@@ -576,9 +590,8 @@ class Stream:
         """Forget what no window can need any more (the horizon: watermark - lateness)."""
         horizon = self.horizon
         if self._time:
-            need = min([s.start(s.first_ending_after(horizon)) if horizon < _INF else _INF for s in self._cf]
-                       + [r.needed_from(horizon) for r in self._aware if not isinstance(r, SessionRunner)],
-                       default=_INF)
+            need = min(self._cf_needed(horizon) + [r.needed_from(horizon) for r in self._aware
+                                                   if not isinstance(r, SessionRunner)], default=_INF)
             # sessions fold what only they still need into a prefix of their oldest session
             need = min([need] + [r.needed_from(horizon, need) for r in self._aware if isinstance(r, SessionRunner)])
             if self.slices.drop_before(need):
@@ -601,6 +614,19 @@ class Stream:
             keep = min(r.needed_index(horizon) for r in self._every)
             del self.buffer_ts[:keep]
             del self.buffer_partials[:keep]
+
+    def _cf_needed(self, horizon: Any) -> list:
+        """Per context-free spec, the start of its first window ending after ``horizon``; each
+        recomputed only when the horizon left the span between the window ends around it."""
+        if horizon == _INF:
+            return [_INF] * len(self._cf)
+        needs = self._cf_need
+        for n, (lo, hi, _) in enumerate(needs):
+            if not lo <= horizon < hi:
+                spec = self._cf[n]
+                k = spec.first_ending_after(horizon)  # end(k - 1) <= horizon < end(k)
+                needs[n] = (spec.end(k - 1), spec.end(k), spec.start(k))
+        return [start for _, _, start in needs]
 
     def idle(self) -> bool:
         """True when nothing is held: no tuple, slice or window context (a keyed stream then

@@ -1,16 +1,23 @@
-"""Fused queries' results: copies of the first query's results under the others' names (issue 20).
+"""Window ends: the query groups' closes and their results in order, fused queries' copies (issue 20).
 
 Queries asking for the same windows from the same start are computed once, by the first
 of them (``Stream._configure``); every result of it is copied for each of the others. With
 1,000 tumbling queries of 20 lengths, that is 49 copies of every window's result, most of
-the Stream engine's work at window ends once the tuples are typed: one C loop here, each
+the Stream engine's work at window ends once the tuples are typed: C loops here, each
 copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them).
+
+:func:`close_windows` asks each group's first query for its windows and returns the results
+as ``Stream.advance`` does, sorted by (end, query order, start). When every group reported at
+most one window and all of them end at the same time (the usual advance: the watermark
+passed one edge), that order is the queries' order, and the results are made in it (no
+sort); otherwise the copies are made group by group and sorted.
 
 Cython pure-Python mode (compiled when built; the same code interpreted on the pure path).
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 try:
@@ -18,31 +25,122 @@ try:
 except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
-from mta.stream.queries import Result
+from mta.stream.queries import Result, SlidingRunner
 
 COMPILED: bool = cython.compiled
 
 _new = Result.__new__
+_key = itemgetter(0)
+
+
+@cython.cfunc
+def _copy(result: object, name: object) -> object:
+    """``result`` under query ``name`` (a list or dict value copied, so that each has its own)."""
+    return _make(name, result.start, result.end, result.value, result.count, result.final, result.replaces)
+
+
+@cython.cfunc
+@cython.inline
+def _make(name: object, start: object, end: object, value: object, count: object, final: object,
+          replaces: object) -> object:
+    if type(value) is list or type(value) is dict:
+        value = value.copy()
+    copy = _new(Result)
+    copy.query = name
+    copy.start = start
+    copy.end = end
+    copy.value = value
+    copy.count = count
+    copy.final = final
+    copy.replaces = replaces
+    copy.key = None
+    return copy
 
 
 def fan_out(made: list, others: list, out: list) -> None:
     """Append to ``out``, for each runner of ``others`` in turn, a copy of every ``(sort key,
-    Result)`` of ``made`` under the runner's name and order (a list or dict value copied,
-    so that each result has its own)."""
+    Result)`` of ``made`` under the runner's name and order."""
     for runner in others:
         name = runner.name
         order = runner.order
         for key, result in made:
-            value = result.value
-            if type(value) is list or type(value) is dict:
-                value = value.copy()
-            copy = _new(Result)
-            copy.query = name
-            copy.start = result.start
-            copy.end = result.end
-            copy.value = value
-            copy.count = result.count
-            copy.final = result.final
-            copy.replaces = result.replaces
-            copy.key = None
-            out.append(((key[0], order, key[2]), copy))
+            out.append(((key[0], order, key[2]), _copy(result, name)))
+
+
+def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark: Any, late: Any) -> list:
+    """Each group's first runner reports the windows ``watermark`` closed (``prev``: the
+    watermark before; ``late``: the stream's ``late_slices``); the results, fused queries' copies included: the updates, then the
+    closed windows, each sorted by (end, query order, start). ``ranked``: every runner's
+    ``(name, group index, first of its group)``, by query order; ``ranks``: per group, its
+    runners' places in ``ranked``."""
+    updates: list = []
+    closes: list = []
+    ubounds: list = [0]
+    cbounds: list = [0]
+    quiet: cython.bint = not late
+    for group in groups:
+        leader = group[0]
+        # SlidingRunner.close's first test, without the call: no window of it ended
+        if not (quiet and type(leader) is SlidingRunner and leader.next_end > watermark):
+            leader.close(prev, watermark, updates, closes)
+        ubounds.append(len(updates))
+        cbounds.append(len(closes))
+    out = _ordered(updates, ubounds, groups, ranked, ranks) if updates else []
+    if closes:
+        out += _ordered(closes, cbounds, groups, ranked, ranks)
+    return out
+
+
+@cython.cfunc
+def _ordered(made: list, bounds: list, groups: list, ranked: list, ranks: list) -> list:
+    """The results of ``made`` (``(sort key, Result)``, group g's from ``bounds[g]`` to
+    ``bounds[g + 1]``) and their copies for the groups' other runners, in order."""
+    n: cython.Py_ssize_t = len(groups)
+    g: cython.Py_ssize_t
+    b: cython.Py_ssize_t
+    single: cython.bint = True
+    hits: list = [None] * n
+    ending: Any = None
+    for g in range(n):
+        b = bounds[g]
+        size: cython.Py_ssize_t = bounds[g + 1] - b
+        if size > 1:
+            single = False
+            break
+        if size == 1:
+            key, result = made[b]
+            if ending is None:
+                ending = key[0]
+            elif not key[0] == ending:
+                single = False
+                break
+            hits[g] = result
+    out: list = []
+    if single:  # one window a group, one end: the queries' order is the results' order
+        fields: list = [None] * n  # each result's fields but its name, read once
+        places: list = []
+        for g in range(n):
+            result = hits[g]
+            if result is not None:
+                fields[g] = (result.start, result.end, result.value, result.count, result.final, result.replaces)
+                places += ranks[g]
+        places.sort()
+        for place in places:
+            name, g, first = ranked[place]
+            result = hits[g]
+            if first:
+                out.append(result)
+            else:
+                start, end, value, count, final, replaces = fields[g]
+                out.append(_make(name, start, end, value, count, final, replaces))
+        return out
+    keyed: list = []
+    for g in range(n):
+        part = made[bounds[g]:bounds[g + 1]]
+        keyed += part
+        if part and len(groups[g]) > 1:
+            fan_out(part, groups[g][1:], keyed)
+    keyed.sort(key=_key)  # stable: as the runners reported them, for equal keys
+    for key, result in keyed:
+        out.append(result)
+    return out

@@ -77,7 +77,9 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
 
 @cython.cfunc
 def _as_bound(t: object) -> cython.double:
-    """A double d with ``x >= d`` implying ``x >= t`` for every double x (t an int or float)."""
+    """A double d with ``x >= d`` implying ``x >= t`` for every double x (t an int or float);
+    also ``x < d`` exactly when ``x < t`` for every buffered timestamp x (|x| < 2**53: d is
+    t, or beyond them on t's side)."""
     if type(t) is float:
         return t
     if t >= _EXACT:
@@ -94,18 +96,6 @@ def _ceil(t: int) -> float:
     except OverflowError:
         return -1.7976931348623157e308
     return f if f >= t else math.nextafter(f, math.inf)
-
-
-@cython.cfunc
-def _as_limit(t: object) -> cython.double:
-    """A double e with ``x < e`` exactly when ``x < t`` for every buffered timestamp x (|x| < 2**53)."""
-    if type(t) is float:
-        return t
-    if t >= _EXACT:
-        return _INF
-    if t <= -_EXACT:
-        return -_INF
-    return cython.cast(cython.double, t)
 
 
 @cython.cclass
@@ -372,7 +362,7 @@ class TypedIngest:
         """Fold the tuples older than ``watermark`` into ``slices`` (a ``TimeSlices`` without
         kept tuples), as ``slices.append`` of each in turn would; keep the others. Return
         ``(how many, the newest of them or None)``."""
-        w: cython.double = _as_limit(watermark)
+        w: cython.double = _as_bound(watermark)
         n: cython.Py_ssize_t = self._n
         k: cython.Py_ssize_t = 0
         while k < n and self._t[k] < w:
@@ -385,11 +375,11 @@ class TypedIngest:
         j: cython.Py_ssize_t
         e: cython.double
         while i < k:
-            if not starts or not self._t[i] < _as_limit(ends[-1]):
+            if not starts or not self._t[i] < _as_bound(ends[-1]):
                 slices.append(self._ts(i), self._partial(i))  # opens the slice at its edges
                 i += 1
                 continue
-            e = _as_limit(ends[-1])
+            e = _as_bound(ends[-1])
             j = i
             while j < k and self._t[j] < e:
                 j += 1
