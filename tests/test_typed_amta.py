@@ -20,7 +20,7 @@ from conftest import hsettings
 from mta._extensions import load_pure
 from mta.algorithms import typed_amta
 from mta.algorithms.amta import AmortizedMTA
-from mta.monoid import Count, Max, MaxCount, Mean, Min, MinCount, Sum
+from mta.monoid import _EMPTY, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Sum
 
 PURE = load_pure("mta.algorithms.typed_amta")
 CLASSES = pytest.mark.parametrize("cls", [typed_amta.TypedAMTA, PURE.TypedAMTA],
@@ -28,7 +28,7 @@ CLASSES = pytest.mark.parametrize("cls", [typed_amta.TypedAMTA, PURE.TypedAMTA],
 Untyped = (typed_amta.Untyped, PURE.Untyped)
 
 MONOIDS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean(),
-           "mincount": MinCount(), "maxcount": MaxCount()}
+           "mincount": MinCount(), "maxcount": MaxCount(), "first": First(), "last": Last()}
 #: The monoids whose partials are (value, count) pairs.
 PAIRS = {"mean", "mincount", "maxcount"}
 #: Floats whose sums depend on the order of operations (1e16 + 1.0 + 1.0 != 1e16 + 2.0).
@@ -38,7 +38,9 @@ SUMMANDS = st.sampled_from([1e16, -1e16, 1.0, -1.0, 0.5, 3.0, 1e-3, -0.0, 0.0, 2
 SELECTED = {"min": st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.0, 2.5]),
             "max": st.sampled_from([0.0, -0.0, 0.0, -0.0, -1.0, -2.5]),
             "mincount": st.sampled_from([0.0, -0.0, 1.0, 1.0, 2.5, -3.0]),
-            "maxcount": st.sampled_from([0.0, -0.0, -1.0, -1.0, -2.5, 3.0])}
+            "maxcount": st.sampled_from([0.0, -0.0, -1.0, -1.0, -2.5, 3.0]),
+            "first": st.sampled_from([0.0, -0.0, 1.0, 2.5, math.inf, math.nan]),
+            "last": st.sampled_from([0.0, -0.0, -1.0, 2.5, -math.inf, math.nan])}
 #: Ints that tie often (MinCount / MaxCount add the counts of equal values).
 TIES = st.integers(-3, 3)
 INTS = st.integers(-10**6, 10**6)
@@ -247,6 +249,8 @@ BAD = {
     "mincount": [1.0, (1.0,), (1.0, -1), (1.0, 2**32), (True, 1), (2**63, 1), [1.0, 1], (1.0, True),
                  (math.inf, 1), (-math.inf, 1), (math.nan, 1)],
     "maxcount": [2, (1, 1, 1), (1.0, 1.0), ("a", 1), (-2**63 - 1, 1), (math.inf, 1), (math.nan, 0)],
+    "first": ["a", None, True, 2**63, (1.0, 1), _EMPTY],
+    "last": [b"x", False, -2**63 - 1, [1], _EMPTY],
 }
 
 
@@ -413,7 +417,7 @@ def test_memory_is_reclaimed(cls):
 
 
 @CLASSES
-@pytest.mark.parametrize("name", ["sum", "mean", "min", "mincount", "maxcount"])
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "mincount", "maxcount", "first", "last"])
 @hsettings(max_examples=15)
 @given(data=st.data())
 def test_window_interface(cls, name, data):

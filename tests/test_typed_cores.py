@@ -19,13 +19,13 @@ from hypothesis import given, strategies as st
 
 from conftest import hsettings
 
-from mta import Count, Max, MaxCount, MaxSize, Mean, Min, MinCount, Sum, TimeRange, Variance, Window, all_of, any_of
+from mta import Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, Sum, TimeRange, Variance, Window, all_of, any_of
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, LogMTA, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
-#: What windows take typed: MinCount and MaxCount on typed.WIDE_CORES only.
-WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount]
+#: What windows take typed: MinCount, MaxCount, First and Last on typed.WIDE_CORES only.
+WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
 _PURE_MODULES = {"mta.algorithms.typed": TWINS["pure"]}
 # A pure twin raises its own module's Untyped, or the imported one (modules that import it).
@@ -274,6 +274,8 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
                    Window(MaxCount(), TimeRange(5), algorithm="daba")):
         assert not _is_typed(window)
     assert _is_typed(Window(MinCount(), MaxSize(3))) and _is_typed(Window(MaxCount(), TimeRange(3)))
+    assert _is_typed(Window(First(), MaxSize(3))) and _is_typed(Window(Last(), TimeRange(3)))
+    assert not _is_typed(Window(First(), algorithm="two_stacks")) and not _is_typed(Window(Last(), algorithm="fiba"))
 
 
 def test_window_uses_typed_cores_when_compiled():

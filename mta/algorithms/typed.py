@@ -8,7 +8,8 @@ A typed core is the twin of an object algorithm (:class:`TypedTwoStacks` of
 monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``,
 ``Max``, and ``Mean`` (partial ``(sum, count)``); TypedAMTA and TypedFiBA also serve
 ``MinCount`` and ``MaxCount`` (partial ``(value, count)``, :func:`wide_op_of`; the cores here
-refuse them and a window on them stays on the object algorithm). :class:`TypedTimed` puts one under a
+refuse them and a window on them stays on the object algorithm); TypedAMTA serves ``First``
+and ``Last`` of ints or floats too. :class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
@@ -45,7 +46,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.base import Aggregator
 from mta.arrays import numeric_array
-from mta.monoid import Count, Max, MaxCount, Mean, Min, MinCount, Monoid, Sum
+from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, Sum
 from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
 
 COMPILED: bool = cython.compiled
@@ -58,18 +59,22 @@ _MAX = cython.declare(cython.int, 2)
 _MEAN = cython.declare(cython.int, 3)
 _MINCOUNT = cython.declare(cython.int, 4)
 _MAXCOUNT = cython.declare(cython.int, 5)
+_FIRST = cython.declare(cython.int, 6)
+_LAST = cython.declare(cython.int, 7)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
 
 SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
-MINCOUNT, MAXCOUNT = _MINCOUNT, _MAXCOUNT
+MINCOUNT, MAXCOUNT, FIRST, LAST = _MINCOUNT, _MAXCOUNT, _FIRST, _LAST
 FLOAT, INT = _FLOAT, _INT
 
 _OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
-#: Ops only some cores serve (:data:`WIDE_CORES`): partial ``(value, count)``.
-_WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT}
-#: The typed algorithms that serve the ops of :func:`wide_op_of` too.
-WIDE_CORES = frozenset({"amta", "fiba"})
+#: Ops only some cores serve (:data:`WIDE_CORES`): MinCount and MaxCount (partial ``(value,
+#: count)``), First and Last (partial: the value; identity the private ``_EMPTY``).
+_WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST}
+#: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
+WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
+              FIRST: frozenset({"amta"}), LAST: frozenset({"amta"})}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -94,8 +99,8 @@ def op_of(monoid: Monoid) -> int | None:
 
 
 def wide_op_of(monoid: Monoid) -> int | None:
-    """:func:`op_of`, or the op of MinCount / MaxCount, which TypedAMTA and TypedFiBA serve
-    (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
+    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last, which only some cores
+    serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
     :func:`op_of`'s only)."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))
@@ -103,7 +108,8 @@ def wide_op_of(monoid: Monoid) -> int | None:
 
 def serves(name: str, monoid: Monoid) -> bool:
     """Whether the typed algorithm called ``name`` serves ``monoid``."""
-    return op_of(monoid) is not None or (name in WIDE_CORES and wide_op_of(monoid) is not None)
+    op = wide_op_of(monoid)
+    return op is not None and (op_of(monoid) is not None or name in WIDE_CORES[op])
 
 
 def _doubles(n: cython.Py_ssize_t) -> array:

@@ -30,7 +30,8 @@ complete (AmortizedMTA stores them with evicted leaves in them and never reads t
 not computed at all: an int64 fold over evicted leaves could overflow.
 
 A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
-Mean, MinCount or MaxCount partial). INT-kind sums never overflow because the sum of ``|v|`` over the window's
+Mean, MinCount or MaxCount partial). First and Last mark their identity (``_EMPTY``) with
+``c == -1``; every stored value has ``c == 0``. INT-kind sums never overflow because the sum of ``|v|`` over the window's
 leaves stays at most ``2^63 - 1`` (checked on insertion, :class:`Untyped` otherwise):
 every partial sum is bounded by it. That sum is a difference of prefix sums of ``|v|``
 kept modulo ``2^64`` per leaf, exact because the true value is below ``2^64``, and O(1)
@@ -51,7 +52,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.tree import BUFFER_SIZE
-from mta.algorithms.typed import MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, _bare, _restored, wide_op_of
+from mta.algorithms.typed import FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, _bare, _restored, wide_op_of
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
@@ -74,6 +75,8 @@ _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
 _MINCOUNT = cython.declare(cython.int, MINCOUNT)
 _MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
+_FIRST = cython.declare(cython.int, FIRST)
+_LAST = cython.declare(cython.int, LAST)
 
 BITS = cython.declare(cython.Py_ssize_t, AmortizedMTA.CHUNK_BITS)
 CHUNK_MASK = cython.declare(cython.Py_ssize_t, (1 << AmortizedMTA.CHUNK_BITS) - 1)
@@ -162,9 +165,9 @@ def _plain(p: Any) -> tuple:
 @cython.wraparound(False)
 @cython.initializedcheck(False)
 class TypedAMTA:
-    """AmortizedMTA over typed columns, for Sum, Count, Min, Max, Mean, MinCount and MaxCount
-    partials whose values are all exactly ``float`` or all exactly ``int`` (int64). See the
-    module docstring."""
+    """AmortizedMTA over typed columns, for Sum, Count, Min, Max, Mean, MinCount, MaxCount,
+    First and Last partials whose values are all exactly ``float`` or all exactly ``int``
+    (int64). See the module docstring."""
 
     name = AmortizedMTA.name
     monoid = cython.declare(object, visibility="public")
@@ -227,7 +230,8 @@ class TypedAMTA:
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         op = wide_op_of(monoid)
         if op is None:
-            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount and MaxCount, not {monoid!r}")
+            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First and Last, "
+                            f"not {monoid!r}")
         self.monoid = monoid
         self.hold = False
         self.timed = False
@@ -293,6 +297,8 @@ class TypedAMTA:
             self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
         elif op == _MAX or op == _MAXCOUNT:
             self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
+        elif op == _FIRST or op == _LAST:
+            self._identity = Part(d=0.0, i=0, c=-1)  # _EMPTY
         else:
             self._identity = Part(d=0.0, i=0, c=0)
         return 0
@@ -317,6 +323,10 @@ class TypedAMTA:
             if self._float:
                 return a if a.d >= b.d else b
             return a if a.i >= b.i else b
+        if op == _FIRST:  # the left operand unless it is the identity
+            return b if a.c < 0 else a
+        if op == _LAST:
+            return a if b.c < 0 else b
         if op == _MINCOUNT:  # _mincount: the smaller wins, equal values add their counts
             if (a.d < b.d) if self._float else (a.i < b.i):
                 return a
@@ -1034,7 +1044,7 @@ class TypedAMTA:
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result."""
         if self._head == self._tail:
-            return None if self._mean else self.monoid.identity
+            return None if self._mean or self._op == _FIRST or self._op == _LAST else self.monoid.identity
         p: Part = self._total()
         if not self._mean:
             return self._encode(p)

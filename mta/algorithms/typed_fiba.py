@@ -50,7 +50,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.fiba import FiBA, _NEW, _Node
-from mta.algorithms.typed import MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, wide_op_of
+from mta.algorithms.typed import MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, serves, wide_op_of
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
@@ -274,7 +274,7 @@ class TypedFiBA:
     _hit: cython.bint         # a range query met an entry
 
     def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
-        op = wide_op_of(monoid)
+        op = wide_op_of(monoid) if serves("fiba", monoid) else None
         if op is None:
             raise TypeError(f"TypedFiBA serves Sum, Count, Min, Max, Mean, MinCount and MaxCount, not {monoid!r}")
         if isinstance(min_arity, bool) or not isinstance(min_arity, int) or min_arity < 2:
