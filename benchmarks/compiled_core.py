@@ -29,6 +29,9 @@ every round and recorded as ``equal``.
    n = 2^20 floats (quick 2^12), typed core against object path: after the fill, and
    after n/4 more updates (the window slides: evictions, TwoStacks' flip). The values are
    made while tracing, so the object path's float objects count.
+5. **Monoids** (more monoids): per event as in 2, ``MaxSize(n)`` at the larger size, for
+   MinCount, MaxCount, First and Last (Mean beside them), on each typed core that serves it
+   against the object path (values of 1,000 distinct floats: many ties, whose counts add).
 
     python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
@@ -49,7 +52,7 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
-from mta import Max, MaxSize, Mean, Sum, TimeRange, Window
+from mta import First, Last, Max, MaxCount, MaxSize, Mean, MinCount, Sum, TimeRange, Window
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 from mta.monoid import Monoid
@@ -63,7 +66,10 @@ KINDS: dict[str, tuple[Callable[[], Monoid], bool]] = {
     "Sum, float": (Sum, False), "Sum, int": (Sum, True), "Mean, float": (Mean, False)}
 PER_EVENT_MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean, "Max": Max}
 BATCH = 1000
-CELLS = ("bare", "per_event", "batches", "memory")
+CELLS = ("bare", "per_event", "batches", "memory", "monoids")
+#: The monoids of the "monoids" cell (Mean: the reference, served by every typed core).
+MORE_MONOIDS: dict[str, Callable[[], Monoid]] = {"Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
+                                               "First": First, "Last": Last}
 TARGETS = {"bare_steps_per_s": 5e6, "bare_speedup": 5.0, "vs_river": 3.0, "batch": 10.0, "memory": 1 / 3}
 
 
@@ -395,6 +401,41 @@ def memory(run: Run, cores: list[str], n: int) -> dict[str, Any]:
     return {"results": results}
 
 
+# --------------------------------------------------------------------------- 5. more monoids
+
+def more_monoids(run: Run, cores: list[str], n: int, steps_min: int, rounds: int) -> dict[str, Any]:
+    rows, results = [], []
+    steps = max(n, steps_min)
+    fill, xs = values(n), values(steps, start=n)
+    for monoid_name, make in MORE_MONOIDS.items():
+        windows: dict[str, Window] = {}
+        names = [name for name in cores if typed.serves(name, make())]
+        for name in names:
+            for path, typed_core in (("typed", True), ("object", False)):
+                w = window(make(), MaxSize(n), name, typed_core)
+                w.insert_many(list(range(n)), fill)
+                windows[f"{name}/{path}"] = w
+        runners = {key: (lambda r, w=w: window_run(w, list(range(n + r * steps, n + (r + 1) * steps)), xs))
+                   for key, w in windows.items()}
+        ns, got = alternate(runners, rounds)
+        equal = agree(got)
+        for name in names:
+            typed_ns, object_ns = per(ns[f"{name}/typed"], steps), per(ns[f"{name}/object"], steps)
+            entry = {"n": n, "monoid": monoid_name, "algorithm": name, "steps": steps, "typed_ns": typed_ns,
+                     "object_ns": object_ns, "speedup": object_ns / typed_ns,
+                     "typed_core": core_of(windows[f"{name}/typed"]),
+                     "object_core": core_of(windows[f"{name}/object"]), "equal": equal, "rounds": rounds}
+            results.append(entry)
+            rows.append([pow2(n), monoid_name, label(name), num(typed_ns), num(object_ns), f"{entry['speedup']:.2f}x",
+                         entry["typed_core"], "yes" if equal else "NO"])
+        run.log(f"monoids n={n} {monoid_name}: {', '.join(names)}")
+    run.table(f"5. More monoids, per event: Window.insert(t, x) + query(), MaxSize(n), median of {rounds} rounds",
+              ["n", "monoid", "algorithm", "typed ns/event", "object ns/event", "object / typed",
+               "typed window's core", "equal"], rows,
+              "Only the typed cores that serve the monoid (typed.serves); the others run it on objects.")
+    return {"results": results}
+
+
 # --------------------------------------------------------------------------- main
 
 def cell_list(text: str) -> list[str]:
@@ -434,6 +475,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "per_event": lambda: per_event(run, cores, params["event_sizes"], params["event_steps_min"], rounds),
         "batches": lambda: batches(run, cores, params["batch_n"], params["batch_events"], rounds),
         "memory": lambda: memory(run, cores, params["memory_n"]),
+        "monoids": lambda: more_monoids(run, cores, params["event_sizes"][-1], params["event_steps_min"], rounds),
     }
     cells = {name: run.experiment(name, experiments[name]) for name in args.cells}
     run.data["cells"] = cells
@@ -446,7 +488,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         + [["batches", e["window"], "batch vs loop", e["n"], e["batch_ns"], e["loop_ns"], e["speedup"]]
            for e in results["batches"]]
         + [["memory", e["algorithm"], "bytes/element filled", e["n"], e["typed_bytes_per_element"],
-            e["object_bytes_per_element"], e["ratio_filled"]] for e in results["memory"]])
+            e["object_bytes_per_element"], e["ratio_filled"]] for e in results["memory"]]
+        + [["monoids", e["algorithm"], f"{e['monoid']} typed vs object", e["n"], e["typed_ns"], e["object_ns"],
+            e["speedup"]] for e in results["monoids"]])
     run.finish(["cell", "competitor", "measure", "n", "typed_or_batch", "object_or_loop", "ratio"], csv_rows)
     run.write_markdown(f"mta.COMPILED = {params['mta_compiled']}; typed cores: "
                        + ", ".join(f"{label(k)}: {v}" for k, v in params["typed_algorithms"].items()) + ".")

@@ -11,7 +11,8 @@ import json
 from conftest import bench_smoke, run_quick
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS
 
-from benchmarks.compiled_core import KINDS, PER_EVENT_MONOIDS
+from benchmarks.compiled_core import KINDS, MORE_MONOIDS, PER_EVENT_MONOIDS
+from mta.algorithms import typed
 
 
 @bench_smoke
@@ -19,7 +20,7 @@ def test_compiled_core_quick(tmp_path):
     run_quick("compiled_core", tmp_path, timeout=120)
     data = json.loads((tmp_path / "compiled_core_quick.json").read_text())
     params, cells = data["params"], data["cells"]
-    assert set(cells) == {"bare", "per_event", "batches", "memory"}
+    assert set(cells) == {"bare", "per_event", "batches", "memory", "monoids"}
     assert set(params["typed_algorithms"]) == set(TYPED_ALGORITHMS)
 
     bare = cells["bare"]["results"]
@@ -62,6 +63,14 @@ def test_compiled_core_quick(tmp_path):
     for title in ("### 1. Bare", "### 2. Per event", "### 3. insert_many", "### 4. Memory"):
         assert title in markdown
 
+    monoids = cells["monoids"]["results"]
+    assert {(e["monoid"], e["algorithm"]) for e in monoids} == {
+        (m, a) for m, make in MORE_MONOIDS.items() for a in TYPED_ALGORITHMS if typed.serves(a, make())}
+    assert {e["monoid"] for e in monoids} == set(MORE_MONOIDS)
+    for e in monoids:
+        assert e["equal"] and e["typed_ns"] > 0 and e["object_ns"] > 0
+        assert e["typed_core"] == TYPED_ALGORITHMS[e["algorithm"]].__name__
+
 
 @bench_smoke
 def test_compiled_core_quick_batches_cell_alone(tmp_path):
@@ -77,3 +86,4 @@ def test_compiled_core_quick_batches_cell_alone(tmp_path):
     assert all(e["equal"] and e["batch_ns"] > 0 and e["loop_ns"] > 0 for e in batches)
     markdown = (tmp_path / "compiled_core_batches_quick.md").read_text()
     assert "### 3. insert_many" in markdown and "### 1. Bare" not in markdown
+

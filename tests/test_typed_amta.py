@@ -20,20 +20,29 @@ from conftest import hsettings
 from mta._extensions import load_pure
 from mta.algorithms import typed_amta
 from mta.algorithms.amta import AmortizedMTA
-from mta.monoid import Count, Max, Mean, Min, Sum
+from mta.monoid import _EMPTY, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Sum
 
 PURE = load_pure("mta.algorithms.typed_amta")
 CLASSES = pytest.mark.parametrize("cls", [typed_amta.TypedAMTA, PURE.TypedAMTA],
                                   ids=["compiled" if typed_amta.COMPILED else "imported", "pure"])
 Untyped = (typed_amta.Untyped, PURE.Untyped)
 
-MONOIDS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
+MONOIDS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean(),
+           "mincount": MinCount(), "maxcount": MaxCount(), "first": First(), "last": Last()}
+#: The monoids whose partials are (value, count) pairs.
+PAIRS = {"mean", "mincount", "maxcount"}
 #: Floats whose sums depend on the order of operations (1e16 + 1.0 + 1.0 != 1e16 + 2.0).
 SUMMANDS = st.sampled_from([1e16, -1e16, 1.0, -1.0, 0.5, 3.0, 1e-3, -0.0, 0.0, 2.5e15, 7.0])
 #: Floats whose minimum (maximum) is often a tie between 0.0 and -0.0, which only the left
 #: operand rule tells apart.
 SELECTED = {"min": st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.0, 2.5]),
-            "max": st.sampled_from([0.0, -0.0, 0.0, -0.0, -1.0, -2.5])}
+            "max": st.sampled_from([0.0, -0.0, 0.0, -0.0, -1.0, -2.5]),
+            "mincount": st.sampled_from([0.0, -0.0, 1.0, 1.0, 2.5, -3.0]),
+            "maxcount": st.sampled_from([0.0, -0.0, -1.0, -1.0, -2.5, 3.0]),
+            "first": st.sampled_from([0.0, -0.0, 1.0, 2.5, math.inf, math.nan]),
+            "last": st.sampled_from([0.0, -0.0, -1.0, 2.5, -math.inf, math.nan])}
+#: Ints that tie often (MinCount / MaxCount add the counts of equal values).
+TIES = st.integers(-3, 3)
 INTS = st.integers(-10**6, 10**6)
 
 
@@ -49,8 +58,8 @@ def identical(a, b) -> bool:
 def partials(name: str, kind: str) -> st.SearchStrategy:
     if name == "count":
         return st.integers(0, 3)
-    values = INTS if kind == "int" else SELECTED.get(name, SUMMANDS)
-    if name == "mean":
+    values = (TIES if name in PAIRS - {"mean"} else INTS) if kind == "int" else SELECTED.get(name, SUMMANDS)
+    if name in PAIRS:
         return st.tuples(values, st.integers(0, 4))
     return values
 
@@ -147,7 +156,7 @@ def test_same_results_as_amta(cls, name, kind, small, data):
 
 
 @CLASSES
-@pytest.mark.parametrize("name", ["sum", "min", "mean"])
+@pytest.mark.parametrize("name", ["sum", "min", "mean", "mincount", "maxcount"])
 @hsettings(max_examples=12)
 @given(rng=st.randoms(use_true_random=False))
 def test_bulk_eviction_into_a_small_window(cls, name, rng):
@@ -157,11 +166,12 @@ def test_bulk_eviction_into_a_small_window(cls, name, rng):
     typed window follows the object's flushes to take the same one. (The reference's
     ``_bstart`` only steers the test to just after a flush.)"""
     monoid = MONOIDS[name]
-    values = {"min": [0.0, -0.0, 1.0, 2.5], "sum": [1e16, -1e16, 1.0, 0.5, 3.0, 1e-3, 7.0]}.get(name)
+    values = {"min": [0.0, -0.0, 1.0, 2.5], "sum": [1e16, -1e16, 1.0, 0.5, 3.0, 1e-3, 7.0],
+              "mincount": [0.0, -0.0, 1.0, 2.5], "maxcount": [0.0, -0.0, -1.0, 2.5]}.get(name)
 
     def part():
         v = rng.choice(values or [1e16, -1e16, 1.0, 0.5, 3.0, 1e-3, 7.0])
-        return (v, 1) if name == "mean" else v
+        return (v, 1) if name in PAIRS else v
 
     typed, ref = cls(monoid), AmortizedMTA(monoid)
     for _ in range(rng.randint(1, 3)):
@@ -194,7 +204,7 @@ def test_bulk_eviction_into_a_small_window(cls, name, rng):
 
 
 @CLASSES
-@pytest.mark.parametrize("name", ["sum", "min", "mean"])
+@pytest.mark.parametrize("name", ["sum", "min", "mean", "maxcount"])
 def test_large_windows_and_bulk_evictions(cls, name):
     """Windows of thousands (stored levels up to 2^12, rings that grow and wrap many
     times), steady and shrinking, with evictions of every size."""
@@ -204,7 +214,7 @@ def test_large_windows_and_bulk_evictions(cls, name):
 
     def part():
         v = rng.choice(values) * rng.choice([1, 3, 7])
-        return (v, 1) if name == "mean" else v
+        return (v, 1) if name in PAIRS else v
 
     typed, ref = cls(monoid), AmortizedMTA(monoid)
     for target in (5000, 300, 9000, 40, 3000):
@@ -236,6 +246,11 @@ BAD = {
     "max": [None, 2**63],
     "mean": [1.0, 1, (1.0,), (1.0, 1, 0), (1.0, 1.0), (1.0, -1), (1.0, 2**32), ("a", 1), (True, 1),
              (2**63, 1), [1.0, 1], (1.0, True)],
+    "mincount": [1.0, (1.0,), (1.0, -1), (1.0, 2**32), (True, 1), (2**63, 1), [1.0, 1], (1.0, True),
+                 (math.inf, 1), (-math.inf, 1), (math.nan, 1)],
+    "maxcount": [2, (1, 1, 1), (1.0, 1.0), ("a", 1), (-2**63 - 1, 1), (math.inf, 1), (math.nan, 0)],
+    "first": ["a", None, True, 2**63, (1.0, 1), _EMPTY],
+    "last": [b"x", False, -2**63 - 1, [1], _EMPTY],
 }
 
 
@@ -402,7 +417,7 @@ def test_memory_is_reclaimed(cls):
 
 
 @CLASSES
-@pytest.mark.parametrize("name", ["sum", "mean", "min"])
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "mincount", "maxcount", "first", "last"])
 @hsettings(max_examples=15)
 @given(data=st.data())
 def test_window_interface(cls, name, data):
@@ -419,13 +434,13 @@ def test_window_interface(cls, name, data):
     kind = data.draw(st.sampled_from(["float", "int"]))
     size = data.draw(st.integers(1, 70))
     typed, ref = cls(monoid, max_size=size), AmortizedMTA(monoid)
-    values = FLOATS_FOR_ARRAYS if kind == "float" else st.integers(-10**6, 10**6)
+    values = FLOATS_FOR_ARRAYS if kind == "float" else (TIES if name in ("mincount", "maxcount") else st.integers(-10**6, 10**6))
     for step in data.draw(st.lists(st.one_of(st.tuples(st.just("push"), values),
                                              st.tuples(st.just("array"), st.lists(values, max_size=80)),
                                              st.tuples(st.just("copy"), st.sampled_from(["deepcopy", "pickle"]))),
                                    max_size=30)):
         if step[0] == "push":
-            p = (step[1], 1) if name == "mean" else step[1]
+            p = (step[1], 1) if name in PAIRS else step[1]
             evicted = typed.push(0, p)
             ref.insert(p)
             k = max(0, len(ref) - size)
@@ -435,7 +450,7 @@ def test_window_interface(cls, name, data):
             column = np.array(step[1], dtype=np.float64 if kind == "float" else np.int64)
             column.flags.writeable = False  # as Arrow's buffers are
             typed.insert_array(column)
-            ref.insert_many([(v, 1) if name == "mean" else v for v in step[1]])
+            ref.insert_many([(v, 1) if name in PAIRS else v for v in step[1]])
         else:
             if step[1] == "pickle" and cls is typed_amta.TypedAMTA:  # the pure twin is not importable by name
                 typed = pickle.loads(pickle.dumps(typed))

@@ -19,11 +19,13 @@ from hypothesis import given, strategies as st
 
 from conftest import hsettings
 
-from mta import Count, Max, MaxSize, Mean, Min, Sum, TimeRange, Variance, Window, all_of, any_of
+from mta import Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, Sum, TimeRange, Variance, Window, all_of, any_of
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, LogMTA, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
+#: What windows take typed: MinCount, MaxCount, First and Last on typed.WIDE_CORES only.
+WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
 _PURE_MODULES = {"mta.algorithms.typed": TWINS["pure"]}
 # A pure twin raises its own module's Untyped, or the imported one (modules that import it).
@@ -236,6 +238,9 @@ def test_log_mta_empty_windows(path):
 def test_unserved_monoids_are_refused():
     with pytest.raises(TypeError, match="typed cores do not serve"):
         typed.TypedTwoStacks(Variance())
+    for cls in (typed.TypedTwoStacks, typed.TypedDABA, typed.TypedLogMTA):
+        with pytest.raises(TypeError, match="typed cores do not serve"):
+            cls(MinCount())
     assert typed.op_of(type("MySum", (Sum,), {})()) is None  # a subclass may combine otherwise
 
 
@@ -264,8 +269,13 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
                    Window(Variance()),
                    Window(Sum(), store="memory://"),
                    Window(Sum(), buffer_size=8),
-                   Window(Sum(), algorithm="fiba")):
+                   Window(Sum(), algorithm="fiba"),
+                   Window(MinCount(), algorithm="two_stacks"),
+                   Window(MaxCount(), TimeRange(5), algorithm="daba")):
         assert not _is_typed(window)
+    assert _is_typed(Window(MinCount(), MaxSize(3))) and _is_typed(Window(MaxCount(), TimeRange(3)))
+    assert _is_typed(Window(First(), MaxSize(3))) and _is_typed(Window(Last(), TimeRange(3)))
+    assert not _is_typed(Window(First(), algorithm="two_stacks")) and not _is_typed(Window(Last(), algorithm="fiba"))
 
 
 def test_window_uses_typed_cores_when_compiled():
@@ -277,13 +287,15 @@ POLICIES = [None, MaxSize(0), MaxSize(3), TimeRange(3), TimeRange(2.5), TimeRang
 
 
 def _windows(monoid_cls, policy):
-    """The window on each typed core (on this run's path), and the same windows on objects."""
+    """The window on each typed core that serves the monoid (on this run's path), and the same
+    windows on objects."""
     use = typed.USE
+    names = [name for name in TYPED_ALGORITHMS if typed.serves(name, monoid_cls())]
     try:
         typed.USE = False
-        refs = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
+        refs = [Window(monoid_cls(), policy, algorithm=name) for name in names]
         typed.USE = True
-        windows = [Window(monoid_cls(), policy, algorithm=name) for name in TYPED_ALGORITHMS]
+        windows = [Window(monoid_cls(), policy, algorithm=name) for name in names]
     finally:
         typed.USE = use
     assert all(isinstance(w._algorithm, (TYPED_ALGORITHMS[w.algorithm], typed.TypedTimed)) for w in windows)
@@ -314,7 +326,7 @@ def _call(window, kind, t, arg):
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=repr)
-@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("monoid_cls", WINDOW_MONOIDS, ids=lambda c: c.__name__)
 @given(data=st.data())
 def test_window_with_typed_core_matches_object_window(monoid_cls, policy, data):
     """Windows on typed cores against the same algorithms on objects: results, evictions,
@@ -343,7 +355,7 @@ def test_numpy_columns_of_every_dtype(dtype):
     way, with its results and errors."""
     values = np.array([3, 1, 2, 5, 4], dtype=dtype)
     times = np.array([1, 2, 2, 3, 7])
-    for monoid_cls in MONOIDS:
+    for monoid_cls in WINDOW_MONOIDS:
         windows, refs = _windows(monoid_cls, TimeRange(3))
         for pair in zip(windows, refs):
             outcomes = []
@@ -431,7 +443,7 @@ AWKWARD = [(3, 1.0), (3, 2), (3, True), (True, 3.0), (3, None), (3, "x"), (3, ma
 
 
 @pytest.mark.parametrize("policy", [None, MaxSize(2), TimeRange(3), any_of(TimeRange(2), MaxSize(2))], ids=repr)
-@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("monoid_cls", WINDOW_MONOIDS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("first", [(0, 0.5), (0, 1)], ids=["floats", "ints"])
 def test_per_event_calls_give_the_checked_paths_results_and_errors(monoid_cls, policy, first):
     """``insert`` and ``query`` of a typed window are one call into the core (typed.Events);
@@ -693,7 +705,7 @@ def test_patches_and_wrappers_of_a_typed_window_work_as_on_any_method(use_typed)
 
 
 @pytest.mark.parametrize("policy", [MaxSize(50), TimeRange(40), None], ids=repr)
-@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("monoid_cls", WINDOW_MONOIDS, ids=lambda c: c.__name__)
 @given(data=st.data())
 def test_long_numpy_batches_match_the_object_window(monoid_cls, policy, data):
     """Batches of numpy columns long enough for whole runs of leaves (AMTA's quiet runs, the
@@ -701,6 +713,8 @@ def test_long_numpy_batches_match_the_object_window(monoid_cls, policy, data):
     windows, refs = _windows(monoid_cls, policy)
     ints = data.draw(st.booleans())
     element = st.integers(-10**6, 10**6) if ints else st.floats(-1e6, 1e6, allow_nan=False)
+    if monoid_cls in (MinCount, MaxCount):  # ties add their counts
+        element = st.integers(-3, 3) if ints else st.sampled_from([0.0, -0.0, 1.5, -2.0])
     t = 0
     for size in data.draw(st.lists(st.integers(1, 150), min_size=1, max_size=5)):
         times = np.array(sorted(data.draw(st.lists(st.integers(0, 3), min_size=size, max_size=size)))) + t

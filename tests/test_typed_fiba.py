@@ -22,14 +22,16 @@ import pytest
 from hypothesis import given, strategies as st
 
 from conftest import hsettings
-from mta import Count, Max, Mean, Min, Sum
+from mta import Count, Max, MaxCount, Mean, Min, MinCount, Sum
 from mta._extensions import load_pure
 from mta.algorithms import typed_fiba
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped
 
 TWINS = {"imported": typed_fiba, "pure": load_pure("mta.algorithms.typed_fiba")}
-MONOIDS = [Sum, Count, Min, Max, Mean]
+MONOIDS = [Sum, Count, Min, Max, Mean, MinCount, MaxCount]
+#: The monoids whose partials are (value, count) pairs.
+PAIRS = (Mean, MinCount, MaxCount)
 # Magnitudes far apart: a sum in another order rounds differently.
 FLOATS = [1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60, -0.0, -0.0, 0.0]
 # Mostly zeros: where an operand order or a combine with the identity shows (-0.0 + -0.0 is
@@ -74,8 +76,8 @@ def naive(entries: dict, monoid):
 
 def exact(entries: dict, monoid_cls) -> bool:
     """Whether any order of combines gives the same result (ints; Min/Max/Count always)."""
-    return monoid_cls in (Min, Max, Count) or all(
-        type(v[0] if monoid_cls is Mean else v) is int for v in entries.values())
+    return monoid_cls in (Min, Max, Count, MinCount, MaxCount) or all(
+        type(v[0] if monoid_cls in PAIRS else v) is int for v in entries.values())
 
 
 def values_for(monoid_cls, ints: bool, floats: list = FLOATS, big: bool = True):
@@ -83,9 +85,11 @@ def values_for(monoid_cls, ints: bool, floats: list = FLOATS, big: bool = True):
     if monoid_cls is Count:
         return st.sampled_from([1, 2, 3])
     base = (INTS if big else st.integers(-10**6, 10**6)) if ints else st.sampled_from(floats)
+    if monoid_cls in (MinCount, MaxCount) and ints:
+        base = st.one_of(base, st.integers(-3, 3))  # ties add their counts
     if monoid_cls in (Min, Max) and not ints:
         base = st.one_of(base, st.sampled_from([math.inf, -math.inf]))
-    return base.map(lambda v: (v, 1)) if monoid_cls is Mean else base
+    return base.map(lambda v: (v, 1)) if monoid_cls in PAIRS else base
 
 
 def ops(monoid_cls, ints: bool, float_keys: bool, floats: list):
@@ -114,7 +118,7 @@ def foreign(kind: str, key, monoid_cls, ints: bool):
     value = {"float": 0.25, "int": 3, "huge": 2**64}.get(kind, 5 if ints else 0.5)
     if monoid_cls is Count:
         value = {"float": 1.0, "huge": 2**64}.get(kind, 1)
-    if monoid_cls is Mean:
+    if monoid_cls in PAIRS:
         value = (value, 1)
     if kind == "key":
         key = int(key) if type(key) is float else float(key)
@@ -236,8 +240,9 @@ def test_sliding_window_use(path, monoid_cls, data):
     def value():
         if monoid_cls is Count:
             return rnd.randint(1, 3)
-        v = rnd.randint(-10**6, 10**6) if ints else rnd.choice(palette)
-        return (v, 1) if monoid_cls is Mean else v
+        span = 3 if monoid_cls in (MinCount, MaxCount) else 10**6  # small ints tie
+        v = rnd.randint(-span, span) if ints else rnd.choice(palette)
+        return (v, 1) if monoid_cls in PAIRS else v
 
     tree = TWINS[path].TypedFiBA(monoid, min_arity=min_arity)
     ref = FiBA(monoid, min_arity=min_arity)
@@ -292,9 +297,9 @@ def test_state_crosses_paths(monoid_cls, data):
             assert_same(pickle.loads(pickle.dumps(tree)), ref)
         if vals:  # and goes on as FiBA
             last = vals[-1][1]
-            small = 1 if type(last[0] if monoid_cls is Mean else last) is int else 0.5
+            small = 1 if type(last[0] if monoid_cls in PAIRS else last) is int else 0.5
             for t in (moved, ref):
-                t.insert(300, (small, 1) if monoid_cls is Mean else small)
+                t.insert(300, (small, 1) if monoid_cls in PAIRS else small)
                 t.evict_upto(100)
             assert_same(moved, ref)
 

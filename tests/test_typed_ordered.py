@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from conftest import hsettings
 from mta import Window, typed_ordered
 from mta.algorithms import typed
-from mta.monoid import Count, Max, Mean, Min, Sum
+from mta.monoid import Count, Max, MaxCount, Mean, Min, MinCount, Sum
 from mta.policy import MaxSize, TimeRange, all_of, any_of
 
-MONOIDS = {"sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean}
+MONOIDS = {"sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean, "mincount": MinCount, "maxcount": MaxCount}
 POLICIES = {"none": None, "size": MaxSize(5), "size0": MaxSize(0), "time": TimeRange(6), "time_f": TimeRange(2.5), "time_r": TimeRange(0.3),
             "any": any_of(MaxSize(7), TimeRange(9)), "all": all_of(MaxSize(3), TimeRange(4))}
 

@@ -6,7 +6,10 @@ A typed core is the twin of an object algorithm (:class:`TypedTwoStacks` of
 :class:`~mta.algorithms.log_mta.LogMTA`; ``typed_amta.TypedAMTA`` of AmortizedMTA,
 ``typed_fiba.TypedFiBA`` of FiBA) for the
 monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``,
-``Max``, and ``Mean`` (partial ``(sum, count)``). :class:`TypedTimed` puts one under a
+``Max``, and ``Mean`` (partial ``(sum, count)``); TypedAMTA and TypedFiBA also serve
+``MinCount`` and ``MaxCount`` (partial ``(value, count)``, :func:`wide_op_of`; the cores here
+refuse them and a window on them stays on the object algorithm); TypedAMTA serves ``First``
+and ``Last`` of ints or floats too. :class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
@@ -43,7 +46,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.base import Aggregator
 from mta.arrays import numeric_array
-from mta.monoid import Count, Max, Mean, Min, Monoid, Sum
+from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, Sum
 from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
 
 COMPILED: bool = cython.compiled
@@ -54,13 +57,24 @@ _SUM = cython.declare(cython.int, 0)
 _MIN = cython.declare(cython.int, 1)
 _MAX = cython.declare(cython.int, 2)
 _MEAN = cython.declare(cython.int, 3)
+_MINCOUNT = cython.declare(cython.int, 4)
+_MAXCOUNT = cython.declare(cython.int, 5)
+_FIRST = cython.declare(cython.int, 6)
+_LAST = cython.declare(cython.int, 7)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
 
 SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
+MINCOUNT, MAXCOUNT, FIRST, LAST = _MINCOUNT, _MAXCOUNT, _FIRST, _LAST
 FLOAT, INT = _FLOAT, _INT
 
 _OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
+#: Ops only some cores serve (:data:`WIDE_CORES`): MinCount and MaxCount (partial ``(value,
+#: count)``), First and Last (partial: the value; identity the private ``_EMPTY``).
+_WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST}
+#: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
+WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
+              FIRST: frozenset({"amta"}), LAST: frozenset({"amta"})}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -82,6 +96,20 @@ class Untyped(Exception):
 def op_of(monoid: Monoid) -> int | None:
     """The op of a monoid the typed cores serve (exact types: a subclass may combine otherwise)."""
     return _OPS.get(type(monoid))
+
+
+def wide_op_of(monoid: Monoid) -> int | None:
+    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last, which only some cores
+    serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
+    :func:`op_of`'s only)."""
+    op = _OPS.get(type(monoid))
+    return op if op is not None else _WIDE_OPS.get(type(monoid))
+
+
+def serves(name: str, monoid: Monoid) -> bool:
+    """Whether the typed algorithm called ``name`` serves ``monoid``."""
+    op = wide_op_of(monoid)
+    return op is not None and (op_of(monoid) is not None or name in WIDE_CORES[op])
 
 
 def _doubles(n: cython.Py_ssize_t) -> array:
@@ -994,8 +1022,8 @@ class Events:
     event costs no Python frame. :meth:`insert` takes the plain case: a timestamp exactly an
     int or a finite float, not older than the window's newest (out of order: any, the core
     refusing a late one with ``Untyped``), and a value the monoid lifts
-    unchanged (exactly an int or a float; finite for Sum and Mean, not NaN for Min and Max;
-    any value for Count). Anything else, and an update the core cannot hold (``Untyped``,
+    unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
+    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids. Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
     which names what is wrong or demotes the window, so that both give the same results and
     errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
@@ -1025,7 +1053,7 @@ class Events:
         self._result = algorithm.result
         self._checked_insert = checked_insert
         self._checked_query = checked_query
-        self._op = op_of(monoid)
+        self._op = wide_op_of(monoid)
         self._count = type(monoid) is Count
         self._ordered = window._ordered
 
@@ -1057,10 +1085,10 @@ class Events:
                     return self._checked_insert(window, timestamp, value)
             elif not -_INF < x < _INF:
                 return self._checked_insert(window, timestamp, value)
-            if self._op == _MEAN:
+            if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
         elif type(value) is int:
-            if self._op == _MEAN:
+            if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
         else:
             return self._checked_insert(window, timestamp, value)
@@ -1162,13 +1190,14 @@ def _plain_times(view: object) -> cython.bint:
 @cython.wraparound(False)
 def _liftable(view: object, op: cython.int) -> cython.bint:
     """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
-    unchanged (not Count): floats finite for Sum and Mean, not NaN for Min and Max; ints all."""
+    unchanged (not Count): floats finite for Sum, Mean, MinCount and MaxCount, not NaN for Min
+    and Max; ints all."""
     if view.format != "d":
         return True
     d: cython.const[cython.double][:] = view
     n: cython.Py_ssize_t = len(view)
     j: cython.Py_ssize_t
-    if op == _SUM or op == _MEAN:
+    if op == _SUM or op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT:
         for j in range(n):
             if not -_INF < d[j] < _INF:
                 return False

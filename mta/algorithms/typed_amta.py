@@ -30,7 +30,8 @@ complete (AmortizedMTA stores them with evicted leaves in them and never reads t
 not computed at all: an int64 fold over evicted leaves could overflow.
 
 A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
-Mean partial). INT-kind sums never overflow because the sum of ``|v|`` over the window's
+Mean, MinCount or MaxCount partial). First and Last mark their identity (``_EMPTY``) with
+``c == -1``; every stored value has ``c == 0``. INT-kind sums never overflow because the sum of ``|v|`` over the window's
 leaves stays at most ``2^63 - 1`` (checked on insertion, :class:`Untyped` otherwise):
 every partial sum is bounded by it. That sum is a difference of prefix sums of ``|v|``
 kept modulo ``2^64`` per leaf, exact because the true value is below ``2^64``, and O(1)
@@ -51,7 +52,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.tree import BUFFER_SIZE
-from mta.algorithms.typed import MAX, MEAN, MIN, SUM, Untyped, _bare, _restored, op_of
+from mta.algorithms.typed import FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, _bare, _restored, wide_op_of
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
@@ -72,6 +73,10 @@ _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
 _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
+_MINCOUNT = cython.declare(cython.int, MINCOUNT)
+_MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
+_FIRST = cython.declare(cython.int, FIRST)
+_LAST = cython.declare(cython.int, LAST)
 
 BITS = cython.declare(cython.Py_ssize_t, AmortizedMTA.CHUNK_BITS)
 CHUNK_MASK = cython.declare(cython.Py_ssize_t, (1 << AmortizedMTA.CHUNK_BITS) - 1)
@@ -160,8 +165,9 @@ def _plain(p: Any) -> tuple:
 @cython.wraparound(False)
 @cython.initializedcheck(False)
 class TypedAMTA:
-    """AmortizedMTA over typed columns, for Sum, Count, Min, Max and Mean partials that
-    are all exactly ``float`` or all exactly ``int`` (int64). See the module docstring."""
+    """AmortizedMTA over typed columns, for Sum, Count, Min, Max, Mean, MinCount, MaxCount,
+    First and Last partials whose values are all exactly ``float`` or all exactly ``int``
+    (int64). See the module docstring."""
 
     name = AmortizedMTA.name
     monoid = cython.declare(object, visibility="public")
@@ -172,7 +178,7 @@ class TypedAMTA:
     _op: cython.int
     _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
     _float: cython.bint        # the kind: FLOAT (doubles) or INT (int64)
-    _mean: cython.bint
+    _mean: cython.bint         # partials are pairs (value, count): Mean, MinCount, MaxCount
     _count: cython.bint        # Count: INT kind only (its fold sums floats in another order)
     _track: cython.bint        # INT kind of SUM or MEAN: prefix sums of |v| are kept
     _kind: cython.bint         # the kind of the partial _decode last read
@@ -222,15 +228,16 @@ class TypedAMTA:
     _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
-        op = op_of(monoid)
+        op = wide_op_of(monoid)
         if op is None:
-            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max and Mean, not {monoid!r}")
+            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First and Last, "
+                            f"not {monoid!r}")
         self.monoid = monoid
         self.hold = False
         self.timed = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
-        self._mean = op == MEAN
+        self._mean = op == MEAN or op == MINCOUNT or op == MAXCOUNT
         self._count = type(monoid) is Count
         self._flush_due = False
         self._held_head = 0
@@ -286,10 +293,12 @@ class TypedAMTA:
         if self._track and not len(self._lpres):
             self._lpres = _column("Q", self._lcap)
             self._lp = self._lpres
-        if op == _MIN:
+        if op == _MIN or op == _MINCOUNT:
             self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
-        elif op == _MAX:
+        elif op == _MAX or op == _MAXCOUNT:
             self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
+        elif op == _FIRST or op == _LAST:
+            self._identity = Part(d=0.0, i=0, c=-1)  # _EMPTY
         else:
             self._identity = Part(d=0.0, i=0, c=0)
         return 0
@@ -314,6 +323,22 @@ class TypedAMTA:
             if self._float:
                 return a if a.d >= b.d else b
             return a if a.i >= b.i else b
+        if op == _FIRST:  # the left operand unless it is the identity
+            return b if a.c < 0 else a
+        if op == _LAST:
+            return a if b.c < 0 else b
+        if op == _MINCOUNT:  # _mincount: the smaller wins, equal values add their counts
+            if (a.d < b.d) if self._float else (a.i < b.i):
+                return a
+            if (b.d < a.d) if self._float else (b.i < a.i):
+                return b
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
+        if op == _MAXCOUNT:
+            if (a.d > b.d) if self._float else (a.i > b.i):
+                return a
+            if (b.d > a.d) if self._float else (b.i > a.i):
+                return b
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
         if self._float:
             return Part(d=a.d + b.d, i=0, c=a.c + b.c)
         return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
@@ -434,13 +459,13 @@ class TypedAMTA:
     def _fold(self, acc: Part, start: cython.Py_ssize_t, stop: cython.Py_ssize_t) -> Part:
         """``monoid.fold(acc, leaves[start:stop])``: Min and Max take ``min()`` / ``max()``
         of the run first (the first of equal values, ``<`` / ``>`` as the builtins
-        compare), then combine; Sum and Mean fold left to right (Count: INT kind only,
+        compare), then combine; the others fold left to right (Count: INT kind only,
         where its ``acc + sum(run)`` is exact in any order)."""
         op: cython.int = self._op
         i: cython.Py_ssize_t
         best: Part
         v: Part
-        if op == _SUM or op == _MEAN:
+        if op != _MIN and op != _MAX:
             for i in range(start, stop):
                 acc = self._comb(acc, self._leaf(i))
             return acc
@@ -502,15 +527,17 @@ class TypedAMTA:
         c: cython.longlong = 0
         if self._mean:
             if type(partial) is not tuple or len(partial) != 2:
-                raise Untyped(f"not a Mean partial (sum, count): {partial!r}")
+                raise Untyped(f"not a (value, count) partial: {partial!r}")
             value = partial[0]
             count: object = partial[1]
             if type(count) is not int or not 0 <= count < 2**32:
-                raise Untyped(f"a Mean count must be an int in [0, 2**32), got {count!r}")
+                raise Untyped(f"a count must be an int in [0, 2**32), got {count!r}")
             c = count
         if type(value) is float:
             if self._count:
                 raise Untyped("Count partials are ints")
+            if self._op != _MEAN and self._mean and not -math.inf < value < math.inf:
+                raise Untyped("MinCount / MaxCount take finite values (as their lift)")
             self._kind = True
             return Part(d=value, i=0, c=c)
         if type(value) is not int:
@@ -672,7 +699,7 @@ class TypedAMTA:
 
     def insert_array(self, values: Any) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
-        value partials (Mean: with count 1), without a Python object per value. The caller
+        value partials (pairs: with count 1), without a Python object per value. The caller
         has checked that the monoid lifts every value unchanged; Untyped, and no change,
         for the other kind or beyond the INT bound."""
         view = memoryview(values)
@@ -1032,12 +1059,14 @@ class TypedAMTA:
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result."""
         if self._head == self._tail:
-            return None if self._mean else self.monoid.identity
+            return None if self._mean or self._op == _FIRST or self._op == _LAST else self.monoid.identity
         p: Part = self._total()
         if not self._mean:
             return self._encode(p)
         if not p.c:
             return None
+        if self._op != _MEAN:  # MinCount / MaxCount: the partial itself
+            return self._encode(p)
         if self._float:
             return p.d / cython.cast(cython.double, p.c)
         if -_EXACT <= p.i <= _EXACT:  # both exact as doubles: one rounding, as Python's int / int

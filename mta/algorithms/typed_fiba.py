@@ -50,7 +50,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.fiba import FiBA, _NEW, _Node
-from mta.algorithms.typed import MAX, MEAN, MIN, SUM, Untyped, op_of
+from mta.algorithms.typed import MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, serves, wide_op_of
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
@@ -66,6 +66,8 @@ _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
 _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
+_MINCOUNT = cython.declare(cython.int, MINCOUNT)
+_MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
 #: Largest sum of |v| over an INT-kind tree of SUM or MEAN partials.
 LIMIT = cython.declare(cython.ulonglong, 2**63 - 1)
 INT64_MAX = cython.declare(cython.longlong, 2**63 - 1)
@@ -235,7 +237,7 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
 @cython.wraparound(False)
 @cython.initializedcheck(False)
 class TypedFiBA:
-    """FiBA over typed columns for Sum, Count, Min, Max and Mean (see the module
+    """FiBA over typed columns for Sum, Count, Min, Max, Mean, MinCount and MaxCount (see the module
     docstring): amortized O(log d) insert and evict at distance d from either end, O(1)
     query, O(log n) bulk eviction, range queries, prefix search."""
 
@@ -248,7 +250,7 @@ class TypedFiBA:
     _max_keys: cython.Py_ssize_t
     _min_keys: cython.Py_ssize_t
     _op: cython.int
-    _mean: cython.bint
+    _mean: cython.bint        # partials are pairs (value, count): Mean, MinCount, MaxCount
     _count: cython.bint
     _float: cython.bint       # values' kind: FLOAT (doubles) or INT (int64)
     _kfloat: cython.bint      # keys' kind
@@ -272,9 +274,9 @@ class TypedFiBA:
     _hit: cython.bint         # a range query met an entry
 
     def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
-        op = op_of(monoid)
+        op = wide_op_of(monoid) if serves("fiba", monoid) else None
         if op is None:
-            raise TypeError(f"TypedFiBA serves Sum, Count, Min, Max and Mean, not {monoid!r}")
+            raise TypeError(f"TypedFiBA serves Sum, Count, Min, Max, Mean, MinCount and MaxCount, not {monoid!r}")
         if isinstance(min_arity, bool) or not isinstance(min_arity, int) or min_arity < 2:
             raise ValueError(f"min_arity must be an int >= 2, got {min_arity!r}")
         if min_arity > MAX_ARITY:
@@ -285,7 +287,7 @@ class TypedFiBA:
         self._max_keys = 2 * min_arity - 1
         self._min_keys = min_arity - 1
         self._op = op
-        self._mean = op == _MEAN
+        self._mean = op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
         self._count = type(monoid) is Count
         self._journal = None
         self._kfloat = self._vkind = self._qkind = self._hl = self._hr = self._hit = False
@@ -305,9 +307,9 @@ class TypedFiBA:
         self._track = not kind and (op == _SUM or op == _MEAN)
         self._magnitude = 0
         # the identity's arithmetic (its type is monoid.identity's; see _enc)
-        if op == _MIN:
+        if op == _MIN or op == _MINCOUNT:
             self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
-        elif op == _MAX:
+        elif op == _MAX or op == _MAXCOUNT:
             self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
         else:
             self._identity = Part(d=0.0, i=0, c=0)
@@ -345,6 +347,18 @@ class TypedFiBA:
             if self._float:
                 return a if a.d >= b.d else b
             return a if a.i >= b.i else b
+        if op == _MINCOUNT:  # _mincount: the smaller wins, equal values add their counts
+            if (a.d < b.d) if self._float else (a.i < b.i):
+                return a
+            if (b.d < a.d) if self._float else (b.i < a.i):
+                return b
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
+        if op == _MAXCOUNT:
+            if (a.d > b.d) if self._float else (a.i > b.i):
+                return a
+            if (b.d > a.d) if self._float else (b.i > a.i):
+                return b
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
         if self._float:
             return Part(d=a.d + b.d, i=0, c=a.c + b.c)
         return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
@@ -356,11 +370,11 @@ class TypedFiBA:
         c: cython.longlong = 0
         if self._mean:
             if type(partial) is not tuple or len(partial) != 2:
-                raise Untyped(f"not a Mean partial (sum, count): {partial!r}")
+                raise Untyped(f"not a (value, count) partial: {partial!r}")
             value = partial[0]
             count: object = partial[1]
             if type(count) is not int or not 0 <= count < _COUNT_HI:
-                raise Untyped(f"a Mean count must be an int in [0, 2**32), got {count!r}")
+                raise Untyped(f"a count must be an int in [0, 2**32), got {count!r}")
             c = count
         if type(value) is float:
             x: cython.double = value
@@ -368,6 +382,8 @@ class TypedFiBA:
                 raise Untyped("Count partials are ints")
             if x != x:
                 raise Untyped("NaN")  # Min.fold's min() and the left fold differ on it
+            if self._op != _MEAN and self._mean and not -math.inf < x < math.inf:
+                raise Untyped("MinCount / MaxCount take finite values (as their lift)")
             self._vkind = True
             return Part(d=x, i=0, c=c)
         if type(value) is not int:
