@@ -27,7 +27,7 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2
-from benchmarks.compiled_core import alternate, core_of, values, window
+from benchmarks.compiled_core import alternate, core_of, values, window, window_run
 from mta import Count, Max, MaxSize, Mean, Sum, TimeRange
 from mta.algorithms import TYPED_ALGORITHMS, typed_record
 from mta.monoid import Record
@@ -38,17 +38,6 @@ BATCH = 1000
 
 def record() -> Record:
     return Record(count=Count(), sum=Sum(), max=Max(), mean=Mean())
-
-
-def event_run(w: mta.Window, start: int, xs: list[float]) -> tuple[int, Any]:
-    ins, q = w.insert, w.query
-    result = None
-    with gc_paused():
-        began = now_ns()
-        for t, x in enumerate(xs, start):
-            ins(t, x)
-            result = q()
-        return now_ns() - began, result
 
 
 def loop_run(w: mta.Window, start: int, xs: list[float]) -> tuple[int, Any]:
@@ -87,7 +76,8 @@ def per_event(run: Run, cores: list[str], n: int, steps: int, rounds: int) -> di
         for name in cores:
             windows = {path: filled(policy, name, path == "typed", n) for path in ("typed", "object")}
             runners: dict[str, Callable[[int], tuple[int, Any]]] = {
-                path: (lambda r, w=w: event_run(w, n + r * steps, xs)) for path, w in windows.items()}
+                path: (lambda r, w=w: window_run(w, range(n + r * steps, n + (r + 1) * steps), xs))
+                for path, w in windows.items()}
             ns, got = alternate(runners, rounds)
             typed_ns, object_ns = median(ns["typed"]) / steps, median(ns["object"]) / steps
             entry = {"policy": repr(policy), "algorithm": name, "n": n, "steps": steps, "typed_ns": typed_ns,
