@@ -26,6 +26,7 @@ newest timestamp), so the window can hand them its internal tuples directly.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 __all__ = ["Agg", "Policy", "MaxSize", "TimeRange", "AnyOf", "AllOf", "any_of", "all_of"]
@@ -87,7 +88,10 @@ class TimeRange(Policy):
         self.width = width
 
     def __call__(self, total: Any, old: Any) -> bool:
-        return total[1] - old[1] >= self.width
+        try:
+            return total[1] - old[1] >= self.width
+        except OverflowError:  # an int beyond the float range and a float: compare exactly
+            return Fraction(total[1]) - Fraction(old[1]) >= self.width
 
     def __repr__(self) -> str:
         return f"TimeRange({self.width})"
