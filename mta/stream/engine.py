@@ -144,13 +144,14 @@ class Stream:
         self.slices.on_change = final.changed
         return final
 
-    def _plan_for(self, queries: dict[str, tuple[int, int, int]], rate: float) -> Any:
-        """The optimizer's plan for ``{name: (size, slide, offset)}`` in ticks, at ``rate`` tuples per tick."""
+    def _plan_for(self, queries: dict[str, tuple[int, int, int]], rate: float, invert: bool = True) -> Any:
+        """The optimizer's plan for ``{name: (size, slide, offset)}`` in ticks, at ``rate`` tuples per tick;
+        ``invert``: whether its techniques may subtract (a user's optimizer is taken as it plans)."""
         monoid = self.monoid
         if callable(self.optimizer):
             return self.optimizer([PeriodicQuery(name, *spec) for name, spec in queries.items()], rate)
-        return _optimize(tuple(queries.items()), float(f"{rate:.2g}"), monoid.invertible, monoid.selection,
-                         monoid.commutative, self.optimizer)
+        return _optimize(tuple(queries.items()), float(f"{rate:.2g}"), monoid.invertible and invert,
+                         monoid.selection, monoid.commutative, self.optimizer)
 
     def plan(self) -> Any:
         """How the tumbling and sliding queries share their final aggregation (``final="shared"``):

@@ -32,8 +32,10 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from mta.algorithms import multi_query_aggregator
+from mta.algorithms.slideside import SlideSide
 from mta.algorithms.typed import Untyped
 from mta.optimizer import Plan
+from mta.monoid import Count, GeometricMean, Mean, Record, StdDev, Sum, Variance
 from mta.stream.final import FinalAggregation
 from mta.stream.slices import TimeSlices
 from mta.windows import as_fraction
@@ -101,14 +103,38 @@ class Points:
         return self.count_upto(b - 1) - self.count_upto(a - 1)
 
 
+def rounding_test(monoid: Any) -> Callable[[Any], bool]:
+    """Whether ``monoid.invert`` may round on a partial: floats (``1e16 + 1.0 - 1e16`` is 0.0,
+    and a running total keeps the error for every later window), and always for Variance,
+    StdDev and GeometricMean (floats inside their partials). A user's ``invert`` is exact
+    (the Monoid contract)."""
+    kind = type(monoid)
+    if kind is Sum or kind is Count:
+        return lambda p: type(p) is float
+    if kind is Mean:
+        return lambda p: type(p[0]) is float
+    if kind is Record:
+        tests = [rounding_test(m) for m in monoid.fields.values()]
+        return lambda p: any(test(x) for test, x in zip(tests, p))
+    if kind in (Variance, StdDev, GeometricMean):
+        return lambda p: True
+    return lambda p: False
+
+
+class Rounding(Exception):
+    """A group that subtracts (``invert``) met a partial it would round (:func:`rounding_test`),
+    before inserting it: the final re-plans without inverting techniques."""
+
+
 class SharedGroup:
     """One group of a plan: its partial edges, its multi-query aggregator, and the answers
     it computed for the windows ending at the points it passed (until the advance ends)."""
 
     def __init__(self, monoid: Any, slices: TimeSlices, ticks: Ticks, queries: dict[str, tuple[int, int, int]],
-                 partial: str, final: str) -> None:
+                 partial: str, final: str, invert: bool = True) -> None:
         """``queries``: name -> (size, slide, offset) in ticks; ``partial``: panes, pairs or cutty;
-        ``final``: the ``MULTI_QUERY`` aggregator."""
+        ``final``: the ``MULTI_QUERY`` aggregator; ``invert``: whether it may subtract (else
+        SlideSide's combining variant)."""
         self.monoid = monoid
         self.slices = slices
         self.ticks = ticks
@@ -148,7 +174,14 @@ class SharedGroup:
         # the aggregator holds closed partials only (a Cutty window's open partial is combined apart)
         ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed}) or [1]
         #: ``MULTI_QUERY[final]``'s aggregator, or its typed twin until a partial it cannot hold
-        self.mq = multi_query_aggregator(final, monoid, ranges)
+        if final == "slideside" and not invert:
+            self.mq = SlideSide(monoid, ranges, inverse=False)
+        else:
+            self.mq = multi_query_aggregator(final, monoid, ranges)
+        # a group that subtracts checks each partial first (:class:`Rounding`)
+        subtracts = monoid.invertible and (final == "slideside" and invert
+                                           or final == "slickdeque" and not monoid.selection)
+        self.rounds: Callable[[Any], bool] | None = rounding_test(monoid) if subtracts else None
         self.answers: dict[tuple[str, int], Any] = {}
         self.reset()
 
@@ -201,6 +234,7 @@ class SharedGroup:
         mq, answers, capacity = self.mq, self.answers, self.capacity
         insert, query = mq.insert, mq.query
         is_bound, ends_at, size = self.is_bound, self.ends_at, points.size
+        rounds = self.rounds
         k, part, empty = self.next_point, self.open, self.empty
         while True:
             p = points.point(k)
@@ -212,6 +246,8 @@ class SharedGroup:
             pos = k % size
             if is_bound[pos]:
                 value = identity if part is None else part
+                if rounds is not None and part is not None and rounds(part):
+                    raise Rounding(part)
                 try:
                     insert(value)
                 except Untyped:  # the typed twin cannot hold it (nothing changed): the object aggregator in its state
@@ -257,12 +293,14 @@ class SharedFinal(FinalAggregation):
     name = "shared"
 
     def __init__(self, slices: TimeSlices, fallback: FinalAggregation,
-                 planner: Callable[[dict[str, Any], float], Any]) -> None:
+                 planner: Callable[[dict[str, Any], float, bool], Any]) -> None:
         super().__init__(slices)
         self.fallback = fallback
-        #: ``planner({name: (size, slide, offset) in ticks}, tuples per tick) -> plan`` with ``plan.groups``
-        #: of ``.queries`` (names), ``.partial`` and ``.final``
+        #: ``planner({name: (size, slide, offset) in ticks}, tuples per tick, may invert) -> plan`` with
+        #: ``plan.groups`` of ``.queries`` (names), ``.partial`` and ``.final``
         self.planner = planner
+        #: False once a subtracting group met a partial it would round: plans invert no more
+        self.invert = True
         self.groups: dict[str, SharedGroup] = {}  # by query name
         self.ticks: Ticks | None = None
         self._queries: dict[str, Any] = {}
@@ -302,7 +340,7 @@ class SharedFinal(FinalAggregation):
         for name, spec in queries.items():
             slide = ticks.exact(spec.slide)  # the same windows for any offset modulo the slide
             periodic[name] = (ticks.exact(spec.size), slide, ticks.exact(spec.offset) % slide)
-        plan = self.planner(periodic, self._rate(ticks))
+        plan = self.planner(periodic, self._rate(ticks), self.invert)
         notes = []
         for group in plan.groups:
             members = {name: periodic[name] for name in group.queries if name in periodic}
@@ -313,7 +351,7 @@ class SharedFinal(FinalAggregation):
                 notes.append(f"{', '.join(members)}: more than {MAX_POINTS} edges in a composite slide, "
                              "not shared (folded as final='auto' does)")
                 continue
-            shared = SharedGroup(self.monoid, self.slices, ticks, members, group.partial, group.final)
+            shared = SharedGroup(self.monoid, self.slices, ticks, members, group.partial, group.final, self.invert)
             for name in members:
                 self.groups[name] = shared
         if isinstance(plan, Plan):
@@ -329,7 +367,12 @@ class SharedFinal(FinalAggregation):
             self._make_plan()
         group = self.groups.get(query)
         if group is not None and not again and end is not None:
-            value = group.answer(query, end)
+            try:
+                value = group.answer(query, end)
+            except Rounding:  # subtracting would round from here on: re-plan, this window folded
+                self.invert = False
+                self.configure(self._queries)
+                value = _MISSING
             if value is not _MISSING:
                 return value
         return self.fallback.aggregate(query, i, j, again, end)
