@@ -183,7 +183,8 @@ def test_a_shared_stream_reports_what_the_engine_reports_and_explains_its_plan(s
             engine.insert_many(batch)
             results = stub.StreamInsert(insert(name, batch, watermark=watermark)).results
             assert seen(results) == expected(engine.advance(watermark))
-        assert json.loads(stub.GetStream(pb.GetStreamRequest(name=name)).plan) == plan
+        # float values: the plan no longer subtracts (re-planned as the engine's was)
+        assert json.loads(stub.GetStream(pb.GetStreamRequest(name=name)).plan) == engine.plan().to_dict()
     assert not json.loads(stub.CreateStream(pb.CreateStreamRequest(spec=stream_spec("plain"))).plan or "null")
 
 

@@ -178,9 +178,10 @@ class SharedGroup:
             self.mq = SlideSide(monoid, ranges, inverse=False)
         else:
             self.mq = multi_query_aggregator(final, monoid, ranges)
-        # a group that subtracts checks each partial first (:class:`Rounding`)
-        subtracts = monoid.invertible and (final == "slideside" and invert
-                                           or final == "slickdeque" and not monoid.selection)
+        # a group that subtracts checks each partial first (:class:`Rounding`); once re-planned
+        # (``invert`` False), a user's optimizer that still plans SlickDeque is taken as it plans
+        subtracts = invert and monoid.invertible and (final == "slideside" or final == "slickdeque"
+                                                      and not monoid.selection)
         self.rounds: Callable[[Any], bool] | None = rounding_test(monoid) if subtracts else None
         self.answers: dict[tuple[str, int], Any] = {}
         self.reset()
