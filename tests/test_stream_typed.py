@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mta import Count, Max, Mean, Min, Stream, Sum
+from mta import Collect, Count, Max, Mean, Min, Record, Stream, Sum
 from mta.stream import typed_ingest
 from mta.windows import Sliding, Tumbling
 
@@ -197,3 +197,35 @@ def test_numpy_scalar_timestamps_are_taken_as_ints_and_floats(typed):
     got, expected = s.advance(20), want.advance(20)
     assert [(r.start, r.end, repr(r.value), r.count) for r in got] == \
            [(r.start, r.end, repr(r.value), r.count) for r in expected] == [(0, 10, "14", 8)]
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_numpy_scalar_watermarks_are_taken_as_ints_and_floats(typed):
+    """``advance`` takes a numpy integer or float watermark as the int or float it is (np.int64
+    was refused, np.float64 was kept as numpy and leaked into results); bools and NaN stay
+    refused, changing nothing."""
+    s = make(Sum(), [("t", Tumbling(2))], typed, 1)
+    for t in range(6):
+        s.insert(t, t)
+    for bad in (True, np.bool_(False), math.nan, np.float64("nan"), "3"):
+        with pytest.raises(TypeError, match="watermark must be an int or a float"):
+            s.advance(bad)
+    assert s.watermark == -math.inf
+    got = s.advance(np.int64(2))
+    assert type(s.watermark) is int and [(r.end, r.value, type(r.final)) for r in got] == [(2, 1, bool)]
+    got = s.advance(np.float64(4.0))
+    assert type(s.watermark) is float and type(s.horizon) is float
+    assert [(r.end, r.value, type(r.final)) for r in got] == [(4, 5, bool)]
+
+
+def test_fused_queries_get_their_own_nested_values():
+    """A fused query's copy owns the lists and dicts of its value: a Record's dict and the
+    Collect list inside it (the dict was copied, the list shared by every fused query)."""
+    s = Stream(Record(c=Collect(), s=Sum()))
+    for name in "abc":
+        s.add(name, Tumbling(2))
+    s.insert(0, 1)
+    s.insert(1, 2)
+    results = s.advance(2)
+    results[0].value["c"].append("X")
+    assert [r.value for r in results] == [{"c": [1, 2, "X"], "s": 3}, {"c": [1, 2], "s": 3}, {"c": [1, 2], "s": 3}]

@@ -519,7 +519,12 @@ class Stream:
         """Move the watermark (a smaller one changes nothing) and return the results: first
         the updates of windows reported before, then the windows it closed, each sorted
         by (end, query order, start)."""
-        if isinstance(watermark, bool) or not isinstance(watermark, (int, float)) or math.isnan(watermark):
+        if type(watermark) is not int and type(watermark) is not float:
+            # a numpy scalar becomes an int or a float, as a timestamp does (_check_time)
+            if isinstance(watermark, bool) or not isinstance(watermark, (numbers.Integral, float, np.floating)):
+                raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
+            watermark = int(watermark) if isinstance(watermark, numbers.Integral) else float(watermark)
+        if watermark != watermark:
             raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
         self.final.prepare()  # may raise (a plan the monoid cannot run): before anything changes
         if self._ingest is not None and (self._pending or not self._typed_release):

@@ -35,8 +35,18 @@ _key = itemgetter(0)
 
 @cython.cfunc
 def _copy(result: object, name: object) -> object:
-    """``result`` under query ``name`` (a list or dict value copied, so that each has its own)."""
+    """``result`` under query ``name`` (its value's lists and dicts copied, so that each has its own)."""
     return _make(name, result.start, result.end, result.value, result.count, result.final, result.replaces)
+
+
+def _own(value: object) -> object:
+    """A copy of the lists and dicts a result's value is made of (a Record's dict of its
+    fields' results, a Collect's list), not of the user's values in them."""
+    if type(value) is list:
+        return value.copy()
+    if type(value) is dict:
+        return {k: _own(v) for k, v in value.items()}
+    return value
 
 
 @cython.cfunc
@@ -44,7 +54,7 @@ def _copy(result: object, name: object) -> object:
 def _make(name: object, start: object, end: object, value: object, count: object, final: object,
           replaces: object) -> object:
     if type(value) is list or type(value) is dict:
-        value = value.copy()
+        value = _own(value)
     copy = _new(Result)
     copy.query = name
     copy.start = start
