@@ -564,6 +564,10 @@ class _Order(Monoid):
     def lift(self, value: Any) -> Any:
         if value is _EMPTY:
             raise MonoidError(f"{type(self).__name__} cannot take its own identity {value!r}")
+        cls = value.__class__
+        if cls is not int and cls is not float and cls.__module__ == "numpy" and isinstance(value, numbers.Real):
+            # a numpy number as the Python number it is, as the other monoids and numpy columns give it
+            return _number(value, type(self).__name__, finite=False)
         return value
 
     def lower(self, partial: Any) -> Any:

@@ -11,10 +11,12 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import reduce
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mta import Window
 from mta.monoid import (
     ArgMax, ArgMin, Collect, Count, First, GeometricMean, Last, Max, MaxCount, Mean,
     Min, MinCount, Monoid, MonoidError, Record, StdDev, Sum, Variance,
@@ -628,3 +630,21 @@ def test_numpy_longdouble_beyond_the_float_range_is_refused_not_made_infinite():
         with pytest.raises(MonoidError, match="within the float range"):
             m.lift(np.longdouble("1e400"))
     assert Max().lift(np.longdouble("inf")) == math.inf
+
+
+@pytest.mark.parametrize("monoid", [First(), Last()])
+def test_first_and_last_take_numpy_numbers_as_python_numbers(monoid) -> None:
+    # as the other built-in monoids and numpy columns do (np.int64 stayed numpy through insert,
+    # and became an int through insert_many); other values, numpy bools included, as they are
+    for value, want in ((np.int64(3), 3), (np.uint64(2**64 - 1), 2**64 - 1), (np.float32(2.5), 2.5),
+                        (np.float64("nan"), None), (np.float16("inf"), math.inf)):
+        got = monoid.lift(value)
+        assert type(got) is type(want) if want is not None else type(got) is float and math.isnan(got)
+        assert want is None or got == want
+        window = Window(monoid)
+        window.insert(0, value)
+        by_column = Window(monoid)
+        by_column.insert_many(np.array([0]), np.array([value]))
+        assert repr(window.query()) == repr(by_column.query())
+    flag = np.bool_(True)
+    assert monoid.lift(flag) is flag and monoid.lift("x") == "x" and monoid.lift(None) is None
