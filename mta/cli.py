@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=1, help="telemetry seed")
     d.add_argument("--no-progress", action="store_true", help="no progress bar")
     where = d.add_mutually_exclusive_group()
-    where.add_argument("--store", metavar="URL",
+    where.add_argument("--store", metavar="URL", default=argparse.SUPPRESS,
                        help="keep the window's levels in a store: a file path, redis://..., "
                             "redis+cluster://... (default: in memory)")
     where.add_argument("--local-redis", action="store_true",
@@ -184,7 +184,7 @@ def _line(ts: int, n: int, result: dict) -> str:
 
 def demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.local_redis:
-        return _demo(args, parser, args.store)
+        return _demo(args, parser, getattr(args, "store", None))
     from kvs.servers import RedisProcess
 
     with RedisProcess() as server:
