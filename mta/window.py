@@ -300,7 +300,7 @@ class Window:
         # partial or a timestamp it cannot hold comes: then the window goes on with the object
         # algorithm, in the same state.
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
-                       and (typed.serves(cls.name, monoid) or typed_record.serves(monoid))
+                       and (typed.serves(cls.name, monoid) or typed_record.serves(monoid, cls.name))
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
         if self._ordered:
             self._typed = _typed_ordered(monoid, policy, cls, self._safe and store is None, options)

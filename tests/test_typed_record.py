@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from mta import Window
 from mta.algorithms import TYPED_ALGORITHMS, typed
 from mta.algorithms.typed_record import TypedRecord, serves
-from mta.monoid import Count, Max, Mean, Min, Record, Sum
+from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, Sum
 from mta.policy import MaxSize, TimeRange, any_of
 
 FIELDS = {"n": Count(), "total": Sum(), "low": Min(), "high": Max(), "avg": Mean()}
@@ -65,10 +65,14 @@ _small = st.integers(-1000, 1000)
 _bad = st.sampled_from([2 ** 70, -(2 ** 64), Fraction(1, 3), float("nan"), "x"])
 
 
+#: the monoids typed on AMTA only
+WIDE_FIELDS = {"few": MinCount(), "most": MaxCount(), "first": First(), "last": Last()}
+
+
 @st.composite
-def _scenarios(draw):
-    names = draw(st.lists(st.sampled_from(list(FIELDS)), min_size=1, max_size=5, unique=True))
-    monoid = Record({name: FIELDS[name] for name in names})
+def _scenarios(draw, fields=FIELDS):
+    names = draw(st.lists(st.sampled_from(list(fields)), min_size=1, max_size=5, unique=True))
+    monoid = Record({name: fields[name] for name in names})
     kinds = {name: draw(st.sampled_from([_quarter, _small])) for name in names}  # int and float fields
 
     def value():
@@ -112,7 +116,15 @@ def test_record_window_matches_object_algorithm_and_naive_fold(algorithm, policy
         assert len(window) == len(ref)
         assert repr(list(window)) == repr(list(ref))
         if all(type(v) in (int, float) for p in window for v in (p if isinstance(p, tuple) else (p,))):
-            assert window.query() == _naive(monoid, window)
+            assert repr(window.query()) == repr(_naive(monoid, window))  # repr: First's NaN is itself
+
+
+@settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@given(scenario=_scenarios({**FIELDS, **WIDE_FIELDS}))
+def test_records_of_minmaxcount_first_last_on_amta(policy, scenario):
+    """Records with MinCount, MaxCount, First and Last fields (typed on AMTA) as above."""
+    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test("amta", policy, scenario)
 
 
 @pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
@@ -239,9 +251,11 @@ def test_to_object_zips_the_cores_state(algorithm):
 
 
 def test_serves_records_of_typed_fields_only():
-    assert serves(Record(a=Sum(), b=Count()))
-    assert not serves(Sum())
-    assert not serves(Record(a=Sum(), b=Record(c=Sum())))
+    for name in TYPED_ALGORITHMS:
+        assert serves(Record(a=Sum(), b=Count()), name)
+        assert not serves(Sum(), name)
+        assert not serves(Record(a=Sum(), b=Record(c=Sum())), name)
+        assert serves(Record(a=Sum(), b=MinCount(), c=First()), name) == (name == "amta")
     with pytest.raises(TypeError):
         TypedRecord(Record(a=Sum(), b=Record(c=Sum())), TYPED_ALGORITHMS["amta"])
 

@@ -25,7 +25,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 import numpy as np
 
-from mta.algorithms.typed import Untyped, op_of
+from mta.algorithms.typed import Untyped
+from mta.algorithms.typed import serves as typed_serves
 from mta.monoid import Count, Max, Mean, Min, Monoid, Record, Sum
 
 __all__ = ["TypedRecord", "serves"]
@@ -39,10 +40,10 @@ _I64 = 2 ** 63
 _PLAIN_LIFTS = {Sum: 0, Min: 0, Max: 0, Count: 1, Mean: 2}
 
 
-def serves(monoid: Monoid) -> bool:
-    """Whether ``monoid`` is a Record whose every field a typed core serves (exact type:
-    a subclass of Record may combine otherwise)."""
-    return type(monoid) is Record and all(op_of(m) is not None for m in monoid.fields.values())
+def serves(monoid: Monoid, name: str) -> bool:
+    """Whether ``monoid`` is a Record whose every field the typed algorithm called ``name``
+    serves (exact type: a subclass of Record may combine otherwise)."""
+    return type(monoid) is Record and all(typed_serves(name, m) for m in monoid.fields.values())
 
 
 @cython.cclass
@@ -64,7 +65,7 @@ class TypedRecord:
     _plain: cython.bint  # every field is in _PLAIN_LIFTS
 
     def __init__(self, monoid: Record, core: type, max_size: int | None = None, cores: list | None = None) -> None:
-        if not serves(monoid):
+        if not serves(monoid, core.name):
             raise TypeError(f"typed cores do not serve {monoid!r}")
         self.monoid = monoid
         self._core = core
