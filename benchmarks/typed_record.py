@@ -27,7 +27,7 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2
-from benchmarks.compiled_core import alternate, core_of, values, window, window_run
+from benchmarks.compiled_core import alternate, core_of, loop_run, values, window, window_run
 from mta import Count, Max, MaxSize, Mean, Sum, TimeRange
 from mta.algorithms import TYPED_ALGORITHMS, typed_record
 from mta.monoid import Record
@@ -40,18 +40,9 @@ def record() -> Record:
     return Record(count=Count(), sum=Sum(), max=Max(), mean=Mean())
 
 
-def loop_run(w: mta.Window, start: int, xs: list[float]) -> tuple[int, Any]:
-    ins = w.insert
-    with gc_paused():
-        began = now_ns()
-        for t, x in enumerate(xs, start):
-            ins(t, x)
-        return now_ns() - began, w.query()
-
-
-def batch_run(w: mta.Window, start: int, xs: np.ndarray) -> tuple[int, Any]:
+def batch_run(w: mta.Window, times: range, xs: np.ndarray) -> tuple[int, Any]:
     insert_many = w.insert_many
-    ts = np.arange(start, start + len(xs), dtype=np.int64)
+    ts = np.arange(times.start, times.stop, dtype=np.int64)
     with gc_paused():
         began = now_ns()
         for s in range(0, len(xs), BATCH):
@@ -104,7 +95,8 @@ def batches(run: Run, cores: list[str], n: int, events: int, rounds: int) -> dic
         for path in ("typed", "object"):
             for how, run_one, data in (("batch", batch_run, arr), ("loop", loop_run, xs)):
                 w = windows[f"{path}/{how}"] = filled(TimeRange(n), name, path == "typed", n)
-                runners[f"{path}/{how}"] = lambda r, w=w, f=run_one, d=data: f(w, n + r * events, d)
+                runners[f"{path}/{how}"] = (lambda r, w=w, f=run_one, d=data:
+                                            f(w, range(n + r * events, n + (r + 1) * events), d))
         ns, got = alternate(runners, rounds)
         per = {key: median(v) / events for key, v in ns.items()}
         entry = {"algorithm": name, "n": n, "events": events, **{f"{k.replace('/', '_')}_ns": v for k, v in per.items()},
