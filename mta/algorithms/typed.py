@@ -46,7 +46,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.base import Aggregator
 from mta.arrays import numeric_array
-from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, Sum
+from mta.monoid import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, StdDev, Sum,
+                        Variance)
 from mta.policy import AllOf, AnyOf, MaxSize, TimeRange
 
 COMPILED: bool = cython.compiled
@@ -61,20 +62,28 @@ _MINCOUNT = cython.declare(cython.int, 4)
 _MAXCOUNT = cython.declare(cython.int, 5)
 _FIRST = cython.declare(cython.int, 6)
 _LAST = cython.declare(cython.int, 7)
+_VARIANCE = cython.declare(cython.int, 8)
+_ARGMIN = cython.declare(cython.int, 9)
+_ARGMAX = cython.declare(cython.int, 10)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
 
 SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
 MINCOUNT, MAXCOUNT, FIRST, LAST = _MINCOUNT, _MAXCOUNT, _FIRST, _LAST
+VARIANCE, ARGMIN, ARGMAX = _VARIANCE, _ARGMIN, _ARGMAX
 FLOAT, INT = _FLOAT, _INT
 
 _OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
 #: Ops only some cores serve (:data:`WIDE_CORES`): MinCount and MaxCount (partial ``(value,
-#: count)``), First and Last (partial: the value; identity the private ``_EMPTY``).
-_WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST}
+#: count)``), First and Last (partial: the value; identity the private ``_EMPTY``), Variance
+#: and StdDev (partial ``(count, mean, M2)``), ArgMin and ArgMax (partial ``(value, key)``,
+#: identity ``None``).
+_WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
+             Variance: VARIANCE, StdDev: VARIANCE, ArgMin: ARGMIN, ArgMax: ARGMAX}
 #: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
 WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
-              FIRST: frozenset({"amta"}), LAST: frozenset({"amta"})}
+              FIRST: frozenset({"amta"}), LAST: frozenset({"amta"}),
+              VARIANCE: frozenset(), ARGMIN: frozenset(), ARGMAX: frozenset()}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1

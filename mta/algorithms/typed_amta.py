@@ -52,7 +52,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.tree import BUFFER_SIZE
-from mta.algorithms.typed import FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, _bare, _restored, wide_op_of
+from mta.algorithms.typed import FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, _bare, _restored, serves, wide_op_of
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
@@ -228,7 +228,7 @@ class TypedAMTA:
     _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
-        op = wide_op_of(monoid)
+        op = wide_op_of(monoid) if serves("amta", monoid) else None
         if op is None:
             raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First and Last, "
                             f"not {monoid!r}")
