@@ -13,7 +13,9 @@ explicitly: a module that calls ``settings.load_profile`` at import time (as
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import subprocess
 import sys
 from collections import Counter
@@ -344,3 +346,19 @@ def run_quick(script: str, out: Any, timeout: int = 300, args: tuple = ()) -> An
                           cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+def assert_continues_on_pure_path(windows: list, tmp_path: Path) -> None:
+    """Pickle ``windows`` here (compiled when built), load them in a subprocess under
+    ``MTA_NO_EXTENSIONS=1``, insert ``(1000, 3.0)`` into each on both sides, and assert both
+    give the same algorithm types and results (by ``repr``)."""
+    (tmp_path / "w.pkl").write_bytes(pickle.dumps(windows))
+    script = ("import pickle, sys, json; ws = pickle.load(open(sys.argv[1], 'rb'))\n"
+              "for w in ws: w.insert(1000, 3.0)\n"
+              "print(json.dumps([[type(w._algorithm).__name__, repr(w.query())] for w in ws]))")
+    env = {**os.environ, "MTA_NO_EXTENSIONS": "1"}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "w.pkl")], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    for window in windows:
+        window.insert(1000, 3.0)
+    assert json.loads(out) == [[type(w._algorithm).__name__, repr(w.query())] for w in windows]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import mta
+from conftest import assert_continues_on_pure_path
 from mta import _extensions
 from mta.algorithms import typed
 
@@ -111,20 +112,10 @@ def test_a_window_pickled_on_one_path_loads_on_the_other(tmp_path):
     under MTA_NO_EXTENSIONS=1 and go on with the same results (the typed AMTA pickles its values as
     plain tuples; a timed window's core pickles itself, found from outside: its raw snapshot did not
     load on the pure path)."""
-    import pickle
     from mta import Mean, MaxSize, TimeRange, Window
     windows = [Window(Mean(), policy, algorithm=name) for name in ("amta", "log_mta", "two_stacks", "daba")
                for policy in (MaxSize(5), TimeRange(5))]
     for window in windows:
         for t in range(100):
             window.insert(t, t * 0.5)
-    (tmp_path / "w.pkl").write_bytes(pickle.dumps(windows))
-    script = ("import pickle, sys, json; ws = pickle.load(open(sys.argv[1], 'rb'))\n"
-              "for w in ws: w.insert(1000, 3.0)\n"
-              "print(json.dumps([w.query() for w in ws]))")
-    env = {**os.environ, "MTA_NO_EXTENSIONS": "1"}
-    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "w.pkl")], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    for window in windows:
-        window.insert(1000, 3.0)
-    assert json.loads(out) == [window.query() for window in windows]
+    assert_continues_on_pure_path(windows, tmp_path)

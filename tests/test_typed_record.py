@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from conftest import assert_continues_on_pure_path
+
 from mta import Window
 from mta.algorithms import TYPED_ALGORITHMS, typed
 from mta.algorithms.typed_record import TypedRecord, serves
@@ -293,11 +295,6 @@ def test_numpy_float_columns_in_c_loops(algorithm, policy):
 def test_pickle_loads_on_the_pure_path(tmp_path):
     """Record windows on typed cores pickled here (compiled when built) load under
     MTA_NO_EXTENSIONS=1 and go on with the same results."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     monoid = Record(n=Count(), total=Sum(), high=Max(), avg=Mean())
     windows = []
     for name in TYPED_ALGORITHMS:
@@ -306,16 +303,7 @@ def test_pickle_loads_on_the_pure_path(tmp_path):
             for t in range(100):
                 window.insert(t, t * 0.5)
             windows.append(window)
-    (tmp_path / "w.pkl").write_bytes(pickle.dumps(windows))
-    script = ("import pickle, sys, json; ws = pickle.load(open(sys.argv[1], 'rb'))\n"
-              "for w in ws: w.insert(1000, 3.0)\n"
-              "print(json.dumps([[type(w._algorithm).__name__, repr(w.query())] for w in ws]))")
-    env = {**os.environ, "MTA_NO_EXTENSIONS": "1"}
-    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "w.pkl")], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    for window in windows:
-        window.insert(1000, 3.0)
-    assert json.loads(out) == [[type(w._algorithm).__name__, repr(w.query())] for w in windows]
+    assert_continues_on_pure_path(windows, tmp_path)
     assert all(window._typed for window in windows)
 
 
