@@ -58,9 +58,9 @@ COMPILED: bool = cython.compiled
 
 __all__ = ["TypedFiBA", "Untyped"]
 
-# A partial or aggregate: ``d`` (FLOAT kind) or ``i`` (INT kind), ``c`` a Mean's count (see
-# the module docstring for First / Last, Variance and ArgMin / ArgMax; ``x`` is theirs).
-Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong, x=cython.longlong)
+# A partial or aggregate: ``d`` (FLOAT kind) or ``i`` (INT kind), ``c`` a Mean's count; First,
+# Last, Variance, ArgMin and ArgMax use the fields otherwise (see the module docstring).
+Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
 if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
     globals()["Part"] = SimpleNamespace
 
@@ -75,7 +75,7 @@ _LAST = cython.declare(cython.int, LAST)
 _VARIANCE = cython.declare(cython.int, VARIANCE)
 _ARGMIN = cython.declare(cython.int, ARGMIN)
 _ARGMAX = cython.declare(cython.int, ARGMAX)
-#: The entry columns beyond keys and values an op uses (``_TNode.c``, ``_TNodeX.x``).
+#: The entry columns beyond keys and values an op uses (``_TNode.c``, ``_TNodeX.x``: Variance's M2).
 _C = cython.declare(cython.int, 1)
 _X = cython.declare(cython.int, 2)
 #: Largest sum of |v| over an INT-kind tree of SUM or MEAN partials.
@@ -163,8 +163,8 @@ class _TNode:
     """A node of :class:`TypedFiBA`: FiBA's ``_Node`` with its entries in C arrays.
 
     Entry ``j < n``: key ``k[j]`` (see :func:`_fkey`), value ``v[j]`` (an int64, or the bits
-    of a double) and, for Mean, MinCount, MaxCount and Variance, count ``c[j]`` (the ``x``
-    column of Variance and ArgMin / ArgMax is a :class:`_TNodeX`'s). ``children`` a list (None for a leaf),
+    of a double) and, for Mean, MinCount, MaxCount and Variance, count ``c[j]`` (ArgMin and
+    ArgMax: the key in the partial; Variance's M2 is in a :class:`_TNodeX`'s ``x``). ``children`` a list (None for a leaf),
     ``agg`` and ``size`` as FiBA's (position-dependent); ``suffixed``: FiBA's ``suffix``
     is not None (the left finger's suffix folds, ``slen`` of them, kept by the tree)."""
 
@@ -193,11 +193,10 @@ class _TNode:
 
 
 @cython.cfunc
-@cython.inline
 @cython.cdivision(True)
 @cython.exceptval(check=False)
 def _chan(a: Part, b: Part) -> Part:
-    """``mta.monoid._chan`` of two Variance partials (count ``c``, mean ``d``, M2's bits ``x``),
+    """``mta.monoid._chan`` of two Variance partials (count ``c``, mean ``d``, M2's bits ``i``),
     its operations in its order: ``n`` and the counts as doubles (exact below 2**53)."""
     if a.c == 0:
         return b
@@ -208,16 +207,15 @@ def _chan(a: Part, b: Part) -> Part:
     na: cython.double = cython.cast(cython.double, a.c)
     nb: cython.double = cython.cast(cython.double, b.c)
     delta: cython.double = b.d - a.d
-    return Part(d=a.d + (delta * nb) / dn, i=0, c=n,
-                x=_bits((_double(a.x) + _double(b.x)) + (((delta * delta) * na) * nb) / dn))
+    return Part(d=a.d + (delta * nb) / dn, c=n,
+                i=_bits((_double(a.i) + _double(b.i)) + (((delta * delta) * na) * nb) / dn))
 
 
 @cython.final
 @cython.cclass
 class _TNodeX(_TNode):
     """A :class:`_TNode` with one more int64 column, ``x[j]``: Variance's M2 (bits of a
-    double) or ArgMin / ArgMax's key (an int64 or a double's bits). Only their trees have
-    it, so the other ops' nodes are not bigger."""
+    double). Only Variance's trees have it, so the other ops' nodes are not bigger."""
 
     x: cython.longlong[33]  # CAP
 
@@ -245,29 +243,37 @@ def _last_child(node: _TNode) -> _TNode:
 @cython.exceptval(check=False)
 def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
     """Move entries ``i ..`` of ``node`` by ``by`` places (right if positive); ``n`` follows.
-    ``cols``: the columns beyond keys and values (``_C``, ``_X``)."""
+    ``cols``: the columns beyond keys and values (``_C`` with any, ``_X``: a loop of its own)."""
     n: cython.Py_ssize_t = node.n
     j: cython.Py_ssize_t
     if by > 0:
-        for j in range(n - 1, i - 1, -1):
-            node.k[j + by] = node.k[j]
-            node.v[j + by] = node.v[j]
-            if cols & _C:
+        if cols:
+            for j in range(n - 1, i - 1, -1):
+                node.k[j + by] = node.k[j]
+                node.v[j + by] = node.v[j]
                 node.c[j + by] = node.c[j]
-    elif by < 0:
-        for j in range(i, n):
-            node.k[j + by] = node.k[j]
-            node.v[j + by] = node.v[j]
-            if cols & _C:
-                node.c[j + by] = node.c[j]
-    if cols & _X and by:
-        nx: _TNodeX = cython.cast(_TNodeX, node)
-        if by > 0:
+        else:
+            for j in range(n - 1, i - 1, -1):
+                node.k[j + by] = node.k[j]
+                node.v[j + by] = node.v[j]
+        if cols & _X:
+            nx: _TNodeX = cython.cast(_TNodeX, node)
             for j in range(n - 1, i - 1, -1):
                 nx.x[j + by] = nx.x[j]
+    elif by < 0:
+        if cols:
+            for j in range(i, n):
+                node.k[j + by] = node.k[j]
+                node.v[j + by] = node.v[j]
+                node.c[j + by] = node.c[j]
         else:
             for j in range(i, n):
-                nx.x[j + by] = nx.x[j]
+                node.k[j + by] = node.k[j]
+                node.v[j + by] = node.v[j]
+        if cols & _X:
+            mx: _TNodeX = cython.cast(_TNodeX, node)
+            for j in range(i, n):
+                mx.x[j + by] = mx.x[j]
     node.n = n + by
     return 0
 
@@ -280,11 +286,15 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
           cols: cython.int) -> cython.int:
     """Entries ``s .. s + m - 1`` of ``src`` to places ``t ..`` of another node (bits)."""
     j: cython.Py_ssize_t
-    for j in range(m):
-        dst.k[t + j] = src.k[s + j]
-        dst.v[t + j] = src.v[s + j]
-        if cols & _C:
+    if cols:
+        for j in range(m):
+            dst.k[t + j] = src.k[s + j]
+            dst.v[t + j] = src.v[s + j]
             dst.c[t + j] = src.c[s + j]
+    else:
+        for j in range(m):
+            dst.k[t + j] = src.k[s + j]
+            dst.v[t + j] = src.v[s + j]
     if cols & _X:
         sx: _TNodeX = cython.cast(_TNodeX, src)
         dx: _TNodeX = cython.cast(_TNodeX, dst)
@@ -334,7 +344,7 @@ class TypedFiBA:
     _q: cython.longlong       # that key (as stored: _fkey of a float)
     _sv: cython.longlong[33]  # the left finger's suffix folds (FiBA's suffix[r]): values ...
     _sc: cython.longlong[33]  # ... Mean counts ...
-    _sx: cython.longlong[33]  # ... and x (Variance, ArgMin, ArgMax)
+    _sx: cython.longlong[33]  # ... and Variance's M2
     _sowner: _TNode           # the node whose folds they are
     _top: _TNode              # what a rebalancing returns: top node, spines hit
     _hl: cython.bint
@@ -357,8 +367,8 @@ class TypedFiBA:
         self._min_keys = min_arity - 1
         self._op = op
         self._mean = op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
-        self._cols = ((_C if self._mean or op == _VARIANCE else 0)
-                      | (_X if op == _VARIANCE or op == _ARGMIN or op == _ARGMAX else 0))
+        self._cols = ((_C if self._mean or op == _VARIANCE or op == _ARGMIN or op == _ARGMAX else 0)
+                      | (_X if op == _VARIANCE else 0))
         self._lower = self._mean or op >= _FIRST
         self._count = type(monoid) is Count
         self._journal = None
@@ -382,13 +392,15 @@ class TypedFiBA:
         self._magnitude = 0
         # the identity's arithmetic (its type is monoid.identity's; see _enc)
         if op == _MIN or op == _MINCOUNT:
-            self._identity = Part(d=math.inf, i=INT64_MAX, c=0, x=0)
+            self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
         elif op == _MAX or op == _MAXCOUNT:
-            self._identity = Part(d=-math.inf, i=INT64_MIN, c=0, x=0)
-        elif op == _FIRST or op == _LAST or op == _ARGMIN or op == _ARGMAX:
-            self._identity = Part(d=0.0, i=0, c=-1, x=0)  # _EMPTY, None: marked by c == -1
+            self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
+        elif op == _FIRST or op == _LAST:
+            self._identity = Part(d=0.0, i=0, c=-1)  # _EMPTY: marked by c == -1
+        elif op == _ARGMIN or op == _ARGMAX:  # None: marked in the field the kind's values leave unused
+            self._identity = Part(d=-1.0, i=-1, c=0)
         else:  # Variance's: count 0
-            self._identity = Part(d=0.0, i=0, c=0, x=0)
+            self._identity = Part(d=0.0, i=0, c=0)
         return 0
 
     def _reset(self) -> None:
@@ -406,7 +418,6 @@ class TypedFiBA:
 
     @cython.cfunc
     @cython.inline
-    @cython.cdivision(True)
     @cython.exceptval(check=False)
     def _comb(self, a: Part, b: Part) -> Part:
         """The monoid's combine(a, b), as the object FiBA computes it (an identity operand
@@ -414,8 +425,8 @@ class TypedFiBA:
         op: cython.int = self._op
         if op == _SUM:
             if self._float:
-                return Part(d=a.d + b.d, i=0, c=0, x=0)
-            return Part(d=0.0, i=a.i + b.i, c=0, x=0)
+                return Part(d=a.d + b.d, i=0, c=0)
+            return Part(d=0.0, i=a.i + b.i, c=0)
         if op == _MIN:  # ties keep the left operand
             if self._float:
                 return a if a.d <= b.d else b
@@ -424,39 +435,46 @@ class TypedFiBA:
             if self._float:
                 return a if a.d >= b.d else b
             return a if a.i >= b.i else b
+        if op == _MEAN:
+            if self._float:
+                return Part(d=a.d + b.d, i=0, c=a.c + b.c)
+            return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
         if op == _MINCOUNT:  # _mincount: the smaller wins, equal values add their counts
             if (a.d < b.d) if self._float else (a.i < b.i):
                 return a
             if (b.d < a.d) if self._float else (b.i < a.i):
                 return b
-            return Part(d=a.d, i=a.i, c=a.c + b.c, x=0)
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
         if op == _MAXCOUNT:
             if (a.d > b.d) if self._float else (a.i > b.i):
                 return a
             if (b.d > a.d) if self._float else (b.i > a.i):
                 return b
-            return Part(d=a.d, i=a.i, c=a.c + b.c, x=0)
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
+        return self._comb_wide(a, b)  # out of line: the ops above stay small enough to inline
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _comb_wide(self, a: Part, b: Part) -> Part:
+        """:meth:`_comb` of First, Last, ArgMin, ArgMax and Variance."""
+        op: cython.int = self._op
         if op == _FIRST:  # _first: the left operand unless it is the identity
             return b if a.c < 0 else a
         if op == _LAST:
             return a if b.c < 0 else b
-        if op == _ARGMIN:  # _argmin: the identity gives way; ties keep the left operand
-            if a.c < 0 or b.c < 0:
-                return b if a.c < 0 else a
+        if op == _ARGMIN or op == _ARGMAX:  # the identity gives way; ties keep the left operand
             if self._float:
-                return a if a.d <= b.d else b
-            return a if a.i <= b.i else b
-        if op == _ARGMAX:
-            if a.c < 0 or b.c < 0:
-                return b if a.c < 0 else a
-            if self._float:
+                if a.i < 0 or b.i < 0:
+                    return b if a.i < 0 else a
+                if op == _ARGMIN:
+                    return a if a.d <= b.d else b
                 return a if a.d >= b.d else b
+            if a.d < 0.0 or b.d < 0.0:
+                return b if a.d < 0.0 else a
+            if op == _ARGMIN:
+                return a if a.i <= b.i else b
             return a if a.i >= b.i else b
-        if op == _VARIANCE:
-            return _chan(a, b)
-        if self._float:
-            return Part(d=a.d + b.d, i=0, c=a.c + b.c, x=0)
-        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c, x=0)
+        return _chan(a, b)
 
     @cython.cfunc
     def _decode(self, partial: object) -> Part:
@@ -465,7 +483,6 @@ class TypedFiBA:
         op: cython.int = self._op
         value: object = partial
         c: cython.longlong = 0
-        xb: cython.longlong = 0
         self._vany = False
         if op == _VARIANCE:
             return self._decode_variance(partial)
@@ -475,10 +492,10 @@ class TypedFiBA:
             value = partial[0]
             key: object = partial[1]
             if type(key) is float:
-                xb = _bits(key)
+                c = _bits(key)
                 self._xkind = True
             elif type(key) is int:
-                xb = _int64(key)
+                c = _int64(key)
                 self._xkind = False
             else:
                 raise Untyped(f"an ArgMin / ArgMax key that is not exactly an int or a float: {key!r}")
@@ -499,11 +516,11 @@ class TypedFiBA:
             if self._op != _MEAN and self._mean and not -math.inf < x < math.inf:
                 raise Untyped("MinCount / MaxCount take finite values (as their lift)")
             self._vkind = True
-            return Part(d=x, i=0, c=c, x=xb)
+            return Part(d=x, i=0, c=c)
         if type(value) is not int:
             raise Untyped(f"not an int or a float: {value!r}")
         self._vkind = False
-        return Part(d=0.0, i=_int64(value), c=c, x=xb)
+        return Part(d=0.0, i=_int64(value), c=c)
 
     @cython.cfunc
     def _decode_variance(self, partial: object) -> Part:
@@ -522,16 +539,16 @@ class TypedFiBA:
                 raise Untyped(f"a Variance partial of count 1 has M2 the int 0, got {m2!r}")
             if type(mean) is float:
                 self._vkind = True
-                return Part(d=mean, i=0, c=1, x=0)
+                return Part(d=mean, i=0, c=1)
             if type(mean) is not int or not -_VAR_INT <= mean <= _VAR_INT:
                 raise Untyped(f"Variance takes ints of magnitude at most 2**25 typed, got {mean!r}")
             self._vkind = False
-            return Part(d=cython.cast(cython.double, cython.cast(cython.longlong, mean)), i=0, c=1, x=0)
+            return Part(d=cython.cast(cython.double, cython.cast(cython.longlong, mean)), i=0, c=1)
         if type(mean) is not float or type(m2) is not float:
             raise Untyped(f"a Variance partial of count >= 2 has a float mean and M2, got {partial!r}")
         self._vkind = self._float
         self._vany = True
-        return Part(d=mean, i=0, c=count, x=_bits(m2))
+        return Part(d=mean, i=_bits(m2), c=count)
 
     @cython.cfunc
     def _enc(self, p: Part) -> object:
@@ -543,21 +560,22 @@ class TypedFiBA:
 
     @cython.cfunc
     def _enc_wide(self, p: Part) -> object:
-        """:meth:`_enc` of First, Last, Variance, ArgMin and ArgMax: the identity (marked by
-        ``c == -1``, Variance's by count 0) as the monoid's own object."""
+        """:meth:`_enc` of First, Last, Variance, ArgMin and ArgMax: the identity as the
+        monoid's own object."""
         op: cython.int = self._op
         if op == _VARIANCE:
             if p.c == 0:
                 return self.monoid.identity
             if p.c == 1:  # as lift gives it: the mean of the window's kind, M2 the int 0
                 return (1, p.d if self._float else cython.cast(cython.longlong, p.d), 0)
-            return (p.c, p.d, _double(p.x))
-        if p.c < 0:
-            return self.monoid.identity
-        value: object = p.d if self._float else p.i
+            return (p.c, p.d, _double(p.i))
         if op == _FIRST or op == _LAST:
-            return value
-        return (value, _double(p.x) if self._xfloat else p.x)
+            if p.c < 0:
+                return self.monoid.identity
+            return p.d if self._float else p.i
+        if (p.i < 0) if self._float else (p.d < 0.0):  # ArgMin / ArgMax's identity
+            return None
+        return (p.d if self._float else p.i, _double(p.c) if self._xfloat else p.c)
 
     @cython.cfunc
     def _agg_of(self, node: _TNode) -> object:
@@ -598,43 +616,47 @@ class TypedFiBA:
 
     @cython.cfunc
     @cython.inline
+    @cython.exceptval(check=False)
     def _val(self, node: _TNode, j: cython.Py_ssize_t) -> Part:
+        # (every op with columns beyond keys and values has _C; Variance's M2 goes in i)
         cols: cython.int = self._cols
-        c: cython.longlong = node.c[j] if cols & _C else 0
-        x: cython.longlong = cython.cast(_TNodeX, node).x[j] if cols & _X else 0
         if self._dbl:
-            return Part(d=_double(node.v[j]), i=0, c=c, x=x)
-        return Part(d=0.0, i=node.v[j], c=c, x=x)
+            if not cols:
+                return Part(d=_double(node.v[j]), i=0, c=0)
+            return Part(d=_double(node.v[j]), i=cython.cast(_TNodeX, node).x[j] if cols & _X else 0, c=node.c[j])
+        return Part(d=0.0, i=node.v[j], c=node.c[j] if cols else 0)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
     def _setv(self, node: _TNode, j: cython.Py_ssize_t, p: Part) -> cython.int:
         node.v[j] = _bits(p.d) if self._dbl else p.i
-        if self._cols & _C:
+        if self._cols:
             node.c[j] = p.c
-        if self._cols & _X:
-            cython.cast(_TNodeX, node).x[j] = p.x
+            if self._cols & _X:
+                cython.cast(_TNodeX, node).x[j] = p.i
         return 0
 
     @cython.cfunc
     @cython.inline
+    @cython.exceptval(check=False)
     def _suf(self, r: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = self._sc[r] if self._cols & _C else 0
-        x: cython.longlong = self._sx[r] if self._cols & _X else 0
+        cols: cython.int = self._cols
         if self._dbl:
-            return Part(d=_double(self._sv[r]), i=0, c=c, x=x)
-        return Part(d=0.0, i=self._sv[r], c=c, x=x)
+            if not cols:
+                return Part(d=_double(self._sv[r]), i=0, c=0)
+            return Part(d=_double(self._sv[r]), i=self._sx[r] if cols & _X else 0, c=self._sc[r])
+        return Part(d=0.0, i=self._sv[r], c=self._sc[r] if cols else 0)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
     def _setsuf(self, r: cython.Py_ssize_t, p: Part) -> cython.int:
         self._sv[r] = _bits(p.d) if self._dbl else p.i
-        if self._cols & _C:
+        if self._cols:
             self._sc[r] = p.c
-        if self._cols & _X:
-            self._sx[r] = p.x
+            if self._cols & _X:
+                self._sx[r] = p.i
         return 0
 
     # key comparisons: entry j of node against the key (q) of the tree's kind
@@ -986,7 +1008,7 @@ class TypedFiBA:
         if self._qkind and self._q == 0 and math.copysign(1.0, key) < 0:
             raise Untyped("a -0.0 key (it would read back as 0.0)")
         p: Part = self._decode(partial)
-        xkey: cython.bint = self._cols & _X and self._op != _VARIANCE  # ArgMin / ArgMax
+        xkey: cython.bint = self._op == _ARGMIN or self._op == _ARGMAX
         if size:
             if self._qkind != self._kfloat:
                 raise Untyped(f"a key of the other kind: {key!r}")
@@ -1013,7 +1035,7 @@ class TypedFiBA:
         size: cython.Py_ssize_t = self._len()
         kind: cython.bint = self._float
         xkind: cython.bint = self._xfloat
-        xkey: cython.bint = self._cols & _X and self._op != _VARIANCE
+        xkey: cython.bint = self._op == _ARGMIN or self._op == _ARGMAX
         first: cython.bint = size == 0
         track: cython.bint = self._op == _SUM or self._op == _MEAN
         magnitude: cython.ulonglong = self._magnitude if size else 0
