@@ -1,6 +1,7 @@
 """Typed FiBA (issue 20): :class:`~mta.algorithms.fiba.FiBA`, the finger B-tree aggregator,
-for the built-in number monoids (Sum, Count, Min, Max, Mean), with keys and partials in
-typed columns (C int64 or doubles) instead of Python objects. In Cython's pure-Python
+for the built-in monoids Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last,
+Variance, StdDev, ArgMin and ArgMax, with keys and partials in typed columns (C int64 or
+doubles) instead of Python objects. In Cython's pure-Python
 mode: compiled, the nodes are C extension types; without a compiler the same file runs
 as (slow) Python.
 
@@ -15,8 +16,15 @@ undoing re-inserts, which shapes the tree as it shapes FiBA's.
 
 What it holds: keys all exactly ``int`` (int64) or all exactly ``float`` (not NaN);
 partials all ``int`` (int64) or all ``float`` (not NaN), Mean's as ``(sum, count)`` with
-an int count in ``[0, 2**32)``, Count's ints only. The kinds are chosen by the first
-entry of an empty tree. Anything else raises :class:`~mta.algorithms.typed.Untyped`
+an int count in ``[0, 2**32)``, Count's ints only. First and Last: values of one of those
+kinds, NaN included (never compared). ArgMin and ArgMax: ``(value, key)`` with the value
+as Min's and the key all exactly ``int`` (int64) or all exactly ``float`` (never compared:
+kept as bits). Variance and StdDev: ``(count, mean, M2)`` as ``_chan`` merges them, count-1
+partials as ``lift`` gives them (``(1, v, 0)``, the mean all ``float`` or all ``int`` of
+magnitude at most 2**25, so that C doubles compute Chan's merge as Python does, deltas
+squared exact) and merged ones with a count in ``[2, 2**32)`` and float mean and M2 (of
+either kind: they keep the tree's). The kinds are chosen by the first entry of an empty
+tree. Anything else raises :class:`~mta.algorithms.typed.Untyped`
 before anything changes (a caller demotes to :meth:`to_object`). INT bound, as in
 ``mta.algorithms.typed``: for Sum, Count and Mean of ints the sum of ``|v|`` over the
 entries stays at most ``2**63 - 1``, so no aggregate can overflow (an insertion that could
@@ -24,9 +32,15 @@ break it raises Untyped). That sum is kept exactly: a bulk eviction subtracts th
 evicted entries' ``|v|`` in a C loop over them (amortized O(1) per entry, and only for
 int sums; the cut itself stays O(log n)).
 
-Storage: a node is an extension type with three C arrays of int64 (keys, values, Mean
-counts) of room for FiBA's largest node at ``min_arity`` 16 and one entry over (so
-``min_arity`` is at most 16 here: ValueError beyond). A float value is stored as its bits; a
+Storage: a node is an extension type with three C arrays of int64 (keys, values, and the
+counts of Mean, MinCount, MaxCount and Variance, or ArgMin's keys in partials) of room for
+FiBA's largest node at ``min_arity`` 16 and one entry over (so ``min_arity`` is at most 16
+here: ValueError beyond); Variance's nodes have a fourth, for M2 (:class:`_TNodeX`), and
+only theirs. A partial in C (``Part``) is three fields whatever the op: a value ``d``
+(double) or ``i`` (int64) and ``c``; First and Last mark their identity by ``c == -1``,
+ArgMin and ArgMax theirs (None) by ``-1`` in the value field their kind leaves unused
+(``i`` for FLOAT, ``d`` for INT), Variance's is count 0, its mean in ``d``, M2's bits in
+``i``. A float value is stored as its bits; a
 float key as an int64 in the same order (its bits, the magnitude flipped for a negative),
 so that entries move between nodes as bits and keys compare as ints whatever their kind.
 A -0.0 key is refused (Untyped): as a key it is 0.0, and it would read back as 0.0. Lookups
