@@ -252,43 +252,47 @@ def _last_child(node: _TNode) -> _TNode:
 
 
 @cython.cfunc
+@cython.inline
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
 def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
     """Move entries ``i ..`` of ``node`` by ``by`` places (right if positive); ``n`` follows.
-    ``cols``: the columns beyond keys and values (``_C`` with any, ``_X``: a loop of its own)."""
+    ``cols``: the columns beyond keys and values (``_C``, with ``_X`` for Variance)."""
+    n: cython.Py_ssize_t = node.n
+    j: cython.Py_ssize_t
+    if cols & _X:
+        _shift_x(cython.cast(_TNodeX, node), i, by)
+    if by > 0:
+        for j in range(n - 1, i - 1, -1):
+            node.k[j + by] = node.k[j]
+            node.v[j + by] = node.v[j]
+            if cols:
+                node.c[j + by] = node.c[j]
+    elif by < 0:
+        for j in range(i, n):
+            node.k[j + by] = node.k[j]
+            node.v[j + by] = node.v[j]
+            if cols:
+                node.c[j + by] = node.c[j]
+    node.n = n + by
+    return 0
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _shift_x(node: _TNodeX, i: cython.Py_ssize_t, by: cython.Py_ssize_t) -> cython.int:
+    """:func:`_shift` of the ``x`` column (out of line: the other ops' shifts stay small)."""
     n: cython.Py_ssize_t = node.n
     j: cython.Py_ssize_t
     if by > 0:
-        if cols:
-            for j in range(n - 1, i - 1, -1):
-                node.k[j + by] = node.k[j]
-                node.v[j + by] = node.v[j]
-                node.c[j + by] = node.c[j]
-        else:
-            for j in range(n - 1, i - 1, -1):
-                node.k[j + by] = node.k[j]
-                node.v[j + by] = node.v[j]
-        if cols & _X:
-            nx: _TNodeX = cython.cast(_TNodeX, node)
-            for j in range(n - 1, i - 1, -1):
-                nx.x[j + by] = nx.x[j]
+        for j in range(n - 1, i - 1, -1):
+            node.x[j + by] = node.x[j]
     elif by < 0:
-        if cols:
-            for j in range(i, n):
-                node.k[j + by] = node.k[j]
-                node.v[j + by] = node.v[j]
-                node.c[j + by] = node.c[j]
-        else:
-            for j in range(i, n):
-                node.k[j + by] = node.k[j]
-                node.v[j + by] = node.v[j]
-        if cols & _X:
-            mx: _TNodeX = cython.cast(_TNodeX, node)
-            for j in range(i, n):
-                mx.x[j + by] = mx.x[j]
-    node.n = n + by
+        for j in range(i, n):
+            node.x[j + by] = node.x[j]
     return 0
 
 
@@ -300,20 +304,24 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
           cols: cython.int) -> cython.int:
     """Entries ``s .. s + m - 1`` of ``src`` to places ``t ..`` of another node (bits)."""
     j: cython.Py_ssize_t
-    if cols:
-        for j in range(m):
-            dst.k[t + j] = src.k[s + j]
-            dst.v[t + j] = src.v[s + j]
-            dst.c[t + j] = src.c[s + j]
-    else:
-        for j in range(m):
-            dst.k[t + j] = src.k[s + j]
-            dst.v[t + j] = src.v[s + j]
     if cols & _X:
-        sx: _TNodeX = cython.cast(_TNodeX, src)
-        dx: _TNodeX = cython.cast(_TNodeX, dst)
-        for j in range(m):
-            dx.x[t + j] = sx.x[s + j]
+        _copy_x(cython.cast(_TNodeX, src), s, cython.cast(_TNodeX, dst), t, m)
+    for j in range(m):
+        dst.k[t + j] = src.k[s + j]
+        dst.v[t + j] = src.v[s + j]
+        if cols:
+            dst.c[t + j] = src.c[s + j]
+    return 0
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _copy_x(src: _TNodeX, s: cython.Py_ssize_t, dst: _TNodeX, t: cython.Py_ssize_t, m: cython.Py_ssize_t) -> cython.int:
+    j: cython.Py_ssize_t
+    for j in range(m):
+        dst.x[t + j] = src.x[s + j]
     return 0
 
 
@@ -453,6 +461,13 @@ class TypedFiBA:
             if self._float:
                 return Part(d=a.d + b.d, i=0, c=a.c + b.c)
             return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
+        return self._comb_wide(a, b)  # out of line: the ops above stay small enough to inline
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _comb_wide(self, a: Part, b: Part) -> Part:
+        """:meth:`_comb` of MinCount, MaxCount, First, Last, ArgMin, ArgMax and Variance."""
+        op: cython.int = self._op
         if op == _MINCOUNT:  # _mincount: the smaller wins, equal values add their counts
             if (a.d < b.d) if self._float else (a.i < b.i):
                 return a
@@ -465,13 +480,6 @@ class TypedFiBA:
             if (b.d > a.d) if self._float else (b.i > a.i):
                 return b
             return Part(d=a.d, i=a.i, c=a.c + b.c)
-        return self._comb_wide(a, b)  # out of line: the ops above stay small enough to inline
-
-    @cython.cfunc
-    @cython.exceptval(check=False)
-    def _comb_wide(self, a: Part, b: Part) -> Part:
-        """:meth:`_comb` of First, Last, ArgMin, ArgMax and Variance."""
-        op: cython.int = self._op
         if op == _FIRST:  # _first: the left operand unless it is the identity
             return b if a.c < 0 else a
         if op == _LAST:
