@@ -178,9 +178,10 @@ class _TNode:
 
     Entry ``j < n``: key ``k[j]`` (see :func:`_fkey`), value ``v[j]`` (an int64, or the bits
     of a double) and, for Mean, MinCount, MaxCount and Variance, count ``c[j]`` (ArgMin and
-    ArgMax: the key in the partial; Variance's M2 is in a :class:`_TNodeX`'s ``x``). ``children`` a list (None for a leaf),
-    ``agg`` and ``size`` as FiBA's (position-dependent); ``suffixed``: FiBA's ``suffix``
-    is not None (the left finger's suffix folds, ``slen`` of them, kept by the tree)."""
+    ArgMax: the key in the partial; Variance's M2 is in a :class:`_TNodeX`'s ``x``).
+    ``children`` a list (None for a leaf), ``agg`` and ``size`` as FiBA's
+    (position-dependent); ``suffixed``: FiBA's ``suffix`` is not None (the left finger's
+    suffix folds, ``slen`` of them, kept by the tree)."""
 
     n: cython.Py_ssize_t
     k: cython.longlong[33]  # CAP
@@ -319,6 +320,7 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
 @cython.wraparound(False)
 @cython.exceptval(check=False)
 def _copy_x(src: _TNodeX, s: cython.Py_ssize_t, dst: _TNodeX, t: cython.Py_ssize_t, m: cython.Py_ssize_t) -> cython.int:
+    """:func:`_copy` of the ``x`` column."""
     j: cython.Py_ssize_t
     for j in range(m):
         dst.x[t + j] = src.x[s + j]
@@ -331,8 +333,9 @@ def _copy_x(src: _TNodeX, s: cython.Py_ssize_t, dst: _TNodeX, t: cython.Py_ssize
 @cython.initializedcheck(False)
 class TypedFiBA:
     """FiBA over typed columns for Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last,
-    Variance, StdDev, ArgMin and ArgMax (see the module docstring): amortized O(log d) insert and evict at distance d from either end, O(1)
-    query, O(log n) bulk eviction, range queries, prefix search."""
+    Variance, StdDev, ArgMin and ArgMax (see the module docstring): amortized O(log d)
+    insert and evict at distance d from either end, O(1) query, O(log n) bulk eviction,
+    range queries, prefix search."""
 
     name = FiBA.name
     uses_store = False
