@@ -11,7 +11,7 @@ import json
 from conftest import bench_smoke, run_quick
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS
 
-from benchmarks.compiled_core import KINDS, MORE_MONOIDS, PER_EVENT_MONOIDS
+from benchmarks.compiled_core import KINDS, MORE_MONOIDS, ORDERED_CORES, PER_EVENT_MONOIDS
 from mta.algorithms import typed
 
 
@@ -65,11 +65,14 @@ def test_compiled_core_quick(tmp_path):
 
     monoids = cells["monoids"]["results"]
     assert {(e["monoid"], e["algorithm"]) for e in monoids} == {
-        (m, a) for m, make in MORE_MONOIDS.items() for a in TYPED_ALGORITHMS if typed.serves(a, make())}
+        (m, a) for m, make in MORE_MONOIDS.items() for a in [*TYPED_ALGORITHMS, *ORDERED_CORES]
+        if typed.serves(a, make())}
     assert {e["monoid"] for e in monoids} == set(MORE_MONOIDS)
+    assert {e["monoid"] for e in monoids if e["algorithm"] == "fiba"} >= {"Variance", "ArgMin", "ArgMax", "First"}
     for e in monoids:
         assert e["equal"] and e["typed_ns"] > 0 and e["object_ns"] > 0
-        assert e["typed_core"] == TYPED_ALGORITHMS[e["algorithm"]].__name__
+        assert e["typed_core"] == (TYPED_ALGORITHMS[e["algorithm"]].__name__ if e["algorithm"] in TYPED_ALGORITHMS
+                                   else "TypedTimeOrdered")  # the out-of-order window: TypedFiBA under it
 
 
 @bench_smoke

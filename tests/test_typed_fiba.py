@@ -16,22 +16,32 @@ import copy
 import math
 import pickle
 import random
+import struct
 from functools import reduce
 
 import pytest
 from hypothesis import given, strategies as st
 
 from conftest import hsettings
-from mta import Count, Max, MaxCount, Mean, Min, MinCount, Sum
+from mta import ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum, Variance
 from mta._extensions import load_pure
 from mta.algorithms import typed_fiba
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped
 
 TWINS = {"imported": typed_fiba, "pure": load_pure("mta.algorithms.typed_fiba")}
-MONOIDS = [Sum, Count, Min, Max, Mean, MinCount, MaxCount]
+MONOIDS = [Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last, Variance, ArgMin, ArgMax]
 #: The monoids whose partials are (value, count) pairs.
 PAIRS = (Mean, MinCount, MaxCount)
+#: Those whose partials are (value, key) pairs, the key drawn as an int or a float.
+ARGS = (ArgMin, ArgMax)
+#: Selections: any order of combines of the same sequence gives the same partial.
+SELECTIONS = (Min, Max, Count, MinCount, MaxCount, First, Last, ArgMin, ArgMax)
+#: Variance: ints of magnitude up to 2**25 stay typed (deltas squared exact in doubles).
+VAR_INTS = st.one_of(st.integers(-10**6, 10**6), st.integers(-3, 3),
+                     st.sampled_from([2**25, -2**25, 2**25 - 1, -2**25 + 1]))
+#: Variance partials of count >= 2 (as a combine makes them): either kind takes them.
+VAR_MERGED = st.sampled_from([(2, 0.5, 0.125), (3, -1.5, 2.0), (2, -0.0, 0.0)])
 # Magnitudes far apart: a sum in another order rounds differently.
 FLOATS = [1e16, -1e16, 1.0, 0.5, -3.25, 1e-3, 7.0, 2.0 ** 60, -0.0, -0.0, 0.0]
 # Mostly zeros: where an operand order or a combine with the identity shows (-0.0 + -0.0 is
@@ -75,26 +85,36 @@ def naive(entries: dict, monoid):
 
 
 def exact(entries: dict, monoid_cls) -> bool:
-    """Whether any order of combines gives the same result (ints; Min/Max/Count always)."""
-    return monoid_cls in (Min, Max, Count, MinCount, MaxCount) or all(
-        type(v[0] if monoid_cls in PAIRS else v) is int for v in entries.values())
+    """Whether any order of combines gives the same result (ints; selections always;
+    Variance never: Chan's merge rounds)."""
+    return monoid_cls in SELECTIONS or (monoid_cls not in (Variance, StdDev) and all(
+        type(v[0] if monoid_cls in PAIRS else v) is int for v in entries.values()))
 
 
-def values_for(monoid_cls, ints: bool, floats: list = FLOATS, big: bool = True):
-    """Partials of the monoid: ints (``big``: up to the int64 limits) or floats of the palette."""
+def values_for(monoid_cls, ints: bool, floats: list = FLOATS, big: bool = True, float_keys: bool = False):
+    """Partials of the monoid: ints (``big``: up to the int64 limits; Variance's up to 2**25)
+    or floats of the palette; ArgMin / ArgMax's keys floats or ints (``float_keys``)."""
     if monoid_cls is Count:
         return st.sampled_from([1, 2, 3])
+    if monoid_cls in (Variance, StdDev):
+        base = VAR_INTS if ints else st.sampled_from(floats)
+        return st.one_of(base, base, base, base, base, VAR_MERGED).map(
+            lambda v: v if type(v) is tuple else monoid_cls().lift(v))
     base = (INTS if big else st.integers(-10**6, 10**6)) if ints else st.sampled_from(floats)
-    if monoid_cls in (MinCount, MaxCount) and ints:
-        base = st.one_of(base, st.integers(-3, 3))  # ties add their counts
-    if monoid_cls in (Min, Max) and not ints:
+    if monoid_cls in (MinCount, MaxCount, ArgMin, ArgMax) and ints:
+        base = st.one_of(base, st.integers(-3, 3))  # ties add their counts, or keep the left one
+    if monoid_cls in (Min, Max, ArgMin, ArgMax, First, Last) and not ints:
         base = st.one_of(base, st.sampled_from([math.inf, -math.inf]))
+    if monoid_cls in ARGS:
+        key = st.integers(-5, 5).map(float if float_keys else int)
+        return st.tuples(base, st.one_of(key, st.sampled_from([-0.0, 2.5, 1e300] if float_keys
+                                                             else [2**63 - 1, -2**63])))
     return base.map(lambda v: (v, 1)) if monoid_cls in PAIRS else base
 
 
-def ops(monoid_cls, ints: bool, float_keys: bool, floats: list):
+def ops(monoid_cls, ints: bool, float_keys: bool, floats: list, float_akeys: bool = False):
     key = st.integers(0, 60).map(float if float_keys else int)
-    vals = values_for(monoid_cls, ints, floats)
+    vals = values_for(monoid_cls, ints, floats, float_keys=float_akeys)
     return st.one_of(
         st.tuples(st.just("insert"), key, vals),                       # anywhere: out of order, equal keys
         st.tuples(st.just("append"), st.integers(1, 3), vals),         # in order, after the newest
@@ -109,17 +129,22 @@ def ops(monoid_cls, ints: bool, float_keys: bool, floats: list):
         st.tuples(st.just("clear"), st.none(), st.none()),
         st.tuples(st.just("copy"), st.none(), st.none()),
         # what the typed tree cannot hold: the other kind of value or key, ints beyond int64, -0.0 keys
-        st.tuples(st.just("foreign"), key, st.sampled_from(["float", "int", "huge", "key", "negzero"])),
+        # (ArgMin, ArgMax: a key of the other kind in the partial; Variance: an int beyond 2**25)
+        st.tuples(st.just("foreign"), key, st.sampled_from(["float", "int", "huge", "key", "negzero", "akey", "var"])),
     )
 
 
-def foreign(kind: str, key, monoid_cls, ints: bool):
+def foreign(kind: str, key, monoid_cls, ints: bool, float_akeys: bool = False):
     """An entry of ``kind`` that the tree may not hold (the other kind in a non-empty tree...)."""
-    value = {"float": 0.25, "int": 3, "huge": 2**64}.get(kind, 5 if ints else 0.5)
+    value = {"float": 0.25, "int": 3, "huge": 2**64, "var": 2**25 + 1}.get(kind, 5 if ints else 0.5)
     if monoid_cls is Count:
         value = {"float": 1.0, "huge": 2**64}.get(kind, 1)
     if monoid_cls in PAIRS:
         value = (value, 1)
+    elif monoid_cls in (Variance, StdDev):
+        value = (1, value, 0)
+    elif monoid_cls in ARGS:
+        value = (value, (2 if float_akeys else 2.0) if kind == "akey" else (2.0 if float_akeys else 2))
     if kind == "key":
         key = int(key) if type(key) is float else float(key)
     elif kind == "negzero":
@@ -144,6 +169,7 @@ def test_matches_object_fiba(path, monoid_cls, data):
     float_keys = data.draw(st.booleans(), "float keys")
     min_arity = data.draw(st.sampled_from([2, 3, 4, 16]), "min_arity")
     floats = data.draw(st.sampled_from(PALETTES), "float values")
+    float_akeys = data.draw(st.booleans(), "float keys in ArgMin / ArgMax partials")
     monoid = monoid_cls()
     tree = TWINS[path].TypedFiBA(monoid, min_arity=min_arity)
     ref = FiBA(monoid, min_arity=min_arity)
@@ -165,13 +191,13 @@ def test_matches_object_fiba(path, monoid_cls, data):
             assert_same(tree, ref)
             return call(tree)
 
-    for op, a, b in data.draw(st.lists(ops(monoid_cls, ints, float_keys, floats), max_size=150)):
+    for op, a, b in data.draw(st.lists(ops(monoid_cls, ints, float_keys, floats, float_akeys), max_size=150)):
         if op == "insert" or op == "append" or op == "foreign":
             if op == "append":
                 newest = ref.newest()
                 a = (newest[0] if newest else 0) + a
             elif op == "foreign":
-                a, b = foreign(b, a, monoid_cls, ints)
+                a, b = foreign(b, a, monoid_cls, ints, float_akeys)
             assert act(lambda t: t.insert(a, b)) == ref.insert(a, b)
             entries[a] = monoid.combine(entries[a], b) if a in entries else b
         elif op == "evict":
@@ -217,6 +243,8 @@ def test_matches_object_fiba(path, monoid_cls, data):
         assert_same(tree, ref)
         if exact(entries, monoid_cls):
             assert tree.query() == naive(entries, monoid)
+        if not demoted:
+            assert identical(tree.result(), monoid.lower(ref.query()))
         assert len(tree) == len(entries)
     if exact(entries, monoid_cls):  # FiBA.check recomputes every aggregate in its own order
         tree.check()
@@ -240,9 +268,11 @@ def test_sliding_window_use(path, monoid_cls, data):
     def value():
         if monoid_cls is Count:
             return rnd.randint(1, 3)
-        span = 3 if monoid_cls in (MinCount, MaxCount) else 10**6  # small ints tie
+        span = 3 if monoid_cls in (MinCount, MaxCount, ArgMin, ArgMax) else 10**6  # small ints tie
         v = rnd.randint(-span, span) if ints else rnd.choice(palette)
-        return (v, 1) if monoid_cls in PAIRS else v
+        if monoid_cls in ARGS:
+            return (v, rnd.randint(0, 9))
+        return (v, 1) if monoid_cls in PAIRS else monoid.lift(v)
 
     tree = TWINS[path].TypedFiBA(monoid, min_arity=min_arity)
     ref = FiBA(monoid, min_arity=min_arity)
@@ -296,10 +326,12 @@ def test_state_crosses_paths(monoid_cls, data):
         if source == "imported":
             assert_same(pickle.loads(pickle.dumps(tree)), ref)
         if vals:  # and goes on as FiBA
-            last = vals[-1][1]
-            small = 1 if type(last[0] if monoid_cls in PAIRS else last) is int else 0.5
+            last = vals[-1][1]  # of the tree's kinds
+            if monoid_cls in (Sum, Mean):  # a small one: within the INT bound
+                small = 1 if type(last[0] if monoid_cls in PAIRS else last) is int else 0.5
+                last = (small, 1) if monoid_cls in PAIRS else small
             for t in (moved, ref):
-                t.insert(300, (small, 1) if monoid_cls in PAIRS else small)
+                t.insert(300, last)
                 t.evict_upto(100)
             assert_same(moved, ref)
 
@@ -349,8 +381,97 @@ def test_refusals_change_nothing(path):
     tree.check()
     with pytest.raises(ValueError):
         mod.TypedFiBA(Sum(), min_arity=17)
-    with pytest.raises(TypeError):
-        from mta import Variance
-        mod.TypedFiBA(Variance())
+    with pytest.raises(TypeError, match="ArgMin and ArgMax, not GeometricMean"):
+        from mta import GeometricMean
+        mod.TypedFiBA(GeometricMean())
     with pytest.raises(Untyped):
         mod.TypedFiBA(Count()).insert(1, 1.0)
+
+
+#: Partials each tree (of ints, int keys) refuses: no column holds them, or not as the
+#: object tree would give them back.
+REFUSED = {
+    First: [None, "x", True, 2**63, 0.5, ()],
+    Last: [None, (1,), False, -2**63 - 1, 1.5],
+    Variance: [(1, 2**25 + 1, 0), (1, -2**25 - 1, 0), (1, 1.5, 0), (1, 3, 0.0), (1, 3, 1), (0, 0.0, 0.0),
+               (2, 1, 0.5), (2, 1.0, 0), (1, True, 0), (True, 1, 0), (2**32, 1.0, 1.0), (1, 3), [1, 3, 0], None],
+    ArgMin: [None, (1, 1.5), (1.5, 1), (float("nan"), 1), (1, "k"), (1, True), (True, 1), (1, 2**63), (2**63, 1),
+             (1, None), [1, 1], (1, 1, 1)],
+}
+REFUSED[StdDev] = REFUSED[Variance]
+REFUSED[ArgMax] = REFUSED[ArgMin]
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("monoid_cls", list(REFUSED), ids=lambda c: c.__name__)
+def test_wide_refusals_change_nothing(path, monoid_cls):
+    """First, Last, Variance, StdDev, ArgMin, ArgMax: Untyped before any change, in insert
+    and accepts; the tree then goes on (and demotes to the object FiBA, which takes them)."""
+    monoid = monoid_cls()
+    tree = TWINS[path].TypedFiBA(monoid, min_arity=2)
+    ref = FiBA(monoid, min_arity=2)
+    for k in range(12):
+        v = (k * 5) % 7 - 3
+        p = (v, k) if monoid_cls in ARGS else monoid.lift(v)
+        tree.insert(k * 2, p)
+        ref.insert(k * 2, p)
+    before = dump(tree)
+    for bad in REFUSED[monoid_cls]:
+        with pytest.raises(Untyped):
+            tree.insert(5, bad)
+        assert identical(dump(tree), before)
+        assert not tree.accepts([bad])
+        assert not tree.accepts([tree.oldest()[1], bad])
+    assert tree.accepts([tree.oldest()[1], tree.newest()[1]])
+    assert_same(tree, ref)
+    obj = tree.to_object()
+    for t in (obj, ref):  # the object FiBA takes what it is given
+        t.insert(5, REFUSED[monoid_cls][0])
+    assert_same(obj, ref)
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+def test_variance_int_bound_and_kinds(path):
+    """Variance of ints: up to 2**25 in magnitude typed and bit for bit the object's (deltas
+    of 2**26 squared: 2**52), count-1 partials given back as lifted (an int mean, M2 the
+    int 0); an empty tree takes either kind again (by its first lifted partial); a merged
+    partial fits either kind."""
+    mod = TWINS[path]
+    for monoid in (Variance(), StdDev(ddof=1)):
+        tree, ref = mod.TypedFiBA(monoid, min_arity=2), FiBA(monoid, min_arity=2)
+        for k, v in enumerate([2**25, -2**25, 2**25 - 1, 3, -2**25 + 1, 2**25, 0, -7] * 5):
+            key = (k * 11) % 40
+            assert tree.insert(key, monoid.lift(v)) == ref.insert(key, monoid.lift(v))
+            assert_same(tree, ref)
+            assert identical(tree.result(), monoid.lower(ref.query()))
+        assert tree.oldest() == ref.oldest() and type(tree.oldest()[1][1]) is type(ref.oldest()[1][1])
+        tree.evict_upto(100)
+        ref.evict_upto(100)
+        assert_same(tree, ref)
+        assert tree.result() is None and identical(tree.query(), (0, 0.0, 0.0))
+        for t in (tree, ref):  # a float tree now (a merged partial first would keep the kind)
+            t.insert(2, monoid.lift(0.25))
+            t.insert(1, (2, 1.0, 0.5))
+            t.insert(0, monoid.lift(-0.0))
+        assert_same(tree, ref)
+        with pytest.raises(Untyped):
+            tree.insert(3, monoid.lift(1))
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("monoid_cls", [First, Last], ids=lambda c: c.__name__)
+def test_first_last_hold_any_float(path, monoid_cls):
+    """First and Last never compare values: NaN, infinities and -0.0 stay typed and come
+    back bit for bit; inserts between entries (out of order) and at equal keys select as
+    the object FiBA does; an empty tree's result is None, its query the private identity."""
+    monoid = monoid_cls()
+    tree, ref = TWINS[path].TypedFiBA(monoid, min_arity=2), FiBA(monoid, min_arity=2)
+    assert tree.result() is None and tree.query() is monoid.identity
+    nan = struct.unpack("d", struct.pack("Q", 0x7FF8_0000_0000_0bad))[0]
+    for k, v in enumerate([nan, -0.0, math.inf, 0.0, -math.inf, 1.5] * 4):
+        key = (k * 7) % 19
+        assert tree.insert(key, v) == ref.insert(key, v)
+        assert_same(tree, ref)
+        assert identical(tree.query_range(3, 12), ref.query_range(3, 12))
+    tree.evict_upto(30)
+    assert tree.query() is monoid.identity and tree.query_range(0, 5) is monoid.identity

@@ -82,8 +82,8 @@ _WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
              Variance: VARIANCE, StdDev: VARIANCE, ArgMin: ARGMIN, ArgMax: ARGMAX}
 #: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
 WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
-              FIRST: frozenset({"amta"}), LAST: frozenset({"amta"}),
-              VARIANCE: frozenset(), ARGMIN: frozenset(), ARGMAX: frozenset()}
+              FIRST: frozenset({"amta", "fiba"}), LAST: frozenset({"amta", "fiba"}),
+              VARIANCE: frozenset({"fiba"}), ARGMIN: frozenset({"fiba"}), ARGMAX: frozenset({"fiba"})}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1

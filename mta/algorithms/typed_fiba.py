@@ -1,6 +1,7 @@
 """Typed FiBA (issue 20): :class:`~mta.algorithms.fiba.FiBA`, the finger B-tree aggregator,
-for the built-in number monoids (Sum, Count, Min, Max, Mean), with keys and partials in
-typed columns (C int64 or doubles) instead of Python objects. In Cython's pure-Python
+for the built-in monoids Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last,
+Variance, StdDev, ArgMin and ArgMax, with keys and partials in typed columns (C int64 or
+doubles) instead of Python objects. In Cython's pure-Python
 mode: compiled, the nodes are C extension types; without a compiler the same file runs
 as (slow) Python.
 
@@ -15,8 +16,15 @@ undoing re-inserts, which shapes the tree as it shapes FiBA's.
 
 What it holds: keys all exactly ``int`` (int64) or all exactly ``float`` (not NaN);
 partials all ``int`` (int64) or all ``float`` (not NaN), Mean's as ``(sum, count)`` with
-an int count in ``[0, 2**32)``, Count's ints only. The kinds are chosen by the first
-entry of an empty tree. Anything else raises :class:`~mta.algorithms.typed.Untyped`
+an int count in ``[0, 2**32)``, Count's ints only. First and Last: values of one of those
+kinds, NaN included (never compared). ArgMin and ArgMax: ``(value, key)`` with the value
+as Min's and the key all exactly ``int`` (int64) or all exactly ``float`` (never compared:
+kept as bits). Variance and StdDev: ``(count, mean, M2)`` as ``_chan`` merges them, count-1
+partials as ``lift`` gives them (``(1, v, 0)``, the mean all ``float`` or all ``int`` of
+magnitude at most 2**25, so that C doubles compute Chan's merge as Python does, deltas
+squared exact) and merged ones with a count in ``[2, 2**32)`` and float mean and M2 (of
+either kind: they keep the tree's). The kinds are chosen by the first entry of an empty
+tree. Anything else raises :class:`~mta.algorithms.typed.Untyped`
 before anything changes (a caller demotes to :meth:`to_object`). INT bound, as in
 ``mta.algorithms.typed``: for Sum, Count and Mean of ints the sum of ``|v|`` over the
 entries stays at most ``2**63 - 1``, so no aggregate can overflow (an insertion that could
@@ -24,9 +32,15 @@ break it raises Untyped). That sum is kept exactly: a bulk eviction subtracts th
 evicted entries' ``|v|`` in a C loop over them (amortized O(1) per entry, and only for
 int sums; the cut itself stays O(log n)).
 
-Storage: a node is an extension type with three C arrays of int64 (keys, values, Mean
-counts) of room for FiBA's largest node at ``min_arity`` 16 and one entry over (so
-``min_arity`` is at most 16 here: ValueError beyond). A float value is stored as its bits; a
+Storage: a node is an extension type with three C arrays of int64 (keys, values, and the
+counts of Mean, MinCount, MaxCount and Variance, or ArgMin's keys in partials) of room for
+FiBA's largest node at ``min_arity`` 16 and one entry over (so ``min_arity`` is at most 16
+here: ValueError beyond); Variance's nodes have a fourth, for M2 (:class:`_TNodeX`), and
+only theirs. A partial in C (``Part``) is three fields whatever the op: a value ``d``
+(double) or ``i`` (int64) and ``c``; First and Last mark their identity by ``c == -1``,
+ArgMin and ArgMax theirs (None) by ``-1`` in the value field their kind leaves unused
+(``i`` for FLOAT, ``d`` for INT), Variance's is count 0, its mean in ``d``, M2's bits in
+``i``. A float value is stored as its bits; a
 float key as an int64 in the same order (its bits, the magnitude flipped for a negative),
 so that entries move between nodes as bits and keys compare as ints whatever their kind.
 A -0.0 key is refused (Untyped): as a key it is 0.0, and it would read back as 0.0. Lookups
@@ -50,14 +64,16 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.fiba import FiBA, _NEW, _Node
-from mta.algorithms.typed import MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, serves, wide_op_of
+from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, VARIANCE, Untyped,
+                                  serves, wide_op_of)
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
 
 __all__ = ["TypedFiBA", "Untyped"]
 
-# A partial or aggregate: ``d`` (FLOAT kind) or ``i`` (INT kind), ``c`` a Mean's count.
+# A partial or aggregate: ``d`` (FLOAT kind) or ``i`` (INT kind), ``c`` a Mean's count; First,
+# Last, Variance, ArgMin and ArgMax use the fields otherwise (see the module docstring).
 Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
 if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
     globals()["Part"] = SimpleNamespace
@@ -68,10 +84,20 @@ _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
 _MINCOUNT = cython.declare(cython.int, MINCOUNT)
 _MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
+_FIRST = cython.declare(cython.int, FIRST)
+_LAST = cython.declare(cython.int, LAST)
+_VARIANCE = cython.declare(cython.int, VARIANCE)
+_ARGMIN = cython.declare(cython.int, ARGMIN)
+_ARGMAX = cython.declare(cython.int, ARGMAX)
+#: The entry columns beyond keys and values an op uses (``_TNode.c``, ``_TNodeX.x``: Variance's M2).
+_C = cython.declare(cython.int, 1)
+_X = cython.declare(cython.int, 2)
 #: Largest sum of |v| over an INT-kind tree of SUM or MEAN partials.
 LIMIT = cython.declare(cython.ulonglong, 2**63 - 1)
 INT64_MAX = cython.declare(cython.longlong, 2**63 - 1)
 INT64_MIN = cython.declare(cython.longlong, -INT64_MAX - 1)
+#: Variance's int means: at most this magnitude (its C arithmetic is then the object one's, exactly).
+_VAR_INT = cython.declare(cython.longlong, 2**25)
 #: Room in a node: FiBA's largest (min_arity 16: 31 entries) and one over before it splits.
 MAX_ARITY = cython.declare(cython.Py_ssize_t, 16)
 CAP = cython.declare(cython.Py_ssize_t, 33)
@@ -146,15 +172,16 @@ def _unfkey(b: cython.longlong) -> cython.double:
     return _double(b ^ INT64_MAX if b < 0 else b)
 
 
-@cython.final
 @cython.cclass
 class _TNode:
     """A node of :class:`TypedFiBA`: FiBA's ``_Node`` with its entries in C arrays.
 
     Entry ``j < n``: key ``k[j]`` (see :func:`_fkey`), value ``v[j]`` (an int64, or the bits
-    of a double) and, for Mean, count ``c[j]``. ``children`` a list (None for a leaf),
-    ``agg`` and ``size`` as FiBA's (position-dependent); ``suffixed``: FiBA's ``suffix``
-    is not None (the left finger's suffix folds, ``slen`` of them, kept by the tree)."""
+    of a double) and, for Mean, MinCount, MaxCount and Variance, count ``c[j]`` (ArgMin and
+    ArgMax: the key in the partial; Variance's M2 is in a :class:`_TNodeX`'s ``x``).
+    ``children`` a list (None for a leaf), ``agg`` and ``size`` as FiBA's
+    (position-dependent); ``suffixed``: FiBA's ``suffix`` is not None (the left finger's
+    suffix folds, ``slen`` of them, kept by the tree)."""
 
     n: cython.Py_ssize_t
     k: cython.longlong[33]  # CAP
@@ -181,6 +208,39 @@ class _TNode:
 
 
 @cython.cfunc
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _chan(a: Part, b: Part) -> Part:
+    """``mta.monoid._chan`` of two Variance partials (count ``c``, mean ``d``, M2's bits ``i``),
+    its operations in its order: ``n`` and the counts as doubles (exact below 2**53)."""
+    if a.c == 0:
+        return b
+    if b.c == 0:
+        return a
+    n: cython.longlong = a.c + b.c
+    dn: cython.double = cython.cast(cython.double, n)
+    na: cython.double = cython.cast(cython.double, a.c)
+    nb: cython.double = cython.cast(cython.double, b.c)
+    delta: cython.double = b.d - a.d
+    return Part(d=a.d + (delta * nb) / dn, c=n,
+                i=_bits((_double(a.i) + _double(b.i)) + (((delta * delta) * na) * nb) / dn))
+
+
+@cython.final
+@cython.cclass
+class _TNodeX(_TNode):
+    """A :class:`_TNode` with one more int64 column, ``x[j]``: Variance's M2 (bits of a
+    double). Only Variance's trees have it, so the other ops' nodes are not bigger."""
+
+    x: cython.longlong[33]  # CAP
+
+    def __init__(self) -> None:
+        super().__init__()
+        if not cython.compiled:
+            self.x = [0] * CAP
+
+
+@cython.cfunc
 @cython.inline
 def _child(node: _TNode, i: cython.Py_ssize_t) -> _TNode:
     return node.children[i]
@@ -193,24 +253,28 @@ def _last_child(node: _TNode) -> _TNode:
 
 
 @cython.cfunc
+@cython.inline
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
-def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, mean: cython.bint) -> cython.int:
-    """Move entries ``i ..`` of ``node`` by ``by`` places (right if positive); ``n`` follows."""
+def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
+    """Move entries ``i ..`` of ``node`` by ``by`` places (right if positive); ``n`` follows.
+    ``cols``: the columns beyond keys and values (``_C``, with ``_X`` for Variance)."""
     n: cython.Py_ssize_t = node.n
     j: cython.Py_ssize_t
+    if cols & _X:
+        _shift_x(cython.cast(_TNodeX, node), i, by)
     if by > 0:
         for j in range(n - 1, i - 1, -1):
             node.k[j + by] = node.k[j]
             node.v[j + by] = node.v[j]
-            if mean:
+            if cols:
                 node.c[j + by] = node.c[j]
     elif by < 0:
         for j in range(i, n):
             node.k[j + by] = node.k[j]
             node.v[j + by] = node.v[j]
-            if mean:
+            if cols:
                 node.c[j + by] = node.c[j]
     node.n = n + by
     return 0
@@ -220,15 +284,46 @@ def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, mean: cyth
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
+def _shift_x(node: _TNodeX, i: cython.Py_ssize_t, by: cython.Py_ssize_t) -> cython.int:
+    """:func:`_shift` of the ``x`` column (out of line: the other ops' shifts stay small)."""
+    n: cython.Py_ssize_t = node.n
+    j: cython.Py_ssize_t
+    if by > 0:
+        for j in range(n - 1, i - 1, -1):
+            node.x[j + by] = node.x[j]
+    elif by < 0:
+        for j in range(i, n):
+            node.x[j + by] = node.x[j]
+    return 0
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
 def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, m: cython.Py_ssize_t,
-          mean: cython.bint) -> cython.int:
+          cols: cython.int) -> cython.int:
     """Entries ``s .. s + m - 1`` of ``src`` to places ``t ..`` of another node (bits)."""
     j: cython.Py_ssize_t
+    if cols & _X:
+        _copy_x(cython.cast(_TNodeX, src), s, cython.cast(_TNodeX, dst), t, m)
     for j in range(m):
         dst.k[t + j] = src.k[s + j]
         dst.v[t + j] = src.v[s + j]
-        if mean:
+        if cols:
             dst.c[t + j] = src.c[s + j]
+    return 0
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _copy_x(src: _TNodeX, s: cython.Py_ssize_t, dst: _TNodeX, t: cython.Py_ssize_t, m: cython.Py_ssize_t) -> cython.int:
+    """:func:`_copy` of the ``x`` column."""
+    j: cython.Py_ssize_t
+    for j in range(m):
+        dst.x[t + j] = src.x[s + j]
     return 0
 
 
@@ -237,9 +332,10 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
 @cython.wraparound(False)
 @cython.initializedcheck(False)
 class TypedFiBA:
-    """FiBA over typed columns for Sum, Count, Min, Max, Mean, MinCount and MaxCount (see the module
-    docstring): amortized O(log d) insert and evict at distance d from either end, O(1)
-    query, O(log n) bulk eviction, range queries, prefix search."""
+    """FiBA over typed columns for Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last,
+    Variance, StdDev, ArgMin and ArgMax (see the module docstring): amortized O(log d)
+    insert and evict at distance d from either end, O(1) query, O(log n) bulk eviction,
+    range queries, prefix search."""
 
     name = FiBA.name
     uses_store = False
@@ -251,9 +347,13 @@ class TypedFiBA:
     _min_keys: cython.Py_ssize_t
     _op: cython.int
     _mean: cython.bint        # partials are pairs (value, count): Mean, MinCount, MaxCount
+    _cols: cython.int         # the entry columns beyond keys and values: _C, _X
+    _lower: cython.bint       # result() is monoid.lower(query())
     _count: cython.bint
     _float: cython.bint       # values' kind: FLOAT (doubles) or INT (int64)
+    _dbl: cython.bint         # the value column holds doubles (FLOAT kind; Variance's means)
     _kfloat: cython.bint      # keys' kind
+    _xfloat: cython.bint      # ArgMin / ArgMax: the kind of the keys in their partials
     _track: cython.bint       # INT kind of SUM or MEAN: the sum of |v| is kept
     _magnitude: cython.ulonglong
     _identity: Part
@@ -263,10 +363,13 @@ class TypedFiBA:
     _journal: object          # FiBA's undo journal (None: no batch may be undone)
     # scratch
     _vkind: cython.bint       # the kind of the partial _decode last read
+    _vany: cython.bint        # ... or it fits either kind (a Variance partial of count >= 2)
+    _xkind: cython.bint       # the kind of the ArgMin / ArgMax partial's key _decode last read
     _qkind: cython.bint       # the kind of the key _key_in last read
     _q: cython.longlong       # that key (as stored: _fkey of a float)
     _sv: cython.longlong[33]  # the left finger's suffix folds (FiBA's suffix[r]): values ...
-    _sc: cython.longlong[33]  # ... and Mean counts
+    _sc: cython.longlong[33]  # ... Mean counts ...
+    _sx: cython.longlong[33]  # ... and Variance's M2
     _sowner: _TNode           # the node whose folds they are
     _top: _TNode              # what a rebalancing returns: top node, spines hit
     _hl: cython.bint
@@ -276,7 +379,8 @@ class TypedFiBA:
     def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
         op = wide_op_of(monoid) if serves("fiba", monoid) else None
         if op is None:
-            raise TypeError(f"TypedFiBA serves Sum, Count, Min, Max, Mean, MinCount and MaxCount, not {monoid!r}")
+            raise TypeError("TypedFiBA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last, "
+                            f"Variance, StdDev, ArgMin and ArgMax, not {monoid!r}")
         if isinstance(min_arity, bool) or not isinstance(min_arity, int) or min_arity < 2:
             raise ValueError(f"min_arity must be an int >= 2, got {min_arity!r}")
         if min_arity > MAX_ARITY:
@@ -288,13 +392,17 @@ class TypedFiBA:
         self._min_keys = min_arity - 1
         self._op = op
         self._mean = op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
+        self._cols = ((_C if self._mean or op == _VARIANCE or op == _ARGMIN or op == _ARGMAX else 0)
+                      | (_X if op == _VARIANCE else 0))
+        self._lower = self._mean or op >= _FIRST
         self._count = type(monoid) is Count
         self._journal = None
         self._kfloat = self._vkind = self._qkind = self._hl = self._hr = self._hit = False
+        self._xfloat = self._xkind = self._vany = False
         self._q = 0
         self._sowner = None
         if not cython.compiled:
-            self._sv, self._sc = [0] * CAP, [0] * CAP
+            self._sv, self._sc, self._sx = [0] * CAP, [0] * CAP, [0] * CAP
         self._top = None
         self._set_kind(True)
         self._reset()
@@ -304,6 +412,7 @@ class TypedFiBA:
         """Values of FLOAT (True) or INT kind; only while the tree is empty."""
         op: cython.int = self._op
         self._float = kind
+        self._dbl = kind or op == _VARIANCE
         self._track = not kind and (op == _SUM or op == _MEAN)
         self._magnitude = 0
         # the identity's arithmetic (its type is monoid.identity's; see _enc)
@@ -311,7 +420,11 @@ class TypedFiBA:
             self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
         elif op == _MAX or op == _MAXCOUNT:
             self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
-        else:
+        elif op == _FIRST or op == _LAST:
+            self._identity = Part(d=0.0, i=0, c=-1)  # _EMPTY: marked by c == -1
+        elif op == _ARGMIN or op == _ARGMAX:  # None: marked in the field the kind's values leave unused
+            self._identity = Part(d=-1.0, i=-1, c=0)
+        else:  # Variance's: count 0
             self._identity = Part(d=0.0, i=0, c=0)
         return 0
 
@@ -322,7 +435,7 @@ class TypedFiBA:
 
     @cython.cfunc
     def _new(self) -> _TNode:
-        node: _TNode = _TNode()
+        node: _TNode = _TNodeX() if self._cols & _X else _TNode()
         node.agg = self._identity
         return node
 
@@ -347,6 +460,17 @@ class TypedFiBA:
             if self._float:
                 return a if a.d >= b.d else b
             return a if a.i >= b.i else b
+        if op == _MEAN:
+            if self._float:
+                return Part(d=a.d + b.d, i=0, c=a.c + b.c)
+            return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
+        return self._comb_wide(a, b)  # out of line: the ops above stay small enough to inline
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _comb_wide(self, a: Part, b: Part) -> Part:
+        """:meth:`_comb` of MinCount, MaxCount, First, Last, ArgMin, ArgMax and Variance."""
+        op: cython.int = self._op
         if op == _MINCOUNT:  # _mincount: the smaller wins, equal values add their counts
             if (a.d < b.d) if self._float else (a.i < b.i):
                 return a
@@ -359,15 +483,47 @@ class TypedFiBA:
             if (b.d > a.d) if self._float else (b.i > a.i):
                 return b
             return Part(d=a.d, i=a.i, c=a.c + b.c)
-        if self._float:
-            return Part(d=a.d + b.d, i=0, c=a.c + b.c)
-        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
+        if op == _FIRST:  # _first: the left operand unless it is the identity
+            return b if a.c < 0 else a
+        if op == _LAST:
+            return a if b.c < 0 else b
+        if op == _ARGMIN or op == _ARGMAX:  # the identity gives way; ties keep the left operand
+            if self._float:
+                if a.i < 0 or b.i < 0:
+                    return b if a.i < 0 else a
+                if op == _ARGMIN:
+                    return a if a.d <= b.d else b
+                return a if a.d >= b.d else b
+            if a.d < 0.0 or b.d < 0.0:
+                return b if a.d < 0.0 else a
+            if op == _ARGMIN:
+                return a if a.i <= b.i else b
+            return a if a.i >= b.i else b
+        return _chan(a, b)
 
     @cython.cfunc
     def _decode(self, partial: object) -> Part:
-        """``partial`` as a Part, its kind in ``_vkind``; Untyped if it does not fit a column."""
+        """``partial`` as a Part, its kind in ``_vkind`` (``_vany``: either kind), its key's
+        (ArgMin, ArgMax) in ``_xkind``; Untyped if it does not fit a column."""
+        op: cython.int = self._op
         value: object = partial
         c: cython.longlong = 0
+        self._vany = False
+        if op == _VARIANCE:
+            return self._decode_variance(partial)
+        if op == _ARGMIN or op == _ARGMAX:
+            if type(partial) is not tuple or len(partial) != 2:
+                raise Untyped(f"not a (value, key) partial: {partial!r}")
+            value = partial[0]
+            key: object = partial[1]
+            if type(key) is float:
+                c = _bits(key)
+                self._xkind = True
+            elif type(key) is int:
+                c = _int64(key)
+                self._xkind = False
+            else:
+                raise Untyped(f"an ArgMin / ArgMax key that is not exactly an int or a float: {key!r}")
         if self._mean:
             if type(partial) is not tuple or len(partial) != 2:
                 raise Untyped(f"not a (value, count) partial: {partial!r}")
@@ -380,7 +536,7 @@ class TypedFiBA:
             x: cython.double = value
             if self._count:
                 raise Untyped("Count partials are ints")
-            if x != x:
+            if x != x and op != _FIRST and op != _LAST:  # (First and Last never compare values)
                 raise Untyped("NaN")  # Min.fold's min() and the left fold differ on it
             if self._op != _MEAN and self._mean and not -math.inf < x < math.inf:
                 raise Untyped("MinCount / MaxCount take finite values (as their lift)")
@@ -392,9 +548,59 @@ class TypedFiBA:
         return Part(d=0.0, i=_int64(value), c=c)
 
     @cython.cfunc
+    def _decode_variance(self, partial: object) -> Part:
+        """A Variance partial ``(count, mean, M2)``: count 1 as its lift gives it (``(1, v,
+        0)``, M2 the int 0; ``v`` a float, FLOAT kind, or an int of magnitude at most 2**25,
+        INT kind), or a count in ``[2, 2**32)`` with a float mean and M2 (either kind)."""
+        if type(partial) is not tuple or len(partial) != 3:
+            raise Untyped(f"not a (count, mean, M2) partial: {partial!r}")
+        count: object = partial[0]
+        mean: object = partial[1]
+        m2: object = partial[2]
+        if type(count) is not int or not 1 <= count < _COUNT_HI:
+            raise Untyped(f"a Variance count must be an int in [1, 2**32), got {count!r}")
+        if count == 1:
+            if type(m2) is not int or m2 != 0:
+                raise Untyped(f"a Variance partial of count 1 has M2 the int 0, got {m2!r}")
+            if type(mean) is float:
+                self._vkind = True
+                return Part(d=mean, i=0, c=1)
+            if type(mean) is not int or not -_VAR_INT <= mean <= _VAR_INT:
+                raise Untyped(f"Variance takes ints of magnitude at most 2**25 typed, got {mean!r}")
+            self._vkind = False
+            return Part(d=cython.cast(cython.double, cython.cast(cython.longlong, mean)), i=0, c=1)
+        if type(mean) is not float or type(m2) is not float:
+            raise Untyped(f"a Variance partial of count >= 2 has a float mean and M2, got {partial!r}")
+        self._vkind = self._float
+        self._vany = True
+        return Part(d=mean, i=_bits(m2), c=count)
+
+    @cython.cfunc
     def _enc(self, p: Part) -> object:
+        op: cython.int = self._op
+        if op >= _FIRST:
+            return self._enc_wide(p)
         value: object = p.d if self._float else p.i
         return (value, p.c) if self._mean else value
+
+    @cython.cfunc
+    def _enc_wide(self, p: Part) -> object:
+        """:meth:`_enc` of First, Last, Variance, ArgMin and ArgMax: the identity as the
+        monoid's own object."""
+        op: cython.int = self._op
+        if op == _VARIANCE:
+            if p.c == 0:
+                return self.monoid.identity
+            if p.c == 1:  # as lift gives it: the mean of the window's kind, M2 the int 0
+                return (1, p.d if self._float else cython.cast(cython.longlong, p.d), 0)
+            return (p.c, p.d, _double(p.i))
+        if op == _FIRST or op == _LAST:
+            if p.c < 0:
+                return self.monoid.identity
+            return p.d if self._float else p.i
+        if (p.i < 0) if self._float else (p.d < 0.0):  # ArgMin / ArgMax's identity
+            return None
+        return (p.d if self._float else p.i, _double(p.c) if self._xfloat else p.c)
 
     @cython.cfunc
     def _agg_of(self, node: _TNode) -> object:
@@ -435,36 +641,47 @@ class TypedFiBA:
 
     @cython.cfunc
     @cython.inline
+    @cython.exceptval(check=False)
     def _val(self, node: _TNode, j: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = node.c[j] if self._mean else 0
-        if self._float:
-            return Part(d=_double(node.v[j]), i=0, c=c)
-        return Part(d=0.0, i=node.v[j], c=c)
+        # (every op with columns beyond keys and values has _C; Variance's M2 goes in i)
+        cols: cython.int = self._cols
+        if self._dbl:
+            if not cols:
+                return Part(d=_double(node.v[j]), i=0, c=0)
+            return Part(d=_double(node.v[j]), i=cython.cast(_TNodeX, node).x[j] if cols & _X else 0, c=node.c[j])
+        return Part(d=0.0, i=node.v[j], c=node.c[j] if cols else 0)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
     def _setv(self, node: _TNode, j: cython.Py_ssize_t, p: Part) -> cython.int:
-        node.v[j] = _bits(p.d) if self._float else p.i
-        if self._mean:
+        node.v[j] = _bits(p.d) if self._dbl else p.i
+        if self._cols:
             node.c[j] = p.c
+            if self._cols & _X:
+                cython.cast(_TNodeX, node).x[j] = p.i
         return 0
 
     @cython.cfunc
     @cython.inline
+    @cython.exceptval(check=False)
     def _suf(self, r: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = self._sc[r] if self._mean else 0
-        if self._float:
-            return Part(d=_double(self._sv[r]), i=0, c=c)
-        return Part(d=0.0, i=self._sv[r], c=c)
+        cols: cython.int = self._cols
+        if self._dbl:
+            if not cols:
+                return Part(d=_double(self._sv[r]), i=0, c=0)
+            return Part(d=_double(self._sv[r]), i=self._sx[r] if cols & _X else 0, c=self._sc[r])
+        return Part(d=0.0, i=self._sv[r], c=self._sc[r] if cols else 0)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
     def _setsuf(self, r: cython.Py_ssize_t, p: Part) -> cython.int:
-        self._sv[r] = _bits(p.d) if self._float else p.i
-        if self._mean:
+        self._sv[r] = _bits(p.d) if self._dbl else p.i
+        if self._cols:
             self._sc[r] = p.c
+            if self._cols & _X:
+                self._sx[r] = p.i
         return 0
 
     # key comparisons: entry j of node against the key (q) of the tree's kind
@@ -521,7 +738,7 @@ class TypedFiBA:
     @cython.exceptval(check=False)
     def _put_entry(self, node: _TNode, i: cython.Py_ssize_t, p: Part) -> cython.int:
         """Insert the scratch key with value ``p`` at entry ``i`` of ``node``."""
-        _shift(node, i, 1, self._mean)
+        _shift(node, i, 1, self._cols)
         node.k[i] = self._q
         self._setv(node, i, p)
         return 0
@@ -680,15 +897,15 @@ class TypedFiBA:
     @cython.cfunc
     def _split(self, left: _TNode) -> cython.int:
         a: cython.Py_ssize_t = self.min_arity
-        mean: cython.bint = self._mean
+        cols: cython.int = self._cols
         parent: _TNode = left.parent
         right: _TNode = self._new()
         m: cython.Py_ssize_t = left.n - a - 1
-        _copy(left, a + 1, right, 0, m, mean)
+        _copy(left, a + 1, right, 0, m, cols)
         right.n = m
         index: cython.Py_ssize_t = parent.children.index(left)
-        _shift(parent, index, 1, mean)
-        _copy(left, a, parent, index, 1, mean)
+        _shift(parent, index, 1, cols)
+        _copy(left, a, parent, index, 1, cols)
         parent.children.insert(index + 1, right)
         left.n = a
         if left.children is not None:
@@ -723,14 +940,14 @@ class TypedFiBA:
     @cython.cfunc
     def _merge(self, parent: _TNode, index: cython.Py_ssize_t) -> _TNode:
         """Merge ``parent.children[index + 1]`` into ``children[index]`` with the entry between."""
-        mean: cython.bint = self._mean
+        cols: cython.int = self._cols
         left: _TNode = _child(parent, index)
         right: _TNode = _child(parent, index + 1)
-        _copy(parent, index, left, left.n, 1, mean)
+        _copy(parent, index, left, left.n, 1, cols)
         left.n += 1
-        _shift(parent, index + 1, -1, mean)
+        _shift(parent, index + 1, -1, cols)
         del parent.children[index + 1]
-        _copy(right, 0, left, left.n, right.n, mean)
+        _copy(right, 0, left, left.n, right.n, cols)
         left.n += right.n
         if left.children is not None:
             left.children += right.children
@@ -745,23 +962,23 @@ class TypedFiBA:
     @cython.cfunc
     def _move(self, parent: _TNode, recipient: cython.Py_ssize_t, giver: cython.Py_ssize_t) -> cython.int:
         """Rotate one entry (and child) from sibling ``giver`` through the parent into ``recipient``."""
-        mean: cython.bint = self._mean
+        cols: cython.int = self._cols
         to: _TNode = _child(parent, recipient)
         fro: _TNode = _child(parent, giver)
         moved: _TNode
         if recipient < giver:
-            _copy(parent, recipient, to, to.n, 1, mean)
+            _copy(parent, recipient, to, to.n, 1, cols)
             to.n += 1
-            _copy(fro, 0, parent, recipient, 1, mean)
-            _shift(fro, 1, -1, mean)
+            _copy(fro, 0, parent, recipient, 1, cols)
+            _shift(fro, 1, -1, cols)
             if fro.children is not None:
                 moved = fro.children.pop(0)
                 to.children.append(moved)
                 moved.parent = to
         else:
-            _shift(to, 0, 1, mean)
-            _copy(parent, giver, to, 0, 1, mean)
-            _copy(fro, fro.n - 1, parent, giver, 1, mean)
+            _shift(to, 0, 1, cols)
+            _copy(parent, giver, to, 0, 1, cols)
+            _copy(fro, fro.n - 1, parent, giver, 1, cols)
             fro.n -= 1
             if fro.children is not None:
                 moved = fro.children.pop()
@@ -816,11 +1033,14 @@ class TypedFiBA:
         if self._qkind and self._q == 0 and math.copysign(1.0, key) < 0:
             raise Untyped("a -0.0 key (it would read back as 0.0)")
         p: Part = self._decode(partial)
+        xkey: cython.bint = self._op == _ARGMIN or self._op == _ARGMAX
         if size:
             if self._qkind != self._kfloat:
                 raise Untyped(f"a key of the other kind: {key!r}")
             if self._vkind != self._float:
                 raise Untyped("a partial of the other kind")
+            if xkey and self._xkind != self._xfloat:
+                raise Untyped("an ArgMin / ArgMax partial whose key is of the other kind")
         if (not self._vkind and (self._op == _SUM or self._op == _MEAN)
                 and _abs64(p.i) > LIMIT - (self._magnitude if size else 0)):
             raise Untyped("the sum of |v| would exceed 2**63 - 1")
@@ -828,6 +1048,8 @@ class TypedFiBA:
             self._kfloat = self._qkind
             if self._vkind != self._float:
                 self._set_kind(self._vkind)
+            if xkey:
+                self._xfloat = self._xkind
             self._magnitude = 0
             self._root.agg = self._identity
         return self._insert(key, p)
@@ -837,6 +1059,8 @@ class TypedFiBA:
         of the tree's kind): one kind, the tree's unless it is empty, within the INT bound."""
         size: cython.Py_ssize_t = self._len()
         kind: cython.bint = self._float
+        xkind: cython.bint = self._xfloat
+        xkey: cython.bint = self._op == _ARGMIN or self._op == _ARGMAX
         first: cython.bint = size == 0
         track: cython.bint = self._op == _SUM or self._op == _MEAN
         magnitude: cython.ulonglong = self._magnitude if size else 0
@@ -845,8 +1069,10 @@ class TypedFiBA:
             for partial in partials:
                 p = self._decode(partial)
                 if first:
-                    kind, first = self._vkind, False
-                elif self._vkind != kind:
+                    if not self._vany:  # (a Variance partial of count >= 2 keeps the kind)
+                        kind = self._vkind
+                    xkind, first = self._xkind, False
+                elif (self._vkind != kind and not self._vany) or (xkey and self._xkind != xkind):
                     return False
                 if not kind and track:
                     if _abs64(p.i) > LIMIT - magnitude:
@@ -903,15 +1129,15 @@ class TypedFiBA:
         """FiBA._append_split: in order, the right finger full, its parent not."""
         if self._journal is not None:
             self._journal.append((key, _NEW))
-        mean: cython.bint = self._mean
+        cols: cython.int = self._cols
         self._put_entry(finger, finger.n, p)
         a: cython.Py_ssize_t = self.min_arity
         parent: _TNode = finger.parent
         right: _TNode = self._new()
         m: cython.Py_ssize_t = finger.n - a - 1
-        _copy(finger, a + 1, right, 0, m, mean)
+        _copy(finger, a + 1, right, 0, m, cols)
         right.n = m
-        _copy(finger, a, parent, parent.n, 1, mean)
+        _copy(finger, a, parent, parent.n, 1, cols)
         parent.n += 1
         parent.children.append(right)
         finger.n = a
@@ -944,7 +1170,7 @@ class TypedFiBA:
             self._untrack(finger, 0)
             if self._journal is not None:
                 self._journal.append((key, self._enc(self._val(finger, 0))))
-            _shift(finger, 1, -1, self._mean)
+            _shift(finger, 1, -1, self._cols)
             if not finger.suffixed:
                 self._recalc(finger)
                 return True
@@ -965,7 +1191,7 @@ class TypedFiBA:
         if self._journal is not None:
             self._journal.append((key, self._enc(self._val(node, i))))
         if node.children is None:
-            _shift(node, i + 1, -1, self._mean)
+            _shift(node, i + 1, -1, self._cols)
             self._recalc_if_up(node)
             self._rebalance_after_evict(node, None)
             self._repair(self._top, self._hl, self._hr)
@@ -975,13 +1201,13 @@ class TypedFiBA:
         if leaf.n > self._min_keys:
             while leaf.children is not None:
                 leaf = _child(leaf, 0)
-            _copy(leaf, 0, node, i, 1, self._mean)
-            _shift(leaf, 1, -1, self._mean)
+            _copy(leaf, 0, node, i, 1, self._cols)
+            _shift(leaf, 1, -1, self._cols)
         else:
             leaf = _child(node, i)
             while leaf.children is not None:
                 leaf = _last_child(leaf)
-            _copy(leaf, leaf.n - 1, node, i, 1, self._mean)
+            _copy(leaf, leaf.n - 1, node, i, 1, self._cols)
             leaf.n -= 1
         self._recalc_if_up(leaf)
         self._rebalance_after_evict(leaf, node)
@@ -1143,7 +1369,7 @@ class TypedFiBA:
         """Remove the entries ``<= q`` of ``node`` and the children left of them."""
         n: cython.Py_ssize_t = self._bisect_right(node, q)
         if n:
-            _shift(node, n, -n, self._mean)
+            _shift(node, n, -n, self._cols)
             if node.children is not None:
                 del node.children[:n]
         self._recalc_if_up(node)
@@ -1151,14 +1377,14 @@ class TypedFiBA:
 
     @cython.cfunc
     def _move_batch(self, node: _TNode, neighbor: _TNode, ancestor: _TNode, count: cython.Py_ssize_t) -> cython.int:
-        mean: cython.bint = self._mean
+        cols: cython.int = self._cols
         a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0]) - 1
-        _copy(ancestor, a, node, node.n, 1, mean)
+        _copy(ancestor, a, node, node.n, 1, cols)
         node.n += 1
-        _copy(neighbor, 0, node, node.n, count - 1, mean)
+        _copy(neighbor, 0, node, node.n, count - 1, cols)
         node.n += count - 1
-        _copy(neighbor, count - 1, ancestor, a, 1, mean)
-        _shift(neighbor, count, -count, mean)
+        _copy(neighbor, count - 1, ancestor, a, 1, cols)
+        _shift(neighbor, count, -count, cols)
         if node.children is not None:
             moved: list = neighbor.children[:count]
             del neighbor.children[:count]
@@ -1170,16 +1396,16 @@ class TypedFiBA:
 
     @cython.cfunc
     def _merge_cousin(self, node: _TNode, neighbor: _TNode, ancestor: _TNode) -> cython.int:
-        mean: cython.bint = self._mean
+        cols: cython.int = self._cols
         a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0]) - 1
         m: cython.Py_ssize_t = node.n
-        _shift(neighbor, 0, m + 1, mean)
-        _copy(node, 0, neighbor, 0, m, mean)
-        _copy(ancestor, a, neighbor, m, 1, mean)
+        _shift(neighbor, 0, m + 1, cols)
+        _copy(node, 0, neighbor, 0, m, cols)
+        _copy(ancestor, a, neighbor, m, 1, cols)
         if node.children is not None:
             neighbor.children[:0] = node.children
             self._attach(neighbor, neighbor.children)
-        _shift(ancestor, a + 1, -(a + 1), mean)
+        _shift(ancestor, a + 1, -(a + 1), cols)
         del ancestor.children[:a + 1]
         self._recalc_if_up(neighbor)
         return 0
@@ -1247,7 +1473,7 @@ class TypedFiBA:
 
     def result(self) -> Any:
         """``monoid.lower(query())``."""
-        return self.monoid.lower(self.query()) if self._mean else self.query()
+        return self.monoid.lower(self.query()) if self._lower else self.query()
 
     def oldest(self) -> tuple | None:
         node: _TNode = self._lf
@@ -1529,11 +1755,12 @@ class TypedFiBA:
         tree = self.dump(lambda *fields: fields)
         journal = None if self._journal is None else list(self._journal)
         return (_unpickled, (type(self), self.monoid, self.min_arity,
-                             (self._kfloat, self._float, self._magnitude, self.hold, journal, tree)))
+                             (self._kfloat, self._float, self._xfloat, self._magnitude, self.hold, journal, tree)))
 
     def _load(self, state: tuple) -> None:
-        kfloat, vfloat, magnitude, self.hold, self._journal, tree = state
+        kfloat, vfloat, xfloat, magnitude, self.hold, self._journal, tree = state
         self._kfloat = kfloat
+        self._xfloat = xfloat
         self._set_kind(vfloat)
         self._magnitude = magnitude
         self._root = self._build(tree, None)
