@@ -256,3 +256,37 @@ def test_released_tuples_free_the_int_bound():
         assert [(r.start, r.end, repr(r.value), r.count) for r in got] == \
             [(r.start, r.end, repr(r.value), r.count) for r in want]
     assert typed.snapshot() == plain.snapshot()
+
+
+def test_fused_queries_copies_are_whole_results():
+    """A fused query's copy (compiled: its slots written in place) is a Result like one its
+    constructor makes: equal, same repr, pickled and replaced as one, garbage collected, and
+    holding one reference to each field (none leaked, none missing)."""
+    import gc
+    import pickle
+    import sys
+    from dataclasses import fields, replace
+
+    from mta import Result
+
+    marker = 10 ** 30 + 7  # a value of its own: its reference count shows each result's
+    s = Stream(Sum())
+    for name in ("a", "b", "c", "d"):
+        s.add(name, Tumbling(5))
+    s.insert(1, marker)
+    results = s.advance(5)
+    assert [r.query for r in results] == ["a", "b", "c", "d"]
+    for r in results:
+        made = Result(r.query, 0, 5, marker, 1)
+        assert type(r) is Result and r == made and repr(r) == repr(made)
+        assert [getattr(r, f.name) for f in fields(Result)] == [r.query, 0, 5, marker, 1, True, (), None]
+        assert pickle.loads(pickle.dumps(r)) == r
+        assert replace(r, key="k") == Result(r.query, 0, 5, marker, 1, key="k")
+    del r, made
+    assert gc.is_tracked(results[1])
+    held = sys.getrefcount(marker)
+    results[1].value = 0
+    assert held - sys.getrefcount(marker) == 1
+    del results
+    gc.collect()
+    assert held - sys.getrefcount(marker) == 4  # the value of each of the 4 results, released

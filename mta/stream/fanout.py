@@ -4,7 +4,8 @@ Queries asking for the same windows from the same start are computed once, by th
 of them (``Stream._configure``); every result of it is copied for each of the others. With
 1,000 tumbling queries of 20 lengths, that is 49 copies of every window's result, most of
 the Stream engine's work at window ends once the tuples are typed: C loops here, each
-copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them).
+copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them;
+compiled, written straight into the instance's slots: :func:`_slot_offsets`).
 
 :func:`close_windows` asks each group's first query for its windows and returns the results
 as ``Stream.advance`` does, sorted by (end, query order, start). When every group reported at
@@ -18,6 +19,7 @@ Cython pure-Python mode (compiled when built; the same code interpreted on the p
 from __future__ import annotations
 
 from operator import itemgetter
+from types import MemberDescriptorType
 from typing import Any
 
 try:
@@ -31,6 +33,33 @@ COMPILED: bool = cython.compiled
 
 _new = Result.__new__
 _key = itemgetter(0)
+_FIELDS = ("query", "start", "end", "value", "count", "final", "replaces", "key")
+
+
+@cython.cfunc
+def _slot_offsets() -> cython.bint:
+    """Compiled: put where each of ``_FIELDS`` sits in a ``Result`` (its slot's member
+    descriptor says, as ``Result.query = ...`` finds it) into ``_OFFSETS``, and say whether
+    every field is such a slot (a dataclass with ``slots=True``), so that :func:`_make` may
+    store the fields there itself. False on the pure path."""
+    if not cython.compiled:
+        return False
+    if Result.__itemsize__ or Result.__new__ is not object.__new__:
+        return False
+    least: cython.Py_ssize_t = cython.sizeof(PyObject)
+    most: cython.Py_ssize_t = Result.__basicsize__ - cython.sizeof(cython.p_void)
+    for n, field in enumerate(_FIELDS):
+        descr = Result.__dict__.get(field)
+        if type(descr) is not MemberDescriptorType:
+            return False
+        member = cython.cast(cython.pointer(PyMemberDescrObject), descr).d_member
+        if member.type != T_OBJECT_EX or member.flags & READONLY or not least <= member.offset <= most:
+            return False
+        _OFFSETS[n] = member.offset
+    return True
+
+
+_IN_PLACE: cython.bint = _slot_offsets()
 
 
 @cython.cfunc
@@ -55,6 +84,18 @@ def _make(name: object, start: object, end: object, value: object, count: object
           replaces: object) -> object:
     if type(value) is list or type(value) is dict:
         value = _own(value)
+    if _IN_PLACE:
+        copy = _alloc(cython.cast(cython.pointer(PyTypeObject), Result), 0)  # every slot NULL (unset), as ``_new(Result)`` makes it
+        base: cython.p_char = cython.cast(cython.p_char, cython.cast(cython.pointer(PyObject), copy))
+        _put(base, 0, name)
+        _put(base, 1, start)
+        _put(base, 2, end)
+        _put(base, 3, value)
+        _put(base, 4, count)
+        _put(base, 5, final)
+        _put(base, 6, replaces)
+        _put(base, 7, None)
+        return copy
     copy = _new(Result)
     copy.query = name
     copy.start = start
@@ -65,6 +106,15 @@ def _make(name: object, start: object, end: object, value: object, count: object
     copy.replaces = replaces
     copy.key = None
     return copy
+
+
+@cython.cfunc
+@cython.inline
+def _put(base: cython.p_char, n: cython.int, value: object) -> cython.void:
+    """Field n of the Result at ``base``, unset so far, becomes ``value`` (compiled only)."""
+    Py_INCREF(value)
+    cython.cast(cython.pointer(cython.pointer(PyObject)), base + _OFFSETS[n])[0] = cython.cast(cython.pointer(PyObject),
+                                                                                             value)
 
 
 def fan_out(made: list, others: list, out: list) -> None:
