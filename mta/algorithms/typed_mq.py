@@ -482,8 +482,8 @@ class TypedSlideSide(_TypedMQ):
         written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
         c: cython.bint = self._op == _MEAN
         zeros: cython.bint = self._zero_float and self._kind == _FLOAT  # the int 0 where the object has it
-        twin._elements = [0 if zeros and self._ez[k] else self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0)
-                          for k in range(written)]
+        twin._elements = [0 if zeros and self._ez[k] else
+                          self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
         twin._back = [twin._identity, *(0 if zeros and k <= self._bfloat else
                                         self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
                                         for k in range(1, written + 1))]

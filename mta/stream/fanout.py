@@ -9,11 +9,10 @@ compiled, written straight into the instance's slots: :func:`_slot_offsets`).
 
 :func:`close_windows` asks each group's first query for its windows (a tumbling or sliding
 one, when no late tuple changed a slice, by :func:`_close_sliding`: its ``close`` compiled)
-and returns the results
-as ``Stream.advance`` does, sorted by (end, query order, start). When every group reported at
-most one window and all of them end at the same time (the usual advance: the watermark
-passed one edge), that order is the queries' order, and the results are made in it (no
-sort); otherwise the copies are made group by group and sorted.
+and returns the results as ``Stream.advance`` does, sorted by (end, query order, start).
+When every group reported at most one window and all of them end at the same time (the
+usual advance: the watermark passed one edge), that order is the queries' order, and the
+results are made in it (no sort); otherwise the copies are made group by group and sorted.
 
 Cython pure-Python mode (compiled when built; the same code interpreted on the pure path).
 """
@@ -47,7 +46,7 @@ _FIELDS = ("query", "start", "end", "value", "count", "final", "replaces", "key"
 def _slot_offsets() -> cython.bint:
     """Compiled: put where each of ``_FIELDS`` sits in a ``Result`` (its slot's member
     descriptor says, as ``Result.query = ...`` finds it) into ``_OFFSETS``, and say whether
-    every field is such a slot (a dataclass with ``slots=True``), so that :func:`_make` may
+    every field is such a slot (a dataclass with ``slots=True``), so that :func:`_result` may
     store the fields there itself. False on the pure path."""
     if not cython.compiled:
         return False
@@ -89,6 +88,7 @@ def _own(value: object) -> object:
 @cython.inline
 def _make(name: object, start: object, end: object, value: object, count: object, final: object,
           replaces: object) -> object:
+    """:func:`_result` with ``value``'s own lists and dicts (:func:`_own`)."""
     if type(value) is list or type(value) is dict:
         value = _own(value)
     return _result(name, start, end, value, count, final, replaces)
@@ -99,8 +99,8 @@ def _make(name: object, start: object, end: object, value: object, count: object
 def _result(name: object, start: object, end: object, value: object, count: object, final: object,
             replaces: object) -> object:
     """``Result(name, start, end, value, count, final, replaces)``."""
-    if _IN_PLACE:
-        copy = _alloc(cython.cast(cython.pointer(PyTypeObject), Result), 0)  # every slot NULL (unset), as ``_new(Result)`` makes it
+    if _IN_PLACE:  # every slot NULL (unset) after the allocation, as ``_new(Result)`` makes it
+        copy = _alloc(cython.cast(cython.pointer(PyTypeObject), Result), 0)
         base: cython.p_char = cython.cast(cython.p_char, cython.cast(cython.pointer(PyObject), copy))
         _put(base, 0, name)
         _put(base, 1, start)
