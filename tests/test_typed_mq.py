@@ -318,16 +318,19 @@ def test_ranges_too_large_for_a_twin_get_the_object_aggregator():
     assert agg.answers() == [2, 2]
 
 
+@pytest.mark.parametrize("pair", ["slickdeque-inv", "slideside"])
 @hsettings(max_examples=150)
 @given(ranges=range_sets(), ops=st.lists(st.one_of(
-    st.tuples(st.just("insert"), st.one_of(st.just(0), st.floats(allow_nan=False, width=64),
+    st.tuples(st.just("insert"), st.one_of(st.just(0), st.just(0), st.floats(allow_nan=False, width=64),
                                            st.sampled_from([-0.0, 0.0, 0.1, 1e16, -1e308]))),
     st.tuples(st.just("clear"), st.none())), max_size=120))
-def test_a_float_sum_holds_the_int_identity_without_demoting(ranges, ops) -> None:
+def test_a_float_sum_holds_the_int_identity_without_demoting(pair, ranges, ops) -> None:
     """Sum's int 0 (the shared final's empty partial) among floats, before them and after a
-    clear: the slickdeque twin stays typed, its answers the object's bit for bit (``0 + -0.0``,
-    ``-0.0 - 0`` and the ints 0 of a window of zeros only included)."""
-    twin, obj = typed_mq.TypedSlickDequeInv(Sum(), ranges), SlickDequeInv(Sum(), ranges)
+    clear: the slickdeque and slideside twins stay typed, their answers the object's bit for
+    bit (``0 + -0.0``, ``-0.0 - 0`` and the ints 0 of sums of zeros only included), and so
+    are the answers of the object aggregator ``to_object`` hands on."""
+    twin_cls, obj_cls, _ = PAIRS[pair]
+    twin, obj = twin_cls(Sum(), ranges), obj_cls(Sum(), ranges)
     for op, arg in ops:
         if op == "clear":
             twin.clear()
@@ -337,10 +340,30 @@ def test_a_float_sum_holds_the_int_identity_without_demoting(ranges, ops) -> Non
             obj.insert(arg)
         same(twin, obj)
     handed = twin.to_object()
-    for v in (0, 1.5, 0, -0.0):
+    for v in (0, 1.5, 0, -0.0, *[0] * max(ranges), 2.5):
         handed.insert(v)
         obj.insert(v)
         same(handed, obj)
+
+
+def test_slideside_sums_of_zeros_across_a_wrap_are_the_int_0() -> None:
+    """A float Sum's window made of int zeros only, the previous lap's newest two and this
+    lap's first (suffix, then prefix): the int 0, on the twin and on the object aggregator
+    it hands on, and a float again once a float is in it."""
+    twin, obj = typed_mq.TypedSlideSide(Sum(), [1, 2, 3]), InvertibleSlideSide(Sum(), [1, 2, 3])
+    for v in (1.5, 0, 0, 0):  # the lap [1.5, 0, 0], then the 0 that wraps it
+        twin.insert(v)
+        obj.insert(v)
+    assert keys(twin.answers()) == keys(obj.answers()) == [("int", 0)] * 3
+    handed = twin.to_object()
+    assert keys(handed.answers()) == [("int", 0)] * 3
+    for v in (0, -0.0, 0, 0, 0):
+        handed.insert(v)
+        obj.insert(v)
+        twin.insert(v)
+        same(handed, obj)
+        same(twin, obj)
+    assert keys(obj.answers()) == [("int", 0)] * 3
 
 
 def test_the_int_identity_still_refuses_other_ints_in_a_float_sum() -> None:

@@ -191,6 +191,8 @@ class _TypedMQ:
         k: cython.int
         if self._undecided and type(partial) is float:
             k = self._scalar(partial, _FLOAT)
+            if self._n and self._kind == _INT:
+                self._identities_to_float()
             self._undecided = False
             return k
         k = self._scalar(partial, self._kind if self._n else -1)
@@ -287,7 +289,15 @@ class TypedSlideSide(_TypedMQ):
     buffer ``e`` of ``capacity`` partials, the prefix scan ``b`` of the current lap
     (``b[k]`` aggregates slots ``0 .. k-1``) and the suffix scan ``f`` of the previous lap
     (``f[k]``: its newest ``k``), each a column of doubles (``*d``) or int64s (``*i``) with
-    counts (``*c``, MEAN)."""
+    counts (``*c``, MEAN).
+
+    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
+    by a FLOAT window (as by :class:`TypedSlickDequeInv`). The object's prefix and suffix
+    sums over int zeros only are the int 0, and so are its answers from them: ``_ez`` marks
+    the slots holding the int 0, ``_bfloat`` is the current lap's first slot holding a float
+    and ``_ftail`` the number of int zeros the previous lap ends with, so that such an
+    answer is the int 0 here too; any other is the same float, bit for bit (``x + 0`` and
+    ``x - 0`` are ``x + 0.0`` and ``x - 0.0``)."""
 
     name = "slideside"
     any_range = True
@@ -304,6 +314,9 @@ class TypedSlideSide(_TypedMQ):
     _rs: cython.longlong[:]  # the ranges, in order
     _pos: cython.Py_ssize_t  # the slot of the next insert
     _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
+    _ez: cython.longlong[:]  # SUM: 1 where the slot holds the int 0 (see the class docstring)
+    _bfloat: cython.Py_ssize_t
+    _ftail: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
         _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
@@ -313,12 +326,28 @@ class TypedSlideSide(_TypedMQ):
         self._bd, self._bi, self._bc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._fd, self._fi, self._fc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._rs = array("q", self.ranges)
+        self._zero_float = self._op == _SUM
+        self._ez = _int64s(n if self._zero_float else 0)
         self.clear()
 
     @cython.cfunc
     def _reset(self) -> cython.void:
         self._pos = 0
         self._wrapped = False
+        self._bfloat = self.capacity
+        self._ftail = 0
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _identities_to_float(self) -> cython.void:
+        """SUM: the INT columns hold int zeros only; the FLOAT ones become 0.0 where they do."""
+        k: cython.Py_ssize_t
+        for k in range(self.capacity):
+            self._ed[k] = 0.0
+        for k in range(self.capacity + 1):
+            self._bd[k] = 0.0
+            self._fd[k] = 0.0
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -328,6 +357,15 @@ class TypedSlideSide(_TypedMQ):
         kind: cython.int = self._take(partial, self._ei[pos])
         if pos == 0 and self._n:
             self._suffix_scan()  # the buffer wraps, a full lap is held
+        if self._zero_float:
+            if pos == 0:
+                self._bfloat = n
+            if type(partial) is float:
+                self._ez[pos] = 0
+                if self._bfloat == n:
+                    self._bfloat = pos
+            else:
+                self._ez[pos] = 1
         # older operand first; the lap's first partial needs no combine
         if kind == _FLOAT:
             self._ed[pos] = self._xd
@@ -363,6 +401,11 @@ class TypedSlideSide(_TypedMQ):
             self._fc[1] = self._ec[n - 1]
             for k in range(2, n + 1):
                 self._fc[k] = self._fc[k - 1] + self._ec[n - k]
+        if self._zero_float:
+            k = 0
+            while k < n and self._ez[n - 1 - k]:
+                k += 1
+            self._ftail = k
         self._wrapped = True
 
     @cython.cfunc
@@ -376,6 +419,8 @@ class TypedSlideSide(_TypedMQ):
         d: cython.double = 0.0
         i: cython.longlong = 0
         mean: cython.bint = self._op == _MEAN
+        if self._zero_float and self._kind == _FLOAT and end <= self._bfloat and (start >= 0 or -start <= self._ftail):
+            return 0  # sums of the int 0 only, as the object's
         if start > 0:  # only the kind's column is read (the other is cold)
             if self._kind == _FLOAT:
                 d = self._bd[end] - self._bd[start]
@@ -436,11 +481,15 @@ class TypedSlideSide(_TypedMQ):
         n: cython.Py_ssize_t = self.capacity
         written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
         c: cython.bint = self._op == _MEAN
-        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
-        twin._back = [twin._identity, *(self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
+        zeros: cython.bint = self._zero_float and self._kind == _FLOAT  # the int 0 where the object has it
+        twin._elements = [0 if zeros and self._ez[k] else
+                          self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
+        twin._back = [twin._identity, *(0 if zeros and k <= self._bfloat else
+                                        self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
                                         for k in range(1, written + 1))]
         if self._wrapped:
-            twin._front = [twin._identity, *(self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
+            twin._front = [twin._identity, *(0 if zeros and k <= self._ftail else
+                                             self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
                                              for k in range(1, n + 1))]
         twin._pos = self._pos
         twin._count = self._n

@@ -4,20 +4,24 @@ Queries asking for the same windows from the same start are computed once, by th
 of them (``Stream._configure``); every result of it is copied for each of the others. With
 1,000 tumbling queries of 20 lengths, that is 49 copies of every window's result, most of
 the Stream engine's work at window ends once the tuples are typed: C loops here, each
-copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them).
+copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them;
+compiled, written straight into the instance's slots: :func:`_slot_offsets`).
 
-:func:`close_windows` asks each group's first query for its windows and returns the results
-as ``Stream.advance`` does, sorted by (end, query order, start). When every group reported at
-most one window and all of them end at the same time (the usual advance: the watermark
-passed one edge), that order is the queries' order, and the results are made in it (no
-sort); otherwise the copies are made group by group and sorted.
+:func:`close_windows` asks each group's first query for its windows (a tumbling or sliding
+one, when no late tuple changed a slice, by :func:`_close_sliding`: its ``close`` compiled)
+and returns the results as ``Stream.advance`` does, sorted by (end, query order, start).
+When every group reported at most one window and all of them end at the same time (the
+usual advance: the watermark passed one edge), that order is the queries' order, and the
+results are made in it (no sort); otherwise the copies are made group by group and sorted.
 
 Cython pure-Python mode (compiled when built; the same code interpreted on the pure path).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from operator import itemgetter
+from types import MemberDescriptorType
 from typing import Any
 
 try:
@@ -26,11 +30,42 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.stream.queries import Result, SlidingRunner
+from mta.windows import Sliding
 
 COMPILED: bool = cython.compiled
 
 _new = Result.__new__
 _key = itemgetter(0)
+_INF = float("inf")
+_START = Sliding.start
+_END = Sliding.end
+_FIELDS = ("query", "start", "end", "value", "count", "final", "replaces", "key")
+
+
+@cython.cfunc
+def _slot_offsets() -> cython.bint:
+    """Compiled: put where each of ``_FIELDS`` sits in a ``Result`` (its slot's member
+    descriptor says, as ``Result.query = ...`` finds it) into ``_OFFSETS``, and say whether
+    every field is such a slot (a dataclass with ``slots=True``), so that :func:`_result` may
+    store the fields there itself. False on the pure path."""
+    if not cython.compiled:
+        return False
+    if Result.__itemsize__ or Result.__new__ is not object.__new__:
+        return False
+    least: cython.Py_ssize_t = cython.sizeof(PyObject)
+    most: cython.Py_ssize_t = Result.__basicsize__ - cython.sizeof(cython.p_void)
+    for n, field in enumerate(_FIELDS):
+        descr = Result.__dict__.get(field)
+        if type(descr) is not MemberDescriptorType:
+            return False
+        member = cython.cast(cython.pointer(PyMemberDescrObject), descr).d_member
+        if member.type != T_OBJECT_EX or member.flags & READONLY or not least <= member.offset <= most:
+            return False
+        _OFFSETS[n] = member.offset
+    return True
+
+
+_IN_PLACE: cython.bint = _slot_offsets()
 
 
 @cython.cfunc
@@ -53,8 +88,29 @@ def _own(value: object) -> object:
 @cython.inline
 def _make(name: object, start: object, end: object, value: object, count: object, final: object,
           replaces: object) -> object:
+    """:func:`_result` with ``value``'s own lists and dicts (:func:`_own`)."""
     if type(value) is list or type(value) is dict:
         value = _own(value)
+    return _result(name, start, end, value, count, final, replaces)
+
+
+@cython.cfunc
+@cython.inline
+def _result(name: object, start: object, end: object, value: object, count: object, final: object,
+            replaces: object) -> object:
+    """``Result(name, start, end, value, count, final, replaces)``."""
+    if _IN_PLACE:  # every slot NULL (unset) after the allocation, as ``_new(Result)`` makes it
+        copy = _alloc(cython.cast(cython.pointer(PyTypeObject), Result), 0)
+        base: cython.p_char = cython.cast(cython.p_char, cython.cast(cython.pointer(PyObject), copy))
+        _put(base, 0, name)
+        _put(base, 1, start)
+        _put(base, 2, end)
+        _put(base, 3, value)
+        _put(base, 4, count)
+        _put(base, 5, final)
+        _put(base, 6, replaces)
+        _put(base, 7, None)
+        return copy
     copy = _new(Result)
     copy.query = name
     copy.start = start
@@ -65,6 +121,15 @@ def _make(name: object, start: object, end: object, value: object, count: object
     copy.replaces = replaces
     copy.key = None
     return copy
+
+
+@cython.cfunc
+@cython.inline
+def _put(base: cython.p_char, n: cython.int, value: object) -> cython.void:
+    """Field n of the Result at ``base``, unset so far, becomes ``value`` (compiled only)."""
+    Py_INCREF(value)
+    cython.cast(cython.pointer(cython.pointer(PyObject)), base + _OFFSETS[n])[0] = cython.cast(cython.pointer(PyObject),
+                                                                                             value)
 
 
 def fan_out(made: list, others: list, out: list) -> None:
@@ -90,8 +155,10 @@ def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark:
     quiet: cython.bint = not late
     for group in groups:
         leader = group[0]
-        # SlidingRunner.close's first test, without the call: no window of it ended
-        if not (quiet and type(leader) is SlidingRunner and leader.next_end > watermark):
+        if quiet and type(leader) is SlidingRunner:
+            if not leader.next_end > watermark:  # SlidingRunner.close's first test: a window ended
+                _close_sliding(leader, prev, watermark, closes)
+        else:
             leader.close(prev, watermark, updates, closes)
         ubounds.append(len(updates))
         cbounds.append(len(closes))
@@ -99,6 +166,51 @@ def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark:
     if closes:
         out += _ordered(closes, cbounds, groups, ranked, ranks)
     return out
+
+
+@cython.cfunc
+def _close_sliding(runner: object, prev: object, wm: object, closes: list) -> cython.void:
+    """``SlidingRunner.close`` when no late tuple changed a slice: the same windows (those
+    ending by ``wm`` from ``prev`` on, with tuples) as ``(sort key, Result)`` into ``closes``,
+    the same ``runner.next_end``; ``start``/``end`` of an integer ``Sliding`` by arithmetic."""
+    stream = runner.stream
+    slices = stream.slices
+    starts: list = slices.starts
+    if not starts or prev == _INF:
+        return
+    counts: list = slices.counts
+    spec = runner.spec
+    final, monoid, name, order = stream.final, stream.monoid, runner.name, runner.order
+    ints: cython.bint = spec._exact is None and type(spec).start is _START and type(spec).end is _END
+    offset, slide, size = spec.offset, spec.slide, spec.size
+    n: cython.Py_ssize_t = len(starts)
+    i: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    first = starts[0]
+    k = runner._first(first if first > prev else prev)  # max(prev, first)
+    while True:
+        if ints:
+            s = offset + k * slide
+            e = s + size
+        else:
+            s = spec.start(k)
+            e = spec.end(k)
+        if e > wm:
+            runner.next_end = e  # every window before it was reported or empty
+            return
+        i = bisect_left(starts, s)
+        j = bisect_left(starts, e)
+        if i == j:
+            if i == n:
+                return
+            after = spec.first_ending_after(starts[i])
+            k = after if after > k + 1 else k + 1
+            continue
+        count = sum(counts[i:j])
+        if count:
+            value = final.aggregate(name, i, j, False, e)
+            closes.append(((e, order, s), _result(name, s, e, monoid.lower(value), count, True, ())))
+        k += 1
 
 
 @cython.cfunc

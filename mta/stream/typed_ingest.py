@@ -112,10 +112,11 @@ class TypedIngest:
     _count: cython.bint
     _tkind: cython.int
     _vkind: cython.int
+    _h: cython.Py_ssize_t  # the oldest tuple's index: the columns hold tuples _h .. _h + _n - 1
     _n: cython.Py_ssize_t
     _cap: cython.Py_ssize_t
     _floor: cython.double
-    _abs: cython.ulonglong
+    _abs: cython.ulonglong  # Sum and Mean of ints: the sum of |v| over the tuples held
     _t: cython.double[:]
     _vd: cython.double[:]
     _vi: cython.longlong[:]
@@ -129,6 +130,7 @@ class TypedIngest:
         self._slow = slow
         self.live = False
         self._cap = 0
+        self._h = 0
         self._n = 0
         self._tkind = _NONE
         self._vkind = _NONE
@@ -148,7 +150,29 @@ class TypedIngest:
             self._floor = bound
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _room(self, m: cython.Py_ssize_t) -> cython.void:
+        """Room for ``m`` more tuples after the newest: the tuples held move to the front (when
+        the released ones before them are at least as many: each move is paid by a release),
+        or into columns of twice what they then hold (so that the next time, they move)."""
+        h: cython.Py_ssize_t = self._h
+        n: cython.Py_ssize_t = self._n
+        c: cython.Py_ssize_t
+        if h + n + m <= self._cap:
+            return
+        if h >= n and n + m <= self._cap:
+            for c in range(n):
+                self._t[c] = self._t[h + c]
+                self._vd[c] = self._vd[h + c]
+                self._vi[c] = self._vi[h + c]
+            self._h = 0
+            return
+        self._grow(2 * (n + m))
+
+    @cython.cfunc
     def _grow(self, need: cython.Py_ssize_t) -> cython.void:
+        """Columns for at least ``need`` tuples, the tuples held at their front."""
         cap: cython.Py_ssize_t = max(self._cap, 16)
         while cap < need:
             cap *= 2
@@ -158,11 +182,13 @@ class TypedIngest:
         nt: cython.double[:] = t
         nvd: cython.double[:] = vd
         nvi: cython.longlong[:] = vi
-        if self._n:
-            nt[:self._n] = self._t[:self._n]
-            nvd[:self._n] = self._vd[:self._n]
-            nvi[:self._n] = self._vi[:self._n]
-        self._t, self._vd, self._vi, self._cap = nt, nvd, nvi, cap
+        h: cython.Py_ssize_t = self._h
+        n: cython.Py_ssize_t = self._n
+        if n:
+            nt[:n] = self._t[h:h + n]
+            nvd[:n] = self._vd[h:h + n]
+            nvi[:n] = self._vi[h:h + n]
+        self._t, self._vd, self._vi, self._cap, self._h = nt, nvd, nvi, cap, 0
 
     # -- taking tuples ----------------------------------------------------------------
 
@@ -230,19 +256,19 @@ class TypedIngest:
             return False
         if self._n and vk != self._vkind:
             return False
-        if self._n == self._cap:
-            self._grow(self._n + 1)
-        n: cython.Py_ssize_t = self._n
+        if self._h + self._n == self._cap:
+            self._room(1)
+        n: cython.Py_ssize_t = self._h + self._n
         self._t[n] = t
         if vk == _FLOAT:
             self._vd[n] = x
         else:
             self._vi[n] = i
-            if not self._count:
+            if (self._op == _SUM or self._op == _MEAN) and not self._count:
                 self._abs += _abs64(i)
         self._tkind, self._vkind = tk, vk
         self._floor = t
-        self._n = n + 1
+        self._n += 1
         return True
 
     @cython.boundscheck(False)
@@ -310,9 +336,8 @@ class TypedIngest:
                     if _abs64(vi[k]) > _LIMIT - total:
                         return False
                     total += _abs64(vi[k])
-        if self._n + m > self._cap:
-            self._grow(self._n + m)
-        n: cython.Py_ssize_t = self._n
+        self._room(m)
+        n: cython.Py_ssize_t = self._h + self._n
         for k in range(m):
             self._t[n + k] = tsd[k]
         if vk == _FLOAT:
@@ -324,10 +349,12 @@ class TypedIngest:
         self._abs = total
         self._tkind, self._vkind = tk, vk
         self._floor = prev
-        self._n = n + m
+        self._n += m
         return True
 
     # -- handing them on --------------------------------------------------------------
+
+    # _ts, _value, _partial, _fold: k, i, j index the columns (the oldest tuple held is _h)
 
     @cython.cfunc
     def _ts(self, k: cython.Py_ssize_t) -> object:
@@ -352,7 +379,9 @@ class TypedIngest:
 
     def flush(self) -> list:
         """Every tuple held, ``[(ts, value, partial)]`` in arrival order; the columns empty."""
-        out = [(self._ts(k), self._value(k), self._partial(k)) for k in range(self._n)]
+        h: cython.Py_ssize_t = self._h
+        out = [(self._ts(k), self._value(k), self._partial(k)) for k in range(h, h + self._n)]
+        self._h = 0
         self._n = 0
         self._abs = 0
         self._tkind = self._vkind = _NONE
@@ -363,15 +392,16 @@ class TypedIngest:
         kept tuples), as ``slices.append`` of each in turn would; keep the others. Return
         ``(how many, the newest of them or None)``."""
         w: cython.double = _as_bound(watermark)
-        n: cython.Py_ssize_t = self._n
-        k: cython.Py_ssize_t = 0
+        h: cython.Py_ssize_t = self._h
+        n: cython.Py_ssize_t = h + self._n
+        k: cython.Py_ssize_t = h
         while k < n and self._t[k] < w:
             k += 1
-        if k == 0:
+        if k == h:
             return 0, None
         starts, ends, aggs, counts, firsts, lasts = (slices.starts, slices.ends, slices.aggs, slices.counts,
                                                      slices.firsts, slices.lasts)
-        i: cython.Py_ssize_t = 0
+        i: cython.Py_ssize_t = h
         j: cython.Py_ssize_t
         e: cython.double
         while i < k:
@@ -396,8 +426,8 @@ class TypedIngest:
             lasts[-1] = self._ts(j - 1)
             i = j
         newest = self._ts(k - 1)
-        self._drop(k)
-        return k, newest
+        self._drop(k - h)
+        return k - h, newest
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -457,17 +487,17 @@ class TypedIngest:
         return True
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _drop(self, k: cython.Py_ssize_t) -> cython.void:
-        """Forget the first k tuples (the others move to the front)."""
-        n: cython.Py_ssize_t = self._n - k
+        """Forget the oldest k tuples."""
         c: cython.Py_ssize_t
-        total: cython.ulonglong = 0
-        for c in range(n):
-            self._t[c] = self._t[c + k]
-            self._vd[c] = self._vd[c + k]
-            self._vi[c] = self._vi[c + k]
-            total += _abs64(self._vi[c])
-        self._n = n
-        self._abs = total if not self._count and self._vkind == _INT else 0
-        if n == 0:
+        if (self._op == _SUM or self._op == _MEAN) and not self._count and self._vkind == _INT:
+            for c in range(self._h, self._h + k):
+                self._abs -= _abs64(self._vi[c])
+        self._h += k
+        self._n -= k
+        if self._n == 0:
+            self._h = 0
+            self._abs = 0
             self._tkind = self._vkind = _NONE
