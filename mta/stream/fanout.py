@@ -7,8 +7,8 @@ the Stream engine's work at window ends once the tuples are typed: C loops here,
 copy a ``Result`` made without its dataclass ``__init__`` (every field set, as that sets them;
 compiled, written straight into the instance's slots: :func:`_slot_offsets`).
 
-:func:`close_windows` asks each group's first query for its windows (a tumbling or sliding
-one, when no late tuple changed a slice, by :func:`_close_sliding`: its ``close`` compiled)
+:func:`close_windows` asks each group's first query for its windows (those of a tumbling or
+sliding one that end now by :func:`_close_sliding`, compiled)
 and returns the results as ``Stream.advance`` does, sorted by (end, query order, start).
 When every group reported at most one window and all of them end at the same time (the
 usual advance: the watermark passed one edge), that order is the queries' order, and the
@@ -152,11 +152,12 @@ def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark:
     closes: list = []
     ubounds: list = [0]
     cbounds: list = [0]
-    quiet: cython.bint = not late
     for group in groups:
         leader = group[0]
-        if quiet and type(leader) is SlidingRunner:
-            if not leader.next_end > watermark:  # SlidingRunner.close's first test: a window ended
+        if type(leader) is SlidingRunner:
+            if late:
+                leader.reopen(prev, updates)
+            if late or not leader.next_end > watermark:  # a window ended, or late tuples may fill one
                 _close_sliding(leader, prev, watermark, closes)
         else:
             leader.close(prev, watermark, updates, closes)
@@ -170,9 +171,10 @@ def close_windows(groups: list, ranked: list, ranks: list, prev: Any, watermark:
 
 @cython.cfunc
 def _close_sliding(runner: object, prev: object, wm: object, closes: list) -> cython.void:
-    """``SlidingRunner.close`` when no late tuple changed a slice: the same windows (those
-    ending by ``wm`` from ``prev`` on, with tuples) as ``(sort key, Result)`` into ``closes``,
-    the same ``runner.next_end``; ``start``/``end`` of an integer ``Sliding`` by arithmetic."""
+    """The windows of a tumbling or sliding query (``runner``) that end by ``wm`` from ``prev``
+    on and hold tuples, as ``(sort key, Result)`` into ``closes``; ``runner.next_end`` becomes
+    the end of the first window not reported. ``start``/``end`` of an integer ``Sliding`` by
+    arithmetic."""
     stream = runner.stream
     slices = stream.slices
     starts: list = slices.starts

@@ -98,17 +98,15 @@ class SlidingRunner(Runner):
             k = max(k, b - 1 if spec.start(b - 1) == self.begin else b)
         return k
 
-    def close(self, prev: Any, wm: Any, updates: list, closes: list) -> None:
-        late = self.stream.late_slices
-        if self.next_end > wm and not late:  # nothing ends before the watermark
-            return
+    def reopen(self, prev: Any, updates: list) -> None:
+        """Report into ``updates`` the windows holding a slice late tuples went into, that
+        closed before this advance (``prev``: the watermark before it). The windows that end
+        now are :func:`mta.stream.fanout.close_windows`' to report (one loop, compiled)."""
         spec, slices = self.spec, self.stream.slices
-        starts, counts = slices.starts, slices.counts
         seen = set()
-        # The windows holding a slice late tuples went into, that closed before this advance
-        # (no slice holds an edge of this query, nor its begin: the slice's start stands for
-        # every tuple in it).
-        for t in sorted(late):
+        # No slice holds an edge of this query, nor its begin: the slice's start stands for
+        # every tuple in it.
+        for t in sorted(self.stream.late_slices):
             if t < self.begin:
                 continue
             k = spec.first_ending_after(t)
@@ -119,25 +117,6 @@ class SlidingRunner(Runner):
                     i, j = slices.span(s, e)
                     self._result(updates, s, e, i, j, False, True)
                 k += 1
-        if not starts or prev == _INF:
-            return
-        k = self._first(max(prev, starts[0]))
-        while True:
-            s = spec.start(k)
-            e = spec.end(k)
-            if e > wm:
-                self.next_end = e  # every window before it was reported or empty
-                return
-            i, j = slices.span(s, e)
-            if i == j:
-                if i == len(starts):
-                    return
-                k = max(k + 1, spec.first_ending_after(starts[i]))
-                continue
-            count = sum(counts[i:j])
-            if count:
-                self._result(closes, s, e, i, j, True, False, count=count)
-            k += 1
 
 
 class SessionRunner(Runner):
