@@ -31,7 +31,8 @@ from typing import Any, Iterator, Sequence
 from mta.algorithms.base import Aggregator
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped, plan
-from mta.algorithms.typed_fiba import TypedFiBA, _object_node
+from mta.algorithms.typed_fiba import _object_node
+from mta.algorithms.typed_record_fiba import TypedRecordFiBA, _rekeyed, typed_tree
 from mta.monoid import Monoid
 from mta.ordered_window import LATE, TimeOrdered
 
@@ -66,7 +67,8 @@ def _plain(t: Any) -> bool:
 
 
 class TypedTimeOrdered(Aggregator):
-    """TimeOrdered(FiBA) for a built-in number monoid and a policy :func:`plan` takes."""
+    """TimeOrdered(FiBA) for a built-in number monoid, or a Record of them (on a
+    :class:`~mta.algorithms.typed_record_fiba.TypedRecordFiBA`), and a policy :func:`plan` takes."""
 
     name = FiBA.name
 
@@ -74,7 +76,7 @@ class TypedTimeOrdered(Aggregator):
                  min_arity: int = 16) -> None:
         if late not in LATE:
             raise ValueError(f"late must be one of {', '.join(map(repr, LATE))}, got {late!r}")
-        self.tree = TypedFiBA(monoid, min_arity=min_arity)
+        self.tree = typed_tree(monoid, min_arity)
         super().__init__(timed_monoid)
         self.late = late
         self._policy = policy
@@ -143,7 +145,8 @@ class TypedTimeOrdered(Aggregator):
             first = self._arrivals - n
             pairs = [(c, first + rank) for rank, (c, _) in enumerate(pairs)]
         if n:
-            keys = iter([(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs])
+            new_keys = [(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs]
+            keys = iter(())
 
             def repacked(fields: tuple) -> tuple:
                 old, values, agg, size, left, right, suffix, children = fields
@@ -156,9 +159,12 @@ class TypedTimeOrdered(Aggregator):
                     children[-1] = repacked(children[-1])
                 return (new, values, agg, size, left, right, suffix, children)
 
-            make, (cls, monoid, min_arity, state) = tree.__reduce__()
-            *head, nodes = state
-            self.tree = make(cls, monoid, min_arity, (*head, repacked(nodes)))
+            def rekey(nodes: tuple) -> tuple:
+                nonlocal keys
+                keys = iter(new_keys)
+                return repacked(nodes)
+
+            self.tree = tree.rekeyed(rekey) if isinstance(tree, TypedRecordFiBA) else _rekeyed(tree, rekey)
         self._base, self._first = base, first
         return True
 
