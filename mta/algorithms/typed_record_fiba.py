@@ -16,12 +16,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Sequence
 
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is needed to build, not to run
+    from mta import _cython_shim as cython
+
 from mta.algorithms.typed import Untyped
 from mta.algorithms.typed_fiba import TypedFiBA
 from mta.algorithms.typed_record import serves
 from mta.monoid import Monoid, Record
 
 __all__ = ["TypedRecordFiBA"]
+
+COMPILED: bool = cython.compiled
 
 
 class TypedRecordFiBA:
