@@ -263,3 +263,27 @@ def test_pickled_typed_window_continues_on_the_pure_path(tmp_path: Path) -> None
         window.insert((j * 7) % 23 + j, j % 9 - 3.5)
     assert window._typed
     assert_continues_on_pure_path([window], tmp_path)
+
+
+@pytest.mark.parametrize("policy", ["none", "size", "time"])
+def test_a_batch_given_up_between_slices_leaves_every_field_as_it_was(policy: str) -> None:
+    """insert_slices stopped after its first slice: the window is restored from the fields'
+    undo journals, in lockstep (the same tree as before), and goes on typed as the object one."""
+    typed_window = make(MIXED, policy, "include", 2, True)
+    object_window = make(MIXED, policy, "include", 2, False)
+    for j in range(30):
+        for w in (typed_window, object_window):
+            w.insert((j * 7) % 13 + j // 2, mixed_update(j))
+    before = tree_of(typed_window, False)
+    for w in (typed_window, object_window):
+        slices = w.insert_slices(w.check([(j * 5) % 9 + 3 for j in range(8)], [mixed_update(50 + j) for j in range(8)]),
+                                 2)
+        next(slices)
+        slices.close()
+    assert typed_window._typed
+    assert tree_of(typed_window, False) == before == tree_of(object_window, False)
+    for j in range(20):
+        for w in (typed_window, object_window):
+            w.insert(j + 20, mixed_update(j))
+        assert norm(typed_window.query()) == norm(object_window.query())
+    assert tree_of(typed_window, False) == tree_of(object_window, False)
