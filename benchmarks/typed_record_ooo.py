@@ -79,7 +79,8 @@ def per_event(run: Run, n: int, steps: int, rounds: int) -> dict[str, Any]:
         typed_ns, object_ns = median(ns["typed"]) / steps, median(ns["object"]) / steps
         equal = all(repr(g["typed"]) == repr(g["object"]) for g in got)
         entry = {"monoid": label, "n": n, "steps": steps, "typed_ns": typed_ns, "object_ns": object_ns,
-                 "speedup": object_ns / typed_ns, "equal": equal, "typed_core": type(windows["typed"]._algorithm.tree).__name__,
+                 "speedup": object_ns / typed_ns, "equal": equal,
+                 "typed_core": type(windows["typed"]._algorithm.tree).__name__,
                  "object_core": core_of(windows["object"]), "typed_still": windows["typed"]._typed, "rounds": rounds}
         results.append(entry)
         rows.append([label, num(typed_ns), num(object_ns), f"{entry['speedup']:.2f}x", entry["typed_core"],
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                                                          params["rounds"]))}
     run.data["cells"] = cells
     run.finish(["cell", "monoid", "n", "typed_ns", "object_ns"],
-               [["per_event", e["monoid"], e["n"], e["typed_ns"], e["object_ns"]] for e in cells["per_event"]["results"]])
+               [["per_event", e["monoid"], e["n"], e["typed_ns"], e["object_ns"]]
+                for e in cells["per_event"]["results"]])
     run.write_markdown(f"mta.COMPILED = {params['mta_compiled']}; typed_fiba compiled = "
                        f"{params['typed_fiba_compiled']}.")
     return run.data

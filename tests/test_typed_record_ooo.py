@@ -23,8 +23,8 @@ from conftest import assert_continues_on_pure_path, hsettings
 from mta import Window, typed_ordered
 from mta.algorithms import typed
 from mta.algorithms.typed_record_fiba import TypedRecordFiBA
-from mta.monoid import ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Sum
-from mta.monoid import Variance
+from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev,
+                        Sum, Variance)
 from mta.policy import MaxSize, TimeRange, all_of, any_of
 from test_typed_ordered import norm, outcome, tree_of
 
@@ -152,7 +152,8 @@ def same_as_object(fields: list[str], floats: list[bool], policy: str, late: str
 @hsettings(max_examples=200)
 @given(**CASES)
 def test_typed_record_ordered_window_is_the_object_one(fields: list, floats: list, policy: str, late: str,
-                                                       min_arity: int, float_stamps: bool, ops: list, data: Any) -> None:
+                                                       min_arity: int, float_stamps: bool, ops: list,
+                                                       data: Any) -> None:
     same_as_object(fields, floats, policy, late, min_arity, float_stamps, ops, data, False)
 
 
