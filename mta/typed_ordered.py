@@ -31,7 +31,8 @@ from typing import Any, Iterator, Sequence
 from mta.algorithms.base import Aggregator
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped, plan
-from mta.algorithms.typed_fiba import TypedFiBA, _object_node
+from mta.algorithms.typed_fiba import _object_node
+from mta.algorithms.typed_record_fiba import TypedRecordFiBA, _rekeyed, typed_tree
 from mta.monoid import Monoid
 from mta.ordered_window import LATE, TimeOrdered
 
@@ -66,7 +67,8 @@ def _plain(t: Any) -> bool:
 
 
 class TypedTimeOrdered(Aggregator):
-    """TimeOrdered(FiBA) for a built-in number monoid and a policy :func:`plan` takes."""
+    """TimeOrdered(FiBA) for a built-in number monoid, or a Record of them (on a
+    :class:`~mta.algorithms.typed_record_fiba.TypedRecordFiBA`), and a policy :func:`plan` takes."""
 
     name = FiBA.name
 
@@ -74,7 +76,9 @@ class TypedTimeOrdered(Aggregator):
                  min_arity: int = 16) -> None:
         if late not in LATE:
             raise ValueError(f"late must be one of {', '.join(map(repr, LATE))}, got {late!r}")
-        self.tree = TypedFiBA(monoid, min_arity=min_arity)
+        self.tree = typed_tree(monoid, min_arity)
+        #: The tree that answers for keys alone (a Record's first field's: they have one shape).
+        self._shape = _shape_of(self.tree)
         super().__init__(timed_monoid)
         self.late = late
         self._policy = policy
@@ -91,6 +95,10 @@ class TypedTimeOrdered(Aggregator):
         self._first = 0
         #: An undo journal is open: the base must not move.
         self._journaled = False
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._shape = _shape_of(self.tree)  # (a pickle from before it was kept)
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -143,7 +151,8 @@ class TypedTimeOrdered(Aggregator):
             first = self._arrivals - n
             pairs = [(c, first + rank) for rank, (c, _) in enumerate(pairs)]
         if n:
-            keys = iter([(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs])
+            new_keys = [(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs]
+            keys = iter(())
 
             def repacked(fields: tuple) -> tuple:
                 old, values, agg, size, left, right, suffix, children = fields
@@ -156,9 +165,13 @@ class TypedTimeOrdered(Aggregator):
                     children[-1] = repacked(children[-1])
                 return (new, values, agg, size, left, right, suffix, children)
 
-            make, (cls, monoid, min_arity, state) = tree.__reduce__()
-            *head, nodes = state
-            self.tree = make(cls, monoid, min_arity, (*head, repacked(nodes)))
+            def rekey(nodes: tuple) -> tuple:
+                nonlocal keys
+                keys = iter(new_keys)
+                return repacked(nodes)
+
+            self.tree = tree.rekeyed(rekey) if isinstance(tree, TypedRecordFiBA) else _rekeyed(tree, rekey)
+            self._shape = _shape_of(self.tree)
         self._base, self._first = base, first
         return True
 
@@ -251,7 +264,7 @@ class TypedTimeOrdered(Aggregator):
             return 0
         tree = self.tree
         if key is None:
-            key = tree.oldest()[0] if k == 1 else tree.key_at(k - 1)
+            key = self._shape.oldest()[0] if k == 1 else self._shape.key_at(k - 1)
         if k == 1:
             tree.evict(key)
         else:
@@ -275,14 +288,14 @@ class TypedTimeOrdered(Aggregator):
         if code == _TIME:
             if not n:
                 return 0, None
-            newest = self._ts(self.tree.newest()[0])
-            oldest_key = self.tree.oldest()[0]
+            newest = self._ts(self._shape.newest()[0])
+            oldest_key = self._shape.oldest()[0]
             width = node[2] if self._float else node[1]
             if not newest - self._ts(oldest_key) >= width:
                 return 0, None
-            count, last = self.tree.count_range(oldest_key, self._above(newest - width))
+            count, last = self._shape.count_range(oldest_key, self._above(newest - width))
             if self._float:  # newest - t >= width as the object window rounds it: a prefix
-                tree = self.tree
+                tree = self._shape
                 while count and not newest - self._ts(last) >= width:
                     count -= 1
                     last = tree.key_at(count - 1) if count else None
@@ -362,7 +375,7 @@ class TypedTimeOrdered(Aggregator):
         n = len(tree)
         if not n:
             return self.monoid.identity
-        return (n, self._ts(tree.newest()[0]), tree.query())
+        return (n, self._ts(self._shape.newest()[0]), tree.query())
 
     def result(self) -> Any:
         """``monoid.lower`` of the window's partial."""
@@ -376,7 +389,7 @@ class TypedTimeOrdered(Aggregator):
         low, high = self._below(t_from), self._above(t_to)
         if high <= low:
             return self.monoid.identity
-        count, last = tree.count_range(low, high)
+        count, last = self._shape.count_range(low, high)
         if not count:
             return self.monoid.identity
         return (count, self._ts(last), tree.query_range(low, high))
@@ -422,6 +435,10 @@ class TypedTimeOrdered(Aggregator):
         obj._arrivals = self._arrivals
         obj.frontier = self.frontier
         return obj
+
+
+def _shape_of(tree: Any) -> Any:
+    return tree.trees[0] if isinstance(tree, TypedRecordFiBA) else tree
 
 
 def _last_ts(node: Any) -> Any:

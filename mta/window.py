@@ -142,13 +142,14 @@ def _unchanged(error: StoreError) -> StoreError:
 
 def _typed_ordered(monoid: Monoid, policy: Any, cls: type, in_memory: bool, options: dict[str, Any]) -> bool:
     """Whether an out-of-order window runs on a typed FiBA (:mod:`mta.typed_ordered`):
-    compiled, FiBA in memory, a built-in number monoid, no policy or one of ours, options
+    compiled, FiBA in memory, a built-in number monoid or a Record of them, no policy or one of ours, options
     it takes (``late``; ``min_arity`` up to 16; a bad one is left for TimeOrdered to name)."""
     min_arity = options.get("min_arity", 16)
     return (typed.USE and cls.name == "fiba" and in_memory and set(options) <= {"late", "min_arity"}
             and options.get("late", "refuse") in ("refuse", "include")
             and type(min_arity) is int and 2 <= min_arity <= 16
-            and typed.serves("fiba", monoid) and (policy is None or typed.plan(policy) is not None))
+            and (typed.serves("fiba", monoid) or typed_record.serves(monoid, "fiba"))
+            and (policy is None or typed.plan(policy) is not None))
 
 
 def _describe(monoid: Monoid) -> Any:
