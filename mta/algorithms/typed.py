@@ -83,7 +83,7 @@ _WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
 #: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
 WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
               FIRST: frozenset({"amta"}), LAST: frozenset({"amta"}),
-              VARIANCE: frozenset(), ARGMIN: frozenset(), ARGMAX: frozenset()}
+              VARIANCE: frozenset({"amta"}), ARGMIN: frozenset({"amta"}), ARGMAX: frozenset({"amta"})}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -1073,6 +1073,7 @@ class Events:
             return self._checked_insert(window, timestamp, value)
         newest = window._newest
         partial: object = value
+        v: object
         t: cython.double
         x: cython.double
         kind = type(timestamp)
@@ -1096,9 +1097,22 @@ class Events:
                 return self._checked_insert(window, timestamp, value)
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
+            elif self._op == _VARIANCE:
+                partial = (1, value, 0)
         elif type(value) is int:
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
+            elif self._op == _VARIANCE:
+                partial = (1, value, 0)
+        elif (self._op == _ARGMIN or self._op == _ARGMAX) and type(value) is tuple and len(value) == 2:
+            v = value[1]  # _Arg.lift: (key, v) -> (v, key), v a number other than NaN
+            if type(v) is float:
+                x = v
+                if x != x:
+                    return self._checked_insert(window, timestamp, value)
+            elif type(v) is not int:
+                return self._checked_insert(window, timestamp, value)
+            partial = (v, value[0])
         else:
             return self._checked_insert(window, timestamp, value)
         try:
