@@ -30,8 +30,9 @@ every round and recorded as ``equal``.
    after n/4 more updates (the window slides: evictions, TwoStacks' flip). The values are
    made while tracing, so the object path's float objects count.
 5. **Monoids** (more monoids): per event as in 2, ``MaxSize(n)`` at the larger size, for
-   MinCount, MaxCount, First and Last (Mean beside them), on each typed core that serves it
-   against the object path (values of 1,000 distinct floats: many ties, whose counts add).
+   MinCount, MaxCount, First, Last, Variance, StdDev, ArgMin and ArgMax (Mean beside them),
+   on each typed core that serves it against the object path (values of 1,000 distinct
+   floats: many ties, whose counts add; ArgMin / ArgMax take ``(i, x)``, int keys).
 
     python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
@@ -52,7 +53,7 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
-from mta import First, Last, Max, MaxCount, MaxSize, Mean, MinCount, Sum, TimeRange, Window
+from mta import ArgMax, ArgMin, First, Last, Max, MaxCount, MaxSize, Mean, MinCount, StdDev, Sum, TimeRange, Variance, Window
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 from mta.monoid import Monoid
@@ -69,7 +70,10 @@ BATCH = 1000
 CELLS = ("bare", "per_event", "batches", "memory", "monoids")
 #: The monoids of the "monoids" cell (Mean: the reference, served by every typed core).
 MORE_MONOIDS: dict[str, Callable[[], Monoid]] = {"Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
-                                               "First": First, "Last": Last}
+                                               "First": First, "Last": Last, "Variance": Variance,
+                                               "StdDev": StdDev, "ArgMin": ArgMin, "ArgMax": ArgMax}
+#: The monoids of the "monoids" cell that take ``(key, value)`` pairs: given ``(i, x)``.
+KEYED = {"ArgMin", "ArgMax"}
 TARGETS = {"bare_steps_per_s": 5e6, "bare_speedup": 5.0, "vs_river": 3.0, "batch": 10.0, "memory": 1 / 3}
 
 
@@ -406,8 +410,10 @@ def memory(run: Run, cores: list[str], n: int) -> dict[str, Any]:
 def more_monoids(run: Run, cores: list[str], n: int, steps_min: int, rounds: int) -> dict[str, Any]:
     rows, results = [], []
     steps = max(n, steps_min)
-    fill, xs = values(n), values(steps, start=n)
     for monoid_name, make in MORE_MONOIDS.items():
+        fill, xs = values(n), values(steps, start=n)
+        if monoid_name in KEYED:
+            fill, xs = list(enumerate(fill)), list(enumerate(xs, n))
         windows: dict[str, Window] = {}
         names = [name for name in cores if typed.serves(name, make())]
         for name in names:

@@ -9,7 +9,9 @@ monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``
 ``Max``, and ``Mean`` (partial ``(sum, count)``); TypedAMTA and TypedFiBA also serve
 ``MinCount`` and ``MaxCount`` (partial ``(value, count)``, :func:`wide_op_of`; the cores here
 refuse them and a window on them stays on the object algorithm); TypedAMTA serves ``First``
-and ``Last`` of ints or floats too. :class:`TypedTimed` puts one under a
+and ``Last`` of ints or floats, ``Variance`` and ``StdDev`` (partial ``(count, mean, M2)``;
+INT kind: ints of at most 2**25) and ``ArgMin`` and ``ArgMax`` (partial ``(value, key)``,
+keys ints or floats) too. :class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
@@ -108,8 +110,8 @@ def op_of(monoid: Monoid) -> int | None:
 
 
 def wide_op_of(monoid: Monoid) -> int | None:
-    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last, which only some cores
-    serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
+    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last / Variance / StdDev /
+    ArgMin / ArgMax, which only some cores serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
     :func:`op_of`'s only)."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))

@@ -31,7 +31,21 @@ not computed at all: an int64 fold over evicted leaves could overflow.
 
 A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
 Mean, MinCount or MaxCount partial). First and Last mark their identity (``_EMPTY``) with
-``c == -1``; every stored value has ``c == 0``. INT-kind sums never overflow because the sum of ``|v|`` over the window's
+``c == -1``; every stored value has ``c == 0``. Two more monoids take the other fields,
+with columns only for them (Sum's and Mean's memory and steps do not change):
+
+- Variance and StdDev: ``(count, mean, M2)`` as ``(c, d, e)``, every mean a double. A
+  partial of one value, ``(1, v, 0)``, sets the kind: finite floats, or ints of at most
+  2**25 (their deviations squared, below 2**53, are exact as doubles, so the same C
+  operations give the object's floats; larger ints are :class:`Untyped`); it goes back out
+  with the int M2 and v of its kind. Partials of several values (floats) and the identity
+  fit either kind.
+- ArgMin and ArgMax: ``(value, key)`` as ``d`` or ``i``, and ``c`` the key (an int64, or a
+  float key's bits: keys are never compared, NaN and -0.0 come back as they were); the
+  identity ``None`` is ``e != 0``, which no stored value has. Keys of one kind per window
+  (chosen with the values' kind); others, strings included, are :class:`Untyped`.
+
+INT-kind sums never overflow because the sum of ``|v|`` over the window's
 leaves stays at most ``2^63 - 1`` (checked on insertion, :class:`Untyped` otherwise):
 every partial sum is bounded by it. That sum is a difference of prefix sums of ``|v|``
 kept modulo ``2^64`` per leaf, exact because the true value is below ``2^64``, and O(1)
@@ -224,8 +238,9 @@ def _plain(p: Any) -> tuple:
 @cython.initializedcheck(False)
 class TypedAMTA:
     """AmortizedMTA over typed columns, for Sum, Count, Min, Max, Mean, MinCount, MaxCount,
-    First and Last partials whose values are all exactly ``float`` or all exactly ``int``
-    (int64). See the module docstring."""
+    First, Last, Variance, StdDev, ArgMin and ArgMax partials whose values are all exactly
+    ``float`` or all exactly ``int`` (int64; Variance: at most 2**25). See the module
+    docstring."""
 
     name = AmortizedMTA.name
     monoid = cython.declare(object, visibility="public")
@@ -452,27 +467,31 @@ class TypedAMTA:
             if (b.d > a.d) if self._float else (b.i > a.i):
                 return b
             return Part(d=a.d, i=a.i, c=a.c + b.c, e=0.0)
-        if op == _VARIANCE:
-            return _chan(a, b)
-        if op == _ARGMIN:  # e marks the identity (None); ties keep the left operand
-            if a.e != 0.0:
-                return b
-            if b.e != 0.0:
-                return a
-            if self._float:
-                return a if a.d <= b.d else b
-            return a if a.i <= b.i else b
-        if op == _ARGMAX:
-            if a.e != 0.0:
-                return b
-            if b.e != 0.0:
-                return a
-            if self._float:
-                return a if a.d >= b.d else b
-            return a if a.i >= b.i else b
+        if op != _MEAN:
+            return self._comb_more(a, b)
         if self._float:
             return Part(d=a.d + b.d, i=0, c=a.c + b.c, e=0.0)
         return Part(d=0.0, i=a.i + b.i, c=a.c + b.c, e=0.0)
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _comb_more(self, a: Part, b: Part) -> Part:
+        """:meth:`_comb` of Variance, ArgMin and ArgMax: a call of its own, so that the
+        inlined combine of the other monoids stays as small as it was."""
+        op: cython.int = self._op
+        if op == _VARIANCE:
+            return _chan(a, b)
+        if a.e != 0.0:  # ArgMin / ArgMax: e marks the identity (None)
+            return b
+        if b.e != 0.0:
+            return a
+        if op == _ARGMIN:  # ties keep the left operand
+            if self._float:
+                return a if a.d <= b.d else b
+            return a if a.i <= b.i else b
+        if self._float:
+            return a if a.d >= b.d else b
+        return a if a.i >= b.i else b
 
     @cython.cfunc
     @cython.inline
@@ -665,7 +684,6 @@ class TypedAMTA:
         ``_keykind``); Untyped if it does not fit a column."""
         value: object = partial
         c: cython.longlong = 0
-        self._neutral = False
         if self._var:
             return self._decode_variance(partial)
         if self._arg:
@@ -716,6 +734,7 @@ class TypedAMTA:
         is then exact where it must be, so the doubles give the object's floats); other
         counts fit either kind (``_neutral``): the identity ``(0, 0.0, 0.0)`` or finite
         float mean and M2 (what ``_chan`` gives)."""
+        self._neutral = False
         if type(partial) is not tuple or len(partial) != 3:
             raise Untyped(f"not a (count, mean, M2) partial: {partial!r}")
         count: object = partial[0]
@@ -745,6 +764,8 @@ class TypedAMTA:
 
     @cython.cfunc
     def _encode(self, p: Part) -> object:
+        if not self._cnt:
+            return p.d if self._float else p.i
         if self._var:
             if p.c == 0:
                 return self.monoid.identity
