@@ -31,10 +31,11 @@ not computed at all: an int64 fold over evicted leaves could overflow.
 
 A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
 Mean, MinCount or MaxCount partial). First and Last mark their identity (``_EMPTY``) with
-``c == -1``; every stored value has ``c == 0``. Two more monoids take the other fields,
+``c == -1``; every stored value has ``c == 0``. Two more monoids fit the same three fields,
 with columns only for them (Sum's and Mean's memory and steps do not change):
 
-- Variance and StdDev: ``(count, mean, M2)`` as ``(c, d, e)``, every mean a double. A
+- Variance and StdDev: ``(count, mean, M2)`` as ``(c, d, i)``, every mean a double and
+  M2's bits in ``i`` (a column of their own: the one for ``d`` holds the means). A
   partial of one value, ``(1, v, 0)``, sets the kind: finite floats, or ints of at most
   2**25 (their deviations squared, below 2**53, are exact as doubles, so the same C
   operations give the object's floats; larger ints are :class:`Untyped`); it goes back out
@@ -42,7 +43,8 @@ with columns only for them (Sum's and Mean's memory and steps do not change):
   fit either kind.
 - ArgMin and ArgMax: ``(value, key)`` as ``d`` or ``i``, and ``c`` the key (an int64, or a
   float key's bits: keys are never compared, NaN and -0.0 come back as they were); the
-  identity ``None`` is ``e != 0``, which no stored value has. Keys of one kind per window
+  identity ``None`` is a value whose unused field (``i`` for FLOAT kind, ``d`` for INT
+  kind) is not 0, which no stored value has. Keys of one kind per window
   (chosen with the values' kind); others, strings included, are :class:`Untyped`.
 
 INT-kind sums never overflow because the sum of ``|v|`` over the window's
@@ -84,7 +86,7 @@ _EXACT = cython.declare(cython.longlong, 2 ** 53)
 #: Ints of at most this magnitude are Variance's INT kind: their deviations squared are exact as doubles.
 _VARIANCE_INT = cython.declare(cython.longlong, 2 ** 25)
 
-Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong, e=cython.double)
+Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
 if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
     globals()["Part"] = SimpleNamespace
 
@@ -221,15 +223,16 @@ def _chan(a: Part, b: Part) -> Part:
     nb: cython.double = b.c
     nn: cython.double = n
     delta: cython.double = b.d - a.d
-    return Part(d=a.d + delta * nb / nn, i=0, c=n, e=a.e + b.e + delta * delta * na * nb / nn)
+    m2: cython.double = _double(a.i) + _double(b.i) + delta * delta * na * nb / nn
+    return Part(d=a.d + delta * nb / nn, i=_bits(m2), c=n)
 
 
 @cython.final
 def _plain(p: Any) -> tuple:
-    """A value (a struct compiled, a namespace interpreted) as a plain ``(d, i, c, e)`` tuple."""
+    """A value (a struct compiled, a namespace interpreted) as a plain ``(d, i, c)`` tuple."""
     if isinstance(p, dict):
-        return (p["d"], p["i"], p["c"], p["e"])
-    return (p.d, p.i, p.c, p.e)
+        return (p["d"], p["i"], p["c"])
+    return (p.d, p.i, p.c)
 
 
 @cython.cclass
@@ -292,7 +295,7 @@ class TypedAMTA:
     _li: cython.longlong[:]
     _lc: cython.longlong[:]
     _lp: cython.ulonglong[:]
-    _le: cython.double[:]
+    _le: cython.longlong[:]
     _lcap: cython.Py_ssize_t
     _lbase: cython.Py_ssize_t
     _ptail: cython.ulonglong   # sum of |v| over leaves [0, tail), modulo 2^64
@@ -303,7 +306,7 @@ class TypedAMTA:
     _nd: cython.double[:]
     _ni: cython.longlong[:]
     _nc: cython.longlong[:]
-    _ne: cython.double[:]
+    _ne: cython.longlong[:]
     _ncap: cython.Py_ssize_t
     _nbase: cython.Py_ssize_t
     # the stack
@@ -313,7 +316,7 @@ class TypedAMTA:
     _sd: cython.double[:]
     _si: cython.longlong[:]
     _sc: cython.longlong[:]
-    _se: cython.double[:]
+    _se: cython.longlong[:]
     _sxs: object
     _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
 
@@ -340,7 +343,7 @@ class TypedAMTA:
         self._svals = _column("d", STACK_SIZE)
         self._sxs = _column("q", STACK_SIZE)
         self._scnts = _column("q", STACK_SIZE if self._cnt else 0)
-        self._sm2s = _column("d", STACK_SIZE if self._var else 0)
+        self._sm2s = _column("q", STACK_SIZE if self._var else 0)
         self._lpres = _column("Q", 0)
         self._set_kind(True)
         self._reset()
@@ -357,7 +360,7 @@ class TypedAMTA:
         self._bstart = 0
         self._lvals = _column("d", LEAF_START)
         self._lcnts = _column("q", LEAF_START if self._cnt else 0)
-        self._lm2s = _column("d", LEAF_START if self._var else 0)
+        self._lm2s = _column("q", LEAF_START if self._var else 0)
         if len(self._lpres):
             self._lpres = _column("Q", LEAF_START)
         self._lcap = LEAF_START
@@ -365,7 +368,7 @@ class TypedAMTA:
         self._ptail = 0
         self._nvals = _column("d", NODE_START)
         self._ncnts = _column("q", NODE_START if self._cnt else 0)
-        self._nm2s = _column("d", NODE_START if self._var else 0)
+        self._nm2s = _column("q", NODE_START if self._var else 0)
         self._ncap = NODE_START
         self._nbase = 0
         self._bind()
@@ -403,15 +406,15 @@ class TypedAMTA:
             self._lpres = _column("Q", self._lcap)
             self._lp = self._lpres
         if op == _MIN or op == _MINCOUNT:
-            self._identity = Part(d=math.inf, i=INT64_MAX, c=0, e=0.0)
+            self._identity = Part(d=math.inf, i=INT64_MAX, c=0)
         elif op == _MAX or op == _MAXCOUNT:
-            self._identity = Part(d=-math.inf, i=INT64_MIN, c=0, e=0.0)
+            self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
         elif op == _FIRST or op == _LAST:
-            self._identity = Part(d=0.0, i=0, c=-1, e=0.0)  # _EMPTY
-        elif self._arg:
-            self._identity = Part(d=0.0, i=0, c=0, e=1.0)  # None
+            self._identity = Part(d=0.0, i=0, c=-1)  # _EMPTY
+        elif self._arg:  # None: the field the kind leaves unused is not 0 (_empty)
+            self._identity = Part(d=0.0, i=1, c=0) if kind else Part(d=1.0, i=0, c=0)
         else:
-            self._identity = Part(d=0.0, i=0, c=0, e=0.0)
+            self._identity = Part(d=0.0, i=0, c=0)
         return 0
 
     @cython.cfunc
@@ -441,8 +444,8 @@ class TypedAMTA:
         op: cython.int = self._op
         if op == _SUM:
             if self._float:
-                return Part(d=a.d + b.d, i=0, c=0, e=0.0)
-            return Part(d=0.0, i=a.i + b.i, c=0, e=0.0)
+                return Part(d=a.d + b.d, i=0, c=0)
+            return Part(d=0.0, i=a.i + b.i, c=0)
         if op == _MIN:  # ties keep the left operand
             if self._float:
                 return a if a.d <= b.d else b
@@ -460,18 +463,26 @@ class TypedAMTA:
                 return a
             if (b.d < a.d) if self._float else (b.i < a.i):
                 return b
-            return Part(d=a.d, i=a.i, c=a.c + b.c, e=0.0)
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
         if op == _MAXCOUNT:
             if (a.d > b.d) if self._float else (a.i > b.i):
                 return a
             if (b.d > a.d) if self._float else (b.i > a.i):
                 return b
-            return Part(d=a.d, i=a.i, c=a.c + b.c, e=0.0)
+            return Part(d=a.d, i=a.i, c=a.c + b.c)
         if op != _MEAN:
             return self._comb_more(a, b)
         if self._float:
-            return Part(d=a.d + b.d, i=0, c=a.c + b.c, e=0.0)
-        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c, e=0.0)
+            return Part(d=a.d + b.d, i=0, c=a.c + b.c)
+        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _empty(self, p: Part) -> cython.bint:
+        """Whether an ArgMin / ArgMax value is the identity (None): its kind's unused field
+        is not 0 (every other value has 0 there)."""
+        return p.i != 0 if self._float else p.d != 0.0
 
     @cython.cfunc
     @cython.exceptval(check=False)
@@ -481,9 +492,9 @@ class TypedAMTA:
         op: cython.int = self._op
         if op == _VARIANCE:
             return _chan(a, b)
-        if a.e != 0.0:  # ArgMin / ArgMax: e marks the identity (None)
+        if self._empty(a):  # ArgMin / ArgMax: None
             return b
-        if b.e != 0.0:
+        if self._empty(b):
             return a
         if op == _ARGMIN:  # ties keep the left operand
             if self._float:
@@ -507,11 +518,15 @@ class TypedAMTA:
     @cython.exceptval(check=False)
     def _leaf(self, index: cython.Py_ssize_t) -> Part:
         s: cython.Py_ssize_t = self._lslot(index)
-        c: cython.longlong = self._lc[s] if self._cnt else 0
-        e: cython.double = self._le[s] if self._var else 0.0
+        c: cython.longlong = 0
+        m: cython.longlong = 0
+        if self._cnt:
+            c = self._lc[s]
+            if self._var:  # M2's bits in i
+                m = self._le[s]
         if self._float:
-            return Part(d=self._ld[s], i=0, c=c, e=e)
-        return Part(d=0.0, i=self._li[s], c=c, e=e)
+            return Part(d=self._ld[s], i=m, c=c)
+        return Part(d=0.0, i=self._li[s], c=c)
 
     @cython.cfunc
     def _put_leaf(self, index: cython.Py_ssize_t, p: Part) -> cython.int:
@@ -529,8 +544,8 @@ class TypedAMTA:
                 self._ptail = _wrap64(self._ptail + _abs64(p.i))
         if self._cnt:
             self._lc[s] = p.c
-        if self._var:
-            self._le[s] = p.e
+            if self._var:
+                self._le[s] = p.i
         return 0
 
     def _grow_leaves(self, stop: int) -> None:
@@ -562,11 +577,15 @@ class TypedAMTA:
     def _stored(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t) -> Part:
         """Node ``(number, index)`` of a stored level (``number >= CHUNK_BITS``)."""
         s: cython.Py_ssize_t = self._nslot(number, index)
-        c: cython.longlong = self._nc[s] if self._cnt else 0
-        e: cython.double = self._ne[s] if self._var else 0.0
+        c: cython.longlong = 0
+        m: cython.longlong = 0
+        if self._cnt:
+            c = self._nc[s]
+            if self._var:  # M2's bits in i
+                m = self._ne[s]
         if self._float:
-            return Part(d=self._nd[s], i=0, c=c, e=e)
-        return Part(d=0.0, i=self._ni[s], c=c, e=e)
+            return Part(d=self._nd[s], i=m, c=c)
+        return Part(d=0.0, i=self._ni[s], c=c)
 
     @cython.cfunc
     def _store(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t, p: Part) -> cython.int:
@@ -577,8 +596,8 @@ class TypedAMTA:
             self._ni[s] = p.i
         if self._cnt:
             self._nc[s] = p.c
-        if self._var:
-            self._ne[s] = p.e
+            if self._var:
+                self._ne[s] = p.i
         return 0
 
     def _grow_nodes(self, stop: int) -> None:
@@ -656,8 +675,8 @@ class TypedAMTA:
             self._si[n] = p.i
         if self._cnt:
             self._sc[n] = p.c
-        if self._var:
-            self._se[n] = p.e
+            if self._var:
+                self._se[n] = p.i
         self._sn = n + 1
         return 0
 
@@ -684,24 +703,16 @@ class TypedAMTA:
         ``_keykind``); Untyped if it does not fit a column."""
         value: object = partial
         c: cython.longlong = 0
-        if self._var:
-            return self._decode_variance(partial)
-        if self._arg:
+        if self._cnt and not self._mean:
+            if self._var:
+                return self._decode_variance(partial)
             if type(partial) is not tuple or len(partial) != 2:
                 raise Untyped(f"not a (value, key) partial: {partial!r}")
             value = partial[0]
-            key: object = partial[1]
-            if type(key) is float:
-                c = _bits(key)
-                self._keykind = True
-            elif type(key) is int and -2**63 <= key < 2**63:
-                c = key
-                self._keykind = False
-            else:
-                raise Untyped(f"a key must be an int in int64 or a float, got {key!r}")
+            c = self._decode_key(partial[1])
             if type(value) is float and value != value:
                 raise Untyped("ArgMin / ArgMax take no NaN (as their lift)")
-        if self._mean:
+        elif self._mean:
             if type(partial) is not tuple or len(partial) != 2:
                 raise Untyped(f"not a (value, count) partial: {partial!r}")
             value = partial[0]
@@ -715,7 +726,7 @@ class TypedAMTA:
             if self._op != _MEAN and self._mean and not -math.inf < value < math.inf:
                 raise Untyped("MinCount / MaxCount take finite values (as their lift)")
             self._kind = True
-            return Part(d=value, i=0, c=c, e=0.0)
+            return Part(d=value, i=0, c=c)
         if type(value) is not int:
             raise Untyped(f"not an int or a float: {value!r}")
         try:
@@ -725,7 +736,18 @@ class TypedAMTA:
         except OverflowError:
             raise Untyped(f"an int outside int64: {value!r}") from None
         self._kind = False
-        return Part(d=0.0, i=i, c=c, e=0.0)
+        return Part(d=0.0, i=i, c=c)
+
+    @cython.cfunc
+    def _decode_key(self, key: object) -> cython.longlong:
+        """An ArgMin / ArgMax key as an int64 (a float key: its bits), its kind in ``_keykind``."""
+        if type(key) is float:
+            self._keykind = True
+            return _bits(key)
+        if type(key) is int and -2**63 <= key < 2**63:
+            self._keykind = False
+            return key
+        raise Untyped(f"a key must be an int in int64 or a float, got {key!r}")
 
     @cython.cfunc
     def _decode_variance(self, partial: object) -> Part:
@@ -747,10 +769,10 @@ class TypedAMTA:
                 raise Untyped(f"a partial of one value has M2 the int 0, got {m2!r}")
             if type(mean) is float and -math.inf < mean < math.inf:
                 self._kind = True
-                return Part(d=mean, i=0, c=1, e=0.0)
+                return Part(d=mean, i=0, c=1)
             if type(mean) is int and -_VARIANCE_INT <= mean <= _VARIANCE_INT:
                 self._kind = False
-                return Part(d=float(mean), i=0, c=1, e=0.0)
+                return Part(d=float(mean), i=0, c=1)
             raise Untyped(f"a mean must be a finite float or an int of at most 2**25, got {mean!r}")
         if type(mean) is not float or type(m2) is not float:
             raise Untyped(f"mean and M2 of a partial of {count} values must be floats")
@@ -760,7 +782,7 @@ class TypedAMTA:
             raise Untyped(f"a partial of no values must be the identity, got {partial!r}")
         self._neutral = True
         self._kind = self._window_kind()
-        return Part(d=mean, i=0, c=count, e=m2)
+        return Part(d=mean, i=_bits(m2), c=count)
 
     @cython.cfunc
     def _encode(self, p: Part) -> object:
@@ -771,10 +793,10 @@ class TypedAMTA:
                 return self.monoid.identity
             if p.c == 1:
                 return (1, int(p.d) if self._ivar else p.d, 0)
-            return (p.c, p.d, p.e)
+            return (p.c, p.d, _double(p.i))
         value: object = p.d if self._float else p.i
         if self._arg:
-            if p.e != 0.0:
+            if self._empty(p):
                 return None
             return (value, _double(p.c) if self._fkey else p.c)
         return (value, p.c) if self._mean else value
@@ -792,19 +814,25 @@ class TypedAMTA:
         """``partial`` decoded and checked against the window (kind, int64 bound); switches
         the kind of an empty window. Untyped, with nothing changed, if it does not fit."""
         p: Part = self._decode(partial)
-        if self._kind != self._window_kind() or (self._arg and self._keykind != self._fkey):
-            if self._kinded():
+        if self._cnt and not self._mean:  # Variance, ArgMin, ArgMax
+            if self._kind != self._window_kind() or (self._arg and self._keykind != self._fkey):
+                if self._kinded():
+                    raise Untyped("a partial of the other kind in a non-empty window")
+                self._set_kind(self._kind)
+            if self._var and not self._neutral:
+                self._last_one = self._tail  # (the leaf it becomes)
+            return p
+        if self._kind != self._float:
+            if self._head != self._tail:
                 raise Untyped("a partial of the other kind in a non-empty window")
             self._set_kind(self._kind)
         if self._track and _abs64(p.i) > LIMIT - self._window_abs():
             raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
-        if self._var and not self._neutral:
-            self._last_one = self._tail  # (the leaf it becomes)
         return p
 
     @cython.cfunc
     def _check_many(self, partials: object, vd: cython.double[:], vi: cython.longlong[:],
-                    vc: cython.longlong[:], ve: cython.double[:], keep: cython.bint) -> cython.int:
+                    vc: cython.longlong[:], ve: cython.longlong[:], keep: cython.bint) -> cython.int:
         """The kind of ``partials`` (1 FLOAT, 0 INT; ArgMin / ArgMax: their key kind in
         ``_keykind``) if :meth:`insert_many` takes them all (with ``keep``, decoded into the
         rows of ``vd`` or ``vi``, ``vc`` and ``ve``); raise Untyped otherwise. Changes
@@ -843,7 +871,7 @@ class TypedAMTA:
                 if self._cnt:
                     vc[j] = p.c
                 if self._var:
-                    ve[j] = p.e
+                    ve[j] = p.i
             j += 1
         self._keykind = keys
         return self._window_kind() if kind < 0 else kind
@@ -906,7 +934,7 @@ class TypedAMTA:
             return
         rows = _column("d", n)
         counts = _column("q", n if self._cnt else 0)
-        m2s = _column("d", n if self._var else 0)
+        m2s = _column("q", n if self._var else 0)
         kind: cython.bint = self._check_many(partials, rows, _as_int64(rows), counts, m2s, True)
         if kind != self._window_kind() or (self._arg and self._keykind != self._fkey):
             self._set_kind(kind)  # the window's kind is not fixed (_check_many)
@@ -917,7 +945,7 @@ class TypedAMTA:
     def accepts(self, partials: Sequence[Any]) -> bool:
         """Whether :meth:`insert_many` would take ``partials``."""
         try:
-            self._check_many(partials, _NO_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, _NO_ROWS, False)
+            self._check_many(partials, _NO_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, False)
         except Untyped:
             return False
         return True
@@ -972,9 +1000,9 @@ class TypedAMTA:
         if kind != self._float:
             self._set_kind(kind)
         if kind:
-            self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, _NO_ROWS, True, n)
+            self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
         else:
-            self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, _NO_ROWS, True, n)
+            self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -1005,22 +1033,21 @@ class TypedAMTA:
         if kind != self._window_kind():
             self._set_kind(kind)
         self._last_one = self._tail + n - 1
-        self._insert_rows(vd, _NO_INT_ROWS, _NO_INT_ROWS, _NO_ROWS, True, n)
+        self._insert_rows(vd, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
 
     @cython.cfunc
     @cython.inline
     def _row(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
-             vc: cython.const[cython.longlong][:], ve: cython.const[cython.double][:], ones: cython.bint,
+             vc: cython.const[cython.longlong][:], ve: cython.const[cython.longlong][:], ones: cython.bint,
              j: cython.Py_ssize_t) -> Part:
         c: cython.longlong = (1 if ones else vc[j]) if self._cnt else 0
-        e: cython.double = (0.0 if ones else ve[j]) if self._var else 0.0
-        if self._float:
-            return Part(d=vd[j], i=0, c=c, e=e)
-        return Part(d=0.0, i=vi[j], c=c, e=e)
+        if self._float:  # (Variance: M2's bits in i; of one value, those of 0.0)
+            return Part(d=vd[j], i=(0 if ones else ve[j]) if self._var else 0, c=c)
+        return Part(d=0.0, i=vi[j], c=c)
 
     @cython.cfunc
     def _insert_rows(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
-                     vc: cython.const[cython.longlong][:], ve: cython.const[cython.double][:], ones: cython.bint,
+                     vc: cython.const[cython.longlong][:], ve: cython.const[cython.longlong][:], ones: cython.bint,
                      n: cython.Py_ssize_t) -> cython.int:
         """Insert ``n`` checked rows of the window's kind (counts or keys ``vc``, M2s ``ve``;
         or count 1 and M2 0 each when ``ones``) as AmortizedMTA.insert_many does: each run
@@ -1043,7 +1070,7 @@ class TypedAMTA:
 
     @cython.cfunc
     def _put_run(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
-                 vc: cython.const[cython.longlong][:], ve: cython.const[cython.double][:], ones: cython.bint,
+                 vc: cython.const[cython.longlong][:], ve: cython.const[cython.longlong][:], ones: cython.bint,
                  i: cython.Py_ssize_t, t: cython.Py_ssize_t, run: cython.Py_ssize_t) -> cython.int:
         """Rows ``i .. i+run-1`` as leaves ``t .. t+run-1`` (as :meth:`_put_leaf` one by one)
         and R1 folded over them (as :meth:`_fold`), in one loop without a struct per row:
@@ -1068,13 +1095,13 @@ class TypedAMTA:
                     s -= cap
                 ld[s] = vd[i + k]
                 x = x + vd[i + k]
-            self._r1 = Part(d=x, i=0, c=0, e=0.0)
+            self._r1 = Part(d=x, i=0, c=0)
             self._tail = t + run
             return 0
         li: cython.longlong[:] = self._li
         lc: cython.longlong[:] = self._lc
         lp: cython.ulonglong[:] = self._lp
-        le: cython.double[:] = self._le
+        le: cython.longlong[:] = self._le
         for k in range(run):
             s = s0 + k
             if s >= cap:
@@ -1083,12 +1110,12 @@ class TypedAMTA:
                 c = 1 if ones else vc[i + k]
                 lc[s] = c
             if self._var:
-                le[s] = 0.0 if ones else ve[i + k]
+                le[s] = 0 if ones else ve[i + k]
             if self._float:
                 x = vd[i + k]
                 ld[s] = x
                 if adds:
-                    acc = Part(d=acc.d + x, i=0, c=acc.c + c if self._mean else 0, e=0.0)
+                    acc = Part(d=acc.d + x, i=0, c=acc.c + c if self._mean else 0)
             else:
                 v = vi[i + k]
                 li[s] = v
@@ -1096,7 +1123,7 @@ class TypedAMTA:
                     lp[s] = self._ptail
                     self._ptail = _wrap64(self._ptail + _abs64(v))
                 if adds:
-                    acc = Part(d=0.0, i=acc.i + v, c=acc.c + c if self._mean else 0, e=0.0)
+                    acc = Part(d=0.0, i=acc.i + v, c=acc.c + c if self._mean else 0)
         self._tail = t + run
         self._r1 = acc if adds else self._fold(acc, t, t + run)
         return 0
@@ -1203,11 +1230,15 @@ class TypedAMTA:
     @cython.inline
     @cython.exceptval(check=False)
     def _top_at(self, n: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = self._sc[n] if self._cnt else 0
-        e: cython.double = self._se[n] if self._var else 0.0
+        c: cython.longlong = 0
+        m: cython.longlong = 0
+        if self._cnt:
+            c = self._sc[n]
+            if self._var:  # M2's bits in i
+                m = self._se[n]
         if self._float:
-            return Part(d=self._sd[n], i=0, c=c, e=e)
-        return Part(d=0.0, i=self._si[n], c=c, e=e)
+            return Part(d=self._sd[n], i=m, c=c)
+        return Part(d=0.0, i=self._si[n], c=c)
 
     @cython.cfunc
     @cython.cdivision(True)
@@ -1351,8 +1382,8 @@ class TypedAMTA:
             if p.c <= self._ddof:
                 return None
             if self._sqrt:
-                return math.sqrt(p.e / cython.cast(cython.double, p.c - self._ddof))
-            return p.e / cython.cast(cython.double, p.c - self._ddof)
+                return math.sqrt(_double(p.i) / cython.cast(cython.double, p.c - self._ddof))
+            return _double(p.i) / cython.cast(cython.double, p.c - self._ddof)
         if self._arg:  # _Arg.lower: (key, value)
             return (_double(p.c) if self._fkey else p.c, p.d if self._float else p.i)
         if not self._mean:
@@ -1408,8 +1439,8 @@ class TypedAMTA:
         if type(state[6]) is tuple:  # unpickled: values as plain tuples (__reduce__)
             state = list(state)
             for index in (3, 6, 7):
-                d, i, c, e = state[index]
-                state[index] = Part(d=d, i=i, c=c, e=e)
+                d, i, c = state[index]
+                state[index] = Part(d=d, i=i, c=c)
         (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
          self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
          self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
