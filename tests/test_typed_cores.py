@@ -908,3 +908,29 @@ def test_variance_windows_match_the_object_window(monoid, policy, data):
         assert _is_typed(window) is not demoted
         assert _same(window.query(), ref.query()), (window.query(), ref.query())
         assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("policy", [MaxSize(40), TimeRange(30)], ids=repr)
+def test_records_with_variance_and_argmin_fields(use_typed, policy):
+    """Records whose fields include Variance, StdDev and ArgMin run on typed AMTA cores, one
+    per field, bit for bit against the object window; a value one field's core does not hold
+    (an int beyond 2**25 for Variance) demotes the window, which goes on with the object
+    results."""
+    from mta import Record
+    monoid = Record(var=Variance(), sd=StdDev(ddof=1), low=ArgMin(), total=Sum())
+    window = Window(monoid, policy)
+    typed.USE = False
+    ref = Window(monoid, policy)
+    typed.USE = True
+    assert window._typed
+    rng = random.Random(5)
+    for i in range(400):
+        x = rng.choice([1e16, -3.25, 0.5, 7.0, -0.0]) * rng.choice([1, 3])
+        value = {"var": x, "sd": x, "low": (i, x), "total": x}
+        if i == 300:
+            value = {"var": 2**25 + 1, "sd": 1, "low": (i, 1), "total": 1}
+        for w in (window, ref):
+            w.insert(i // 2, value)
+        assert window._typed is (i < 300)
+        got, want = window.query(), ref.query()
+        assert set(got) == set(want) and all(_same(got[k], want[k]) for k in want), (i, got, want)
