@@ -111,8 +111,8 @@ def op_of(monoid: Monoid) -> int | None:
 
 def wide_op_of(monoid: Monoid) -> int | None:
     """:func:`op_of`, or the op of MinCount / MaxCount / First / Last / Variance / StdDev /
-    ArgMin / ArgMax, which only some cores serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
-    :func:`op_of`'s only)."""
+    ArgMin / ArgMax, which only some cores serve (:data:`WIDE_CORES`; the other cores and
+    the Stream engine's typed paths take :func:`op_of`'s only)."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))
 
@@ -1034,7 +1034,9 @@ class Events:
     int or a finite float, not older than the window's newest (out of order: any, the core
     refusing a late one with ``Untyped``), and a value the monoid lifts
     unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
-    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids. Anything else, and an update the core cannot hold (``Untyped``,
+    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids,
+    ``(1, value, 0)`` for Variance; for ArgMin and ArgMax a ``(key, value)`` tuple, value an
+    int or a float other than NaN, as ``(value, key)``. Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
     which names what is wrong or demotes the window, so that both give the same results and
     errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
@@ -1075,7 +1077,6 @@ class Events:
             return self._checked_insert(window, timestamp, value)
         newest = window._newest
         partial: object = value
-        v: object
         t: cython.double
         x: cython.double
         kind = type(timestamp)
@@ -1107,14 +1108,13 @@ class Events:
             elif self._op == _VARIANCE:
                 partial = (1, value, 0)
         elif (self._op == _ARGMIN or self._op == _ARGMAX) and type(value) is tuple and len(value) == 2:
-            v = value[1]  # _Arg.lift: (key, v) -> (v, key), v a number other than NaN
-            if type(v) is float:
-                x = v
+            partial = (value[1], value[0])  # _Arg.lift: (key, v) -> (v, key), v a number other than NaN
+            if type(partial[0]) is float:
+                x = partial[0]
                 if x != x:
                     return self._checked_insert(window, timestamp, value)
-            elif type(v) is not int:
+            elif type(partial[0]) is not int:
                 return self._checked_insert(window, timestamp, value)
-            partial = (v, value[0])
         else:
             return self._checked_insert(window, timestamp, value)
         try:
