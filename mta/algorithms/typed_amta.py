@@ -32,7 +32,8 @@ not computed at all: an int64 fold over evicted leaves could overflow.
 A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
 Mean, MinCount or MaxCount partial). First and Last mark their identity (``_EMPTY``) with
 ``c == -1``; every stored value has ``c == 0``. Two more monoids fit the same three fields,
-with columns only for them (Sum's and Mean's memory and steps do not change):
+with columns only for them (the other monoids' memory does not change, and their steps
+only by a few checks of the op):
 
 - Variance and StdDev: ``(count, mean, M2)`` as ``(c, d, i)``, every mean a double and
   M2's bits in ``i`` (a column of their own: the one for ``d`` holds the means). A
