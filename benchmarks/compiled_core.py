@@ -30,7 +30,7 @@ every round and recorded as ``equal``.
    after n/4 more updates (the window slides: evictions, TwoStacks' flip). The values are
    made while tracing, so the object path's float objects count.
 5. **Monoids** (more monoids): per event as in 2, ``MaxSize(n)`` at the larger size, for
-   MinCount, MaxCount, First, Last, Variance, ArgMin and ArgMax (Mean beside them), on each
+   MinCount, MaxCount, First, Last, Variance, StdDev, ArgMin and ArgMax (Mean beside them), on each
    typed core that serves it against the object path (values of 1,000 distinct floats: many
    ties, whose counts add; ArgMin / ArgMax take ``(j, x)``), and on the out-of-order
    ``"fiba"`` window (TypedFiBA), fed in order.
@@ -54,7 +54,7 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
-from mta import ArgMax, ArgMin, First, Last, Max, MaxCount, MaxSize, Mean, MinCount, Sum, TimeRange, Variance, Window
+from mta import ArgMax, ArgMin, First, Last, Max, MaxCount, MaxSize, Mean, MinCount, StdDev, Sum, TimeRange, Variance, Window
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 from mta.monoid import Monoid
@@ -72,7 +72,7 @@ CELLS = ("bare", "per_event", "batches", "memory", "monoids")
 #: The monoids of the "monoids" cell (Mean: the reference, served by every typed core).
 MORE_MONOIDS: dict[str, Callable[[], Monoid]] = {"Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
                                                "First": First, "Last": Last, "Variance": Variance,
-                                               "ArgMin": ArgMin, "ArgMax": ArgMax}
+                                               "StdDev": StdDev, "ArgMin": ArgMin, "ArgMax": ArgMax}
 #: Monoids of the "monoids" cell whose inputs are ``(key, value)`` pairs.
 PAIRED = ("ArgMin", "ArgMax")
 #: Typed out-of-order windows the "monoids" cell runs beside the typed cores (fed in order).

@@ -20,7 +20,7 @@ from conftest import hsettings
 from mta._extensions import load_pure
 from mta.algorithms import typed_amta
 from mta.algorithms.amta import AmortizedMTA
-from mta.monoid import _EMPTY, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Sum
+from mta.monoid import _EMPTY, ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum, Variance
 
 PURE = load_pure("mta.algorithms.typed_amta")
 CLASSES = pytest.mark.parametrize("cls", [typed_amta.TypedAMTA, PURE.TypedAMTA],
@@ -28,9 +28,15 @@ CLASSES = pytest.mark.parametrize("cls", [typed_amta.TypedAMTA, PURE.TypedAMTA],
 Untyped = (typed_amta.Untyped, PURE.Untyped)
 
 MONOIDS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean(),
-           "mincount": MinCount(), "maxcount": MaxCount(), "first": First(), "last": Last()}
+           "mincount": MinCount(), "maxcount": MaxCount(), "first": First(), "last": Last(),
+           "variance": Variance(), "variance1": Variance(ddof=1), "stddev": StdDev(), "argmin": ArgMin(),
+           "argmax": ArgMax()}
 #: The monoids whose partials are (value, count) pairs.
 PAIRS = {"mean", "mincount", "maxcount"}
+#: Partials (count, mean, M2).
+VARIANCES = {"variance", "variance1", "stddev"}
+#: Partials (value, key), identity None.
+ARGS = {"argmin", "argmax"}
 #: Floats whose sums depend on the order of operations (1e16 + 1.0 + 1.0 != 1e16 + 2.0).
 SUMMANDS = st.sampled_from([1e16, -1e16, 1.0, -1.0, 0.5, 3.0, 1e-3, -0.0, 0.0, 2.5e15, 7.0])
 #: Floats whose minimum (maximum) is often a tie between 0.0 and -0.0, which only the left
@@ -44,6 +50,21 @@ SELECTED = {"min": st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.0, 2.5]),
 #: Ints that tie often (MinCount / MaxCount add the counts of equal values).
 TIES = st.integers(-3, 3)
 INTS = st.integers(-10**6, 10**6)
+#: Variance's INT kind: ints of at most 2**25, often at the bound (deviations of 2**26,
+#: squares of 2**52: still exact as doubles).
+VARIANCE_INTS = st.sampled_from([2**25, -2**25, 2**25 - 1, -2**25 + 1, 0, 1, -1]) | st.integers(-2**25, 2**25)
+#: Partials of several values (what _chan gives), and the identity: either kind takes them.
+VARIANCE_MERGED = st.sampled_from([(0, 0.0, 0.0), (2, 0.5, 0.125), (3, 1e16, 2.5), (5, -0.0, 0.0), (2, -3.25, 1e32)])
+ARG_VALUES = {"float": st.sampled_from([0.0, -0.0, 1.0, 1.0, -2.5, math.inf, -math.inf]),
+              "int": TIES | st.sampled_from([2**63 - 1, -2**63])}
+#: Keys are never compared: NaN and -0.0 must come back bit for bit.
+ARG_KEYS = {"float": st.sampled_from([0.0, -0.0, 1.5, math.nan, -2.0, 1e300]),
+            "int": st.integers(-5, 5) | st.sampled_from([2**63 - 1, -2**63])}
+
+
+def lift(name: str, v):
+    """A value as the monoid of ``name`` lifts it (ArgMin / ArgMax: with key 7)."""
+    return (v, 1) if name in PAIRS else (1, v, 0) if name in VARIANCES else (v, 7) if name in ARGS else v
 
 
 def identical(a, b) -> bool:
@@ -55,9 +76,16 @@ def identical(a, b) -> bool:
     return repr(a) == repr(b)
 
 
-def partials(name: str, kind: str) -> st.SearchStrategy:
+def partials(name: str, kind: str, neutral: bool = True) -> st.SearchStrategy:
+    """Partials of the ``kind``'s values (ArgMin / ArgMax: keys of the same kind);
+    Variance's also merged ones, which fit either kind, unless not ``neutral``."""
     if name == "count":
         return st.integers(0, 3)
+    if name in VARIANCES:
+        lifted = st.builds(lambda v: (1, v, 0), VARIANCE_INTS if kind == "int" else SUMMANDS)
+        return lifted | lifted | VARIANCE_MERGED if neutral else lifted
+    if name in ARGS:
+        return st.tuples(ARG_VALUES[kind], ARG_KEYS[kind])
     values = (TIES if name in PAIRS - {"mean"} else INTS) if kind == "int" else SELECTED.get(name, SUMMANDS)
     if name in PAIRS:
         return st.tuples(values, st.integers(0, 4))
@@ -204,7 +232,7 @@ def test_bulk_eviction_into_a_small_window(cls, name, rng):
 
 
 @CLASSES
-@pytest.mark.parametrize("name", ["sum", "min", "mean", "maxcount"])
+@pytest.mark.parametrize("name", ["sum", "min", "mean", "maxcount", "variance", "argmax"])
 def test_large_windows_and_bulk_evictions(cls, name):
     """Windows of thousands (stored levels up to 2^12, rings that grow and wrap many
     times), steady and shrinking, with evictions of every size."""
@@ -214,7 +242,7 @@ def test_large_windows_and_bulk_evictions(cls, name):
 
     def part():
         v = rng.choice(values) * rng.choice([1, 3, 7])
-        return (v, 1) if name in PAIRS else v
+        return (v, rng.randrange(9)) if name in ARGS else lift(name, v)
 
     typed, ref = cls(monoid), AmortizedMTA(monoid)
     for target in (5000, 300, 9000, 40, 3000):
@@ -251,7 +279,18 @@ BAD = {
     "maxcount": [2, (1, 1, 1), (1.0, 1.0), ("a", 1), (-2**63 - 1, 1), (math.inf, 1), (math.nan, 0)],
     "first": ["a", None, True, 2**63, (1.0, 1), _EMPTY],
     "last": [b"x", False, -2**63 - 1, [1], _EMPTY],
+    # M2 of one value is the int 0; counts in [0, 2**32); means of INT kind at most 2**25; several
+    # values: float mean and M2, finite; no values: the identity (0, 0.0, 0.0) only
+    "variance": [1.0, 1, (1, 1.0), (1, 1.0, 0.0), (1, 1.0, 1), (1, 1.0, False), (1, True, 0), (True, 1.0, 0),
+                 (1, 2**25 + 1, 0), (1, -2**25 - 1, 0), (1, 2**60, 0), (1, math.inf, 0), (1, math.nan, 0), (1, "a", 0),
+                 (2, 1, 0.5), (2, 1.0, 0), (2, 1.0, math.inf), (2, math.nan, 1.0), (0, 1.0, 0.0), (0, -0.0, 0.0),
+                 (0, 0.0, -0.0), (0, 0, 0.0), (-1, 1.0, 0.0), (2**32, 1.0, 0.0), (2.0, 1.0, 0.0), [1, 1.0, 0], None],
+    # (value, key): no NaN value, values and keys ints in int64 or floats, keys no other type
+    "argmin": [1.0, None, (1.0,), (1.0, 2, 3), [1.0, 1], (math.nan, 1), (1.0, "k"), (1.0, None), (1.0, True),
+               (True, 1), (1.0, 2**63), (2**63, 1), (-2**63 - 1, 1.5), (1.0, (1, 2)), ("1", 1)],
 }
+BAD["variance1"] = BAD["stddev"] = BAD["variance"]
+BAD["argmax"] = BAD["argmin"]
 
 
 @CLASSES
@@ -265,9 +304,10 @@ def test_untyped_changes_nothing(cls, name, data):
     monoid = MONOIDS[name]
     kind = "int" if name == "count" else data.draw(st.sampled_from(["float", "int"]))
     part = partials(name, kind)
-    other = partials(name, "int" if kind == "float" else "float")
+    other = partials(name, "int" if kind == "float" else "float", neutral=False)
     typed, ref = cls(monoid), AmortizedMTA(monoid)
-    start = data.draw(st.lists(part, min_size=1, max_size=80))
+    # the newest, never evicted below, fixes the kind (Variance: merged partials fit either)
+    start = data.draw(st.lists(part, max_size=80)) + [data.draw(partials(name, kind, neutral=False))]
     typed.insert_many(start)
     ref.insert_many(start)
     k = data.draw(st.integers(0, len(start) - 1))
@@ -417,7 +457,8 @@ def test_memory_is_reclaimed(cls):
 
 
 @CLASSES
-@pytest.mark.parametrize("name", ["sum", "mean", "min", "mincount", "maxcount", "first", "last"])
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "mincount", "maxcount", "first", "last", "variance",
+                                  "variance1", "stddev"])
 @hsettings(max_examples=15)
 @given(data=st.data())
 def test_window_interface(cls, name, data):
@@ -440,7 +481,7 @@ def test_window_interface(cls, name, data):
                                              st.tuples(st.just("copy"), st.sampled_from(["deepcopy", "pickle"]))),
                                    max_size=30)):
         if step[0] == "push":
-            p = (step[1], 1) if name in PAIRS else step[1]
+            p = lift(name, step[1])
             evicted = typed.push(0, p)
             ref.insert(p)
             k = max(0, len(ref) - size)
@@ -450,7 +491,7 @@ def test_window_interface(cls, name, data):
             column = np.array(step[1], dtype=np.float64 if kind == "float" else np.int64)
             column.flags.writeable = False  # as Arrow's buffers are
             typed.insert_array(column)
-            ref.insert_many([(v, 1) if name in PAIRS else v for v in step[1]])
+            ref.insert_many([lift(name, v) for v in step[1]])
         else:
             if step[1] == "pickle" and cls is typed_amta.TypedAMTA:  # the pure twin is not importable by name
                 typed = pickle.loads(pickle.dumps(typed))
@@ -508,3 +549,104 @@ def test_under_a_timed_window(cls, policy, data):
         assert len(core) == len(ref)
         assert identical(core.query(), ref.query()), (core.query(), ref.query())
         assert all(map(identical, core, ref))
+
+
+@CLASSES
+def test_variance_int_kind_bound(cls):
+    """INT kind: ints of at most 2**25 (deviations squared exact as doubles); a larger one
+    raises Untyped and changes nothing, and the window demotes to AmortizedMTA, which goes on
+    with the object results. Floats of any finite size: FLOAT kind."""
+    for monoid in (Variance(), StdDev(ddof=1)):
+        typed, ref = cls(monoid), AmortizedMTA(monoid)
+        for v in (2**25, -2**25, 2**25 - 1, 3, -2**25):
+            typed.insert((1, v, 0))
+            ref.insert((1, v, 0))
+            check_same(typed, ref)
+            assert identical(typed.result(), monoid.lower(ref.query()))
+        typed.evict(2)
+        ref.evict(2)
+        before = list(typed)
+        for bad in ((1, 2**25 + 1, 0), (1, -2**25 - 1, 0), (1, 2**449, 0), (1, 0.5, 0)):
+            assert not typed.fits(bad) and not typed.accepts([(1, 1, 0), bad])
+            with pytest.raises(Untyped):
+                typed.insert(bad)
+            with pytest.raises(Untyped):
+                typed.insert_many([(1, 1, 0), bad])
+            assert all(map(identical, list(typed), before))
+            check_same(typed, ref)
+        typed = typed.to_object()
+        for p in ((1, 2**40, 0), (1, 5, 0), (1, 2**25 + 1, 0)):
+            typed.insert(p)
+            ref.insert(p)
+            typed.evict()
+            ref.evict()
+            check_same(typed, ref)
+        typed = cls(monoid)
+        typed.insert_many([(1, 1e300, 0), (1, -1e300, 0), (1, 2.5, 0)])
+        ref = AmortizedMTA(monoid)
+        ref.insert_many([(1, 1e300, 0), (1, -1e300, 0), (1, 2.5, 0)])
+        check_same(typed, ref)  # M2 overflows to inf on both
+        assert identical(typed.result(), monoid.lower(ref.query()))
+
+
+@CLASSES
+@pytest.mark.parametrize("name", ["variance", "variance1", "stddev", "argmin", "argmax"])
+def test_count_one_and_empty_results(cls, name):
+    """A partial of one value, an evicted window and an empty one give the object's partials
+    and results: (1, v, 0) with the int M2 and v of the window's kind; the identity; None."""
+    monoid = MONOIDS[name]
+    for v in (5, -0.0, 2.5, -2**25):
+        typed, ref = cls(monoid), AmortizedMTA(monoid)
+        for step in range(3):
+            assert identical(typed.query(), ref.query()) and identical(typed.result(), monoid.lower(ref.query()))
+            p = lift(name, v)
+            typed.insert(p)
+            ref.insert(p)
+            check_same(typed, ref)
+            assert identical(typed.result(), monoid.lower(ref.query()))
+            assert identical(typed.oldest(), next(iter(ref)))
+            typed.evict(1)
+            ref.evict(1)
+            check_same(typed, ref)
+
+
+@CLASSES
+@pytest.mark.parametrize("name", ["argmin", "argmax"])
+def test_arg_key_kinds(cls, name):
+    """The first partial of an empty window sets the key kind (int or float) with the value
+    kind; a key of the other kind in a non-empty window is Untyped, nothing changed. Float
+    keys (NaN, -0.0, inf) come back bit for bit; copies and pickles keep everything."""
+    import copy
+    import pickle
+
+    monoid = MONOIDS[name]
+    typed, ref = cls(monoid), AmortizedMTA(monoid)
+    for p in ((1.0, math.nan), (1.0, -0.0), (0.0, math.inf), (-0.0, 0.0)):
+        typed.insert(p)
+        ref.insert(p)
+        check_same(typed, ref)
+    for bad in ((1.0, 3), (2, 1.5), (2, 3)):
+        assert not typed.fits(bad) and not typed.accepts([bad])
+        with pytest.raises(Untyped):
+            typed.insert(bad)
+        check_same(typed, ref)
+    again = copy.deepcopy(typed)
+    check_same(again, ref)
+    if cls is typed_amta.TypedAMTA:  # the pure twin is not importable by name
+        again = pickle.loads(pickle.dumps(typed))
+        check_same(again, ref)
+        assert all(map(identical, list(again), list(ref)))
+    typed.evict(len(typed))
+    ref.evict(len(ref))
+    assert typed.query() is None and typed.result() is None
+    for p in ((3, 2**63 - 1), (3, -2**63), (-7, 0)):  # an empty window takes the other kinds
+        typed.insert(p)
+        ref.insert(p)
+        check_same(typed, ref)
+        assert identical(typed.result(), monoid.lower(ref.query()))
+    assert not typed.fits((3, 1.5)) and not typed.fits((3.0, 1))
+    obj = typed.to_object()
+    for p in ((3, "a"), (-9, None), (3, 1.5)):
+        obj.insert(p)
+        ref.insert(p)
+        check_same(obj, ref)

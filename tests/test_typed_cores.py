@@ -19,13 +19,14 @@ from hypothesis import given, strategies as st
 
 from conftest import hsettings
 
-from mta import Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, Sum, TimeRange, Variance, Window, all_of, any_of
+from mta import (ArgMax, ArgMin, Count, First, GeometricMean, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, StdDev, Sum,
+                 TimeRange, Variance, Window, all_of, any_of)
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, LogMTA, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
-#: What windows take typed: MinCount, MaxCount, First and Last on typed.WIDE_CORES only.
-WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last]
+#: What windows take typed: MinCount, MaxCount, First, Last, Variance and StdDev on typed.WIDE_CORES only.
+WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last, Variance, StdDev]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
 _PURE_MODULES = {"mta.algorithms.typed": TWINS["pure"]}
 # A pure twin raises its own module's Untyped, or the imported one (modules that import it).
@@ -266,7 +267,7 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
     for window in (Window(Sum(), TimeRange(2**60)),  # a width a double does not hold
                    Window(Sum(), lambda total, old: False),  # a policy of the user's
                    Window(type("MySum", (Sum,), {})()),  # a subclass may combine otherwise
-                   Window(Variance()),
+                   Window(GeometricMean()),
                    Window(Sum(), store="memory://"),
                    Window(Sum(), buffer_size=8),
                    Window(Sum(), algorithm="fiba"),
@@ -276,6 +277,9 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
     assert _is_typed(Window(MinCount(), MaxSize(3))) and _is_typed(Window(MaxCount(), TimeRange(3)))
     assert _is_typed(Window(First(), MaxSize(3))) and _is_typed(Window(Last(), TimeRange(3)))
     assert not _is_typed(Window(First(), algorithm="two_stacks")) and not _is_typed(Window(Last(), algorithm="fiba"))
+    for monoid in (Variance(), Variance(ddof=1), StdDev(), ArgMin(), ArgMax()):
+        assert _is_typed(Window(monoid, MaxSize(3))) and _is_typed(Window(monoid, TimeRange(3)))
+        assert _is_typed(Window(monoid)) and Window(monoid).algorithm == "amta"
 
 
 def test_window_uses_typed_cores_when_compiled():
@@ -796,3 +800,137 @@ def test_masked_numpy_columns_go_the_general_way(name, column):
     with pytest.raises((TypeError, ValueError), match="update 1"):
         window.insert_many(*((masked, values) if column == "timestamps" else (ts, masked)))
     assert (len(window), window.query()) == (1, 5)
+
+
+_KEYS = {"int": st.integers(-5, 5) | st.sampled_from([2**63 - 1, -2**63]),
+         "float": st.sampled_from([0.0, -0.0, 1.5, math.inf, math.nan, -2.0])}
+#: Values that tie often (ties keep the oldest), with 0.0 / -0.0 told apart by the left operand rule.
+_ARG_VALUES = {"int": st.integers(-3, 3) | st.sampled_from([2**63 - 1, -2**63]),
+               "float": st.sampled_from([0.0, -0.0, 1.0, 1.0, -2.5, math.inf, -math.inf])}
+_ODD = st.sampled_from([("key", 1.0), (None, 2.0), (2**63, 1.0), (True, 1.0), ((1, 2), 0.5),  # keys it does not hold
+                        (1, math.nan), (1, 2**64), (1, True), (1, "x"), 1.0, [3, 1.0]])  # values refused or demoted
+
+
+@pytest.mark.parametrize("policy", [None, MaxSize(4), TimeRange(3), any_of(TimeRange(2), MaxSize(3))], ids=repr)
+@pytest.mark.parametrize("monoid_cls", [ArgMin, ArgMax], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("keys", ["int", "float"])
+@hsettings(max_examples=40)
+@given(data=st.data())
+def test_arg_windows_match_the_object_window(monoid_cls, policy, keys, data):
+    """ArgMin / ArgMax windows on typed cores (int or float keys, int or float values) against
+    object windows: results, errors, and demotion on a key or value the core does not hold
+    (strings, None, the other kind), after which the window gives the object results."""
+    windows, refs = _windows(monoid_cls, policy)
+    assert windows
+    kind = data.draw(st.sampled_from(["int", "float"]))
+    pair = st.tuples(_KEYS[keys], _ARG_VALUES[kind])
+    update = pair | pair | pair | _ODD if data.draw(st.booleans()) else pair
+    t = 0
+    for step, arg, dt in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "insert", "pairs", "evict"]),
+                                                      st.lists(update, max_size=4), st.sampled_from([0, 1, 2])),
+                                            max_size=30)):
+        t += dt
+        outcomes = []
+        for window in (*windows, *refs):
+            try:
+                if step == "insert":
+                    outcomes.append(window.insert(t, arg[0] if arg else (0, 1.0)))
+                elif step == "pairs":
+                    outcomes.append(window.insert_many([(t, v) for v in arg]))
+                else:
+                    outcomes.append(window.evict(min(len(arg), len(window))))
+            except (TypeError, ValueError) as error:
+                outcomes.append((type(error), str(error)))
+        assert all(_same(o, outcomes[-1]) for o in outcomes), outcomes
+        for window, ref in zip(windows, refs):
+            assert len(window) == len(ref)
+            assert _same(window.query(), ref.query()), (window.query(), ref.query())
+            assert all(map(_same, window, ref))
+
+
+def test_arg_windows_demote_on_keys_they_do_not_hold(use_typed):
+    """A string key (or a float key in a window of int keys) demotes the window mid-stream;
+    it goes on with the object algorithm's results."""
+    for odd in (("sensor-7", -5.0), (2.5, -5.0), (2**64, -5.0), (None, -5.0)):
+        window = Window(ArgMin(), MaxSize(3))
+        for t in range(5):
+            window.insert(t, (t, float(t % 3)))
+        assert _is_typed(window) and window.query() == (3, 0.0)
+        window.insert(5, odd)
+        assert not _is_typed(window) and window.query() == (odd[0], odd[1])
+        for t in range(6, 9):
+            window.insert(t, (t, 1.0))
+        assert window.query() == (6, 1.0) and len(window) == 3
+    window = Window(ArgMax(), TimeRange(2))
+    window.insert(0, (0.5, 7))
+    window.insert(1, (-0.0, 7))  # a tie keeps the oldest
+    assert _is_typed(window) and _same(window.query(), (0.5, 7))
+    window.insert(2, (3, 9))  # an int key among float keys
+    assert not _is_typed(window) and window.query() == (3, 9)
+
+
+@pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(4)], ids=repr)
+@pytest.mark.parametrize("monoid", [Variance(ddof=1), StdDev(), StdDev(ddof=1)], ids=repr)
+@hsettings(max_examples=30)
+@given(data=st.data())
+def test_variance_windows_match_the_object_window(monoid, policy, data):
+    """Variance(ddof=1) and StdDev windows, per event and in numpy batches, against object
+    windows bit for bit; ints beyond 2**25 demote the window mid-stream (their squares are
+    not exact as doubles), which then gives the object results."""
+    use = typed.USE
+    try:
+        typed.USE = True
+        window = Window(monoid, policy)
+        typed.USE = False
+        ref = Window(monoid, policy)
+    finally:
+        typed.USE = use
+    assert _is_typed(window)
+    ints = data.draw(st.booleans())
+    element = (st.integers(-2**25, 2**25) | st.sampled_from([2**25 + 1, -2**26, 2**40]) if ints
+               else st.sampled_from([1e16, -1e16, 1.0, 0.5, -3.25, 0.0, -0.0, 2.0 ** 60]))
+    t = 0
+    demoted = False
+    for step, arg, dt in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "insert", "arrays", "evict"]),
+                                                      st.lists(element, max_size=5), st.sampled_from([0, 1, 2])),
+                                            max_size=30)):
+        t += dt
+        fits = all(abs(v) <= 2**25 for v in arg) if ints else True
+        for w in (window, ref):
+            if step == "insert":
+                w.insert(t, arg[0] if arg else (1 if ints else 1.0))
+            elif step == "arrays":
+                w.insert_many(np.array([t] * len(arg)), np.array(arg, dtype=np.int64 if ints else np.float64))
+            else:
+                w.evict(min(len(arg), len(w)))
+        if step != "evict" and not fits and (step == "arrays" or abs(arg[0]) > 2**25):
+            demoted = True
+        assert _is_typed(window) is not demoted
+        assert _same(window.query(), ref.query()), (window.query(), ref.query())
+        assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("policy", [MaxSize(40), TimeRange(30)], ids=repr)
+def test_records_with_variance_and_argmin_fields(use_typed, policy):
+    """Records whose fields include Variance, StdDev and ArgMin run on typed AMTA cores, one
+    per field, bit for bit against the object window; a value one field's core does not hold
+    (an int beyond 2**25 for Variance) demotes the window, which goes on with the object
+    results."""
+    from mta import Record
+    monoid = Record(var=Variance(), sd=StdDev(ddof=1), low=ArgMin(), total=Sum())
+    window = Window(monoid, policy)
+    typed.USE = False
+    ref = Window(monoid, policy)
+    typed.USE = True
+    assert window._typed
+    rng = random.Random(5)
+    for i in range(400):
+        x = rng.choice([1e16, -3.25, 0.5, 7.0, -0.0]) * rng.choice([1, 3])
+        value = {"var": x, "sd": x, "low": (i, x), "total": x}
+        if i == 300:
+            value = {"var": 2**25 + 1, "sd": 1, "low": (i, 1), "total": 1}
+        for w in (window, ref):
+            w.insert(i // 2, value)
+        assert window._typed is (i < 300)
+        got, want = window.query(), ref.query()
+        assert set(got) == set(want) and all(_same(got[k], want[k]) for k in want), (i, got, want)

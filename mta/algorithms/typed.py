@@ -9,7 +9,9 @@ monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``
 ``Max``, and ``Mean`` (partial ``(sum, count)``); TypedAMTA and TypedFiBA also serve
 ``MinCount`` and ``MaxCount`` (partial ``(value, count)``, :func:`wide_op_of`; the cores here
 refuse them and a window on them stays on the object algorithm); TypedAMTA serves ``First``
-and ``Last`` of ints or floats too. :class:`TypedTimed` puts one under a
+and ``Last`` of ints or floats, ``Variance`` and ``StdDev`` (partial ``(count, mean, M2)``;
+INT kind: ints of at most 2**25) and ``ArgMin`` and ``ArgMax`` (partial ``(value, key)``,
+keys ints or floats) too. :class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
@@ -83,7 +85,8 @@ _WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
 #: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
 WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
               FIRST: frozenset({"amta", "fiba"}), LAST: frozenset({"amta", "fiba"}),
-              VARIANCE: frozenset({"fiba"}), ARGMIN: frozenset({"fiba"}), ARGMAX: frozenset({"fiba"})}
+              VARIANCE: frozenset({"amta", "fiba"}), ARGMIN: frozenset({"amta", "fiba"}),
+              ARGMAX: frozenset({"amta", "fiba"})}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -108,9 +111,9 @@ def op_of(monoid: Monoid) -> int | None:
 
 
 def wide_op_of(monoid: Monoid) -> int | None:
-    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last, which only some cores
-    serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
-    :func:`op_of`'s only)."""
+    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last / Variance / StdDev /
+    ArgMin / ArgMax, which only some cores serve (:data:`WIDE_CORES`; the other cores and
+    the Stream engine's typed paths take :func:`op_of`'s only)."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))
 
@@ -1032,7 +1035,9 @@ class Events:
     int or a finite float, not older than the window's newest (out of order: any, the core
     refusing a late one with ``Untyped``), and a value the monoid lifts
     unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
-    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids. Anything else, and an update the core cannot hold (``Untyped``,
+    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids,
+    ``(1, value, 0)`` for Variance; for ArgMin and ArgMax a ``(key, value)`` tuple, value an
+    int or a float other than NaN, as ``(value, key)``. Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
     which names what is wrong or demotes the window, so that both give the same results and
     errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
@@ -1096,9 +1101,21 @@ class Events:
                 return self._checked_insert(window, timestamp, value)
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
+            elif self._op == _VARIANCE:
+                partial = (1, value, 0)
         elif type(value) is int:
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
+            elif self._op == _VARIANCE:
+                partial = (1, value, 0)
+        elif (self._op == _ARGMIN or self._op == _ARGMAX) and type(value) is tuple and len(value) == 2:
+            partial = (value[1], value[0])  # _Arg.lift: (key, v) -> (v, key), v a number other than NaN
+            if type(partial[0]) is float:
+                x = partial[0]
+                if x != x:
+                    return self._checked_insert(window, timestamp, value)
+            elif type(partial[0]) is not int:
+                return self._checked_insert(window, timestamp, value)
         else:
             return self._checked_insert(window, timestamp, value)
         try:

@@ -31,7 +31,24 @@ not computed at all: an int64 fold over evicted leaves could overflow.
 
 A value is a ``Part`` (``d`` for FLOAT kind, ``i`` for INT kind, ``c`` the count of a
 Mean, MinCount or MaxCount partial). First and Last mark their identity (``_EMPTY``) with
-``c == -1``; every stored value has ``c == 0``. INT-kind sums never overflow because the sum of ``|v|`` over the window's
+``c == -1``; every stored value has ``c == 0``. Two more monoids fit the same three fields,
+with columns only for them (the other monoids' memory does not change, and their steps
+only by a few checks of the op):
+
+- Variance and StdDev: ``(count, mean, M2)`` as ``(c, d, i)``, every mean a double and
+  M2's bits in ``i`` (a column of their own: the one for ``d`` holds the means). A
+  partial of one value, ``(1, v, 0)``, sets the kind: finite floats, or ints of at most
+  2**25 (their deviations squared, below 2**53, are exact as doubles, so the same C
+  operations give the object's floats; larger ints are :class:`Untyped`); it goes back out
+  with the int M2 and v of its kind. Partials of several values (floats) and the identity
+  fit either kind.
+- ArgMin and ArgMax: ``(value, key)`` as ``d`` or ``i``, and ``c`` the key (an int64, or a
+  float key's bits: keys are never compared, NaN and -0.0 come back as they were); the
+  identity ``None`` is a value whose unused field (``i`` for FLOAT kind, ``d`` for INT
+  kind) is not 0, which no stored value has. Keys of one kind per window
+  (chosen with the values' kind); others, strings included, are :class:`Untyped`.
+
+INT-kind sums never overflow because the sum of ``|v|`` over the window's
 leaves stays at most ``2^63 - 1`` (checked on insertion, :class:`Untyped` otherwise):
 every partial sum is bounded by it. That sum is a difference of prefix sums of ``|v|``
 kept modulo ``2^64`` per leaf, exact because the true value is below ``2^64``, and O(1)
@@ -41,6 +58,7 @@ after a bulk eviction of any size.
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
@@ -52,8 +70,9 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.tree import BUFFER_SIZE
-from mta.algorithms.typed import FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped, _bare, _restored, serves, wide_op_of
-from mta.monoid import Count, Monoid
+from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, VARIANCE, Untyped,
+                                  _bare, _restored, serves, wide_op_of)
+from mta.monoid import Count, Monoid, StdDev
 
 COMPILED: bool = cython.compiled
 
@@ -64,6 +83,9 @@ __all__ = ["TypedAMTA", "Untyped"]
 
 #: Ints of at most this magnitude are exact as doubles.
 _EXACT = cython.declare(cython.longlong, 2 ** 53)
+
+#: Ints of at most this magnitude are Variance's INT kind: their deviations squared are exact as doubles.
+_VARIANCE_INT = cython.declare(cython.longlong, 2 ** 25)
 
 Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
 if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
@@ -77,6 +99,9 @@ _MINCOUNT = cython.declare(cython.int, MINCOUNT)
 _MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
 _FIRST = cython.declare(cython.int, FIRST)
 _LAST = cython.declare(cython.int, LAST)
+_VARIANCE = cython.declare(cython.int, VARIANCE)
+_ARGMIN = cython.declare(cython.int, ARGMIN)
+_ARGMAX = cython.declare(cython.int, ARGMAX)
 
 BITS = cython.declare(cython.Py_ssize_t, AmortizedMTA.CHUNK_BITS)
 CHUNK_MASK = cython.declare(cython.Py_ssize_t, (1 << AmortizedMTA.CHUNK_BITS) - 1)
@@ -123,6 +148,37 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
     return cython.cast(cython.ulonglong, v)
 
 
+_Bits = cython.union(d=cython.double, i=cython.longlong)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _bits(x: cython.double) -> cython.longlong:
+    """The bits of a double as an int64 (an ArgMin / ArgMax float key in the int64 column)."""
+    if cython.compiled:
+        u: _Bits
+        u.d = x
+        return u.i
+    return _INT64_OF_DOUBLE(_DOUBLE_BYTES(x))[0]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _double(b: cython.longlong) -> cython.double:
+    """The double whose bits :func:`_bits` gave."""
+    if cython.compiled:
+        u: _Bits
+        u.i = b
+        return u.d
+    return _DOUBLE_OF_INT64(_INT64_BYTES(b))[0]
+
+
+_DOUBLE_BYTES, _INT64_BYTES = struct.Struct("<d").pack, struct.Struct("<q").pack
+_DOUBLE_OF_INT64, _INT64_OF_DOUBLE = struct.Struct("<d").unpack, struct.Struct("<q").unpack
+
+
 def _column(typecode: str, size: int) -> array:
     """``size`` zeros of ``typecode`` (no temporary of that size on the way)."""
     return array(typecode, [0]) * size
@@ -152,6 +208,26 @@ _NO_ROWS = _column("d", 0)
 _NO_INT_ROWS = _column("q", 0)
 
 
+@cython.cfunc
+@cython.inline
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _chan(a: Part, b: Part) -> Part:
+    """``mta.monoid._chan`` of ``(count, mean, M2)`` partials ``(c, d, e)``, its operations in
+    its order (the counts, below 2**53, are exact as doubles; Python converts them too)."""
+    if a.c == 0:
+        return b
+    if b.c == 0:
+        return a
+    n: cython.longlong = a.c + b.c
+    na: cython.double = a.c
+    nb: cython.double = b.c
+    nn: cython.double = n
+    delta: cython.double = b.d - a.d
+    m2: cython.double = _double(a.i) + _double(b.i) + delta * delta * na * nb / nn
+    return Part(d=a.d + delta * nb / nn, i=_bits(m2), c=n)
+
+
 @cython.final
 def _plain(p: Any) -> tuple:
     """A value (a struct compiled, a namespace interpreted) as a plain ``(d, i, c)`` tuple."""
@@ -166,8 +242,9 @@ def _plain(p: Any) -> tuple:
 @cython.initializedcheck(False)
 class TypedAMTA:
     """AmortizedMTA over typed columns, for Sum, Count, Min, Max, Mean, MinCount, MaxCount,
-    First and Last partials whose values are all exactly ``float`` or all exactly ``int``
-    (int64). See the module docstring."""
+    First, Last, Variance, StdDev, ArgMin and ArgMax partials whose values are all exactly
+    ``float`` or all exactly ``int`` (int64; Variance: at most 2**25). See the module
+    docstring."""
 
     name = AmortizedMTA.name
     monoid = cython.declare(object, visibility="public")
@@ -179,6 +256,17 @@ class TypedAMTA:
     _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
     _float: cython.bint        # the kind: FLOAT (doubles) or INT (int64)
     _mean: cython.bint         # partials are pairs (value, count): Mean, MinCount, MaxCount
+    _cnt: cython.bint          # the int64 columns are kept: counts (pairs, Variance) or keys (ArgMin / ArgMax)
+    _var: cython.bint          # Variance / StdDev: the M2 columns are kept
+    _arg: cython.bint          # ArgMin / ArgMax
+    _ivar: cython.bint         # Variance of the INT kind (its means are doubles: _float stays True)
+    _fkey: cython.bint         # ArgMin / ArgMax: the keys are floats (their bits in the int64 column)
+    _keykind: cython.bint      # the key kind of the partial _decode last read
+    _neutral: cython.bint      # the partial _decode last read fits either kind (Variance, count != 1)
+    _last_one: cython.Py_ssize_t  # Variance: the newest leaf of one value (its kind fixes the window's)
+    _batch_last: cython.Py_ssize_t  # Variance: the last partial of one value in the batch _check_many read
+    _ddof: cython.longlong     # Variance / StdDev
+    _sqrt: cython.bint         # StdDev
     _count: cython.bint        # Count: INT kind only (its fold sums floats in another order)
     _track: cython.bint        # INT kind of SUM or MEAN: prefix sums of |v| are kept
     _kind: cython.bint         # the kind of the partial _decode last read
@@ -203,47 +291,60 @@ class TypedAMTA:
     _lvals: object
     _lcnts: object
     _lpres: object
+    _lm2s: object
     _ld: cython.double[:]
     _li: cython.longlong[:]
     _lc: cython.longlong[:]
     _lp: cython.ulonglong[:]
+    _le: cython.longlong[:]
     _lcap: cython.Py_ssize_t
     _lbase: cython.Py_ssize_t
     _ptail: cython.ulonglong   # sum of |v| over leaves [0, tail), modulo 2^64
     # stored nodes, by q (module docstring)
     _nvals: object
     _ncnts: object
+    _nm2s: object
     _nd: cython.double[:]
     _ni: cython.longlong[:]
     _nc: cython.longlong[:]
+    _ne: cython.longlong[:]
     _ncap: cython.Py_ssize_t
     _nbase: cython.Py_ssize_t
     # the stack
     _svals: object
     _scnts: object
+    _sm2s: object
     _sd: cython.double[:]
     _si: cython.longlong[:]
     _sc: cython.longlong[:]
+    _se: cython.longlong[:]
     _sxs: object
     _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         op = wide_op_of(monoid) if serves("amta", monoid) else None
         if op is None:
-            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First and Last, "
-                            f"not {monoid!r}")
+            raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last, "
+                            f"Variance, StdDev, ArgMin and ArgMax, not {monoid!r}")
         self.monoid = monoid
         self.hold = False
         self.timed = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._mean = op == MEAN or op == MINCOUNT or op == MAXCOUNT
+        self._var = op == VARIANCE
+        self._arg = op == ARGMIN or op == ARGMAX
+        self._cnt = self._mean or self._var or self._arg
+        self._ddof = monoid.ddof if self._var else 0
+        self._sqrt = type(monoid) is StdDev
+        self._ivar = self._fkey = self._keykind = self._neutral = False
         self._count = type(monoid) is Count
         self._flush_due = False
         self._held_head = 0
         self._svals = _column("d", STACK_SIZE)
         self._sxs = _column("q", STACK_SIZE)
-        self._scnts = _column("q", STACK_SIZE if self._mean else 0)
+        self._scnts = _column("q", STACK_SIZE if self._cnt else 0)
+        self._sm2s = _column("q", STACK_SIZE if self._var else 0)
         self._lpres = _column("Q", 0)
         self._set_kind(True)
         self._reset()
@@ -251,6 +352,7 @@ class TypedAMTA:
     def _reset(self) -> None:
         """Empty, at leaf 0, with small rings (AmortizedMTA's ``_reset``)."""
         self._head = self._tail = 0
+        self._last_one = -1
         self._r0 = self._r1 = self._identity
         self._root_level = self._merge_mask = self._quiet_mask = 0
         self._stale = False
@@ -258,14 +360,16 @@ class TypedAMTA:
         self._levels = BITS + 1
         self._bstart = 0
         self._lvals = _column("d", LEAF_START)
-        self._lcnts = _column("q", LEAF_START if self._mean else 0)
+        self._lcnts = _column("q", LEAF_START if self._cnt else 0)
+        self._lm2s = _column("q", LEAF_START if self._var else 0)
         if len(self._lpres):
             self._lpres = _column("Q", LEAF_START)
         self._lcap = LEAF_START
         self._lbase = 0
         self._ptail = 0
         self._nvals = _column("d", NODE_START)
-        self._ncnts = _column("q", NODE_START if self._mean else 0)
+        self._ncnts = _column("q", NODE_START if self._cnt else 0)
+        self._nm2s = _column("q", NODE_START if self._var else 0)
         self._ncap = NODE_START
         self._nbase = 0
         self._bind()
@@ -276,18 +380,27 @@ class TypedAMTA:
         self._li = _as_int64(self._lvals)
         self._lc = self._lcnts
         self._lp = self._lpres
+        self._le = self._lm2s
         self._nd = self._nvals
         self._ni = _as_int64(self._nvals)
         self._nc = self._ncnts
+        self._ne = self._nm2s
         self._sd = self._svals
         self._si = _as_int64(self._svals)
         self._sc = self._scnts
+        self._se = self._sm2s
         self._sx = self._sxs
 
     @cython.cfunc
     def _set_kind(self, kind: cython.bint) -> cython.int:
-        """Switch to FLOAT (True) or INT kind; only while the window is empty."""
+        """Switch to FLOAT (True) or INT kind (and ArgMin / ArgMax to the key kind
+        ``_keykind``); only while the window is empty."""
         op: cython.int = self._op
+        if self._var:
+            self._ivar = not kind
+            kind = True  # every mean is a double
+        if self._arg:
+            self._fkey = self._keykind
         self._float = kind
         self._track = not kind and (op == _SUM or op == _MEAN)
         if self._track and not len(self._lpres):
@@ -299,9 +412,28 @@ class TypedAMTA:
             self._identity = Part(d=-math.inf, i=INT64_MIN, c=0)
         elif op == _FIRST or op == _LAST:
             self._identity = Part(d=0.0, i=0, c=-1)  # _EMPTY
+        elif self._arg:  # None: the field the kind leaves unused is not 0 (_empty)
+            self._identity = Part(d=0.0, i=1, c=0) if kind else Part(d=1.0, i=0, c=0)
         else:
             self._identity = Part(d=0.0, i=0, c=0)
         return 0
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _window_kind(self) -> cython.bint:
+        """The window's kind: True FLOAT, False INT."""
+        return not self._ivar if self._var else self._float
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _kinded(self) -> cython.bint:
+        """Whether the window's kind is fixed: it is not empty (Variance: it holds a partial
+        of one value; the others fit either kind)."""
+        if self._var:
+            return self._last_one >= self._head
+        return self._head != self._tail
 
     # -- values -------------------------------------------------------------------------------
 
@@ -339,9 +471,39 @@ class TypedAMTA:
             if (b.d > a.d) if self._float else (b.i > a.i):
                 return b
             return Part(d=a.d, i=a.i, c=a.c + b.c)
+        if op != _MEAN:
+            return self._comb_more(a, b)
         if self._float:
             return Part(d=a.d + b.d, i=0, c=a.c + b.c)
         return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _empty(self, p: Part) -> cython.bint:
+        """Whether an ArgMin / ArgMax value is the identity (None): its kind's unused field
+        is not 0 (every other value has 0 there)."""
+        return p.i != 0 if self._float else p.d != 0.0
+
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def _comb_more(self, a: Part, b: Part) -> Part:
+        """:meth:`_comb` of Variance, ArgMin and ArgMax: a call of its own, so that the
+        inlined combine of the other monoids stays as small as it was."""
+        op: cython.int = self._op
+        if op == _VARIANCE:
+            return _chan(a, b)
+        if self._empty(a):  # ArgMin / ArgMax: None
+            return b
+        if self._empty(b):
+            return a
+        if op == _ARGMIN:  # ties keep the left operand
+            if self._float:
+                return a if a.d <= b.d else b
+            return a if a.i <= b.i else b
+        if self._float:
+            return a if a.d >= b.d else b
+        return a if a.i >= b.i else b
 
     @cython.cfunc
     @cython.inline
@@ -357,9 +519,14 @@ class TypedAMTA:
     @cython.exceptval(check=False)
     def _leaf(self, index: cython.Py_ssize_t) -> Part:
         s: cython.Py_ssize_t = self._lslot(index)
-        c: cython.longlong = self._lc[s] if self._mean else 0
+        c: cython.longlong = 0
+        m: cython.longlong = 0
+        if self._cnt:
+            c = self._lc[s]
+            if self._var:  # M2's bits in i
+                m = self._le[s]
         if self._float:
-            return Part(d=self._ld[s], i=0, c=c)
+            return Part(d=self._ld[s], i=m, c=c)
         return Part(d=0.0, i=self._li[s], c=c)
 
     @cython.cfunc
@@ -376,8 +543,10 @@ class TypedAMTA:
             if self._track:
                 self._lp[s] = self._ptail
                 self._ptail = _wrap64(self._ptail + _abs64(p.i))
-        if self._mean:
+        if self._cnt:
             self._lc[s] = p.c
+            if self._var:
+                self._le[s] = p.i
         return 0
 
     def _grow_leaves(self, stop: int) -> None:
@@ -385,8 +554,10 @@ class TypedAMTA:
         cap, base, low = self._lcap, self._lbase, self._head
         size = cap + (cap >> 2) + 16
         self._lvals = _regrow(self._lvals, base, cap, low, stop, size)
-        if self._mean:
+        if self._cnt:
             self._lcnts = _regrow(self._lcnts, base, cap, low, stop, size)
+        if self._var:
+            self._lm2s = _regrow(self._lm2s, base, cap, low, stop, size)
         if len(self._lpres):
             self._lpres = _regrow(self._lpres, base, cap, low, stop, size)
         self._lcap, self._lbase = size, low
@@ -407,9 +578,14 @@ class TypedAMTA:
     def _stored(self, number: cython.Py_ssize_t, index: cython.Py_ssize_t) -> Part:
         """Node ``(number, index)`` of a stored level (``number >= CHUNK_BITS``)."""
         s: cython.Py_ssize_t = self._nslot(number, index)
-        c: cython.longlong = self._nc[s] if self._mean else 0
+        c: cython.longlong = 0
+        m: cython.longlong = 0
+        if self._cnt:
+            c = self._nc[s]
+            if self._var:  # M2's bits in i
+                m = self._ne[s]
         if self._float:
-            return Part(d=self._nd[s], i=0, c=c)
+            return Part(d=self._nd[s], i=m, c=c)
         return Part(d=0.0, i=self._ni[s], c=c)
 
     @cython.cfunc
@@ -419,8 +595,10 @@ class TypedAMTA:
             self._nd[s] = p.d
         else:
             self._ni[s] = p.i
-        if self._mean:
+        if self._cnt:
             self._nc[s] = p.c
+            if self._var:
+                self._ne[s] = p.i
         return 0
 
     def _grow_nodes(self, stop: int) -> None:
@@ -428,8 +606,10 @@ class TypedAMTA:
         cap, base, low = self._ncap, self._nbase, self._head >> (BITS - 1)
         size = max(cap + (cap >> 2) + 4, stop - low + 1)
         self._nvals = _regrow(self._nvals, base, cap, low, stop, size)
-        if self._mean:
+        if self._cnt:
             self._ncnts = _regrow(self._ncnts, base, cap, low, stop, size)
+        if self._var:
+            self._nm2s = _regrow(self._nm2s, base, cap, low, stop, size)
         self._ncap, self._nbase = size, low
         self._bind()
 
@@ -494,8 +674,10 @@ class TypedAMTA:
             self._sd[n] = p.d
         else:
             self._si[n] = p.i
-        if self._mean:
+        if self._cnt:
             self._sc[n] = p.c
+            if self._var:
+                self._se[n] = p.i
         self._sn = n + 1
         return 0
 
@@ -503,11 +685,7 @@ class TypedAMTA:
     @cython.inline
     @cython.exceptval(check=False)
     def _top(self) -> Part:
-        n: cython.Py_ssize_t = self._sn - 1
-        c: cython.longlong = self._sc[n] if self._mean else 0
-        if self._float:
-            return Part(d=self._sd[n], i=0, c=c)
-        return Part(d=0.0, i=self._si[n], c=c)
+        return self._top_at(self._sn - 1)
 
     @cython.cfunc
     @cython.inline
@@ -522,10 +700,20 @@ class TypedAMTA:
 
     @cython.cfunc
     def _decode(self, partial: object) -> Part:
-        """``partial`` as a Part, its kind in ``_kind``; Untyped if it does not fit a column."""
+        """``partial`` as a Part, its kind in ``_kind`` (ArgMin / ArgMax: its key's in
+        ``_keykind``); Untyped if it does not fit a column."""
         value: object = partial
         c: cython.longlong = 0
-        if self._mean:
+        if self._cnt and not self._mean:
+            if self._var:
+                return self._decode_variance(partial)
+            if type(partial) is not tuple or len(partial) != 2:
+                raise Untyped(f"not a (value, key) partial: {partial!r}")
+            value = partial[0]
+            c = self._decode_key(partial[1])
+            if type(value) is float and value != value:
+                raise Untyped("ArgMin / ArgMax take no NaN (as their lift)")
+        elif self._mean:
             if type(partial) is not tuple or len(partial) != 2:
                 raise Untyped(f"not a (value, count) partial: {partial!r}")
             value = partial[0]
@@ -552,8 +740,66 @@ class TypedAMTA:
         return Part(d=0.0, i=i, c=c)
 
     @cython.cfunc
+    def _decode_key(self, key: object) -> cython.longlong:
+        """An ArgMin / ArgMax key as an int64 (a float key: its bits), its kind in ``_keykind``."""
+        if type(key) is float:
+            self._keykind = True
+            return _bits(key)
+        if type(key) is int and -2**63 <= key < 2**63:
+            self._keykind = False
+            return key
+        raise Untyped(f"a key must be an int in int64 or a float, got {key!r}")
+
+    @cython.cfunc
+    def _decode_variance(self, partial: object) -> Part:
+        """A ``(count, mean, M2)`` partial as ``(c, d, e)``. Count 1: ``(1, v, 0)`` as lifted,
+        v a finite float (FLOAT kind) or an int of at most 2**25 (INT kind: every combine
+        is then exact where it must be, so the doubles give the object's floats); other
+        counts fit either kind (``_neutral``): the identity ``(0, 0.0, 0.0)`` or finite
+        float mean and M2 (what ``_chan`` gives)."""
+        self._neutral = False
+        if type(partial) is not tuple or len(partial) != 3:
+            raise Untyped(f"not a (count, mean, M2) partial: {partial!r}")
+        count: object = partial[0]
+        mean: object = partial[1]
+        m2: object = partial[2]
+        if type(count) is not int or not 0 <= count < 2**32:
+            raise Untyped(f"a count must be an int in [0, 2**32), got {count!r}")
+        if count == 1:
+            if type(m2) is not int or m2 != 0:
+                raise Untyped(f"a partial of one value has M2 the int 0, got {m2!r}")
+            if type(mean) is float and -math.inf < mean < math.inf:
+                self._kind = True
+                return Part(d=mean, i=0, c=1)
+            if type(mean) is int and -_VARIANCE_INT <= mean <= _VARIANCE_INT:
+                self._kind = False
+                return Part(d=float(mean), i=0, c=1)
+            raise Untyped(f"a mean must be a finite float or an int of at most 2**25, got {mean!r}")
+        if type(mean) is not float or type(m2) is not float:
+            raise Untyped(f"mean and M2 of a partial of {count} values must be floats")
+        if not (-math.inf < mean < math.inf and -math.inf < m2 < math.inf):
+            raise Untyped("mean and M2 must be finite")
+        if count == 0 and (mean != 0.0 or m2 != 0.0 or math.copysign(1.0, mean) < 0 or math.copysign(1.0, m2) < 0):
+            raise Untyped(f"a partial of no values must be the identity, got {partial!r}")
+        self._neutral = True
+        self._kind = self._window_kind()
+        return Part(d=mean, i=_bits(m2), c=count)
+
+    @cython.cfunc
     def _encode(self, p: Part) -> object:
+        if not self._cnt:
+            return p.d if self._float else p.i
+        if self._var:
+            if p.c == 0:
+                return self.monoid.identity
+            if p.c == 1:
+                return (1, int(p.d) if self._ivar else p.d, 0)
+            return (p.c, p.d, _double(p.i))
         value: object = p.d if self._float else p.i
+        if self._arg:
+            if self._empty(p):
+                return None
+            return (value, _double(p.c) if self._fkey else p.c)
         return (value, p.c) if self._mean else value
 
     @cython.cfunc
@@ -569,6 +815,14 @@ class TypedAMTA:
         """``partial`` decoded and checked against the window (kind, int64 bound); switches
         the kind of an empty window. Untyped, with nothing changed, if it does not fit."""
         p: Part = self._decode(partial)
+        if self._cnt and not self._mean:  # Variance, ArgMin, ArgMax
+            if self._kind != self._window_kind() or (self._arg and self._keykind != self._fkey):
+                if self._kinded():
+                    raise Untyped("a partial of the other kind in a non-empty window")
+                self._set_kind(self._kind)
+            if self._var and not self._neutral:
+                self._last_one = self._tail  # (the leaf it becomes)
+            return p
         if self._kind != self._float:
             if self._head != self._tail:
                 raise Untyped("a partial of the other kind in a non-empty window")
@@ -579,37 +833,49 @@ class TypedAMTA:
 
     @cython.cfunc
     def _check_many(self, partials: object, vd: cython.double[:], vi: cython.longlong[:],
-                    vc: cython.longlong[:], keep: cython.bint) -> cython.int:
-        """The kind of ``partials`` (1 FLOAT, 0 INT) if :meth:`insert_many` takes them all
-        (with ``keep``, decoded into the rows of ``vd`` or ``vi``, and ``vc``); raise
-        Untyped otherwise. Changes nothing."""
+                    vc: cython.longlong[:], ve: cython.longlong[:], keep: cython.bint) -> cython.int:
+        """The kind of ``partials`` (1 FLOAT, 0 INT; ArgMin / ArgMax: their key kind in
+        ``_keykind``) if :meth:`insert_many` takes them all (with ``keep``, decoded into the
+        rows of ``vd`` or ``vi``, ``vc`` and ``ve``); raise Untyped otherwise. Changes
+        nothing (but the scratch fields)."""
         empty: cython.bint = self._head == self._tail
-        kind: cython.int = -1 if empty else self._float
+        kind: cython.int = self._window_kind() if self._kinded() else -1
+        keys: cython.bint = self._fkey
         total: cython.ulonglong = 0 if empty or not self._track else self._window_abs()
         bounded: cython.bint = self._op == _SUM or self._op == _MEAN
         a: cython.ulonglong
         p: Part
         j: cython.Py_ssize_t = 0
+        self._batch_last = -1
         for partial in partials:
             p = self._decode(partial)
-            if kind < 0:
+            if self._neutral:
+                pass
+            elif kind < 0:
+                self._batch_last = j
                 kind = self._kind
-            elif kind != self._kind:
+                keys = self._keykind
+            elif kind != self._kind or (self._arg and keys != self._keykind):
                 raise Untyped("partials of both kinds")
+            else:
+                self._batch_last = j
             if bounded and not kind:
                 a = _abs64(p.i)
                 if a > LIMIT - total:
                     raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
                 total += a
             if keep:
-                if kind:
+                if kind > 0 or self._var:  # (kind < 0: a neutral Variance partial)
                     vd[j] = p.d
                 else:
                     vi[j] = p.i
-                if self._mean:
+                if self._cnt:
                     vc[j] = p.c
+                if self._var:
+                    ve[j] = p.i
             j += 1
-        return kind
+        self._keykind = keys
+        return self._window_kind() if kind < 0 else kind
 
     # -- insertion (AmortizedMTA.insert) ------------------------------------------------------
 
@@ -668,16 +934,19 @@ class TypedAMTA:
         if not n:
             return
         rows = _column("d", n)
-        counts = _column("q", n if self._mean else 0)
-        kind: cython.int = self._check_many(partials, rows, _as_int64(rows), counts, True)
-        if kind != self._float:  # the window is empty (_check_many)
-            self._set_kind(kind)
-        self._insert_rows(rows, _as_int64(rows), counts, False, n)
+        counts = _column("q", n if self._cnt else 0)
+        m2s = _column("q", n if self._var else 0)
+        kind: cython.bint = self._check_many(partials, rows, _as_int64(rows), counts, m2s, True)
+        if kind != self._window_kind() or (self._arg and self._keykind != self._fkey):
+            self._set_kind(kind)  # the window's kind is not fixed (_check_many)
+        if self._var and self._batch_last >= 0:
+            self._last_one = self._tail + self._batch_last
+        self._insert_rows(rows, _as_int64(rows), counts, m2s, False, n)
 
     def accepts(self, partials: Sequence[Any]) -> bool:
         """Whether :meth:`insert_many` would take ``partials``."""
         try:
-            self._check_many(partials, _NO_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, False)
+            self._check_many(partials, _NO_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, False)
         except Untyped:
             return False
         return True
@@ -691,9 +960,9 @@ class TypedAMTA:
             p = self._decode(partial)
         except Untyped:
             return False
-        if self._head == self._tail:  # an empty window takes either kind (_admit switches it)
+        if not self._kinded():  # an empty window takes either kind (_admit switches it)
             return self._kind or not (self._op == _SUM or self._op == _MEAN) or _abs64(p.i) <= LIMIT
-        if self._kind != self._float:
+        if self._kind != self._window_kind() or (self._arg and self._keykind != self._fkey):
             return False
         return not (self._track and _abs64(p.i) > LIMIT - self._window_abs())
 
@@ -701,8 +970,15 @@ class TypedAMTA:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
         value partials (pairs: with count 1), without a Python object per value. The caller
         has checked that the monoid lifts every value unchanged; Untyped, and no change,
-        for the other kind or beyond the INT bound."""
+        for the other kind or beyond the INT bound. Variance lifts ``v`` to ``(1, v, 0)``:
+        floats finite, ints of at most 2**25 (the INT kind), checked here; ArgMin and ArgMax
+        take pairs: Untyped."""
+        if self._arg:
+            raise Untyped("ArgMin / ArgMax lift (key, value) pairs")
         view = memoryview(values)
+        if self._var:
+            self._insert_variance_array(view)
+            return
         n: cython.Py_ssize_t = len(view)
         kind: cython.bint = view.format == "d"
         total: cython.ulonglong = 0
@@ -725,25 +1001,59 @@ class TypedAMTA:
         if kind != self._float:
             self._set_kind(kind)
         if kind:
-            self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
+            self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
         else:
-            self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, True, n)
+            self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _insert_variance_array(self, view: memoryview) -> None:
+        """:meth:`insert_array` for Variance: each value ``v`` as ``(1, v, 0)``."""
+        n: cython.Py_ssize_t = len(view)
+        j: cython.Py_ssize_t
+        x: cython.double
+        kind: cython.bint = view.format == "d"
+        vd: cython.const[cython.double][:] = _NO_ROWS
+        vi: cython.const[cython.longlong][:] = _NO_INT_ROWS
+        if not n:
+            return
+        if self._kinded() and kind != self._window_kind():
+            raise Untyped("values of the other kind in a non-empty window")
+        if kind:
+            vd = view
+            for j in range(n):
+                x = vd[j]
+                if not -math.inf < x < math.inf:
+                    raise Untyped("Variance takes finite values")
+        else:
+            vi = view
+            for j in range(n):
+                if not -_VARIANCE_INT <= vi[j] <= _VARIANCE_INT:
+                    raise Untyped("Variance's INT kind takes ints of at most 2**25")
+            vd = array("d", view)  # exact: the means are doubles
+        if kind != self._window_kind():
+            self._set_kind(kind)
+        self._last_one = self._tail + n - 1
+        self._insert_rows(vd, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
 
     @cython.cfunc
     @cython.inline
     def _row(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
-             vc: cython.const[cython.longlong][:], ones: cython.bint, j: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = (1 if ones else vc[j]) if self._mean else 0
-        if self._float:
-            return Part(d=vd[j], i=0, c=c)
+             vc: cython.const[cython.longlong][:], ve: cython.const[cython.longlong][:], ones: cython.bint,
+             j: cython.Py_ssize_t) -> Part:
+        c: cython.longlong = (1 if ones else vc[j]) if self._cnt else 0
+        if self._float:  # (Variance: M2's bits in i; of one value, those of 0.0)
+            return Part(d=vd[j], i=(0 if ones else ve[j]) if self._var else 0, c=c)
         return Part(d=0.0, i=vi[j], c=c)
 
     @cython.cfunc
     def _insert_rows(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
-                     vc: cython.const[cython.longlong][:], ones: cython.bint, n: cython.Py_ssize_t) -> cython.int:
-        """Insert ``n`` checked rows of the window's kind (counts ``vc``, or 1 each when
-        ``ones``) as AmortizedMTA.insert_many does: each run of quiet insertions (up to the
-        next chunk boundary or tree merge) folded into R1 at once, the others one by one."""
+                     vc: cython.const[cython.longlong][:], ve: cython.const[cython.longlong][:], ones: cython.bint,
+                     n: cython.Py_ssize_t) -> cython.int:
+        """Insert ``n`` checked rows of the window's kind (counts or keys ``vc``, M2s ``ve``;
+        or count 1 and M2 0 each when ``ones``) as AmortizedMTA.insert_many does: each run
+        of quiet insertions (up to the next chunk boundary or tree merge) folded into R1 at
+        once, the others one by one."""
         i: cython.Py_ssize_t = 0
         k: cython.Py_ssize_t
         t: cython.Py_ssize_t
@@ -752,17 +1062,17 @@ class TypedAMTA:
             t = self._tail
             run = min(n - i, (t | self._quiet_mask) - t)  # t + 1 .. t + run are all quiet
             if run <= 1:
-                self._insert(self._row(vd, vi, vc, ones, i))
+                self._insert(self._row(vd, vi, vc, ve, ones, i))
                 i += 1
                 continue
-            self._put_run(vd, vi, vc, ones, i, t, run)
+            self._put_run(vd, vi, vc, ve, ones, i, t, run)
             i += run
         return 0
 
     @cython.cfunc
     def _put_run(self, vd: cython.const[cython.double][:], vi: cython.const[cython.longlong][:],
-                 vc: cython.const[cython.longlong][:], ones: cython.bint, i: cython.Py_ssize_t,
-                 t: cython.Py_ssize_t, run: cython.Py_ssize_t) -> cython.int:
+                 vc: cython.const[cython.longlong][:], ve: cython.const[cython.longlong][:], ones: cython.bint,
+                 i: cython.Py_ssize_t, t: cython.Py_ssize_t, run: cython.Py_ssize_t) -> cython.int:
         """Rows ``i .. i+run-1`` as leaves ``t .. t+run-1`` (as :meth:`_put_leaf` one by one)
         and R1 folded over them (as :meth:`_fold`), in one loop without a struct per row:
         Sum and Mean add each leaf to R1 in leaf order, the fold's own order."""
@@ -792,13 +1102,16 @@ class TypedAMTA:
         li: cython.longlong[:] = self._li
         lc: cython.longlong[:] = self._lc
         lp: cython.ulonglong[:] = self._lp
+        le: cython.longlong[:] = self._le
         for k in range(run):
             s = s0 + k
             if s >= cap:
                 s -= cap
-            if self._mean:
+            if self._cnt:
                 c = 1 if ones else vc[i + k]
                 lc[s] = c
+            if self._var:
+                le[s] = 0 if ones else ve[i + k]
             if self._float:
                 x = vd[i + k]
                 ld[s] = x
@@ -918,9 +1231,14 @@ class TypedAMTA:
     @cython.inline
     @cython.exceptval(check=False)
     def _top_at(self, n: cython.Py_ssize_t) -> Part:
-        c: cython.longlong = self._sc[n] if self._mean else 0
+        c: cython.longlong = 0
+        m: cython.longlong = 0
+        if self._cnt:
+            c = self._sc[n]
+            if self._var:  # M2's bits in i
+                m = self._se[n]
         if self._float:
-            return Part(d=self._sd[n], i=0, c=c)
+            return Part(d=self._sd[n], i=m, c=c)
         return Part(d=0.0, i=self._si[n], c=c)
 
     @cython.cfunc
@@ -1059,8 +1377,16 @@ class TypedAMTA:
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result."""
         if self._head == self._tail:
-            return None if self._mean or self._op == _FIRST or self._op == _LAST else self.monoid.identity
+            return None if self._cnt or self._op == _FIRST or self._op == _LAST else self.monoid.identity
         p: Part = self._total()
+        if self._var:  # Variance.lower: M2 / (count - ddof) (count 1: the int 0 over an int, 0.0)
+            if p.c <= self._ddof:
+                return None
+            if self._sqrt:
+                return math.sqrt(_double(p.i) / cython.cast(cython.double, p.c - self._ddof))
+            return _double(p.i) / cython.cast(cython.double, p.c - self._ddof)
+        if self._arg:  # _Arg.lower: (key, value)
+            return (_double(p.c) if self._fkey else p.c, p.d if self._float else p.i)
         if not self._mean:
             return self._encode(p)
         if not p.c:
@@ -1104,12 +1430,13 @@ class TypedAMTA:
     def snapshot(self) -> Any:
         """The whole state, columns copied (O(window)), for :meth:`restore`."""
         return (self._state(), self._lvals[:], self._lcnts[:], self._lpres[:], self._nvals[:],
-                self._ncnts[:], self._svals[:], self._scnts[:], self._sxs[:])
+                self._ncnts[:], self._svals[:], self._scnts[:], self._sxs[:], self._lm2s[:], self._nm2s[:],
+                self._sm2s[:])
 
     def restore(self, snapshot: Any) -> None:
         """Go back to a :meth:`snapshot` (restored at most once: its columns become the state)."""
         (state, self._lvals, self._lcnts, self._lpres, self._nvals, self._ncnts, self._svals, self._scnts,
-         self._sxs) = snapshot
+         self._sxs, self._lm2s, self._nm2s, self._sm2s) = snapshot
         if type(state[6]) is tuple:  # unpickled: values as plain tuples (__reduce__)
             state = list(state)
             for index in (3, 6, 7):
@@ -1118,14 +1445,14 @@ class TypedAMTA:
         (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
          self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
          self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
-         self._ncap, self._nbase) = state
+         self._ncap, self._nbase, self._ivar, self._fkey, self._last_one) = state
         self._bind()
 
     def _state(self) -> tuple:
         return (self.hold, self._float, self._track, self._identity, self._head, self._tail, self._r0, self._r1,
                 self._root_level, self._merge_mask, self._quiet_mask, self._stale, self._sn, self._levels,
                 self._bstart, self._flush_due, self._held_head, self._lcap, self._lbase, self._ptail,
-                self._ncap, self._nbase)
+                self._ncap, self._nbase, self._ivar, self._fkey, self._last_one)
 
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle (the Stream engine copies windows); its values as plain
