@@ -65,7 +65,7 @@ _small = st.integers(-1000, 1000)
 _bad = st.sampled_from([2 ** 70, -(2 ** 64), Fraction(1, 3), float("nan"), "x"])
 
 
-#: the monoids typed on AMTA only
+#: the monoids typed on AMTA, Two-Stacks, DABA and Log MTA (not FiBA)
 WIDE_FIELDS = {"few": MinCount(), "most": MaxCount(), "first": First(), "last": Last()}
 
 
@@ -120,11 +120,12 @@ def test_record_window_matches_object_algorithm_and_naive_fold(algorithm, policy
 
 
 @settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("algorithm", ["amta", "two_stacks", "daba", "log_mta"])
 @pytest.mark.parametrize("policy", POLICIES, ids=repr)
 @given(scenario=_scenarios({**FIELDS, **WIDE_FIELDS}))
-def test_records_of_minmaxcount_first_last_on_amta(policy, scenario):
-    """Records with MinCount, MaxCount, First and Last fields (typed on AMTA) as above."""
-    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test("amta", policy, scenario)
+def test_records_of_minmaxcount_first_last(algorithm, policy, scenario):
+    """Records with MinCount, MaxCount, First and Last fields (typed on all but FiBA) as above."""
+    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test(algorithm, policy, scenario)
 
 
 @pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
@@ -255,7 +256,8 @@ def test_serves_records_of_typed_fields_only():
         assert serves(Record(a=Sum(), b=Count()), name)
         assert not serves(Sum(), name)
         assert not serves(Record(a=Sum(), b=Record(c=Sum())), name)
-        assert serves(Record(a=Sum(), b=MinCount(), c=First()), name) == (name == "amta")
+        assert serves(Record(a=Sum(), b=MinCount(), c=First()), name)
+    assert not serves(Record(a=Sum(), b=First()), "fiba")
     with pytest.raises(TypeError):
         TypedRecord(Record(a=Sum(), b=Record(c=Sum())), TYPED_ALGORITHMS["amta"])
 

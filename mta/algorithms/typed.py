@@ -67,6 +67,7 @@ _ARGMIN = cython.declare(cython.int, 9)
 _ARGMAX = cython.declare(cython.int, 10)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
+_INF = cython.declare(cython.double, float("inf"))
 
 SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
 MINCOUNT, MAXCOUNT, FIRST, LAST = _MINCOUNT, _MAXCOUNT, _FIRST, _LAST
@@ -81,8 +82,9 @@ _OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
 _WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
              Variance: VARIANCE, StdDev: VARIANCE, ArgMin: ARGMIN, ArgMax: ARGMAX}
 #: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
-WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
-              FIRST: frozenset({"amta"}), LAST: frozenset({"amta"}),
+_CORES = frozenset({"two_stacks", "daba", "log_mta"})
+WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}) | _CORES, MAXCOUNT: frozenset({"amta", "fiba"}) | _CORES,
+              FIRST: frozenset({"amta"}) | _CORES, LAST: frozenset({"amta"}) | _CORES,
               VARIANCE: frozenset(), ARGMIN: frozenset(), ARGMAX: frozenset()}
 
 _I64_MIN = -(2 ** 63)
@@ -140,13 +142,54 @@ _Number = cython.fused_type(cython.double, cython.longlong)
 @cython.inline
 @cython.exceptval(check=False)
 def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
-    """``combine(a, b)``, as the monoid's: ties keep the left operand (int64s: the INT bound
-    rules out overflow)."""
-    if op == _MIN:
+    """The value of ``combine(a, b)``, as the monoid's: ties keep the left operand (int64s:
+    the INT bound rules out overflow). MinCount and MaxCount values are never NaN, so their
+    value is Min's and Max's (their count: :func:`_ccomb`); First and Last rows are never the
+    identity."""
+    if op == _SUM or op == _MEAN:
+        return a + b
+    if op == _MIN or op == _MINCOUNT:
         return a if a <= b else b
-    if op == _MAX:
+    if op == _MAX or op == _MAXCOUNT:
         return a if a >= b else b
-    return a + b
+    if op == _FIRST:
+        return a
+    return b
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _ccomb(op: cython.int, a: _Number, b: _Number, ca: cython.longlong, cb: cython.longlong) -> cython.longlong:
+    """The count of ``combine((a, ca), (b, cb))`` (MEAN, MINCOUNT, MAXCOUNT): ``_mincount``
+    keeps the smaller value's count and adds the counts of equal values (0.0 and -0.0 too)."""
+    if op == _MINCOUNT:
+        if a < b:
+            return ca
+        if b < a:
+            return cb
+    elif op == _MAXCOUNT:
+        if a > b:
+            return ca
+        if b > a:
+            return cb
+    return ca + cb
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _pair(op: cython.int) -> cython.bint:
+    """Whether ``op``'s count depends on the values (MINCOUNT, MAXCOUNT)."""
+    return op == _MINCOUNT or op == _MAXCOUNT
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _counted(op: cython.int) -> cython.bint:
+    """Whether ``op``'s partial has a count (the ``c`` column): MEAN, MINCOUNT, MAXCOUNT."""
+    return op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
 
 
 @cython.cfunc
@@ -195,6 +238,26 @@ def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py
 @cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
+def _reverse_suffixes_paired(op: cython.int, v: _Number[:], c: cython.longlong[:], s: _Number[:],
+                             sc: cython.longlong[:], n: cython.Py_ssize_t) -> cython.void:
+    """:func:`_reverse_suffixes` of MINCOUNT / MAXCOUNT rows, values ``v`` with counts ``c``
+    (``combine(x, identity)`` is x: no identity step)."""
+    r: cython.Py_ssize_t
+    for r in range(n // 2):
+        v[r], v[n - 1 - r] = v[n - 1 - r], v[r]
+        c[r], c[n - 1 - r] = c[n - 1 - r], c[r]
+    for r in range(n):
+        if r == 0:
+            s[r] = v[r]
+            sc[r] = c[r]
+        else:
+            sc[r] = _ccomb(op, v[r], s[r - 1], c[r], sc[r - 1])
+            s[r] = _comb(op, v[r], s[r - 1])
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def _count_expired(t: _Number[:], h: cython.Py_ssize_t, n: cython.Py_ssize_t, width: _Number) -> cython.Py_ssize_t:
     """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a galloping
     then binary search, the difference falling as t rises (rounding is monotone too), in
@@ -233,23 +296,24 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
 @cython.cclass
 class _Columns:
     """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
-    (MEAN). Only the columns of the kind held (``kind``; -1: both, for a batch being decoded)
-    and the counts of a Mean take room; the others are empty."""
+    (MEAN, MINCOUNT, MAXCOUNT: ``counted``). Only the columns of the kind held (``kind``; -1:
+    both, for a batch being decoded) and the counts of a counted op take room; the others
+    are empty."""
 
     d: cython.double[:]
     i: cython.longlong[:]
     c: cython.longlong[:]
     size: cython.Py_ssize_t
     kind: cython.int
-    mean: cython.bint
+    counted: cython.bint
 
-    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, mean: cython.bint) -> None:
+    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, counted: cython.bint) -> None:
         self.size = capacity
         self.kind = kind
-        self.mean = mean
+        self.counted = counted
         self.d = _doubles(capacity if kind != _INT else 0)
         self.i = _int64s(capacity if kind != _FLOAT else 0)
-        self.c = _int64s(capacity if mean else 0)
+        self.c = _int64s(capacity if counted else 0)
 
     @cython.cfunc
     def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t, kind: cython.int) -> cython.void:
@@ -259,31 +323,31 @@ class _Columns:
             return
         while size < n:
             size *= 2
-        other = _Columns(size, kind, self.mean)
+        other = _Columns(size, kind, self.counted)
         if kind == self.kind and used:
             if kind != _INT:
                 other.d[:used] = self.d[:used]
             if kind != _FLOAT:
                 other.i[:used] = self.i[:used]
-            if self.mean:
+            if self.counted:
                 other.c[:used] = self.c[:used]
         self.d, self.i, self.c, self.size, self.kind = other.d, other.i, other.c, size, kind
 
     def copy(self) -> _Columns:
-        other = _Columns(self.size, self.kind, self.mean)
+        other = _Columns(self.size, self.kind, self.counted)
         other.d[:] = self.d
         other.i[:] = self.i
         other.c[:] = self.c
         return other
 
     def __reduce__(self) -> tuple:
-        return (_columns, (self.size, self.kind, self.mean, array("d", self.d), array("q", self.i),
+        return (_columns, (self.size, self.kind, self.counted, array("d", self.d), array("q", self.i),
                            array("q", self.c)))
 
 
-def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: array, i: array, c: array) -> _Columns:
+def _columns(size: cython.Py_ssize_t, kind: cython.int, counted: cython.bint, d: array, i: array, c: array) -> _Columns:
     """Columns holding these arrays' values (unpickling)."""
-    cols = _Columns(size, kind, mean)
+    cols = _Columns(size, kind, counted)
     sd: cython.double[:] = d
     si: cython.longlong[:] = i
     sc: cython.longlong[:] = c
@@ -320,8 +384,8 @@ class _TypedCore:
     _xk: cython.int
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
-        op = op_of(monoid)
-        if op is None:
+        op = wide_op_of(monoid)
+        if op is None or not serves(type(self).name, monoid):
             raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
         self.monoid = monoid
         self.hold = False
@@ -366,7 +430,8 @@ class _TypedCore:
         """Decode partial ``p`` into the scratch fields ``_xd``/``_xi``/``_xc``/``_xu`` and
         return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
         v: cython.longlong
-        if self._op == _MEAN:
+        x: cython.double
+        if _counted(self._op):
             if type(p) is not tuple or len(p) != 2:
                 raise Untyped(p)
             count = p[1]
@@ -377,7 +442,10 @@ class _TypedCore:
         if type(p) is float:
             if kind == _INT:
                 raise Untyped(p)
-            self._xd = p
+            x = p
+            if _pair(self._op) and not -_INF < x < _INF:
+                raise Untyped(p)  # MinCount and MaxCount lift finite values only (inf is the identity's)
+            self._xd = x
             self._xu = 0
             return _FLOAT
         if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
@@ -511,10 +579,13 @@ class _TypedCore:
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result (a Mean's computed from the C values
         of its total: :meth:`_partial` while ``_lowering``)."""
-        if self._op != _MEAN:
+        if self._op == _SUM or self._op == _MIN or self._op == _MAX:
             return self.query()
         if not self._size():
-            return None  # Mean.lower of the identity
+            return None  # Mean, MinCount, MaxCount, First and Last lower the identity to None
+        if self._op != _MEAN:
+            total = self.query()
+            return total if not _pair(self._op) or total[1] else None
         self._lowering = True
         try:
             return self.query()
@@ -527,15 +598,16 @@ class _TypedCore:
 
     @cython.cfunc
     def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
-        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN);
-        while ``_lowering``, ``Mean.lower`` of it, in C where that gives Python's result."""
+        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN,
+        MINCOUNT, MAXCOUNT); while ``_lowering``, ``Mean.lower`` of it, in C where that gives
+        Python's result."""
         value: object
         if self._kind == _FLOAT:
             value = d
         else:
             value = i
         if self._op != _MEAN:
-            return value
+            return (value, c) if _pair(self._op) else value
         if not self._lowering:
             return (value, c)
         if not c:
@@ -549,22 +621,27 @@ class _TypedCore:
     @cython.cfunc
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
-        count for MEAN."""
+        count for a counted op."""
         return self._partial(cols.d[r] if self._kind == _FLOAT else 0.0, cols.i[r] if self._kind == _INT else 0,
-                             cols.c[r] if self._op == _MEAN else 0)
+                             cols.c[r] if _counted(self._op) else 0)
 
     @cython.cfunc
     def _row_first(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """``combine(row r, identity)`` of a FLOAT row, as the plain monoid gives it."""
-        return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if self._op == _MEAN else 0)
+        return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if _counted(self._op) else 0)
 
     @cython.cfunc
     def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
-        c: cython.longlong = a.c[ai] + b.c[bi] if self._op == _MEAN else 0
+        op: cython.int = self._op
+        c: cython.longlong = 0
         if self._kind == _FLOAT:
-            return self._partial(_comb(self._op, a.d[ai], b.d[bi]), 0, c)
-        return self._partial(0.0, _comb(self._op, a.i[ai], b.i[bi]), c)
+            if _counted(op):
+                c = _ccomb(op, a.d[ai], b.d[bi], a.c[ai], b.c[bi])
+            return self._partial(_comb(op, a.d[ai], b.d[bi]), 0, c)
+        if _counted(op):
+            c = _ccomb(op, a.i[ai], b.i[bi], a.c[ai], b.c[bi])
+        return self._partial(0.0, _comb(op, a.i[ai], b.i[bi]), c)
 
     def __len__(self) -> int:
         return self._size()
@@ -582,14 +659,14 @@ class _TypedCore:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
-def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
+def _set(kind: cython.int, counted: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
          si: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
     if kind == _FLOAT:
         dst.d[di] = src.d[si]
     else:
         dst.i[di] = src.i[si]
-    if mean:
+    if counted:
         dst.c[di] = src.c[si]
 
 
@@ -600,10 +677,15 @@ def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize
 @cython.exceptval(check=False)
 def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
-    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
+    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)`` (``dst`` may be ``a``
+    or ``b``: a MINCOUNT / MAXCOUNT count is taken before the value is written)."""
     if kind == _FLOAT:
+        if _pair(op):
+            dst.c[di] = _ccomb(op, a.d[ai], b.d[bi], a.c[ai], b.c[bi])
         dst.d[di] = _comb(op, a.d[ai], b.d[bi])
     else:
+        if _pair(op):
+            dst.c[di] = _ccomb(op, a.i[ai], b.i[bi], a.c[ai], b.c[bi])
         dst.i[di] = _comb(op, a.i[ai], b.i[bi])
     if op == _MEAN:
         dst.c[di] = a.c[ai] + b.c[bi]
@@ -630,10 +712,10 @@ class TypedTwoStacks(_TypedCore):
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         _TypedCore.__init__(self, monoid, max_size)
-        mean: cython.bint = self._op == _MEAN
-        self._f = _Columns(8, _FLOAT, mean)
-        self._fs = _Columns(8, _FLOAT, mean)
-        self._b = _Columns(8, _FLOAT, mean)
+        counted: cython.bint = _counted(self._op)
+        self._f = _Columns(8, _FLOAT, counted)
+        self._fs = _Columns(8, _FLOAT, counted)
+        self._b = _Columns(8, _FLOAT, counted)
         self._bagg = _Columns(1, -1, True)
         self._nf = 0
         self._nb = 0
@@ -650,6 +732,12 @@ class TypedTwoStacks(_TypedCore):
         b: _Columns = self._b
         g: _Columns = self._bagg
         op: cython.int = self._op
+        if _pair(op):  # the count first: it reads the aggregate's value
+            b.c[nb] = self._xc
+            if kind == _FLOAT:
+                g.c[0] = _ccomb(op, g.d[0], self._xd, g.c[0], self._xc) if nb else self._xc
+            else:
+                g.c[0] = _ccomb(op, g.i[0], self._xi, g.c[0], self._xc) if nb else self._xc
         if kind == _FLOAT:
             b.d[nb] = self._xd
             g.d[0] = _comb(op, g.d[0], self._xd) if nb else _first(op, self._xd)
@@ -667,13 +755,26 @@ class TypedTwoStacks(_TypedCore):
     def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
                 c: cython.const[cython.longlong][:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
-        """To the back, extending its running aggregate left to right."""
+        """To the back, extending its running aggregate left to right (MINCOUNT, MAXCOUNT: one
+        by one)."""
         if not n:
+            return
+        j: cython.Py_ssize_t
+        if _pair(self._op):
+            self._xc = 1
+            for j in range(n):
+                if kind == _FLOAT:
+                    self._xd = d[j]
+                else:
+                    self._xi = i[j]
+                if not ones:
+                    self._xc = c[j]
+                self._put(kind)
+            self._kind = kind
             return
         nb: cython.Py_ssize_t = self._nb
         self._b.reserve(nb + n, nb, kind)
         op: cython.int = self._op
-        j: cython.Py_ssize_t
         b: _Columns = self._b
         g: _Columns = self._bagg
         self._kind = kind
@@ -705,7 +806,12 @@ class TypedTwoStacks(_TypedCore):
         self._f = f
         self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
-        if self._kind == _FLOAT:
+        if _pair(self._op):
+            if self._kind == _FLOAT:
+                _reverse_suffixes_paired(self._op, f.d, f.c, fs.d, fs.c, nb)
+            else:
+                _reverse_suffixes_paired(self._op, f.i, f.c, fs.i, fs.c, nb)
+        elif self._kind == _FLOAT:
             _reverse_suffixes(self._op, f.d, fs.d, nb, not self.timed)
         else:
             _reverse_suffixes(self._op, f.i, fs.i, nb, not self.timed)
@@ -821,9 +927,9 @@ class TypedDABA(_TypedCore):
         self.clear()
 
     def clear(self) -> None:
-        mean: cython.bint = self._op == _MEAN
-        self._vals = _Columns(16, self._kind, mean)
-        self._aggs = _Columns(16, self._kind, mean)
+        counted: cython.bint = _counted(self._op)
+        self._vals = _Columns(16, self._kind, counted)
+        self._aggs = _Columns(16, self._kind, counted)
         self._mask = 15
         self._shrink_at = -1
         self._head = self._l = self._r = self._a = self._b = self._tail = 0
@@ -849,6 +955,12 @@ class TypedDABA(_TypedCore):
         acc: _Columns = self._acc
         op: cython.int = self._op
         empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
+        if _pair(op):  # the count first: it reads the aggregate's value
+            vals.c[i] = self._xc
+            if kind == _FLOAT:
+                acc.c[0] = self._xc if empty else _ccomb(op, acc.d[0], self._xd, acc.c[0], self._xc)
+            else:
+                acc.c[0] = self._xc if empty else _ccomb(op, acc.i[0], self._xi, acc.c[0], self._xc)
         if kind == _FLOAT:
             vals.d[i] = self._xd
             acc.d[0] = _first(op, self._xd) if empty else _comb(op, acc.d[0], self._xd)
@@ -887,12 +999,12 @@ class TypedDABA(_TypedCore):
         r: cython.Py_ssize_t
         a: cython.Py_ssize_t
         kind: cython.int = self._kind
-        mean: cython.bint = self._op == _MEAN
+        counted: cython.bint = _counted(self._op)
         if l == b:  # flip: the whole queue becomes the front, B becomes R
             l = self._head
             r = b
             a = b = self._tail
-            _set(kind, mean, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
+            _set(kind, counted, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
         else:
             r = self._r
             a = self._a
@@ -901,7 +1013,7 @@ class TypedDABA(_TypedCore):
             if a != r:  # shift: the last element of R becomes a suffix of A
                 a -= 1
                 if a + 1 == b:
-                    _set(kind, mean, self._aggs, a & mask, self._vals, a & mask)
+                    _set(kind, counted, self._aggs, a & mask, self._vals, a & mask)
                 else:
                     _combined(self._op, kind, self._aggs, a & mask, self._vals, a & mask, self._aggs, (a + 1) & mask)
             if l != r:  # shrink: extend an L suffix from r to b (R was not empty: rb is set)
@@ -930,13 +1042,13 @@ class TypedDABA(_TypedCore):
     def _resize(self, cap: cython.Py_ssize_t) -> cython.void:
         head: cython.Py_ssize_t = self._head
         n: cython.Py_ssize_t = self._tail - head
-        mean: cython.bint = self._op == _MEAN
-        vals = _Columns(cap, self._kind, mean)
-        aggs = _Columns(cap, self._kind, mean)
+        counted: cython.bint = _counted(self._op)
+        vals = _Columns(cap, self._kind, counted)
+        aggs = _Columns(cap, self._kind, counted)
         p: cython.Py_ssize_t
         for p in range(n):
-            _set(self._kind, mean, vals, p, self._vals, (head + p) & self._mask)
-            _set(self._kind, mean, aggs, p, self._aggs, (head + p) & self._mask)
+            _set(self._kind, counted, vals, p, self._vals, (head + p) & self._mask)
+            _set(self._kind, counted, aggs, p, self._aggs, (head + p) & self._mask)
         self._vals = vals
         self._aggs = aggs
         self._mask = cap - 1
@@ -1020,8 +1132,6 @@ def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
 
 # -- mta.Window's per-event calls -----------------------------------------------------------
 
-_INF = cython.declare(cython.double, float("inf"))
-
 
 @cython.cclass
 class Events:
@@ -1032,7 +1142,7 @@ class Events:
     int or a finite float, not older than the window's newest (out of order: any, the core
     refusing a late one with ``Untyped``), and a value the monoid lifts
     unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
-    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids. Anything else, and an update the core cannot hold (``Untyped``,
+    for Min and Max, any for First and Last; any value for Count), as a ``(value, 1)`` pair for the pair monoids. Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
     which names what is wrong or demotes the window, so that both give the same results and
     errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
@@ -1092,7 +1202,7 @@ class Events:
             if self._op == _MIN or self._op == _MAX:
                 if x != x:
                     return self._checked_insert(window, timestamp, value)
-            elif not -_INF < x < _INF:
+            elif self._op != _FIRST and self._op != _LAST and not -_INF < x < _INF:
                 return self._checked_insert(window, timestamp, value)
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
@@ -1200,8 +1310,8 @@ def _plain_times(view: object) -> cython.bint:
 def _liftable(view: object, op: cython.int) -> cython.bint:
     """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
     unchanged (not Count): floats finite for Sum, Mean, MinCount and MaxCount, not NaN for Min
-    and Max; ints all."""
-    if view.format != "d":
+    and Max, any for First and Last; ints all."""
+    if view.format != "d" or op == _FIRST or op == _LAST:
         return True
     d: cython.const[cython.double][:] = view
     n: cython.Py_ssize_t = len(view)
@@ -1634,18 +1744,18 @@ def _uint64s(n: cython.Py_ssize_t) -> array:
 def _log_climb(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cython.bint, offs: cython.longlong[:],
                masks: cython.longlong[:], t: cython.Py_ssize_t, top: cython.Py_ssize_t, value: _Number,
                count: cython.longlong) -> cython.void:
-    """LogMTA.insert's climb from leaf ``t`` (value ``value``, Mean count ``count``) up to level
-    ``top``: node ``(l, t >> l)`` = combine(its left sibling's parent's left child, value) where
-    the path turns left, as the object algorithm does."""
+    """LogMTA.insert's climb from leaf ``t`` (value ``value``, count ``count`` of a counted op:
+    ``mean``) up to level ``top``: node ``(l, t >> l)`` = combine(its left sibling's parent's
+    left child, value) where the path turns left, as the object algorithm does."""
     j: cython.Py_ssize_t = t
     number: cython.Py_ssize_t
     s: cython.Py_ssize_t
     for number in range(1, top + 1):
         if j & 1:
             s = offs[number - 1] + ((j - 1) & masks[number - 1])
-            value = _comb(op, v[s], value)
             if mean:
-                count = c[s] + count
+                count = _ccomb(op, v[s], value, c[s], count)
+            value = _comb(op, v[s], value)
         j >>= 1
         s = offs[number] + (j & masks[number])
         v[s] = value
@@ -1670,9 +1780,9 @@ def _log_spine(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cytho
         child = h >> (number - 1)
         if not child & 1 and (child + 1) << (number - 1) < t:
             s = offs[number - 1] + ((child + 1) & masks[number - 1])
-            value = _comb(op, value, v[s])
             if mean:
-                count = count + c[s]
+                count = _ccomb(op, value, v[s], count, c[s])
+            value = _comb(op, value, v[s])
         s = offs[number] + ((h >> number) & masks[number])
         v[s] = value
         if mean:
@@ -1746,7 +1856,7 @@ class TypedLogMTA(_TypedCore):
         """New empty columns for ``kind`` (an empty window takes either kind)."""
         self._kind = kind
         self._track = kind == _INT and (self._op == _SUM or self._op == _MEAN)
-        self._nodes = _Columns(self._layout(self._cap), kind, self._op == _MEAN)
+        self._nodes = _Columns(self._layout(self._cap), kind, _counted(self._op))
         self._pres = _uint64s(self._cap if self._track else 0)
         self._pre = self._pres
         self._ptail = 0
@@ -1778,7 +1888,7 @@ class TypedLogMTA(_TypedCore):
         h: cython.Py_ssize_t = self._head
         t: cython.Py_ssize_t = self._tail
         kind: cython.int = self._kind
-        mean: cython.bint = self._op == _MEAN
+        mean: cython.bint = _counted(self._op)
         number: cython.Py_ssize_t
         j: cython.Py_ssize_t
         self._cap = 2 * old_cap
@@ -1806,7 +1916,7 @@ class TypedLogMTA(_TypedCore):
             self._grow()
         nodes: _Columns = self._nodes
         op: cython.int = self._op
-        mean: cython.bint = op == _MEAN
+        mean: cython.bint = _counted(op)
         s: cython.Py_ssize_t = self._slot(0, t)
         if kind == _FLOAT:
             nodes.d[s] = self._xd
@@ -1874,7 +1984,7 @@ class TypedLogMTA(_TypedCore):
         while top and h >> (top - 1) == (t - 1) >> (top - 1):
             top -= 1
         nodes: _Columns = self._nodes
-        mean: cython.bint = self._op == _MEAN
+        mean: cython.bint = _counted(self._op)
         s: cython.Py_ssize_t = self._slot(0, h)
         if self._kind == _FLOAT:
             _log_spine(self._op, nodes.d, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.d[s])
