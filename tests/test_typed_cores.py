@@ -19,13 +19,15 @@ from hypothesis import given, strategies as st
 
 from conftest import hsettings
 
-from mta import Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, Sum, TimeRange, Variance, Window, all_of, any_of
+from mta import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, StdDev, Sum, TimeRange,
+                 Variance, Window, all_of, any_of)
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, LogMTA, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
-#: What windows take typed: MinCount, MaxCount, First and Last on typed.WIDE_CORES only.
-WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last]
+#: What windows take typed: MinCount, MaxCount, First, Last, Variance and StdDev on
+#: typed.WIDE_CORES only (ArgMin and ArgMax: test_arg_windows_match_object_windows).
+WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last, Variance, StdDev]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
 _PURE_MODULES = {"mta.algorithms.typed": TWINS["pure"]}
 # A pure twin raises its own module's Untyped, or the imported one (modules that import it).
@@ -134,7 +136,7 @@ def test_core_matches_object_algorithm(path, name, monoid_cls, data):
 
 #: The cores of mta.algorithms.typed (TypedAMTA's own tests: tests/test_typed_amta.py).
 CORES = ["two_stacks", "daba", "log_mta"]
-WIDE_MONOIDS = [MinCount, MaxCount, First, Last]
+WIDE_MONOIDS = [MinCount, MaxCount, First, Last, Variance, StdDev, ArgMin, ArgMax]
 # ties of either sign and int64's ends, so that a combine in another order or keeping the
 # other operand shows
 tie_floats = st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.5, -2.0, 1e16])
@@ -148,6 +150,21 @@ def _wide_partial(monoid_cls, ints):
     """Partials of the window's kind; one in eight of another kind, an odd value or count."""
     value = tie_ints if ints else tie_floats
     odd_value = st.one_of(tie_floats if ints else tie_ints, odd_values)
+    if monoid_cls in (Variance, StdDev):
+        # lifted values (ints up to 2**25), merged partials, and what the cores refuse: a
+        # larger int, a count of 0 or a bool, M2 a float for one value, an int mean of two
+        lifted = st.builds(lambda v: (1, v, 0), st.sampled_from([0, 1, -1, 7, 2**25, -2**25]) if ints
+                           else st.sampled_from([0.0, -0.0, 1.5, -2.0, 1e16, 0.1]))
+        merged = st.sampled_from([(2, 1.5, 0.5), (3, -0.0, 0.0), (5, 1e16, 2.5e31)])
+        odd = st.sampled_from([(1, 2**25 + 1, 0), (0, 0.0, 0.0), (True, 1.0, 0), (1, 2.5, 0.0), (2, 1, 0.5),
+                               (2, 1.5, 0), (1, math.nan, 0), (1, math.inf, 0), (1, 1.0 if ints else 1, 0)])
+        return st.one_of(*[lifted] * 6, merged, odd)
+    if monoid_cls in (ArgMin, ArgMax):
+        keys = st.sampled_from([0, 1, -5, 2**63 - 1]) if ints else st.sampled_from([0.5, -0.0, math.nan, math.inf])
+        odd_key = st.sampled_from([None, "k", True, 2**63, 1.5 if ints else 1])
+        values = st.one_of(value, value, st.sampled_from([math.inf, -math.inf]) if not ints else value)
+        odd = st.one_of(st.tuples(odd_value, keys), st.tuples(value, odd_key), st.sampled_from([None, (1.0,)]))
+        return st.one_of(*[st.tuples(values, keys)] * 7, odd)
     if monoid_cls in (First, Last):
         return st.one_of(*[value] * 7, odd_value, st.sampled_from([None, "x", (1, 2)]))
     count = st.sampled_from([0, 1, 1, 1, 2, 3])
@@ -178,9 +195,10 @@ def _wide_ops(monoid_cls, ints):
 @pytest.mark.parametrize("monoid_cls", WIDE_MONOIDS, ids=lambda c: c.__name__)
 @given(data=st.data())
 def test_wide_core_matches_object_algorithm(path, name, monoid_cls, data):
-    """MinCount, MaxCount, First and Last on TypedTwoStacks, TypedDABA and TypedLogMTA against
-    the object algorithm: partials of either kind with ties (0.0 and -0.0: which operand won
-    shows), zero counts, NaN and infinities (First, Last); bulk evictions and evicting all;
+    """MinCount, MaxCount, First, Last, Variance, StdDev, ArgMin and ArgMax on TypedTwoStacks,
+    TypedDABA and TypedLogMTA against the object algorithm: partials of either kind with ties
+    (0.0 and -0.0: which operand won shows), zero counts, NaN and infinities (First, Last;
+    ArgMin's keys), merged Variance partials; bulk evictions and evicting all;
     copies (pickle compiled, deepcopy pure). A partial a core refuses raises Untyped as
     ``fits`` / ``accepts`` predicted, leaving it as it was; ``to_object()`` then (or at any
     point: "demote") goes on as the object algorithm."""
@@ -237,17 +255,28 @@ def test_wide_cores_refuse_what_they_cannot_hold(path, name):
     """What the wide ops' cores refuse (Untyped, nothing changed): a partial not shaped as
     the monoid's, a count outside [0, 2**32) or not an int, MinCount / MaxCount of a
     non-finite value, a bool, an int beyond int64, the other kind in a window not empty,
-    First / Last of their own identity."""
+    First / Last of their own identity; Variance's count 0, an int beyond 2**25, a merged
+    partial of ints; ArgMin's identity None, NaN, keys neither int64 nor float, or of the
+    other kind."""
     from mta.monoid import _EMPTY
     untyped = UNTYPED[path]
     cls = _twin(path, TYPED_ALGORITHMS[name])
     cases = {MinCount: [1.0, (1.0,), [1.0, 1], (1.0, 1, 1), (1.0, -1), (1.0, 2**32), (1.0, 1.0), (1.0, True),
                         (math.inf, 1), (math.nan, 1), (True, 1), (2**63, 1), (2, 1), ("x", 1)],
-             First: [_EMPTY, True, 2**63, -2**63 - 1, 2, None, "x", (1.5, 1)]}
-    cases[MaxCount], cases[Last] = cases[MinCount], cases[First]
+             First: [_EMPTY, True, 2**63, -2**63 - 1, 2, None, "x", (1.5, 1)],
+             Variance: [(0, 0.0, 0.0), (1, 2, 0), (1, 2.0, 0.0), (1, math.nan, 0), (1, math.inf, 0), (2, 1, 0.5),
+                        (2, 1.5, 0), (2, 1.5, math.inf), (True, 1.0, 0), (2**32, 1.0, 0.5), (1, 1.0), None, 1.0],
+             ArgMin: [None, (1.0,), (math.nan, 1), (1, 1), (True, 1), (1.0, None), (1.0, 1.5), (1.0, True),
+                      (1.0, 2**63), 1.0]}
+    cases[MaxCount], cases[Last], cases[StdDev], cases[ArgMax] = (cases[MinCount], cases[First], cases[Variance],
+                                                                  cases[ArgMin])
+    goods = {MinCount: (1.5, 2), MaxCount: (1.5, 2), Variance: (1, 1.5, 0), StdDev: (1, 1.5, 0), ArgMin: (1.5, 3),
+             ArgMax: (1.5, 3)}
+    others = {MinCount: (2, 1), MaxCount: (2, 1), Variance: (1, 2, 0), StdDev: (1, 2, 0), ArgMin: (2, 2.5),
+              ArgMax: (2, 2.5)}
     for monoid_cls, bad in cases.items():
         core = cls(monoid_cls())
-        good = (1.5, 2) if monoid_cls in (MinCount, MaxCount) else 1.5
+        good = goods.get(monoid_cls, 1.5)
         core.insert_many([good, good])
         before = _state(core)
         for partial in bad:
@@ -258,8 +287,9 @@ def test_wide_cores_refuse_what_they_cannot_hold(path, name):
                 core.insert_many([good, partial])
             assert _state(core) == before
         core.evict(2)
-        core.insert(2 if monoid_cls in (First, Last) else (2, 1))  # an empty window takes the other kind
-        assert _same(core.query(), 2 if monoid_cls in (First, Last) else (2, 1))
+        other = others.get(monoid_cls, 2)
+        core.insert(other)  # an empty window takes the other kind
+        assert _same(core.query(), other)
 
 
 @pytest.mark.parametrize("path", list(TWINS))
@@ -272,11 +302,16 @@ def test_wide_cores_on_long_windows(path, name, monoid_cls):
     monoid = monoid_cls()
     core = _twin(path, TYPED_ALGORITHMS[name])(monoid)
     ref = ALGORITHMS[name](monoid)
-    pool = [0.0, -0.0, 1.0, -1.0, 0.5] if monoid_cls in (MinCount, MaxCount) else [math.nan, -0.0, 0.0, 1.0, math.inf]
+    pool = ([math.nan, -0.0, 0.0, 1.0, math.inf] if monoid_cls in (First, Last)
+            else [0.1, 1e16, -3.25, 7.0, 1e-3] if monoid_cls in (Variance, StdDev) else [0.0, -0.0, 1.0, -1.0, 0.5])
     for _ in range(6):
         batch = [rng.choice(pool) for _ in range(rng.randrange(400))]
         if monoid_cls in (MinCount, MaxCount):
             batch = [(v, rng.randrange(3)) for v in batch]
+        elif monoid_cls in (ArgMin, ArgMax):
+            batch = [(v, rng.randrange(5)) for v in batch]
+        elif monoid_cls in (Variance, StdDev):
+            batch = [monoid.lift(v) for v in batch]
         core.insert_many(batch[: len(batch) // 2])
         ref.insert_many(batch[: len(batch) // 2])
         for p in batch[len(batch) // 2:]:
@@ -399,9 +434,11 @@ def test_log_mta_empty_windows(path):
 
 
 def test_unserved_monoids_are_refused():
+    from mta.monoid import Collect, GeometricMean
     for cls in (typed.TypedTwoStacks, typed.TypedDABA, typed.TypedLogMTA):
-        with pytest.raises(TypeError, match="typed cores do not serve"):
-            cls(Variance())
+        for monoid in (GeometricMean(), Collect(), type("MyVariance", (Variance,), {})()):
+            with pytest.raises(TypeError, match="typed cores do not serve"):
+                cls(monoid)
     assert typed.op_of(type("MySum", (Sum,), {})()) is None  # a subclass may combine otherwise
 
 
@@ -510,6 +547,40 @@ def test_window_with_typed_core_matches_object_window(monoid_cls, policy, data):
             assert len(window) == len(ref)
             assert _same(window.query(), ref.query()), (window.query(), ref.query())
             assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("policy", [None, MaxSize(3), TimeRange(2.5), any_of(TimeRange(4), MaxSize(3))], ids=repr)
+@pytest.mark.parametrize("monoid_cls", [ArgMin, ArgMax], ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_arg_windows_match_object_windows(monoid_cls, policy, data):
+    """ArgMin and ArgMax windows on the typed cores that serve them against object windows:
+    ``(key, value)`` updates with int or float keys and values (ties: the oldest wins),
+    then and again keys or values the cores refuse (demotion), evictions; the same
+    results, errors and iteration."""
+    windows, refs = _windows(monoid_cls, policy)
+    assert {w.algorithm for w in windows} >= set(CORES)
+    key = st.one_of(*[st.sampled_from([0, 1, 2]) if data.draw(st.booleans()) else st.sampled_from([0.5, -0.0])] * 8,
+                    st.sampled_from([None, "k", math.nan, 1.5, 3, 2**64]))
+    value = st.one_of(*[st.sampled_from([0.0, -0.0, 1.5, -math.inf])] * 8, st.sampled_from([1, math.nan, "x", 2**64]))
+    t = 0
+    for kind, dt, update in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "insert", "pairs", "evict"]),
+                                                         st.sampled_from([0, 1, 2]), st.tuples(key, value)),
+                                               max_size=30)):
+        t += dt
+        results = [_call(window, kind, t, [update]) if kind != "insert" else _call_arg(window, t, update)
+                   for window in (*windows, *refs)]
+        assert all(repr(r) == repr(results[-1]) for r in results), results
+        for window, ref in zip(windows, refs):
+            assert len(window) == len(ref)
+            assert repr(window.query()) == repr(ref.query())
+            assert repr(list(window)) == repr(list(ref))
+
+
+def _call_arg(window, t, update):
+    try:
+        return window.insert(t, update)
+    except (TypeError, ValueError) as error:
+        return (type(error), str(error))
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint32", "uint64", "float64", "float32", "bool", "object"])

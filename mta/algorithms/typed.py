@@ -6,10 +6,11 @@ A typed core is the twin of an object algorithm (:class:`TypedTwoStacks` of
 :class:`~mta.algorithms.log_mta.LogMTA`; ``typed_amta.TypedAMTA`` of AmortizedMTA,
 ``typed_fiba.TypedFiBA`` of FiBA) for the
 monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``,
-``Max``, and ``Mean`` (partial ``(sum, count)``); TypedAMTA and TypedFiBA also serve
-``MinCount`` and ``MaxCount`` (partial ``(value, count)``, :func:`wide_op_of`; the cores here
-refuse them and a window on them stays on the object algorithm); TypedAMTA serves ``First``
-and ``Last`` of ints or floats too. :class:`TypedTimed` puts one under a
+``Max``, and ``Mean`` (partial ``(sum, count)``); the cores here and TypedAMTA also serve
+``MinCount`` and ``MaxCount`` (partial ``(value, count)``, its count in the ``c`` column
+beside Mean's; :func:`wide_op_of`, :data:`WIDE_CORES`; TypedFiBA these two as well) and
+``First`` and ``Last`` of ints or floats (NaN and infinities included: never compared).
+:class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
@@ -68,6 +69,13 @@ _ARGMAX = cython.declare(cython.int, 10)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
 _INF = cython.declare(cython.double, float("inf"))
+#: Extra columns of a :class:`_Columns`: VARIANCE's M2 in ``m``; ARGMIN / ARGMAX keys, an int
+#: key in ``k`` or a float key in ``m``.
+_XVAR = cython.declare(cython.int, 1)
+_XKEY = cython.declare(cython.int, 2)
+#: VARIANCE takes ints up to this magnitude: Chan's merge of two of them in doubles is then
+#: Python's merge of the ints, bit for bit (a difference squared is below 2**53).
+_VARIANCE_INT = cython.declare(cython.longlong, 2 ** 25)
 
 SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
 MINCOUNT, MAXCOUNT, FIRST, LAST = _MINCOUNT, _MAXCOUNT, _FIRST, _LAST
@@ -85,7 +93,7 @@ _WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
 _CORES = frozenset({"two_stacks", "daba", "log_mta"})
 WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}) | _CORES, MAXCOUNT: frozenset({"amta", "fiba"}) | _CORES,
               FIRST: frozenset({"amta"}) | _CORES, LAST: frozenset({"amta"}) | _CORES,
-              VARIANCE: frozenset(), ARGMIN: frozenset(), ARGMAX: frozenset()}
+              VARIANCE: _CORES, ARGMIN: _CORES, ARGMAX: _CORES}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -188,8 +196,36 @@ def _pair(op: cython.int) -> cython.bint:
 @cython.inline
 @cython.exceptval(check=False)
 def _counted(op: cython.int) -> cython.bint:
-    """Whether ``op``'s partial has a count (the ``c`` column): MEAN, MINCOUNT, MAXCOUNT."""
+    """Whether ``op``'s partial is a value and a count (the ``c`` column): MEAN, MINCOUNT, MAXCOUNT."""
     return op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _rowop(op: cython.int) -> cython.bint:
+    """Whether ``op`` combines whole rows (:func:`_combined_rows`): VARIANCE, ARGMIN, ARGMAX."""
+    return op >= _VARIANCE
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _has_counts(op: cython.int) -> cython.bint:
+    """Whether ``op``'s rows have the ``c`` column: the counted ops and VARIANCE."""
+    return _counted(op) or op == _VARIANCE
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _extra(op: cython.int) -> cython.int:
+    """The columns beyond value and count that ``op``'s rows have (:class:`_Columns`)."""
+    if op == _VARIANCE:
+        return _XVAR
+    if op == _ARGMIN or op == _ARGMAX:
+        return _XKEY
+    return 0
 
 
 @cython.cfunc
@@ -296,24 +332,32 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
 @cython.cclass
 class _Columns:
     """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
-    (MEAN, MINCOUNT, MAXCOUNT: ``counted``). Only the columns of the kind held (``kind``; -1:
-    both, for a batch being decoded) and the counts of a counted op take room; the others
-    are empty."""
+    (``counted``: MEAN, MINCOUNT, MAXCOUNT, VARIANCE), and the ``extra`` columns of
+    :func:`_extra` (``m``: VARIANCE's M2 or a float key; ``k``: an int key). Only the columns
+    of the kind held (``kind``; -1: both, for a batch being decoded) and the op's take room;
+    the others are empty."""
 
     d: cython.double[:]
     i: cython.longlong[:]
     c: cython.longlong[:]
+    m: cython.double[:]
+    k: cython.longlong[:]
     size: cython.Py_ssize_t
     kind: cython.int
     counted: cython.bint
+    extra: cython.int
 
-    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, counted: cython.bint) -> None:
+    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, counted: cython.bint,
+                 extra: cython.int = 0) -> None:
         self.size = capacity
         self.kind = kind
         self.counted = counted
+        self.extra = extra
         self.d = _doubles(capacity if kind != _INT else 0)
         self.i = _int64s(capacity if kind != _FLOAT else 0)
         self.c = _int64s(capacity if counted else 0)
+        self.m = _doubles(capacity if extra else 0)
+        self.k = _int64s(capacity if extra & _XKEY else 0)
 
     @cython.cfunc
     def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t, kind: cython.int) -> cython.void:
@@ -323,7 +367,7 @@ class _Columns:
             return
         while size < n:
             size *= 2
-        other = _Columns(size, kind, self.counted)
+        other = _Columns(size, kind, self.counted, self.extra)
         if kind == self.kind and used:
             if kind != _INT:
                 other.d[:used] = self.d[:used]
@@ -331,29 +375,40 @@ class _Columns:
                 other.i[:used] = self.i[:used]
             if self.counted:
                 other.c[:used] = self.c[:used]
-        self.d, self.i, self.c, self.size, self.kind = other.d, other.i, other.c, size, kind
+            if self.extra:
+                other.m[:used] = self.m[:used]
+            if self.extra & _XKEY:
+                other.k[:used] = self.k[:used]
+        self.d, self.i, self.c, self.m, self.k, self.size, self.kind = other.d, other.i, other.c, other.m, other.k, size, kind
 
     def copy(self) -> _Columns:
-        other = _Columns(self.size, self.kind, self.counted)
+        other = _Columns(self.size, self.kind, self.counted, self.extra)
         other.d[:] = self.d
         other.i[:] = self.i
         other.c[:] = self.c
+        other.m[:] = self.m
+        other.k[:] = self.k
         return other
 
     def __reduce__(self) -> tuple:
         return (_columns, (self.size, self.kind, self.counted, array("d", self.d), array("q", self.i),
-                           array("q", self.c)))
+                           array("q", self.c), self.extra, array("d", self.m), array("q", self.k)))
 
 
-def _columns(size: cython.Py_ssize_t, kind: cython.int, counted: cython.bint, d: array, i: array, c: array) -> _Columns:
-    """Columns holding these arrays' values (unpickling)."""
-    cols = _Columns(size, kind, counted)
+def _columns(size: cython.Py_ssize_t, kind: cython.int, counted: cython.bint, d: array, i: array, c: array,
+             extra: cython.int = 0, m: array = _NO_DOUBLES, k: array = _NO_INT64S) -> _Columns:
+    """Columns holding these arrays' values (unpickling; pickles without ``extra`` columns too)."""
+    cols = _Columns(size, kind, counted, extra)
     sd: cython.double[:] = d
     si: cython.longlong[:] = i
     sc: cython.longlong[:] = c
+    sm: cython.double[:] = m
+    sk: cython.longlong[:] = k
     cols.d[:] = sd
     cols.i[:] = si
     cols.c[:] = sc
+    cols.m[:] = sm
+    cols.k[:] = sk
     return cols
 
 
@@ -373,6 +428,11 @@ class _TypedCore:
     timed = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _kind: cython.int
+    #: VARIANCE: the kind of the means of count-1 partials (their mean is the value lifted);
+    #: ARGMIN / ARGMAX: the kind of the keys; -1: none yet. VARIANCE rows store means in
+    #: ``d`` whatever this kind (``_kind`` is FLOAT).
+    _kind2: cython.int
+    _tmp: _Columns  # a row for _joined and row swaps (rows of every column of the op)
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
     _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
     _lowering: cython.bint  # result() is asking query() for the Mean itself (see _partial)
@@ -382,6 +442,9 @@ class _TypedCore:
     _xc: cython.longlong
     _xu: cython.ulonglong
     _xk: cython.int
+    _xm: cython.double  # VARIANCE's M2, or a float key
+    _xkey: cython.longlong  # an int key
+    _xk2: cython.int  # the _kind2 of the partial (batch) decoded; before: the window's (-1: any)
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         op = wide_op_of(monoid)
@@ -394,9 +457,12 @@ class _TypedCore:
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
+        self._kind2 = -1
+        self._tmp = _Columns(1, -1, _has_counts(op), _extra(op))
         self._magnitude = 0
-        self._xd = 0.0
-        self._xi = self._xu = self._xk = 0
+        self._xd = self._xm = 0.0
+        self._xi = self._xu = self._xk = self._xkey = 0
+        self._xk2 = -1
         self._xc = 1
 
     # -- what a core implements ---------------------------------------------------------
@@ -431,6 +497,8 @@ class _TypedCore:
         return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
         v: cython.longlong
         x: cython.double
+        if _rowop(self._op):
+            return self._scalar_row(p, kind)
         if _counted(self._op):
             if type(p) is not tuple or len(p) != 2:
                 raise Untyped(p)
@@ -456,12 +524,111 @@ class _TypedCore:
         return _INT
 
     @cython.cfunc
+    def _scalar_row(self, p: object, kind: cython.int) -> cython.int:
+        """:meth:`_scalar` of a VARIANCE partial ``(count, mean, M2)`` (count in [1, 2**32):
+        count 1 as lifted, ``(1, v, 0)``, v a finite float or an int of at most 2**25;
+        more: mean and M2 finite floats) or an ARGMIN / ARGMAX one ``(value, key)`` (value
+        as Min's, key an int64 or a float), also into ``_xm`` / ``_xkey``; ``_xk2`` the kind
+        of its mean or key, checked against ``_xk2`` (-1: any)."""
+        k2: cython.int
+        x: cython.double
+        if type(p) is not tuple:
+            raise Untyped(p)
+        self._xu = 0
+        if self._op == _VARIANCE:
+            if len(p) != 3:
+                raise Untyped(p)
+            count, mean, m2 = p
+            if type(count) is not int or not 1 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            if count == 1:
+                if type(m2) is not int or m2 != 0:
+                    raise Untyped(p)
+                if type(mean) is float:
+                    k2 = _FLOAT
+                elif type(mean) is int and -_VARIANCE_INT <= mean <= _VARIANCE_INT:
+                    k2 = _INT
+                else:
+                    raise Untyped(p)
+                x = float(mean)
+                if not -_INF < x < _INF or (self._xk2 != -1 and k2 != self._xk2):
+                    raise Untyped(p)
+                self._xk2 = k2
+                self._xm = 0.0
+            else:
+                if type(mean) is not float or type(m2) is not float:
+                    raise Untyped(p)
+                x = m2
+                if not -_INF < x < _INF:
+                    raise Untyped(p)
+                self._xm = x
+                x = mean
+                if not -_INF < x < _INF:
+                    raise Untyped(p)
+            self._xd = x
+            self._xc = count
+            return _FLOAT  # means are doubles, whatever the kind of the values lifted
+        if len(p) != 2:
+            raise Untyped(p)
+        value, key = p
+        if type(key) is float:
+            k2 = _FLOAT
+        elif type(key) is int and _I64_MIN <= key <= _I64_MAX:
+            k2 = _INT
+        else:
+            raise Untyped(p)
+        if self._xk2 != -1 and k2 != self._xk2:
+            raise Untyped(p)
+        if type(value) is float:
+            x = value
+            if kind == _INT or x != x:
+                raise Untyped(p)
+            kind = _FLOAT
+            self._xd = x
+        elif type(value) is int and kind != _FLOAT and _I64_MIN <= value <= _I64_MAX:
+            kind = _INT
+            self._xi = value
+        else:
+            raise Untyped(p)
+        if k2 == _FLOAT:
+            self._xm = key
+        else:
+            self._xkey = key
+        self._xk2 = k2
+        return kind
+
+    @cython.cfunc
+    def _expect(self) -> cython.int:
+        """The kind a partial must be of (-1: any, the window being empty); sets ``_xk2``
+        likewise from ``_kind2``."""
+        if self._size():
+            self._xk2 = self._kind2
+            return self._kind
+        self._xk2 = -1
+        return -1
+
+    @cython.cfunc
+    def _store(self, cols: _Columns, r: cython.Py_ssize_t, kind: cython.int) -> cython.void:
+        """Row ``r`` of ``cols`` = the scratch row (of ``kind``) with its count and extra columns."""
+        if kind == _FLOAT:
+            cols.d[r] = self._xd
+        else:
+            cols.i[r] = self._xi
+        if cols.counted:
+            cols.c[r] = self._xc
+        if cols.extra:
+            cols.m[r] = self._xm
+        if cols.extra & _XKEY:
+            cols.k[r] = self._xkey
+
+    @cython.cfunc
     def _decode(self, partials: Sequence[Any]) -> _Columns:
         """The batch in columns (kind in ``_xk``, sum of |v| in ``_xu``), or :class:`Untyped`
         (nothing changed) if one partial does not fit."""
         n: cython.Py_ssize_t = len(partials)
-        cols = _Columns(n if n else 1, -1, True)
-        kind: cython.int = self._kind if self._size() else -1
+        extra: cython.int = _XVAR | _XKEY if _rowop(self._op) else 0  # every column of a row op
+        cols = _Columns(n if n else 1, -1, True, extra)
+        kind: cython.int = self._expect()
         total: cython.ulonglong = 0
         j: cython.Py_ssize_t
         for j in range(n):
@@ -472,6 +639,9 @@ class _TypedCore:
             cols.d[j] = self._xd
             cols.i[j] = self._xi
             cols.c[j] = self._xc
+            if extra:
+                cols.m[j] = self._xm
+                cols.k[j] = self._xkey
         if total > _LIMIT - self._magnitude:
             raise Untyped(partials)
         self._xk = kind if kind != -1 else self._kind
@@ -490,7 +660,7 @@ class _TypedCore:
     def fits(self, partial: object) -> cython.bint:
         """Whether :meth:`insert` takes ``partial`` (a check of one, changing nothing)."""
         try:
-            self._scalar(partial, self._kind if self._size() else -1)
+            self._scalar(partial, self._expect())
         except Untyped:
             return False
         return self._xu <= _LIMIT - self._magnitude
@@ -511,17 +681,30 @@ class _TypedCore:
 
     @cython.ccall
     def insert(self, partial: object):
-        kind: cython.int = self._scalar(partial, self._kind if self._size() else -1)
+        kind: cython.int = self._scalar(partial, self._expect())
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
         self._put(kind)
         self._kind = kind
+        self._kind2 = self._xk2
         self._magnitude += self._xu
 
     def insert_many(self, partials: Sequence[Any]) -> None:
         """As :meth:`insert` one by one (the whole batch is checked first)."""
         src: _Columns = self._decode(partials)
-        self._append(src.d, src.i, src.c, False, len(partials), self._xk, self._xu)
+        n: cython.Py_ssize_t = len(partials)
+        kind: cython.int = self._xk
+        k2: cython.int = self._xk2
+        j: cython.Py_ssize_t
+        if not _rowop(self._op):
+            self._append(src.d, src.i, src.c, False, n, kind, self._xu)
+            return
+        for j in range(n):  # row by row, as the object algorithms' insert_many
+            self._xd, self._xi, self._xc, self._xm, self._xkey = src.d[j], src.i[j], src.c[j], src.m[j], src.k[j]
+            self._put(kind)
+        if n:
+            self._kind = kind
+            self._kind2 = k2
 
     def insert_array(self, values: Any) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
@@ -531,7 +714,7 @@ class _TypedCore:
         view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(view)
         kind: cython.int = _FLOAT if view.format == "d" else _INT
-        if self._size() and kind != self._kind:
+        if (self._size() and kind != self._kind) or _rowop(self._op):  # rows of those ops are not values
             raise Untyped(values)
         if kind == _FLOAT:
             d: cython.const[cython.double][:] = view  # const: numpy and Arrow arrays may be read-only
@@ -581,6 +764,8 @@ class _TypedCore:
         of its total: :meth:`_partial` while ``_lowering``)."""
         if self._op == _SUM or self._op == _MIN or self._op == _MAX:
             return self.query()
+        if _rowop(self._op):
+            return self.monoid.lower(self.query())
         if not self._size():
             return None  # Mean, MinCount, MaxCount, First and Last lower the identity to None
         if self._op != _MEAN:
@@ -622,12 +807,35 @@ class _TypedCore:
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
         count for a counted op."""
+        if _rowop(self._op):
+            return self._row_of(cols, r)
         return self._partial(cols.d[r] if self._kind == _FLOAT else 0.0, cols.i[r] if self._kind == _INT else 0,
                              cols.c[r] if _counted(self._op) else 0)
 
     @cython.cfunc
+    def _row_of(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        """:meth:`_row` of VARIANCE (count 1: ``(1, mean, 0)``, the mean of ``_kind2``, as
+        lifted; else ``(count, mean, M2)``) and ARGMIN / ARGMAX (``(value, key)``)."""
+        c: cython.longlong
+        if self._op == _VARIANCE:
+            c = cols.c[r]
+            if c == 1:
+                return (1, int(cols.d[r]) if self._kind2 == _INT else cols.d[r], 0)
+            return (c, cols.d[r], cols.m[r])
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._kind2 == _FLOAT:
+            return (value, cols.m[r])
+        return (value, cols.k[r])
+
+    @cython.cfunc
     def _row_first(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """``combine(row r, identity)`` of a FLOAT row, as the plain monoid gives it."""
+        if self._op != _SUM and self._op != _MEAN:
+            return self._row(cols, r)  # combine(x, identity) is x
         return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if _counted(self._op) else 0)
 
     @cython.cfunc
@@ -635,6 +843,9 @@ class _TypedCore:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
         op: cython.int = self._op
         c: cython.longlong = 0
+        if _rowop(op):
+            _combined(op, self._kind, self._tmp, 0, a, ai, b, bi)
+            return self._row_of(self._tmp, 0)
         if self._kind == _FLOAT:
             if _counted(op):
                 c = _ccomb(op, a.d[ai], b.d[bi], a.c[ai], b.c[bi])
@@ -661,13 +872,17 @@ class _TypedCore:
 @cython.exceptval(check=False)
 def _set(kind: cython.int, counted: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
          si: cython.Py_ssize_t) -> cython.void:
-    """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
+    """Row ``di`` of ``dst`` = row ``si`` of ``src`` (with ``src``'s extra columns)."""
     if kind == _FLOAT:
         dst.d[di] = src.d[si]
     else:
         dst.i[di] = src.i[si]
     if counted:
         dst.c[di] = src.c[si]
+    if src.extra:
+        dst.m[di] = src.m[si]
+        if src.extra & _XKEY:
+            dst.k[di] = src.k[si]
 
 
 @cython.cfunc
@@ -679,6 +894,9 @@ def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssi
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)`` (``dst`` may be ``a``
     or ``b``: a MINCOUNT / MAXCOUNT count is taken before the value is written)."""
+    if _rowop(op):
+        _combined_rows(op, kind, dst, di, a, ai, b, bi)
+        return
     if kind == _FLOAT:
         if _pair(op):
             dst.c[di] = _ccomb(op, a.d[ai], b.d[bi], a.c[ai], b.c[bi])
@@ -689,6 +907,44 @@ def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssi
         dst.i[di] = _comb(op, a.i[ai], b.i[bi])
     if op == _MEAN:
         dst.c[di] = a.c[ai] + b.c[bi]
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _combined_rows(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+                   ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """:func:`_combined` of VARIANCE rows (``_chan``, in its order of operations; counts are at
+    least 1, so neither side is the identity) and of ARGMIN / ARGMAX rows (``_argmin``: the
+    left row unless the right one's value is smaller; no NaN)."""
+    na: cython.longlong
+    nb: cython.longlong
+    n: cython.longlong
+    ma: cython.double
+    delta: cython.double
+    m2: cython.double
+    left: cython.bint
+    if op == _VARIANCE:
+        na = a.c[ai]
+        nb = b.c[bi]
+        n = na + nb
+        ma = a.d[ai]
+        delta = b.d[bi] - ma
+        m2 = (a.m[ai] + b.m[bi]) + (((delta * delta) * cython.cast(cython.double, na))
+                                    * cython.cast(cython.double, nb)) / cython.cast(cython.double, n)
+        dst.d[di] = ma + (delta * cython.cast(cython.double, nb)) / cython.cast(cython.double, n)
+        dst.m[di] = m2
+        dst.c[di] = n
+        return
+    if kind == _FLOAT:
+        left = a.d[ai] <= b.d[bi] if op == _ARGMIN else a.d[ai] >= b.d[bi]
+    else:
+        left = a.i[ai] <= b.i[bi] if op == _ARGMIN else a.i[ai] >= b.i[bi]
+    if left:
+        _set(kind, False, dst, di, a, ai)
+    else:
+        _set(kind, False, dst, di, b, bi)
 
 
 @cython.cclass
@@ -712,11 +968,12 @@ class TypedTwoStacks(_TypedCore):
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         _TypedCore.__init__(self, monoid, max_size)
-        counted: cython.bint = _counted(self._op)
-        self._f = _Columns(8, _FLOAT, counted)
-        self._fs = _Columns(8, _FLOAT, counted)
-        self._b = _Columns(8, _FLOAT, counted)
-        self._bagg = _Columns(1, -1, True)
+        counted: cython.bint = _has_counts(self._op)
+        extra: cython.int = _extra(self._op)
+        self._f = _Columns(8, _FLOAT, counted, extra)
+        self._fs = _Columns(8, _FLOAT, counted, extra)
+        self._b = _Columns(8, _FLOAT, counted, extra)
+        self._bagg = _Columns(1, -1, True, extra)
         self._nf = 0
         self._nb = 0
 
@@ -732,6 +989,14 @@ class TypedTwoStacks(_TypedCore):
         b: _Columns = self._b
         g: _Columns = self._bagg
         op: cython.int = self._op
+        if _rowop(op):
+            self._store(b, nb, kind)
+            if nb:
+                _combined(op, kind, g, 0, g, 0, b, nb)
+            else:
+                _set(kind, b.counted, g, 0, b, nb)
+            self._nb = nb + 1
+            return
         if _pair(op):  # the count first: it reads the aggregate's value
             b.c[nb] = self._xc
             if kind == _FLOAT:
@@ -806,7 +1071,9 @@ class TypedTwoStacks(_TypedCore):
         self._f = f
         self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
-        if _pair(self._op):
+        if _rowop(self._op):
+            self._reverse_rows(f, fs, nb)
+        elif _pair(self._op):
             if self._kind == _FLOAT:
                 _reverse_suffixes_paired(self._op, f.d, f.c, fs.d, fs.c, nb)
             else:
@@ -819,6 +1086,23 @@ class TypedTwoStacks(_TypedCore):
             _reverse_suffixes(_SUM, f.c, fs.c, nb, not self.timed)
         self._nf = nb
         self._nb = 0
+
+    @cython.cfunc
+    def _reverse_rows(self, f: _Columns, fs: _Columns, n: cython.Py_ssize_t) -> cython.void:
+        """:func:`_reverse_suffixes` of whole rows (VARIANCE, ARGMIN, ARGMAX: ``combine(x,
+        identity)`` is x)."""
+        r: cython.Py_ssize_t
+        kind: cython.int = self._kind
+        tmp: _Columns = self._tmp
+        for r in range(n // 2):
+            _set(kind, f.counted, tmp, 0, f, r)
+            _set(kind, f.counted, f, r, f, n - 1 - r)
+            _set(kind, f.counted, f, n - 1 - r, tmp, 0)
+        for r in range(n):
+            if r == 0:
+                _set(kind, f.counted, fs, 0, f, 0)
+            else:
+                _combined(self._op, kind, fs, r, f, r, fs, r - 1)
 
     @cython.cfunc
     def _evict(self, k: cython.Py_ssize_t) -> cython.void:
@@ -856,10 +1140,11 @@ class TypedTwoStacks(_TypedCore):
 
     def snapshot(self) -> tuple:
         return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._bagg.copy(), self._nf,
-                self._nb, self._magnitude)
+                self._nb, self._magnitude, self._kind2)
 
     def restore(self, snapshot: tuple) -> None:
-        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot
+        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot[:8]
+        self._kind2 = snapshot[8] if len(snapshot) > 8 else -1  # older pickles: no _kind2
 
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle (the Stream engine copies windows)
@@ -923,13 +1208,13 @@ class TypedDABA(_TypedCore):
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         _TypedCore.__init__(self, monoid, max_size)
-        self._acc = _Columns(2, -1, True)
+        self._acc = _Columns(2, -1, True, _extra(self._op))
         self.clear()
 
     def clear(self) -> None:
-        counted: cython.bint = _counted(self._op)
-        self._vals = _Columns(16, self._kind, counted)
-        self._aggs = _Columns(16, self._kind, counted)
+        counted: cython.bint = _has_counts(self._op)
+        self._vals = _Columns(16, self._kind, counted, _extra(self._op))
+        self._aggs = _Columns(16, self._kind, counted, _extra(self._op))
         self._mask = 15
         self._shrink_at = -1
         self._head = self._l = self._r = self._a = self._b = self._tail = 0
@@ -955,6 +1240,15 @@ class TypedDABA(_TypedCore):
         acc: _Columns = self._acc
         op: cython.int = self._op
         empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
+        if _rowop(op):
+            self._store(vals, i, kind)
+            if empty:
+                _set(kind, vals.counted, acc, 0, vals, i)
+            else:
+                _combined(op, kind, acc, 0, acc, 0, vals, i)
+            self._tail = t + 1
+            self._fixup()
+            return
         if _pair(op):  # the count first: it reads the aggregate's value
             vals.c[i] = self._xc
             if kind == _FLOAT:
@@ -999,7 +1293,7 @@ class TypedDABA(_TypedCore):
         r: cython.Py_ssize_t
         a: cython.Py_ssize_t
         kind: cython.int = self._kind
-        counted: cython.bint = _counted(self._op)
+        counted: cython.bint = _has_counts(self._op)
         if l == b:  # flip: the whole queue becomes the front, B becomes R
             l = self._head
             r = b
@@ -1042,9 +1336,9 @@ class TypedDABA(_TypedCore):
     def _resize(self, cap: cython.Py_ssize_t) -> cython.void:
         head: cython.Py_ssize_t = self._head
         n: cython.Py_ssize_t = self._tail - head
-        counted: cython.bint = _counted(self._op)
-        vals = _Columns(cap, self._kind, counted)
-        aggs = _Columns(cap, self._kind, counted)
+        counted: cython.bint = _has_counts(self._op)
+        vals = _Columns(cap, self._kind, counted, _extra(self._op))
+        aggs = _Columns(cap, self._kind, counted, _extra(self._op))
         p: cython.Py_ssize_t
         for p in range(n):
             _set(self._kind, counted, vals, p, self._vals, (head + p) & self._mask)
@@ -1084,11 +1378,12 @@ class TypedDABA(_TypedCore):
 
     def snapshot(self) -> tuple:
         return (self._kind, self._vals.copy(), self._aggs.copy(), self._acc.copy(), self._mask, self._shrink_at,
-                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude)
+                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude, self._kind2)
 
     def restore(self, snapshot: tuple) -> None:
         (self._kind, self._vals, self._aggs, self._acc, self._mask, self._shrink_at,
-         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot
+         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot[:13]
+        self._kind2 = snapshot[13] if len(snapshot) > 13 else -1  # older pickles: no _kind2
 
     def __reduce__(self) -> tuple:
         return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
@@ -1206,9 +1501,13 @@ class Events:
                 return self._checked_insert(window, timestamp, value)
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
+            elif self._op == _VARIANCE:
+                partial = (1, value, 0)
         elif type(value) is int:
             if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
                 partial = (value, 1)
+            elif self._op == _VARIANCE:
+                partial = (1, value, 0)  # the core refuses |value| > 2**25: the checked path lifts it
         else:
             return self._checked_insert(window, timestamp, value)
         try:
@@ -1310,7 +1609,10 @@ def _plain_times(view: object) -> cython.bint:
 def _liftable(view: object, op: cython.int) -> cython.bint:
     """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
     unchanged (not Count): floats finite for Sum, Mean, MinCount and MaxCount, not NaN for Min
-    and Max, any for First and Last; ints all."""
+    and Max, any for First and Last; ints all. Not for the row ops (VARIANCE, ARGMIN,
+    ARGMAX): their lifts are not the values."""
+    if _rowop(op):
+        return False
     if view.format != "d" or op == _FIRST or op == _LAST:
         return True
     d: cython.const[cython.double][:] = view
@@ -1856,7 +2158,7 @@ class TypedLogMTA(_TypedCore):
         """New empty columns for ``kind`` (an empty window takes either kind)."""
         self._kind = kind
         self._track = kind == _INT and (self._op == _SUM or self._op == _MEAN)
-        self._nodes = _Columns(self._layout(self._cap), kind, _counted(self._op))
+        self._nodes = _Columns(self._layout(self._cap), kind, _has_counts(self._op), _extra(self._op))
         self._pres = _uint64s(self._cap if self._track else 0)
         self._pre = self._pres
         self._ptail = 0
@@ -1888,11 +2190,11 @@ class TypedLogMTA(_TypedCore):
         h: cython.Py_ssize_t = self._head
         t: cython.Py_ssize_t = self._tail
         kind: cython.int = self._kind
-        mean: cython.bint = _counted(self._op)
+        mean: cython.bint = _has_counts(self._op)
         number: cython.Py_ssize_t
         j: cython.Py_ssize_t
         self._cap = 2 * old_cap
-        nodes = _Columns(self._layout(self._cap), kind, mean)
+        nodes = _Columns(self._layout(self._cap), kind, mean, _extra(self._op))
         for number in range(_LEVELS):
             for j in range(h >> number, ((t - 1) >> number) + 1):
                 _set(kind, mean, nodes, self._slot(number, j), old, old_offs[number] + (j & old_masks[number]))
@@ -1916,13 +2218,15 @@ class TypedLogMTA(_TypedCore):
             self._grow()
         nodes: _Columns = self._nodes
         op: cython.int = self._op
-        mean: cython.bint = _counted(op)
+        mean: cython.bint = _has_counts(op)
         s: cython.Py_ssize_t = self._slot(0, t)
-        if kind == _FLOAT:
+        if _rowop(op):
+            self._store(nodes, s, kind)
+        elif kind == _FLOAT:
             nodes.d[s] = self._xd
         else:
             nodes.i[s] = self._xi
-        if mean:
+        if mean and not _rowop(op):
             nodes.c[s] = self._xc
         if self._track:
             self._pre[t & (self._cap - 1)] = self._ptail
@@ -1938,7 +2242,9 @@ class TypedLogMTA(_TypedCore):
         number: cython.Py_ssize_t
         for number in range(self._top + 1, top):
             _set(kind, mean, nodes, self._slot(number, h >> number), nodes, root)
-        if kind == _FLOAT:
+        if _rowop(op):
+            self._climb_rows(t, top)
+        elif kind == _FLOAT:
             _log_climb(op, nodes.d, nodes.c, mean, self._offs, self._masks, t, top, self._xd, self._xc)
         else:
             _log_climb(op, nodes.i, nodes.c, mean, self._offs, self._masks, t, top, self._xi, self._xc)
@@ -1986,13 +2292,47 @@ class TypedLogMTA(_TypedCore):
         nodes: _Columns = self._nodes
         mean: cython.bint = _counted(self._op)
         s: cython.Py_ssize_t = self._slot(0, h)
-        if self._kind == _FLOAT:
+        if _rowop(self._op):
+            self._spine_rows(h, t, top)
+        elif self._kind == _FLOAT:
             _log_spine(self._op, nodes.d, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.d[s])
         else:
             _log_spine(self._op, nodes.i, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.i[s])
         self._top = top
         if self._track:
             self._magnitude = (self._ptail - self._pre[h & (self._cap - 1)]) & _MASK64
+
+    @cython.cfunc
+    def _climb_rows(self, t: cython.Py_ssize_t, top: cython.Py_ssize_t) -> cython.void:
+        """:func:`_log_climb` of whole rows (VARIANCE, ARGMIN, ARGMAX) from leaf ``t``: node
+        ``(l, j >> 1)`` = combine(its left child, the one below) where the path turns left,
+        else the one below."""
+        nodes: _Columns = self._nodes
+        j: cython.Py_ssize_t = t
+        number: cython.Py_ssize_t
+        for number in range(1, top + 1):
+            if j & 1:
+                _combined(self._op, self._kind, nodes, self._slot(number, j >> 1), nodes,
+                          self._slot(number - 1, j - 1), nodes, self._slot(number - 1, j))
+            else:
+                _set(self._kind, nodes.counted, nodes, self._slot(number, j >> 1), nodes, self._slot(number - 1, j))
+            j >>= 1
+
+    @cython.cfunc
+    def _spine_rows(self, h: cython.Py_ssize_t, t: cython.Py_ssize_t, top: cython.Py_ssize_t) -> cython.void:
+        """:func:`_log_spine` of whole rows from leaf ``h``: node ``(l, h >> l)`` = combine(the
+        one below, its right sibling) when that sibling holds live leaves, else the one below."""
+        nodes: _Columns = self._nodes
+        child: cython.Py_ssize_t
+        number: cython.Py_ssize_t
+        for number in range(1, top + 1):
+            child = h >> (number - 1)
+            if not child & 1 and (child + 1) << (number - 1) < t:
+                _combined(self._op, self._kind, nodes, self._slot(number, h >> number), nodes,
+                          self._slot(number - 1, child), nodes, self._slot(number - 1, child + 1))
+            else:
+                _set(self._kind, nodes.counted, nodes, self._slot(number, h >> number), nodes,
+                     self._slot(number - 1, child))
 
     # -- results ----------------------------------------------------------------------
 
@@ -2013,11 +2353,12 @@ class TypedLogMTA(_TypedCore):
 
     def snapshot(self) -> tuple:
         return (self._kind, self._nodes.copy(), self._pres[:], self._cap, self._head, self._tail, self._top,
-                self._ptail, self._magnitude)
+                self._ptail, self._magnitude, self._kind2)
 
     def restore(self, snapshot: tuple) -> None:
         (self._kind, self._nodes, self._pres, self._cap, self._head, self._tail, self._top, self._ptail,
-         self._magnitude) = snapshot
+         self._magnitude) = snapshot[:9]
+        self._kind2 = snapshot[9] if len(snapshot) > 9 else -1  # older pickles: no _kind2
         self._track = self._kind == _INT and (self._op == _SUM or self._op == _MEAN)
         self._pre = self._pres
         self._layout(self._cap)
