@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from mta import Window
 from mta.algorithms import TYPED_ALGORITHMS, typed
 from mta.algorithms.typed_record import TypedRecord, serves
-from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, Sum
+from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Sum, Variance
 from mta.policy import MaxSize, TimeRange, any_of
 
 FIELDS = {"n": Count(), "total": Sum(), "low": Min(), "high": Max(), "avg": Mean()}
@@ -125,6 +125,15 @@ def test_record_window_matches_object_algorithm_and_naive_fold(algorithm, policy
 @given(scenario=_scenarios({**FIELDS, **WIDE_FIELDS}))
 def test_records_of_minmaxcount_first_last(algorithm, policy, scenario):
     """Records with MinCount, MaxCount, First and Last fields (typed on all but FiBA) as above."""
+    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test(algorithm, policy, scenario)
+
+
+@settings(max_examples=40, deadline=None)
+@pytest.mark.parametrize("algorithm", ["two_stacks", "daba", "log_mta"])
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@given(scenario=_scenarios({**FIELDS, **WIDE_FIELDS, "var": Variance(), "sd": StdDev(ddof=1)}))
+def test_records_of_variance_fields(algorithm, policy, scenario):
+    """Records with Variance and StdDev fields too (typed on Two-Stacks, DABA, Log MTA) as above."""
     test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test(algorithm, policy, scenario)
 
 
