@@ -30,7 +30,7 @@ every round and recorded as ``equal``.
    after n/4 more updates (the window slides: evictions, TwoStacks' flip). The values are
    made while tracing, so the object path's float objects count.
 5. **Monoids** (more monoids): per event as in 2, ``MaxSize(n)`` at the larger size, for
-   MinCount, MaxCount, First and Last (Mean beside them), on each typed core that serves it
+   MinCount, MaxCount, First, Last and Variance (Mean beside them), on each typed core that serves it
    against the object path (values of 1,000 distinct floats: many ties, whose counts add).
 
     python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
@@ -52,7 +52,7 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
-from mta import First, Last, Max, MaxCount, MaxSize, Mean, MinCount, Sum, TimeRange, Window
+from mta import First, Last, Max, MaxCount, MaxSize, Mean, MinCount, Sum, TimeRange, Variance, Window
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 from mta.monoid import Monoid
@@ -69,7 +69,7 @@ BATCH = 1000
 CELLS = ("bare", "per_event", "batches", "memory", "monoids")
 #: The monoids of the "monoids" cell (Mean: the reference, served by every typed core).
 MORE_MONOIDS: dict[str, Callable[[], Monoid]] = {"Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
-                                               "First": First, "Last": Last}
+                                               "First": First, "Last": Last, "Variance": Variance}
 TARGETS = {"bare_steps_per_s": 5e6, "bare_speedup": 5.0, "vs_river": 3.0, "batch": 10.0, "memory": 1 / 3}
 
 

@@ -171,6 +171,8 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
 def _ccomb(op: cython.int, a: _Number, b: _Number, ca: cython.longlong, cb: cython.longlong) -> cython.longlong:
     """The count of ``combine((a, ca), (b, cb))`` (MEAN, MINCOUNT, MAXCOUNT): ``_mincount``
     keeps the smaller value's count and adds the counts of equal values (0.0 and -0.0 too)."""
+    if op == _MEAN:
+        return ca + cb
     if op == _MINCOUNT:
         if a < b:
             return ca
@@ -497,9 +499,9 @@ class _TypedCore:
         return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
         v: cython.longlong
         x: cython.double
-        if _rowop(self._op):
-            return self._scalar_row(p, kind)
-        if _counted(self._op):
+        if self._op >= _MINCOUNT:
+            return self._scalar_wide(p, kind)
+        if self._op == _MEAN:
             if type(p) is not tuple or len(p) != 2:
                 raise Untyped(p)
             count = p[1]
@@ -510,10 +512,7 @@ class _TypedCore:
         if type(p) is float:
             if kind == _INT:
                 raise Untyped(p)
-            x = p
-            if _pair(self._op) and not -_INF < x < _INF:
-                raise Untyped(p)  # MinCount and MaxCount lift finite values only (inf is the identity's)
-            self._xd = x
+            self._xd = p
             self._xu = 0
             return _FLOAT
         if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
@@ -521,6 +520,35 @@ class _TypedCore:
         v = p
         self._xi = v
         self._xu = _abs64(v) if self._op == _SUM or self._op == _MEAN else 0
+        return _INT
+
+    @cython.cfunc
+    def _scalar_wide(self, p: object, kind: cython.int) -> cython.int:
+        """:meth:`_scalar` of the ops from MINCOUNT on: MINCOUNT / MAXCOUNT ``(value,
+        count)`` (a finite value), FIRST / LAST (any float), and the row ops."""
+        x: cython.double
+        if _rowop(self._op):
+            return self._scalar_row(p, kind)
+        if _pair(self._op):
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            count = p[1]
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            self._xc = count
+            p = p[0]
+        self._xu = 0
+        if type(p) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            x = p
+            if _pair(self._op) and not -_INF < x < _INF:
+                raise Untyped(p)  # MinCount and MaxCount lift finite values only (inf is the identity's)
+            self._xd = x
+            return _FLOAT
+        if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
+            raise Untyped(p)
+        self._xi = p
         return _INT
 
     @cython.cfunc
@@ -681,7 +709,10 @@ class _TypedCore:
 
     @cython.ccall
     def insert(self, partial: object):
-        kind: cython.int = self._scalar(partial, self._expect())
+        kind: cython.int = self._kind if self._size() else -1
+        if self._op >= _VARIANCE:
+            self._xk2 = self._kind2 if kind != -1 else -1
+        kind = self._scalar(partial, kind)
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
         self._put(kind)
@@ -791,6 +822,8 @@ class _TypedCore:
             value = d
         else:
             value = i
+        if self._op < _MEAN:  # SUM, MIN, MAX
+            return value
         if self._op != _MEAN:
             return (value, c) if _pair(self._op) else value
         if not self._lowering:
@@ -807,7 +840,7 @@ class _TypedCore:
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
         count for a counted op."""
-        if _rowop(self._op):
+        if self._op >= _VARIANCE:
             return self._row_of(cols, r)
         return self._partial(cols.d[r] if self._kind == _FLOAT else 0.0, cols.i[r] if self._kind == _INT else 0,
                              cols.c[r] if _counted(self._op) else 0)
@@ -842,16 +875,12 @@ class _TypedCore:
     def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
         op: cython.int = self._op
-        c: cython.longlong = 0
-        if _rowop(op):
-            _combined(op, self._kind, self._tmp, 0, a, ai, b, bi)
-            return self._row_of(self._tmp, 0)
+        if op >= _MINCOUNT:
+            _combined_wide(op, self._kind, self._tmp, 0, a, ai, b, bi)
+            return self._row(self._tmp, 0)
+        c: cython.longlong = a.c[ai] + b.c[bi] if op == _MEAN else 0
         if self._kind == _FLOAT:
-            if _counted(op):
-                c = _ccomb(op, a.d[ai], b.d[bi], a.c[ai], b.c[bi])
             return self._partial(_comb(op, a.d[ai], b.d[bi]), 0, c)
-        if _counted(op):
-            c = _ccomb(op, a.i[ai], b.i[bi], a.c[ai], b.c[bi])
         return self._partial(0.0, _comb(op, a.i[ai], b.i[bi]), c)
 
     def __len__(self) -> int:
@@ -893,7 +922,26 @@ def _set(kind: cython.int, counted: cython.bint, dst: _Columns, di: cython.Py_ss
 def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
     """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)`` (``dst`` may be ``a``
-    or ``b``: a MINCOUNT / MAXCOUNT count is taken before the value is written)."""
+    or ``b``)."""
+    if op >= _MINCOUNT:
+        _combined_wide(op, kind, dst, di, a, ai, b, bi)
+        return
+    if kind == _FLOAT:
+        dst.d[di] = _comb(op, a.d[ai], b.d[bi])
+    else:
+        dst.i[di] = _comb(op, a.i[ai], b.i[bi])
+    if op == _MEAN:
+        dst.c[di] = a.c[ai] + b.c[bi]
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _combined_wide(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+                   ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """:func:`_combined` of the ops from MINCOUNT on (a MINCOUNT / MAXCOUNT count is taken
+    before the value is written: ``dst`` may be ``a`` or ``b``)."""
     if _rowop(op):
         _combined_rows(op, kind, dst, di, a, ai, b, bi)
         return
@@ -905,8 +953,6 @@ def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssi
         if _pair(op):
             dst.c[di] = _ccomb(op, a.i[ai], b.i[bi], a.c[ai], b.c[bi])
         dst.i[di] = _comb(op, a.i[ai], b.i[bi])
-    if op == _MEAN:
-        dst.c[di] = a.c[ai] + b.c[bi]
 
 
 @cython.cfunc
@@ -989,15 +1035,15 @@ class TypedTwoStacks(_TypedCore):
         b: _Columns = self._b
         g: _Columns = self._bagg
         op: cython.int = self._op
-        if _rowop(op):
+        if op >= _VARIANCE:
             self._store(b, nb, kind)
             if nb:
-                _combined(op, kind, g, 0, g, 0, b, nb)
+                _combined_wide(op, kind, g, 0, g, 0, b, nb)
             else:
                 _set(kind, b.counted, g, 0, b, nb)
             self._nb = nb + 1
             return
-        if _pair(op):  # the count first: it reads the aggregate's value
+        if op >= _MINCOUNT and _pair(op):  # the count first: it reads the aggregate's value
             b.c[nb] = self._xc
             if kind == _FLOAT:
                 g.c[0] = _ccomb(op, g.d[0], self._xd, g.c[0], self._xc) if nb else self._xc
@@ -1102,7 +1148,7 @@ class TypedTwoStacks(_TypedCore):
             if r == 0:
                 _set(kind, f.counted, fs, 0, f, 0)
             else:
-                _combined(self._op, kind, fs, r, f, r, fs, r - 1)
+                _combined_wide(self._op, kind, fs, r, f, r, fs, r - 1)
 
     @cython.cfunc
     def _evict(self, k: cython.Py_ssize_t) -> cython.void:
@@ -1240,16 +1286,16 @@ class TypedDABA(_TypedCore):
         acc: _Columns = self._acc
         op: cython.int = self._op
         empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
-        if _rowop(op):
+        if op >= _VARIANCE:
             self._store(vals, i, kind)
             if empty:
                 _set(kind, vals.counted, acc, 0, vals, i)
             else:
-                _combined(op, kind, acc, 0, acc, 0, vals, i)
+                _combined_wide(op, kind, acc, 0, acc, 0, vals, i)
             self._tail = t + 1
             self._fixup()
             return
-        if _pair(op):  # the count first: it reads the aggregate's value
+        if op >= _MINCOUNT and _pair(op):  # the count first: it reads the aggregate's value
             vals.c[i] = self._xc
             if kind == _FLOAT:
                 acc.c[0] = self._xc if empty else _ccomb(op, acc.d[0], self._xd, acc.c[0], self._xc)
@@ -1497,14 +1543,14 @@ class Events:
             if self._op == _MIN or self._op == _MAX:
                 if x != x:
                     return self._checked_insert(window, timestamp, value)
-            elif self._op != _FIRST and self._op != _LAST and not -_INF < x < _INF:
+            elif not -_INF < x < _INF and self._op != _FIRST and self._op != _LAST:
                 return self._checked_insert(window, timestamp, value)
-            if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
+            if self._op == _MEAN or _pair(self._op):
                 partial = (value, 1)
             elif self._op == _VARIANCE:
                 partial = (1, value, 0)
         elif type(value) is int:
-            if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
+            if self._op == _MEAN or _pair(self._op):
                 partial = (value, 1)
             elif self._op == _VARIANCE:
                 partial = (1, value, 0)  # the core refuses |value| > 2**25: the checked path lifts it
@@ -2055,8 +2101,8 @@ def _log_climb(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cytho
     for number in range(1, top + 1):
         if j & 1:
             s = offs[number - 1] + ((j - 1) & masks[number - 1])
-            if mean:
-                count = _ccomb(op, v[s], value, c[s], count)
+            if mean:  # before value: a MINCOUNT / MAXCOUNT count reads it
+                count = c[s] + count if op == _MEAN else _ccomb(op, v[s], value, c[s], count)
             value = _comb(op, v[s], value)
         j >>= 1
         s = offs[number] + (j & masks[number])
@@ -2082,8 +2128,8 @@ def _log_spine(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cytho
         child = h >> (number - 1)
         if not child & 1 and (child + 1) << (number - 1) < t:
             s = offs[number - 1] + ((child + 1) & masks[number - 1])
-            if mean:
-                count = _ccomb(op, value, v[s], count, c[s])
+            if mean:  # before value: a MINCOUNT / MAXCOUNT count reads it
+                count = count + c[s] if op == _MEAN else _ccomb(op, value, v[s], count, c[s])
             value = _comb(op, value, v[s])
         s = offs[number] + ((h >> number) & masks[number])
         v[s] = value
@@ -2312,7 +2358,7 @@ class TypedLogMTA(_TypedCore):
         number: cython.Py_ssize_t
         for number in range(1, top + 1):
             if j & 1:
-                _combined(self._op, self._kind, nodes, self._slot(number, j >> 1), nodes,
+                _combined_wide(self._op, self._kind, nodes, self._slot(number, j >> 1), nodes,
                           self._slot(number - 1, j - 1), nodes, self._slot(number - 1, j))
             else:
                 _set(self._kind, nodes.counted, nodes, self._slot(number, j >> 1), nodes, self._slot(number - 1, j))
@@ -2328,7 +2374,7 @@ class TypedLogMTA(_TypedCore):
         for number in range(1, top + 1):
             child = h >> (number - 1)
             if not child & 1 and (child + 1) << (number - 1) < t:
-                _combined(self._op, self._kind, nodes, self._slot(number, h >> number), nodes,
+                _combined_wide(self._op, self._kind, nodes, self._slot(number, h >> number), nodes,
                           self._slot(number - 1, child), nodes, self._slot(number - 1, child + 1))
             else:
                 _set(self._kind, nodes.counted, nodes, self._slot(number, h >> number), nodes,
