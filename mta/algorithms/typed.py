@@ -10,6 +10,11 @@ monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``
 ``MinCount`` and ``MaxCount`` (partial ``(value, count)``, its count in the ``c`` column
 beside Mean's; :func:`wide_op_of`, :data:`WIDE_CORES`; TypedFiBA these two as well) and
 ``First`` and ``Last`` of ints or floats (NaN and infinities included: never compared).
+The cores here also serve ``Variance`` / ``StdDev`` (partial ``(count, mean, M2)`` in the
+``c``, ``d`` and ``m`` columns, means doubles whatever the kind: count-1 partials of ints
+up to 2**25, so that Chan's merge in doubles is Python's on the ints) and ``ArgMin`` /
+``ArgMax`` (``(value, key)``: an int key in ``k``, a float key in ``m``; the keys' kind
+chosen by the first partial of an empty window, as the values'), combining whole rows.
 :class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
