@@ -123,9 +123,9 @@ def op_of(monoid: Monoid) -> int | None:
 
 
 def wide_op_of(monoid: Monoid) -> int | None:
-    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last, which only some cores
-    serve (:data:`WIDE_CORES`; the other cores and the Stream engine's typed paths take
-    :func:`op_of`'s only)."""
+    """:func:`op_of`, or the op of MinCount / MaxCount / First / Last / Variance / StdDev /
+    ArgMin / ArgMax, which only some cores serve (:data:`WIDE_CORES`; the other cores and the
+    Stream engine's typed paths take :func:`op_of`'s only)."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))
 
