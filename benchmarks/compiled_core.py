@@ -418,7 +418,7 @@ def more_monoids(run: Run, cores: list[str], n: int, steps_min: int, rounds: int
         if monoid_name in PAIRED:
             fill, xs = list(enumerate(fill)), list(enumerate(xs, n))
         windows: dict[str, Window] = {}
-        names = [name for name in [*cores, *ORDERED_CORES] if typed.serves(name, make())]
+        names = [name for name in [*cores, *ORDERED_CORES] if typed.serves(make())]
         for name in names:
             for path, typed_core in (("typed", True), ("object", False)):
                 w = window(make(), MaxSize(n), name, typed_core)

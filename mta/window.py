@@ -148,7 +148,7 @@ def _typed_ordered(monoid: Monoid, policy: Any, cls: type, in_memory: bool, opti
     return (typed.USE and cls.name == "fiba" and in_memory and set(options) <= {"late", "min_arity"}
             and options.get("late", "refuse") in ("refuse", "include")
             and type(min_arity) is int and 2 <= min_arity <= 16
-            and (typed.serves("fiba", monoid) or typed_record.serves(monoid, "fiba"))
+            and (typed.serves(monoid) or typed_record.serves(monoid))
             and (policy is None or typed.plan(policy) is not None))
 
 
@@ -301,7 +301,7 @@ class Window:
         # partial or a timestamp it cannot hold comes: then the window goes on with the object
         # algorithm, in the same state.
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
-                       and (typed.serves(cls.name, monoid) or typed_record.serves(monoid, cls.name))
+                       and (typed.serves(monoid) or typed_record.serves(monoid))
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
         if self._ordered:
             self._typed = _typed_ordered(monoid, policy, cls, self._safe and store is None, options)

@@ -25,7 +25,8 @@ from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, LogMTA, typed
 
 MONOIDS = [Sum, Count, Min, Max, Mean]
-#: What windows take typed: MinCount, MaxCount, First, Last, Variance and StdDev on typed.WIDE_CORES only.
+#: What windows take typed beyond MONOIDS (ArgMin and ArgMax, whose inputs are pairs:
+#: test_arg_windows_match_object_windows).
 WINDOW_MONOIDS = [*MONOIDS, MinCount, MaxCount, First, Last, Variance, StdDev]
 TWINS = {"imported": typed, "pure": load_pure("mta.algorithms.typed")}
 _PURE_MODULES = {"mta.algorithms.typed": TWINS["pure"]}
@@ -133,6 +134,202 @@ def test_core_matches_object_algorithm(path, name, monoid_cls, data):
         _assert_same_state(core, ref)
 
 
+#: The cores of mta.algorithms.typed (TypedAMTA's own tests: tests/test_typed_amta.py).
+CORES = ["two_stacks", "daba", "log_mta"]
+WIDE_MONOIDS = [MinCount, MaxCount, First, Last, Variance, StdDev, ArgMin, ArgMax]
+# ties of either sign and int64's ends, so that a combine in another order or keeping the
+# other operand shows
+tie_floats = st.sampled_from([0.0, -0.0, 0.0, -0.0, 1.5, -2.0, 1e16])
+tie_ints = st.sampled_from([0, 0, 1, -1, 7, 2**63 - 1, -2**63])
+#: Values the object algorithms combine but the typed cores refuse (bool, beyond int64),
+#: MinCount and MaxCount refuse non-finite values too (First and Last take them).
+odd_values = st.sampled_from([True, 2**63, -2**64, math.nan, math.inf, -math.inf])
+
+
+def _wide_partial(monoid_cls, ints):
+    """Partials of the window's kind; one in eight of another kind, an odd value or count."""
+    value = tie_ints if ints else tie_floats
+    odd_value = st.one_of(tie_floats if ints else tie_ints, odd_values)
+    if monoid_cls in (Variance, StdDev):
+        # lifted values (ints up to 2**25), merged partials, and what the cores refuse: a
+        # larger int, a count of 0 or a bool, M2 a float for one value, an int mean of two
+        lifted = st.builds(lambda v: (1, v, 0), st.sampled_from([0, 1, -1, 7, 2**25, -2**25]) if ints
+                           else st.sampled_from([0.0, -0.0, 1.5, -2.0, 1e16, 0.1]))
+        merged = st.sampled_from([(2, 1.5, 0.5), (3, -0.0, 0.0), (5, 1e16, 2.5e31)])
+        odd = st.sampled_from([(1, 2**25 + 1, 0), (0, 0.0, 0.0), (True, 1.0, 0), (1, 2.5, 0.0), (2, 1, 0.5),
+                               (2, 1.5, 0), (1, math.nan, 0), (1, math.inf, 0), (1, 1.0 if ints else 1, 0)])
+        return st.one_of(*[lifted] * 6, merged, odd)
+    if monoid_cls in (ArgMin, ArgMax):
+        keys = st.sampled_from([0, 1, -5, 2**63 - 1]) if ints else st.sampled_from([0.5, -0.0, math.nan, math.inf])
+        odd_key = st.sampled_from([None, "k", True, 2**63, 1.5 if ints else 1])
+        values = st.one_of(value, value, st.sampled_from([math.inf, -math.inf]) if not ints else value)
+        odd = st.one_of(st.tuples(odd_value, keys), st.tuples(value, odd_key), st.sampled_from([None, (1.0,)]))
+        return st.one_of(*[st.tuples(values, keys)] * 7, odd)
+    if monoid_cls in (First, Last):
+        return st.one_of(*[value] * 7, odd_value, st.sampled_from([None, "x", (1, 2)]))
+    count = st.sampled_from([0, 1, 1, 1, 2, 3])
+    odd_count = st.sampled_from([2**32 - 1, 2**32, -1, 1.0, True])  # all but the first refused
+    return st.one_of(*[st.tuples(value, count)] * 7, st.tuples(odd_value, count), st.tuples(value, odd_count))
+
+
+def _wide_ops(monoid_cls, ints):
+    partial = _wide_partial(monoid_cls, ints)
+    return st.one_of(
+        st.tuples(st.just("insert"), partial),
+        st.tuples(st.just("insert"), partial),
+        st.tuples(st.just("insert"), partial),
+        st.tuples(st.just("many"), st.lists(partial, max_size=6)),
+        st.tuples(st.just("evict"), st.integers(0, 4)),
+        st.tuples(st.just("evict"), st.integers(0, 4)),
+        st.tuples(st.just("evict_all"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("snapshot"), st.none()),
+        st.tuples(st.just("restore"), st.none()),
+        st.tuples(st.just("copy"), st.none()),
+        st.tuples(st.just("demote"), st.none()),
+    )
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", CORES)
+@pytest.mark.parametrize("monoid_cls", WIDE_MONOIDS, ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_wide_core_matches_object_algorithm(path, name, monoid_cls, data):
+    """MinCount, MaxCount, First, Last, Variance, StdDev, ArgMin and ArgMax on TypedTwoStacks,
+    TypedDABA and TypedLogMTA against the object algorithm: partials of either kind with ties
+    (0.0 and -0.0: which operand won shows), zero counts, NaN and infinities (First, Last;
+    ArgMin's keys), merged Variance partials; bulk evictions and evicting all;
+    copies (pickle compiled, deepcopy pure). A partial a core refuses raises Untyped as
+    ``fits`` / ``accepts`` predicted, leaving it as it was; ``to_object()`` then (or at any
+    point: "demote") goes on as the object algorithm."""
+    import copy
+    import pickle
+    monoid = monoid_cls()
+    core = _twin(path, TYPED_ALGORITHMS[name])(monoid)
+    ref = ALGORITHMS[name](monoid)
+    untyped = UNTYPED[path]
+    demoted = False
+    saved = None
+    ints = data.draw(st.booleans())
+    for kind, arg in data.draw(st.lists(_wide_ops(monoid_cls, ints), max_size=60)):
+        if kind in ("insert", "many"):
+            before = _state(core)
+            expected = demoted or (core.fits(arg) if kind == "insert" else core.accepts(arg))
+            try:
+                core.insert(arg) if kind == "insert" else core.insert_many(arg)
+                assert expected
+            except untyped:
+                assert not expected
+                state = _state(core)
+                assert state[0] == before[0] and _same(state[1], before[1]) and all(map(_same, state[2], before[2]))
+                core, demoted, saved = core.to_object(), True, None
+                core.insert(arg) if kind == "insert" else core.insert_many(arg)
+            ref.insert(arg) if kind == "insert" else ref.insert_many(arg)
+        elif kind in ("evict", "evict_all"):
+            k = len(ref) if kind == "evict_all" else min(arg, len(ref))
+            core.evict(k)
+            ref.evict(k)
+        elif kind == "clear":
+            core.clear()
+            ref.clear()
+        elif kind == "snapshot":
+            saved = (core.snapshot(), ref.snapshot())
+        elif kind == "restore" and saved is not None:  # once per snapshot (it becomes the state)
+            core.restore(saved[0])
+            ref.restore(saved[1])
+            saved = None
+        elif kind == "copy":
+            core = pickle.loads(pickle.dumps(core)) if path == "imported" else copy.deepcopy(core)
+        elif kind == "demote" and not demoted:
+            core, demoted, saved = core.to_object(), True, None
+        _assert_same_state(core, ref)
+        if not demoted:
+            assert repr(core.result()) == repr(monoid.lower(ref.query()))  # repr: NaN is itself
+            if len(ref):
+                assert _same(core.oldest(), next(iter(ref)))
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", CORES)
+def test_wide_cores_refuse_what_they_cannot_hold(path, name):
+    """What the wide ops' cores refuse (Untyped, nothing changed): a partial not shaped as
+    the monoid's, a count outside [0, 2**32) or not an int, MinCount / MaxCount of a
+    non-finite value, a bool, an int beyond int64, the other kind in a window not empty,
+    First / Last of their own identity; Variance's count 0, an int beyond 2**25, a merged
+    partial of ints; ArgMin's identity None, NaN, keys neither int64 nor float, or of the
+    other kind."""
+    from mta.monoid import _EMPTY
+    untyped = UNTYPED[path]
+    cls = _twin(path, TYPED_ALGORITHMS[name])
+    cases = {MinCount: [1.0, (1.0,), [1.0, 1], (1.0, 1, 1), (1.0, -1), (1.0, 2**32), (1.0, 1.0), (1.0, True),
+                        (math.inf, 1), (math.nan, 1), (True, 1), (2**63, 1), (2, 1), ("x", 1)],
+             First: [_EMPTY, True, 2**63, -2**63 - 1, 2, None, "x", (1.5, 1)],
+             Variance: [(0, 0.0, 0.0), (1, 2, 0), (1, 2.0, 0.0), (1, math.nan, 0), (1, math.inf, 0), (2, 1, 0.5),
+                        (2, 1.5, 0), (2, 1.5, math.inf), (True, 1.0, 0), (2**32, 1.0, 0.5), (1, 1.0), None, 1.0],
+             ArgMin: [None, (1.0,), (math.nan, 1), (1, 1), (True, 1), (1.0, None), (1.0, 1.5), (1.0, True),
+                      (1.0, 2**63), 1.0]}
+    cases[MaxCount], cases[Last], cases[StdDev], cases[ArgMax] = (cases[MinCount], cases[First], cases[Variance],
+                                                                  cases[ArgMin])
+    goods = {MinCount: (1.5, 2), MaxCount: (1.5, 2), Variance: (1, 1.5, 0), StdDev: (1, 1.5, 0), ArgMin: (1.5, 3),
+             ArgMax: (1.5, 3)}
+    others = {MinCount: (2, 1), MaxCount: (2, 1), Variance: (1, 2, 0), StdDev: (1, 2, 0), ArgMin: (2, 2.5),
+              ArgMax: (2, 2.5)}
+    for monoid_cls, bad in cases.items():
+        core = cls(monoid_cls())
+        good = goods.get(monoid_cls, 1.5)
+        core.insert_many([good, good])
+        before = _state(core)
+        for partial in bad:
+            assert not core.fits(partial) and not core.accepts([good, partial])
+            with pytest.raises(untyped):
+                core.insert(partial)
+            with pytest.raises(untyped):
+                core.insert_many([good, partial])
+            assert _state(core) == before
+        core.evict(2)
+        other = others.get(monoid_cls, 2)
+        core.insert(other)  # an empty window takes the other kind
+        assert _same(core.query(), other)
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("name", CORES)
+@pytest.mark.parametrize("monoid_cls", WIDE_MONOIDS, ids=lambda c: c.__name__)
+def test_wide_cores_on_long_windows(path, name, monoid_cls):
+    """Hundreds of partials with many ties (the rings grow, flip and shrink; LogMTA climbs
+    several levels), evicted one by one and in bulk, against the object algorithm."""
+    rng = random.Random(20)
+    monoid = monoid_cls()
+    core = _twin(path, TYPED_ALGORITHMS[name])(monoid)
+    ref = ALGORITHMS[name](monoid)
+    pool = ([math.nan, -0.0, 0.0, 1.0, math.inf] if monoid_cls in (First, Last)
+            else [0.1, 1e16, -3.25, 7.0, 1e-3] if monoid_cls in (Variance, StdDev) else [0.0, -0.0, 1.0, -1.0, 0.5])
+    for _ in range(6):
+        batch = [rng.choice(pool) for _ in range(rng.randrange(400))]
+        if monoid_cls in (MinCount, MaxCount):
+            batch = [(v, rng.randrange(3)) for v in batch]
+        elif monoid_cls in (ArgMin, ArgMax):
+            batch = [(v, rng.randrange(5)) for v in batch]
+        elif monoid_cls in (Variance, StdDev):
+            batch = [monoid.lift(v) for v in batch]
+        core.insert_many(batch[: len(batch) // 2])
+        ref.insert_many(batch[: len(batch) // 2])
+        for p in batch[len(batch) // 2:]:
+            core.insert(p)
+            ref.insert(p)
+        _assert_same_state(core, ref)
+        while len(ref) > 50:
+            k = rng.choice([1, 1, 2, 17, len(ref) // 3])
+            core.evict(k)
+            ref.evict(k)
+            _assert_same_state(core, ref)
+    twin = core.to_object()
+    for algorithm in (twin, ref):
+        algorithm.insert_many(batch[:20])
+        algorithm.evict(len(algorithm) - 3)
+    _assert_same_state(twin, ref)
+
+
 @pytest.mark.parametrize("path", list(TWINS))
 @pytest.mark.parametrize("name", list(TYPED_ALGORITHMS))
 def test_core_errors_are_the_object_algorithms(path, name):
@@ -237,11 +434,11 @@ def test_log_mta_empty_windows(path):
 
 
 def test_unserved_monoids_are_refused():
-    with pytest.raises(TypeError, match="typed cores do not serve"):
-        typed.TypedTwoStacks(Variance())
+    from mta.monoid import Collect, GeometricMean
     for cls in (typed.TypedTwoStacks, typed.TypedDABA, typed.TypedLogMTA):
-        with pytest.raises(TypeError, match="typed cores do not serve"):
-            cls(MinCount())
+        for monoid in (GeometricMean(), Collect(), type("MyVariance", (Variance,), {})()):
+            with pytest.raises(TypeError, match="typed cores do not serve"):
+                cls(monoid)
     assert typed.op_of(type("MySum", (Sum,), {})()) is None  # a subclass may combine otherwise
 
 
@@ -270,16 +467,17 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
                    Window(GeometricMean()),
                    Window(Sum(), store="memory://"),
                    Window(Sum(), buffer_size=8),
-                   Window(Sum(), algorithm="fiba"),
-                   Window(MinCount(), algorithm="two_stacks"),
-                   Window(MaxCount(), TimeRange(5), algorithm="daba")):
+                   Window(Sum(), algorithm="fiba")):
         assert not _is_typed(window)
     assert _is_typed(Window(MinCount(), MaxSize(3))) and _is_typed(Window(MaxCount(), TimeRange(3)))
     assert _is_typed(Window(First(), MaxSize(3))) and _is_typed(Window(Last(), TimeRange(3)))
-    assert not _is_typed(Window(First(), algorithm="two_stacks")) and not _is_typed(Window(Last(), algorithm="fiba"))
     for monoid in (Variance(), Variance(ddof=1), StdDev(), ArgMin(), ArgMax()):
         assert _is_typed(Window(monoid, MaxSize(3))) and _is_typed(Window(monoid, TimeRange(3)))
         assert _is_typed(Window(monoid)) and Window(monoid).algorithm == "amta"
+    for name in CORES:
+        for monoid_cls in WIDE_MONOIDS:
+            assert isinstance(Window(monoid_cls(), MaxSize(3), algorithm=name)._algorithm, TYPED_ALGORITHMS[name])
+            assert isinstance(Window(monoid_cls(), TimeRange(3), algorithm=name)._algorithm.core, TYPED_ALGORITHMS[name])
 
 
 def test_window_uses_typed_cores_when_compiled():
@@ -294,7 +492,7 @@ def _windows(monoid_cls, policy):
     """The window on each typed core that serves the monoid (on this run's path), and the same
     windows on objects."""
     use = typed.USE
-    names = [name for name in TYPED_ALGORITHMS if typed.serves(name, monoid_cls())]
+    names = [name for name in TYPED_ALGORITHMS if typed.serves(monoid_cls())]
     try:
         typed.USE = False
         refs = [Window(monoid_cls(), policy, algorithm=name) for name in names]
@@ -351,6 +549,40 @@ def test_window_with_typed_core_matches_object_window(monoid_cls, policy, data):
             assert len(window) == len(ref)
             assert _same(window.query(), ref.query()), (window.query(), ref.query())
             assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("policy", [None, MaxSize(3), TimeRange(2.5), any_of(TimeRange(4), MaxSize(3))], ids=repr)
+@pytest.mark.parametrize("monoid_cls", [ArgMin, ArgMax], ids=lambda c: c.__name__)
+@given(data=st.data())
+def test_arg_windows_match_object_windows(monoid_cls, policy, data):
+    """ArgMin and ArgMax windows on the typed cores that serve them against object windows:
+    ``(key, value)`` updates with int or float keys and values (ties: the oldest wins),
+    then and again keys or values the cores refuse (demotion), evictions; the same
+    results, errors and iteration."""
+    windows, refs = _windows(monoid_cls, policy)
+    assert {w.algorithm for w in windows} >= set(CORES)
+    key = st.one_of(*[st.sampled_from([0, 1, 2]) if data.draw(st.booleans()) else st.sampled_from([0.5, -0.0])] * 8,
+                    st.sampled_from([None, "k", math.nan, 1.5, 3, 2**64]))
+    value = st.one_of(*[st.sampled_from([0.0, -0.0, 1.5, -math.inf])] * 8, st.sampled_from([1, math.nan, "x", 2**64]))
+    t = 0
+    for kind, dt, update in data.draw(st.lists(st.tuples(st.sampled_from(["insert", "insert", "pairs", "evict"]),
+                                                         st.sampled_from([0, 1, 2]), st.tuples(key, value)),
+                                               max_size=30)):
+        t += dt
+        results = [_call(window, kind, t, [update]) if kind != "insert" else _call_arg(window, t, update)
+                   for window in (*windows, *refs)]
+        assert all(repr(r) == repr(results[-1]) for r in results), results
+        for window, ref in zip(windows, refs):
+            assert len(window) == len(ref)
+            assert repr(window.query()) == repr(ref.query())
+            assert repr(list(window)) == repr(list(ref))
+
+
+def _call_arg(window, t, update):
+    try:
+        return window.insert(t, update)
+    except (TypeError, ValueError) as error:
+        return (type(error), str(error))
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint32", "uint64", "float64", "float32", "bool", "object"])

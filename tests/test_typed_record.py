@@ -18,7 +18,8 @@ from conftest import assert_continues_on_pure_path
 from mta import Window
 from mta.algorithms import TYPED_ALGORITHMS, typed
 from mta.algorithms.typed_record import TypedRecord, serves
-from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, Sum
+from mta.monoid import (ArgMin, Count, First, GeometricMean, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Sum,
+                        Variance)
 from mta.policy import MaxSize, TimeRange, any_of
 
 FIELDS = {"n": Count(), "total": Sum(), "low": Min(), "high": Max(), "avg": Mean()}
@@ -67,7 +68,7 @@ _small = st.integers(-1000, 1000)
 _bad = st.sampled_from([2 ** 70, -(2 ** 64), Fraction(1, 3), float("nan"), "x"])
 
 
-#: the monoids typed on AMTA only
+#: the monoids typed on AMTA, Two-Stacks, DABA and Log MTA (not FiBA)
 WIDE_FIELDS = {"few": MinCount(), "most": MaxCount(), "first": First(), "last": Last()}
 
 
@@ -122,11 +123,21 @@ def test_record_window_matches_object_algorithm_and_naive_fold(algorithm, policy
 
 
 @settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("algorithm", ["amta", "two_stacks", "daba", "log_mta"])
 @pytest.mark.parametrize("policy", POLICIES, ids=repr)
 @given(scenario=_scenarios({**FIELDS, **WIDE_FIELDS}))
-def test_records_of_minmaxcount_first_last_on_amta(policy, scenario):
-    """Records with MinCount, MaxCount, First and Last fields (typed on AMTA) as above."""
-    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test("amta", policy, scenario)
+def test_records_of_minmaxcount_first_last(algorithm, policy, scenario):
+    """Records with MinCount, MaxCount, First and Last fields (typed on all but FiBA) as above."""
+    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test(algorithm, policy, scenario)
+
+
+@settings(max_examples=40, deadline=None)
+@pytest.mark.parametrize("algorithm", ["two_stacks", "daba", "log_mta"])
+@pytest.mark.parametrize("policy", POLICIES, ids=repr)
+@given(scenario=_scenarios({**FIELDS, **WIDE_FIELDS, "var": Variance(), "sd": StdDev(ddof=1)}))
+def test_records_of_variance_fields(algorithm, policy, scenario):
+    """Records with Variance and StdDev fields too (typed on Two-Stacks, DABA, Log MTA) as above."""
+    test_record_window_matches_object_algorithm_and_naive_fold.hypothesis.inner_test(algorithm, policy, scenario)
 
 
 @pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
@@ -253,11 +264,11 @@ def test_to_object_zips_the_cores_state(algorithm):
 
 
 def test_serves_records_of_typed_fields_only():
-    for name in TYPED_ALGORITHMS:
-        assert serves(Record(a=Sum(), b=Count()), name)
-        assert not serves(Sum(), name)
-        assert not serves(Record(a=Sum(), b=Record(c=Sum())), name)
-        assert serves(Record(a=Sum(), b=MinCount(), c=First()), name) == (name == "amta")
+    assert serves(Record(a=Sum(), b=Count()))
+    assert not serves(Sum())
+    assert not serves(Record(a=Sum(), b=Record(c=Sum())))
+    assert serves(Record(a=Sum(), b=MinCount(), c=First(), d=Variance(), e=ArgMin()))
+    assert not serves(Record(a=Sum(), b=GeometricMean()))
     with pytest.raises(TypeError):
         TypedRecord(Record(a=Sum(), b=Record(c=Sum())), TYPED_ALGORITHMS["amta"])
 

@@ -6,12 +6,15 @@ A typed core is the twin of an object algorithm (:class:`TypedTwoStacks` of
 :class:`~mta.algorithms.log_mta.LogMTA`; ``typed_amta.TypedAMTA`` of AmortizedMTA,
 ``typed_fiba.TypedFiBA`` of FiBA) for the
 monoids whose partials are plain numbers: ``Sum`` and ``Count`` (op ``SUM``), ``Min``,
-``Max``, and ``Mean`` (partial ``(sum, count)``); TypedAMTA and TypedFiBA also serve
-``MinCount`` and ``MaxCount`` (partial ``(value, count)``, :func:`wide_op_of`; the cores here
-refuse them and a window on them stays on the object algorithm); TypedAMTA serves ``First``
-and ``Last`` of ints or floats, ``Variance`` and ``StdDev`` (partial ``(count, mean, M2)``;
-INT kind: ints of at most 2**25) and ``ArgMin`` and ``ArgMax`` (partial ``(value, key)``,
-keys ints or floats) too. :class:`TypedTimed` puts one under a
+``Max``, and ``Mean`` (partial ``(sum, count)``); the cores here, TypedAMTA and TypedFiBA
+also serve ``MinCount`` and ``MaxCount`` (partial ``(value, count)``, its count in the ``c``
+column beside Mean's; :func:`wide_op_of`), ``First`` and ``Last`` of ints
+or floats (NaN and infinities included: never compared), ``Variance`` / ``StdDev`` (partial
+``(count, mean, M2)``; here in the ``c``, ``d`` and ``m`` columns, means doubles whatever the
+kind: count-1 partials of ints up to 2**25, so that Chan's merge in doubles is Python's on
+the ints) and ``ArgMin`` / ``ArgMax`` (``(value, key)``; here an int key in ``k``, a float
+key in ``m``; the keys' kind chosen by the first partial of an empty window, as the
+values'), combining whole rows. :class:`TypedTimed` puts one under a
 window whose policy reads timestamps; :class:`Events` makes a typed window's ``insert``
 and ``query`` one C call each.
 It stores one *kind* of value: ``FLOAT`` (every value is exactly a ``float``: a C double) or
@@ -69,6 +72,14 @@ _ARGMIN = cython.declare(cython.int, 9)
 _ARGMAX = cython.declare(cython.int, 10)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
+_INF = cython.declare(cython.double, float("inf"))
+#: Extra columns of a :class:`_Columns`: VARIANCE's M2 in ``m``; ARGMIN / ARGMAX keys, an int
+#: key in ``k`` or a float key in ``m``.
+_XVAR = cython.declare(cython.int, 1)
+_XKEY = cython.declare(cython.int, 2)
+#: VARIANCE takes ints up to this magnitude: Chan's merge of two of them in doubles is then
+#: Python's merge of the ints, bit for bit (a difference squared is below 2**53).
+_VARIANCE_INT = cython.declare(cython.longlong, 2 ** 25)
 
 SUM, MIN, MAX, MEAN = _SUM, _MIN, _MAX, _MEAN
 MINCOUNT, MAXCOUNT, FIRST, LAST = _MINCOUNT, _MAXCOUNT, _FIRST, _LAST
@@ -76,17 +87,13 @@ VARIANCE, ARGMIN, ARGMAX = _VARIANCE, _ARGMIN, _ARGMAX
 FLOAT, INT = _FLOAT, _INT
 
 _OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
-#: Ops only some cores serve (:data:`WIDE_CORES`): MinCount and MaxCount (partial ``(value,
+#: Ops beyond :func:`op_of`'s, which the typed algorithms serve but the Stream engine's and
+#: the multi-query aggregators' typed paths do not: MinCount and MaxCount (partial ``(value,
 #: count)``), First and Last (partial: the value; identity the private ``_EMPTY``), Variance
 #: and StdDev (partial ``(count, mean, M2)``), ArgMin and ArgMax (partial ``(value, key)``,
 #: identity ``None``).
 _WIDE_OPS = {MinCount: MINCOUNT, MaxCount: MAXCOUNT, First: FIRST, Last: LAST,
              Variance: VARIANCE, StdDev: VARIANCE, ArgMin: ARGMIN, ArgMax: ARGMAX}
-#: The typed algorithms that serve each op of :func:`wide_op_of` beyond :func:`op_of`'s.
-WIDE_CORES = {MINCOUNT: frozenset({"amta", "fiba"}), MAXCOUNT: frozenset({"amta", "fiba"}),
-              FIRST: frozenset({"amta", "fiba"}), LAST: frozenset({"amta", "fiba"}),
-              VARIANCE: frozenset({"amta", "fiba"}), ARGMIN: frozenset({"amta", "fiba"}),
-              ARGMAX: frozenset({"amta", "fiba"})}
 
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
@@ -112,16 +119,16 @@ def op_of(monoid: Monoid) -> int | None:
 
 def wide_op_of(monoid: Monoid) -> int | None:
     """:func:`op_of`, or the op of MinCount / MaxCount / First / Last / Variance / StdDev /
-    ArgMin / ArgMax, which only some cores serve (:data:`WIDE_CORES`; the other cores and
-    the Stream engine's typed paths take :func:`op_of`'s only)."""
+    ArgMin / ArgMax, which the typed algorithms serve too (the Stream engine's and the
+    multi-query aggregators' typed paths take :func:`op_of`'s only)."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))
 
 
-def serves(name: str, monoid: Monoid) -> bool:
-    """Whether the typed algorithm called ``name`` serves ``monoid``."""
-    op = wide_op_of(monoid)
-    return op is not None and (op_of(monoid) is not None or name in WIDE_CORES[op])
+def serves(monoid: Monoid) -> bool:
+    """Whether the typed algorithms (``mta.algorithms.TYPED_ALGORITHMS`` and TypedFiBA) serve
+    ``monoid``."""
+    return wide_op_of(monoid) is not None
 
 
 def _doubles(n: cython.Py_ssize_t) -> array:
@@ -143,13 +150,84 @@ _Number = cython.fused_type(cython.double, cython.longlong)
 @cython.inline
 @cython.exceptval(check=False)
 def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
-    """``combine(a, b)``, as the monoid's: ties keep the left operand (int64s: the INT bound
-    rules out overflow)."""
-    if op == _MIN:
+    """The value of ``combine(a, b)``, as the monoid's: ties keep the left operand (int64s:
+    the INT bound rules out overflow). MinCount and MaxCount values are never NaN, so their
+    value is Min's and Max's (their count: :func:`_ccomb`); First and Last rows are never the
+    identity."""
+    if op == _SUM or op == _MEAN:
+        return a + b
+    if op == _MIN or op == _MINCOUNT:
         return a if a <= b else b
-    if op == _MAX:
+    if op == _MAX or op == _MAXCOUNT:
         return a if a >= b else b
-    return a + b
+    if op == _FIRST:
+        return a
+    return b
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _ccomb(op: cython.int, a: _Number, b: _Number, ca: cython.longlong, cb: cython.longlong) -> cython.longlong:
+    """The count of ``combine((a, ca), (b, cb))`` (MEAN, MINCOUNT, MAXCOUNT): ``_mincount``
+    keeps the smaller value's count and adds the counts of equal values (0.0 and -0.0 too)."""
+    if op == _MEAN:
+        return ca + cb
+    if op == _MINCOUNT:
+        if a < b:
+            return ca
+        if b < a:
+            return cb
+    elif op == _MAXCOUNT:
+        if a > b:
+            return ca
+        if b > a:
+            return cb
+    return ca + cb
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _pair(op: cython.int) -> cython.bint:
+    """Whether ``op``'s count depends on the values (MINCOUNT, MAXCOUNT)."""
+    return op == _MINCOUNT or op == _MAXCOUNT
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _counted(op: cython.int) -> cython.bint:
+    """Whether ``op``'s partial is a value and a count (the ``c`` column): MEAN, MINCOUNT, MAXCOUNT."""
+    return op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _rowop(op: cython.int) -> cython.bint:
+    """Whether ``op`` combines whole rows (:func:`_combined_rows`): VARIANCE, ARGMIN, ARGMAX."""
+    return op >= _VARIANCE
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _has_counts(op: cython.int) -> cython.bint:
+    """Whether ``op``'s rows have the ``c`` column: the counted ops and VARIANCE."""
+    return _counted(op) or op == _VARIANCE
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _extra(op: cython.int) -> cython.int:
+    """The columns beyond value and count that ``op``'s rows have (:class:`_Columns`)."""
+    if op == _VARIANCE:
+        return _XVAR
+    if op == _ARGMIN or op == _ARGMAX:
+        return _XKEY
+    return 0
 
 
 @cython.cfunc
@@ -198,6 +276,26 @@ def _reverse_suffixes(op: cython.int, v: _Number[:], s: _Number[:], n: cython.Py
 @cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
+def _reverse_suffixes_paired(op: cython.int, v: _Number[:], c: cython.longlong[:], s: _Number[:],
+                             sc: cython.longlong[:], n: cython.Py_ssize_t) -> cython.void:
+    """:func:`_reverse_suffixes` of MINCOUNT / MAXCOUNT rows, values ``v`` with counts ``c``
+    (``combine(x, identity)`` is x: no identity step)."""
+    r: cython.Py_ssize_t
+    for r in range(n // 2):
+        v[r], v[n - 1 - r] = v[n - 1 - r], v[r]
+        c[r], c[n - 1 - r] = c[n - 1 - r], c[r]
+    for r in range(n):
+        if r == 0:
+            s[r] = v[r]
+            sc[r] = c[r]
+        else:
+            sc[r] = _ccomb(op, v[r], s[r - 1], c[r], sc[r - 1])
+            s[r] = _comb(op, v[r], s[r - 1])
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def _count_expired(t: _Number[:], h: cython.Py_ssize_t, n: cython.Py_ssize_t, width: _Number) -> cython.Py_ssize_t:
     """How many of ``t[h:h + n]`` (non-decreasing) have ``newest - t >= width``: a galloping
     then binary search, the difference falling as t rises (rounding is monotone too), in
@@ -236,23 +334,32 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
 @cython.cclass
 class _Columns:
     """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
-    (MEAN). Only the columns of the kind held (``kind``; -1: both, for a batch being decoded)
-    and the counts of a Mean take room; the others are empty."""
+    (``counted``: MEAN, MINCOUNT, MAXCOUNT, VARIANCE), and the ``extra`` columns of
+    :func:`_extra` (``m``: VARIANCE's M2 or a float key; ``k``: an int key). Only the columns
+    of the kind held (``kind``; -1: both, for a batch being decoded) and the op's take room;
+    the others are empty."""
 
     d: cython.double[:]
     i: cython.longlong[:]
     c: cython.longlong[:]
+    m: cython.double[:]
+    k: cython.longlong[:]
     size: cython.Py_ssize_t
     kind: cython.int
-    mean: cython.bint
+    counted: cython.bint
+    extra: cython.int
 
-    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, mean: cython.bint) -> None:
+    def __init__(self, capacity: cython.Py_ssize_t, kind: cython.int, counted: cython.bint,
+                 extra: cython.int = 0) -> None:
         self.size = capacity
         self.kind = kind
-        self.mean = mean
+        self.counted = counted
+        self.extra = extra
         self.d = _doubles(capacity if kind != _INT else 0)
         self.i = _int64s(capacity if kind != _FLOAT else 0)
-        self.c = _int64s(capacity if mean else 0)
+        self.c = _int64s(capacity if counted else 0)
+        self.m = _doubles(capacity if extra else 0)
+        self.k = _int64s(capacity if extra & _XKEY else 0)
 
     @cython.cfunc
     def reserve(self, n: cython.Py_ssize_t, used: cython.Py_ssize_t, kind: cython.int) -> cython.void:
@@ -262,37 +369,48 @@ class _Columns:
             return
         while size < n:
             size *= 2
-        other = _Columns(size, kind, self.mean)
+        other = _Columns(size, kind, self.counted, self.extra)
         if kind == self.kind and used:
             if kind != _INT:
                 other.d[:used] = self.d[:used]
             if kind != _FLOAT:
                 other.i[:used] = self.i[:used]
-            if self.mean:
+            if self.counted:
                 other.c[:used] = self.c[:used]
-        self.d, self.i, self.c, self.size, self.kind = other.d, other.i, other.c, size, kind
+            if self.extra:
+                other.m[:used] = self.m[:used]
+            if self.extra & _XKEY:
+                other.k[:used] = self.k[:used]
+        self.d, self.i, self.c, self.m, self.k, self.size, self.kind = other.d, other.i, other.c, other.m, other.k, size, kind
 
     def copy(self) -> _Columns:
-        other = _Columns(self.size, self.kind, self.mean)
+        other = _Columns(self.size, self.kind, self.counted, self.extra)
         other.d[:] = self.d
         other.i[:] = self.i
         other.c[:] = self.c
+        other.m[:] = self.m
+        other.k[:] = self.k
         return other
 
     def __reduce__(self) -> tuple:
-        return (_columns, (self.size, self.kind, self.mean, array("d", self.d), array("q", self.i),
-                           array("q", self.c)))
+        return (_columns, (self.size, self.kind, self.counted, array("d", self.d), array("q", self.i),
+                           array("q", self.c), self.extra, array("d", self.m), array("q", self.k)))
 
 
-def _columns(size: cython.Py_ssize_t, kind: cython.int, mean: cython.bint, d: array, i: array, c: array) -> _Columns:
-    """Columns holding these arrays' values (unpickling)."""
-    cols = _Columns(size, kind, mean)
+def _columns(size: cython.Py_ssize_t, kind: cython.int, counted: cython.bint, d: array, i: array, c: array,
+             extra: cython.int = 0, m: array = _NO_DOUBLES, k: array = _NO_INT64S) -> _Columns:
+    """Columns holding these arrays' values (unpickling; pickles without ``extra`` columns too)."""
+    cols = _Columns(size, kind, counted, extra)
     sd: cython.double[:] = d
     si: cython.longlong[:] = i
     sc: cython.longlong[:] = c
+    sm: cython.double[:] = m
+    sk: cython.longlong[:] = k
     cols.d[:] = sd
     cols.i[:] = si
     cols.c[:] = sc
+    cols.m[:] = sm
+    cols.k[:] = sk
     return cols
 
 
@@ -312,6 +430,11 @@ class _TypedCore:
     timed = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _kind: cython.int
+    #: VARIANCE: the kind of the means of count-1 partials (their mean is the value lifted);
+    #: ARGMIN / ARGMAX: the kind of the keys; -1: none yet. VARIANCE rows store means in
+    #: ``d`` whatever this kind (``_kind`` is FLOAT).
+    _kind2: cython.int
+    _tmp: _Columns  # a row for _joined and row swaps (rows of every column of the op)
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the window
     _max_size: cython.Py_ssize_t  # MaxSize of the window, for push (-1: none)
     _lowering: cython.bint  # result() is asking query() for the Mean itself (see _partial)
@@ -321,10 +444,13 @@ class _TypedCore:
     _xc: cython.longlong
     _xu: cython.ulonglong
     _xk: cython.int
+    _xm: cython.double  # VARIANCE's M2, or a float key
+    _xkey: cython.longlong  # an int key
+    _xk2: cython.int  # the _kind2 of the partial (batch) decoded; before: the window's (-1: any)
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
-        op = op_of(monoid)
-        if op is None:
+        op = wide_op_of(monoid)
+        if op is None or not serves(monoid):
             raise TypeError(f"typed cores do not serve {type(monoid).__name__}")
         self.monoid = monoid
         self.hold = False
@@ -333,9 +459,12 @@ class _TypedCore:
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._kind = _FLOAT
+        self._kind2 = -1
+        self._tmp = _Columns(1, -1, _has_counts(op), _extra(op))
         self._magnitude = 0
-        self._xd = 0.0
-        self._xi = self._xu = self._xk = 0
+        self._xd = self._xm = 0.0
+        self._xi = self._xu = self._xk = self._xkey = 0
+        self._xk2 = -1
         self._xc = 1
 
     # -- what a core implements ---------------------------------------------------------
@@ -369,6 +498,9 @@ class _TypedCore:
         """Decode partial ``p`` into the scratch fields ``_xd``/``_xi``/``_xc``/``_xu`` and
         return its kind; :class:`Untyped` if it does not fit a window of ``kind`` (-1: any)."""
         v: cython.longlong
+        x: cython.double
+        if self._op >= _MINCOUNT:
+            return self._scalar_wide(p, kind)
         if self._op == _MEAN:
             if type(p) is not tuple or len(p) != 2:
                 raise Untyped(p)
@@ -391,12 +523,140 @@ class _TypedCore:
         return _INT
 
     @cython.cfunc
+    def _scalar_wide(self, p: object, kind: cython.int) -> cython.int:
+        """:meth:`_scalar` of the ops from MINCOUNT on: MINCOUNT / MAXCOUNT ``(value,
+        count)`` (a finite value), FIRST / LAST (any float), and the row ops."""
+        x: cython.double
+        if _rowop(self._op):
+            return self._scalar_row(p, kind)
+        if _pair(self._op):
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            count = p[1]
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            self._xc = count
+            p = p[0]
+        self._xu = 0
+        if type(p) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            x = p
+            if _pair(self._op) and not -_INF < x < _INF:
+                raise Untyped(p)  # MinCount and MaxCount lift finite values only (inf is the identity's)
+            self._xd = x
+            return _FLOAT
+        if type(p) is not int or kind == _FLOAT or not _I64_MIN <= p <= _I64_MAX:
+            raise Untyped(p)
+        self._xi = p
+        return _INT
+
+    @cython.cfunc
+    def _scalar_row(self, p: object, kind: cython.int) -> cython.int:
+        """:meth:`_scalar` of a VARIANCE partial ``(count, mean, M2)`` (count in [1, 2**32):
+        count 1 as lifted, ``(1, v, 0)``, v a finite float or an int of at most 2**25;
+        more: mean and M2 finite floats) or an ARGMIN / ARGMAX one ``(value, key)`` (value
+        as Min's, key an int64 or a float), also into ``_xm`` / ``_xkey``; ``_xk2`` the kind
+        of its mean or key, checked against ``_xk2`` (-1: any)."""
+        k2: cython.int
+        x: cython.double
+        if type(p) is not tuple:
+            raise Untyped(p)
+        self._xu = 0
+        if self._op == _VARIANCE:
+            if len(p) != 3:
+                raise Untyped(p)
+            count, mean, m2 = p
+            if type(count) is not int or not 1 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            if count == 1:
+                if type(m2) is not int or m2 != 0:
+                    raise Untyped(p)
+                if type(mean) is float:
+                    k2 = _FLOAT
+                elif type(mean) is int and -_VARIANCE_INT <= mean <= _VARIANCE_INT:
+                    k2 = _INT
+                else:
+                    raise Untyped(p)
+                x = float(mean)
+                if not -_INF < x < _INF or (self._xk2 != -1 and k2 != self._xk2):
+                    raise Untyped(p)
+                self._xk2 = k2
+                self._xm = 0.0
+            else:
+                if type(mean) is not float or type(m2) is not float:
+                    raise Untyped(p)
+                x = m2
+                if not -_INF < x < _INF:
+                    raise Untyped(p)
+                self._xm = x
+                x = mean
+                if not -_INF < x < _INF:
+                    raise Untyped(p)
+            self._xd = x
+            self._xc = count
+            return _FLOAT  # means are doubles, whatever the kind of the values lifted
+        if len(p) != 2:
+            raise Untyped(p)
+        value, key = p
+        if type(key) is float:
+            k2 = _FLOAT
+        elif type(key) is int and _I64_MIN <= key <= _I64_MAX:
+            k2 = _INT
+        else:
+            raise Untyped(p)
+        if self._xk2 != -1 and k2 != self._xk2:
+            raise Untyped(p)
+        if type(value) is float:
+            x = value
+            if kind == _INT or x != x:
+                raise Untyped(p)
+            kind = _FLOAT
+            self._xd = x
+        elif type(value) is int and kind != _FLOAT and _I64_MIN <= value <= _I64_MAX:
+            kind = _INT
+            self._xi = value
+        else:
+            raise Untyped(p)
+        if k2 == _FLOAT:
+            self._xm = key
+        else:
+            self._xkey = key
+        self._xk2 = k2
+        return kind
+
+    @cython.cfunc
+    def _expect(self) -> cython.int:
+        """The kind a partial must be of (-1: any, the window being empty); sets ``_xk2``
+        likewise from ``_kind2``."""
+        if self._size():
+            self._xk2 = self._kind2
+            return self._kind
+        self._xk2 = -1
+        return -1
+
+    @cython.cfunc
+    def _store(self, cols: _Columns, r: cython.Py_ssize_t, kind: cython.int) -> cython.void:
+        """Row ``r`` of ``cols`` = the scratch row (of ``kind``) with its count and extra columns."""
+        if kind == _FLOAT:
+            cols.d[r] = self._xd
+        else:
+            cols.i[r] = self._xi
+        if cols.counted:
+            cols.c[r] = self._xc
+        if cols.extra:
+            cols.m[r] = self._xm
+        if cols.extra & _XKEY:
+            cols.k[r] = self._xkey
+
+    @cython.cfunc
     def _decode(self, partials: Sequence[Any]) -> _Columns:
         """The batch in columns (kind in ``_xk``, sum of |v| in ``_xu``), or :class:`Untyped`
         (nothing changed) if one partial does not fit."""
         n: cython.Py_ssize_t = len(partials)
-        cols = _Columns(n if n else 1, -1, True)
-        kind: cython.int = self._kind if self._size() else -1
+        extra: cython.int = _XVAR | _XKEY if _rowop(self._op) else 0  # every column of a row op
+        cols = _Columns(n if n else 1, -1, True, extra)
+        kind: cython.int = self._expect()
         total: cython.ulonglong = 0
         j: cython.Py_ssize_t
         for j in range(n):
@@ -407,6 +667,9 @@ class _TypedCore:
             cols.d[j] = self._xd
             cols.i[j] = self._xi
             cols.c[j] = self._xc
+            if extra:
+                cols.m[j] = self._xm
+                cols.k[j] = self._xkey
         if total > _LIMIT - self._magnitude:
             raise Untyped(partials)
         self._xk = kind if kind != -1 else self._kind
@@ -425,7 +688,7 @@ class _TypedCore:
     def fits(self, partial: object) -> cython.bint:
         """Whether :meth:`insert` takes ``partial`` (a check of one, changing nothing)."""
         try:
-            self._scalar(partial, self._kind if self._size() else -1)
+            self._scalar(partial, self._expect())
         except Untyped:
             return False
         return self._xu <= _LIMIT - self._magnitude
@@ -446,17 +709,33 @@ class _TypedCore:
 
     @cython.ccall
     def insert(self, partial: object):
-        kind: cython.int = self._scalar(partial, self._kind if self._size() else -1)
+        kind: cython.int = self._kind if self._size() else -1
+        if self._op >= _VARIANCE:
+            self._xk2 = self._kind2 if kind != -1 else -1
+        kind = self._scalar(partial, kind)
         if self._xu > _LIMIT - self._magnitude:
             raise Untyped(partial)
         self._put(kind)
         self._kind = kind
+        self._kind2 = self._xk2
         self._magnitude += self._xu
 
     def insert_many(self, partials: Sequence[Any]) -> None:
         """As :meth:`insert` one by one (the whole batch is checked first)."""
         src: _Columns = self._decode(partials)
-        self._append(src.d, src.i, src.c, False, len(partials), self._xk, self._xu)
+        n: cython.Py_ssize_t = len(partials)
+        kind: cython.int = self._xk
+        k2: cython.int = self._xk2
+        j: cython.Py_ssize_t
+        if not _rowop(self._op):
+            self._append(src.d, src.i, src.c, False, n, kind, self._xu)
+            return
+        for j in range(n):  # row by row, as the object algorithms' insert_many
+            self._xd, self._xi, self._xc, self._xm, self._xkey = src.d[j], src.i[j], src.c[j], src.m[j], src.k[j]
+            self._put(kind)
+        if n:
+            self._kind = kind
+            self._kind2 = k2
 
     def insert_array(self, values: Any) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
@@ -466,7 +745,7 @@ class _TypedCore:
         view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(view)
         kind: cython.int = _FLOAT if view.format == "d" else _INT
-        if self._size() and kind != self._kind:
+        if (self._size() and kind != self._kind) or _rowop(self._op):  # rows of those ops are not values
             raise Untyped(values)
         if kind == _FLOAT:
             d: cython.const[cython.double][:] = view  # const: numpy and Arrow arrays may be read-only
@@ -514,10 +793,15 @@ class _TypedCore:
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result (a Mean's computed from the C values
         of its total: :meth:`_partial` while ``_lowering``)."""
-        if self._op != _MEAN:
+        if self._op == _SUM or self._op == _MIN or self._op == _MAX:
             return self.query()
+        if _rowop(self._op):
+            return self.monoid.lower(self.query())
         if not self._size():
-            return None  # Mean.lower of the identity
+            return None  # Mean, MinCount, MaxCount, First and Last lower the identity to None
+        if self._op != _MEAN:
+            total = self.query()
+            return total if not _pair(self._op) or total[1] else None
         self._lowering = True
         try:
             return self.query()
@@ -530,15 +814,18 @@ class _TypedCore:
 
     @cython.cfunc
     def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
-        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN);
-        while ``_lowering``, ``Mean.lower`` of it, in C where that gives Python's result."""
+        """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN,
+        MINCOUNT, MAXCOUNT); while ``_lowering``, ``Mean.lower`` of it, in C where that gives
+        Python's result."""
         value: object
         if self._kind == _FLOAT:
             value = d
         else:
             value = i
-        if self._op != _MEAN:
+        if self._op < _MEAN:  # SUM, MIN, MAX
             return value
+        if self._op != _MEAN:
+            return (value, c) if _pair(self._op) else value
         if not self._lowering:
             return (value, c)
         if not c:
@@ -552,22 +839,49 @@ class _TypedCore:
     @cython.cfunc
     def _row(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """Row ``r`` of ``cols`` as the Python partial: a float or an int by kind, with its
-        count for MEAN."""
+        count for a counted op."""
+        if self._op >= _VARIANCE:
+            return self._row_of(cols, r)
         return self._partial(cols.d[r] if self._kind == _FLOAT else 0.0, cols.i[r] if self._kind == _INT else 0,
-                             cols.c[r] if self._op == _MEAN else 0)
+                             cols.c[r] if _counted(self._op) else 0)
+
+    @cython.cfunc
+    def _row_of(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
+        """:meth:`_row` of VARIANCE (count 1: ``(1, mean, 0)``, the mean of ``_kind2``, as
+        lifted; else ``(count, mean, M2)``) and ARGMIN / ARGMAX (``(value, key)``)."""
+        c: cython.longlong
+        if self._op == _VARIANCE:
+            c = cols.c[r]
+            if c == 1:
+                return (1, int(cols.d[r]) if self._kind2 == _INT else cols.d[r], 0)
+            return (c, cols.d[r], cols.m[r])
+        value: object
+        if self._kind == _FLOAT:
+            value = cols.d[r]
+        else:
+            value = cols.i[r]
+        if self._kind2 == _FLOAT:
+            return (value, cols.m[r])
+        return (value, cols.k[r])
 
     @cython.cfunc
     def _row_first(self, cols: _Columns, r: cython.Py_ssize_t) -> object:
         """``combine(row r, identity)`` of a FLOAT row, as the plain monoid gives it."""
-        return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if self._op == _MEAN else 0)
+        if self._op != _SUM and self._op != _MEAN:
+            return self._row(cols, r)  # combine(x, identity) is x
+        return self._partial(_first(self._op, cols.d[r]), 0, cols.c[r] if _counted(self._op) else 0)
 
     @cython.cfunc
     def _joined(self, a: _Columns, ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> object:
         """``combine(row ai of a, row bi of b)`` as the Python partial."""
-        c: cython.longlong = a.c[ai] + b.c[bi] if self._op == _MEAN else 0
+        op: cython.int = self._op
+        if op >= _MINCOUNT:
+            _combined_wide(op, self._kind, self._tmp, 0, a, ai, b, bi)
+            return self._row(self._tmp, 0)
+        c: cython.longlong = a.c[ai] + b.c[bi] if op == _MEAN else 0
         if self._kind == _FLOAT:
-            return self._partial(_comb(self._op, a.d[ai], b.d[bi]), 0, c)
-        return self._partial(0.0, _comb(self._op, a.i[ai], b.i[bi]), c)
+            return self._partial(_comb(op, a.d[ai], b.d[bi]), 0, c)
+        return self._partial(0.0, _comb(op, a.i[ai], b.i[bi]), c)
 
     def __len__(self) -> int:
         return self._size()
@@ -585,15 +899,19 @@ class _TypedCore:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
-def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
+def _set(kind: cython.int, counted: cython.bint, dst: _Columns, di: cython.Py_ssize_t, src: _Columns,
          si: cython.Py_ssize_t) -> cython.void:
-    """Row ``di`` of ``dst`` = row ``si`` of ``src``."""
+    """Row ``di`` of ``dst`` = row ``si`` of ``src`` (with ``src``'s extra columns)."""
     if kind == _FLOAT:
         dst.d[di] = src.d[si]
     else:
         dst.i[di] = src.i[si]
-    if mean:
+    if counted:
         dst.c[di] = src.c[si]
+    if src.extra:
+        dst.m[di] = src.m[si]
+        if src.extra & _XKEY:
+            dst.k[di] = src.k[si]
 
 
 @cython.cfunc
@@ -603,13 +921,76 @@ def _set(kind: cython.int, mean: cython.bint, dst: _Columns, di: cython.Py_ssize
 @cython.exceptval(check=False)
 def _combined(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
               ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
-    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)``."""
+    """Row ``di`` of ``dst`` = ``combine(row ai of a, row bi of b)`` (``dst`` may be ``a``
+    or ``b``)."""
+    if op >= _MINCOUNT:
+        _combined_wide(op, kind, dst, di, a, ai, b, bi)
+        return
     if kind == _FLOAT:
         dst.d[di] = _comb(op, a.d[ai], b.d[bi])
     else:
         dst.i[di] = _comb(op, a.i[ai], b.i[bi])
     if op == _MEAN:
         dst.c[di] = a.c[ai] + b.c[bi]
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _combined_wide(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+                   ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """:func:`_combined` of the ops from MINCOUNT on (a MINCOUNT / MAXCOUNT count is taken
+    before the value is written: ``dst`` may be ``a`` or ``b``)."""
+    if _rowop(op):
+        _combined_rows(op, kind, dst, di, a, ai, b, bi)
+        return
+    if kind == _FLOAT:
+        if _pair(op):
+            dst.c[di] = _ccomb(op, a.d[ai], b.d[bi], a.c[ai], b.c[bi])
+        dst.d[di] = _comb(op, a.d[ai], b.d[bi])
+    else:
+        if _pair(op):
+            dst.c[di] = _ccomb(op, a.i[ai], b.i[bi], a.c[ai], b.c[bi])
+        dst.i[di] = _comb(op, a.i[ai], b.i[bi])
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _combined_rows(op: cython.int, kind: cython.int, dst: _Columns, di: cython.Py_ssize_t, a: _Columns,
+                   ai: cython.Py_ssize_t, b: _Columns, bi: cython.Py_ssize_t) -> cython.void:
+    """:func:`_combined` of VARIANCE rows (``_chan``, in its order of operations; counts are at
+    least 1, so neither side is the identity) and of ARGMIN / ARGMAX rows (``_argmin``: the
+    left row unless the right one's value is smaller; no NaN)."""
+    na: cython.longlong
+    nb: cython.longlong
+    n: cython.longlong
+    ma: cython.double
+    delta: cython.double
+    m2: cython.double
+    left: cython.bint
+    if op == _VARIANCE:
+        na = a.c[ai]
+        nb = b.c[bi]
+        n = na + nb
+        ma = a.d[ai]
+        delta = b.d[bi] - ma
+        m2 = (a.m[ai] + b.m[bi]) + (((delta * delta) * cython.cast(cython.double, na))
+                                    * cython.cast(cython.double, nb)) / cython.cast(cython.double, n)
+        dst.d[di] = ma + (delta * cython.cast(cython.double, nb)) / cython.cast(cython.double, n)
+        dst.m[di] = m2
+        dst.c[di] = n
+        return
+    if kind == _FLOAT:
+        left = a.d[ai] <= b.d[bi] if op == _ARGMIN else a.d[ai] >= b.d[bi]
+    else:
+        left = a.i[ai] <= b.i[bi] if op == _ARGMIN else a.i[ai] >= b.i[bi]
+    if left:
+        _set(kind, False, dst, di, a, ai)
+    else:
+        _set(kind, False, dst, di, b, bi)
 
 
 @cython.cclass
@@ -633,11 +1014,12 @@ class TypedTwoStacks(_TypedCore):
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         _TypedCore.__init__(self, monoid, max_size)
-        mean: cython.bint = self._op == _MEAN
-        self._f = _Columns(8, _FLOAT, mean)
-        self._fs = _Columns(8, _FLOAT, mean)
-        self._b = _Columns(8, _FLOAT, mean)
-        self._bagg = _Columns(1, -1, True)
+        counted: cython.bint = _has_counts(self._op)
+        extra: cython.int = _extra(self._op)
+        self._f = _Columns(8, _FLOAT, counted, extra)
+        self._fs = _Columns(8, _FLOAT, counted, extra)
+        self._b = _Columns(8, _FLOAT, counted, extra)
+        self._bagg = _Columns(1, -1, True, extra)
         self._nf = 0
         self._nb = 0
 
@@ -653,6 +1035,20 @@ class TypedTwoStacks(_TypedCore):
         b: _Columns = self._b
         g: _Columns = self._bagg
         op: cython.int = self._op
+        if op >= _VARIANCE:
+            self._store(b, nb, kind)
+            if nb:
+                _combined_wide(op, kind, g, 0, g, 0, b, nb)
+            else:
+                _set(kind, b.counted, g, 0, b, nb)
+            self._nb = nb + 1
+            return
+        if op >= _MINCOUNT and _pair(op):  # the count first: it reads the aggregate's value
+            b.c[nb] = self._xc
+            if kind == _FLOAT:
+                g.c[0] = _ccomb(op, g.d[0], self._xd, g.c[0], self._xc) if nb else self._xc
+            else:
+                g.c[0] = _ccomb(op, g.i[0], self._xi, g.c[0], self._xc) if nb else self._xc
         if kind == _FLOAT:
             b.d[nb] = self._xd
             g.d[0] = _comb(op, g.d[0], self._xd) if nb else _first(op, self._xd)
@@ -670,13 +1066,26 @@ class TypedTwoStacks(_TypedCore):
     def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
                 c: cython.const[cython.longlong][:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
-        """To the back, extending its running aggregate left to right."""
+        """To the back, extending its running aggregate left to right (MINCOUNT, MAXCOUNT: one
+        by one)."""
         if not n:
+            return
+        j: cython.Py_ssize_t
+        if _pair(self._op):
+            self._xc = 1
+            for j in range(n):
+                if kind == _FLOAT:
+                    self._xd = d[j]
+                else:
+                    self._xi = i[j]
+                if not ones:
+                    self._xc = c[j]
+                self._put(kind)
+            self._kind = kind
             return
         nb: cython.Py_ssize_t = self._nb
         self._b.reserve(nb + n, nb, kind)
         op: cython.int = self._op
-        j: cython.Py_ssize_t
         b: _Columns = self._b
         g: _Columns = self._bagg
         self._kind = kind
@@ -708,7 +1117,14 @@ class TypedTwoStacks(_TypedCore):
         self._f = f
         self._fs.reserve(nb, 0, self._kind)
         fs: _Columns = self._fs
-        if self._kind == _FLOAT:
+        if _rowop(self._op):
+            self._reverse_rows(f, fs, nb)
+        elif _pair(self._op):
+            if self._kind == _FLOAT:
+                _reverse_suffixes_paired(self._op, f.d, f.c, fs.d, fs.c, nb)
+            else:
+                _reverse_suffixes_paired(self._op, f.i, f.c, fs.i, fs.c, nb)
+        elif self._kind == _FLOAT:
             _reverse_suffixes(self._op, f.d, fs.d, nb, not self.timed)
         else:
             _reverse_suffixes(self._op, f.i, fs.i, nb, not self.timed)
@@ -716,6 +1132,23 @@ class TypedTwoStacks(_TypedCore):
             _reverse_suffixes(_SUM, f.c, fs.c, nb, not self.timed)
         self._nf = nb
         self._nb = 0
+
+    @cython.cfunc
+    def _reverse_rows(self, f: _Columns, fs: _Columns, n: cython.Py_ssize_t) -> cython.void:
+        """:func:`_reverse_suffixes` of whole rows (VARIANCE, ARGMIN, ARGMAX: ``combine(x,
+        identity)`` is x)."""
+        r: cython.Py_ssize_t
+        kind: cython.int = self._kind
+        tmp: _Columns = self._tmp
+        for r in range(n // 2):
+            _set(kind, f.counted, tmp, 0, f, r)
+            _set(kind, f.counted, f, r, f, n - 1 - r)
+            _set(kind, f.counted, f, n - 1 - r, tmp, 0)
+        for r in range(n):
+            if r == 0:
+                _set(kind, f.counted, fs, 0, f, 0)
+            else:
+                _combined_wide(self._op, kind, fs, r, f, r, fs, r - 1)
 
     @cython.cfunc
     def _evict(self, k: cython.Py_ssize_t) -> cython.void:
@@ -753,10 +1186,11 @@ class TypedTwoStacks(_TypedCore):
 
     def snapshot(self) -> tuple:
         return (self._kind, self._f.copy(), self._fs.copy(), self._b.copy(), self._bagg.copy(), self._nf,
-                self._nb, self._magnitude)
+                self._nb, self._magnitude, self._kind2)
 
     def restore(self, snapshot: tuple) -> None:
-        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot
+        self._kind, self._f, self._fs, self._b, self._bagg, self._nf, self._nb, self._magnitude = snapshot[:8]
+        self._kind2 = snapshot[8] if len(snapshot) > 8 else -1  # older pickles: no _kind2
 
     def __reduce__(self) -> tuple:
         # copy.deepcopy and pickle (the Stream engine copies windows)
@@ -820,13 +1254,13 @@ class TypedDABA(_TypedCore):
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
         _TypedCore.__init__(self, monoid, max_size)
-        self._acc = _Columns(2, -1, True)
+        self._acc = _Columns(2, -1, True, _extra(self._op))
         self.clear()
 
     def clear(self) -> None:
-        mean: cython.bint = self._op == _MEAN
-        self._vals = _Columns(16, self._kind, mean)
-        self._aggs = _Columns(16, self._kind, mean)
+        counted: cython.bint = _has_counts(self._op)
+        self._vals = _Columns(16, self._kind, counted, _extra(self._op))
+        self._aggs = _Columns(16, self._kind, counted, _extra(self._op))
         self._mask = 15
         self._shrink_at = -1
         self._head = self._l = self._r = self._a = self._b = self._tail = 0
@@ -852,6 +1286,21 @@ class TypedDABA(_TypedCore):
         acc: _Columns = self._acc
         op: cython.int = self._op
         empty: cython.bint = self._b == t  # the back (B) is empty: its aggregate is the identity
+        if op >= _VARIANCE:
+            self._store(vals, i, kind)
+            if empty:
+                _set(kind, vals.counted, acc, 0, vals, i)
+            else:
+                _combined_wide(op, kind, acc, 0, acc, 0, vals, i)
+            self._tail = t + 1
+            self._fixup()
+            return
+        if op >= _MINCOUNT and _pair(op):  # the count first: it reads the aggregate's value
+            vals.c[i] = self._xc
+            if kind == _FLOAT:
+                acc.c[0] = self._xc if empty else _ccomb(op, acc.d[0], self._xd, acc.c[0], self._xc)
+            else:
+                acc.c[0] = self._xc if empty else _ccomb(op, acc.i[0], self._xi, acc.c[0], self._xc)
         if kind == _FLOAT:
             vals.d[i] = self._xd
             acc.d[0] = _first(op, self._xd) if empty else _comb(op, acc.d[0], self._xd)
@@ -890,12 +1339,12 @@ class TypedDABA(_TypedCore):
         r: cython.Py_ssize_t
         a: cython.Py_ssize_t
         kind: cython.int = self._kind
-        mean: cython.bint = self._op == _MEAN
+        counted: cython.bint = _has_counts(self._op)
         if l == b:  # flip: the whole queue becomes the front, B becomes R
             l = self._head
             r = b
             a = b = self._tail
-            _set(kind, mean, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
+            _set(kind, counted, self._acc, 1, self._acc, 0)  # rb = back; the back is empty now
         else:
             r = self._r
             a = self._a
@@ -904,7 +1353,7 @@ class TypedDABA(_TypedCore):
             if a != r:  # shift: the last element of R becomes a suffix of A
                 a -= 1
                 if a + 1 == b:
-                    _set(kind, mean, self._aggs, a & mask, self._vals, a & mask)
+                    _set(kind, counted, self._aggs, a & mask, self._vals, a & mask)
                 else:
                     _combined(self._op, kind, self._aggs, a & mask, self._vals, a & mask, self._aggs, (a + 1) & mask)
             if l != r:  # shrink: extend an L suffix from r to b (R was not empty: rb is set)
@@ -933,13 +1382,13 @@ class TypedDABA(_TypedCore):
     def _resize(self, cap: cython.Py_ssize_t) -> cython.void:
         head: cython.Py_ssize_t = self._head
         n: cython.Py_ssize_t = self._tail - head
-        mean: cython.bint = self._op == _MEAN
-        vals = _Columns(cap, self._kind, mean)
-        aggs = _Columns(cap, self._kind, mean)
+        counted: cython.bint = _has_counts(self._op)
+        vals = _Columns(cap, self._kind, counted, _extra(self._op))
+        aggs = _Columns(cap, self._kind, counted, _extra(self._op))
         p: cython.Py_ssize_t
         for p in range(n):
-            _set(self._kind, mean, vals, p, self._vals, (head + p) & self._mask)
-            _set(self._kind, mean, aggs, p, self._aggs, (head + p) & self._mask)
+            _set(self._kind, counted, vals, p, self._vals, (head + p) & self._mask)
+            _set(self._kind, counted, aggs, p, self._aggs, (head + p) & self._mask)
         self._vals = vals
         self._aggs = aggs
         self._mask = cap - 1
@@ -975,11 +1424,12 @@ class TypedDABA(_TypedCore):
 
     def snapshot(self) -> tuple:
         return (self._kind, self._vals.copy(), self._aggs.copy(), self._acc.copy(), self._mask, self._shrink_at,
-                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude)
+                self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude, self._kind2)
 
     def restore(self, snapshot: tuple) -> None:
         (self._kind, self._vals, self._aggs, self._acc, self._mask, self._shrink_at,
-         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot
+         self._head, self._l, self._r, self._a, self._b, self._tail, self._magnitude) = snapshot[:13]
+        self._kind2 = snapshot[13] if len(snapshot) > 13 else -1  # older pickles: no _kind2
 
     def __reduce__(self) -> tuple:
         return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
@@ -1023,8 +1473,6 @@ def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
 
 # -- mta.Window's per-event calls -----------------------------------------------------------
 
-_INF = cython.declare(cython.double, float("inf"))
-
 
 @cython.cclass
 class Events:
@@ -1035,7 +1483,7 @@ class Events:
     int or a finite float, not older than the window's newest (out of order: any, the core
     refusing a late one with ``Untyped``), and a value the monoid lifts
     unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
-    for Min and Max; any value for Count), as a ``(value, 1)`` pair for the pair monoids,
+    for Min and Max, any for First and Last; any value for Count), as a ``(value, 1)`` pair for the pair monoids,
     ``(1, value, 0)`` for Variance; for ArgMin and ArgMax a ``(key, value)`` tuple, value an
     int or a float other than NaN, as ``(value, key)``. Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
@@ -1097,17 +1545,17 @@ class Events:
             if self._op == _MIN or self._op == _MAX:
                 if x != x:
                     return self._checked_insert(window, timestamp, value)
-            elif not -_INF < x < _INF:
+            elif not -_INF < x < _INF and self._op != _FIRST and self._op != _LAST:
                 return self._checked_insert(window, timestamp, value)
-            if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
+            if self._op == _MEAN or _pair(self._op):
                 partial = (value, 1)
             elif self._op == _VARIANCE:
                 partial = (1, value, 0)
         elif type(value) is int:
-            if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
+            if self._op == _MEAN or _pair(self._op):
                 partial = (value, 1)
             elif self._op == _VARIANCE:
-                partial = (1, value, 0)
+                partial = (1, value, 0)  # the core refuses |value| > 2**25: the checked path lifts it
         elif (self._op == _ARGMIN or self._op == _ARGMAX) and type(value) is tuple and len(value) == 2:
             partial = (value[1], value[0])  # _Arg.lift: (key, v) -> (v, key), v a number other than NaN
             if type(partial[0]) is float:
@@ -1217,8 +1665,11 @@ def _plain_times(view: object) -> cython.bint:
 def _liftable(view: object, op: cython.int) -> cython.bint:
     """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
     unchanged (not Count): floats finite for Sum, Mean, MinCount and MaxCount, not NaN for Min
-    and Max; ints all."""
-    if view.format != "d":
+    and Max, any for First and Last; ints all. Not for the row ops (VARIANCE, ARGMIN,
+    ARGMAX): their lifts are not the values."""
+    if _rowop(op):
+        return False
+    if view.format != "d" or op == _FIRST or op == _LAST:
         return True
     d: cython.const[cython.double][:] = view
     n: cython.Py_ssize_t = len(view)
@@ -1651,18 +2102,18 @@ def _uint64s(n: cython.Py_ssize_t) -> array:
 def _log_climb(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cython.bint, offs: cython.longlong[:],
                masks: cython.longlong[:], t: cython.Py_ssize_t, top: cython.Py_ssize_t, value: _Number,
                count: cython.longlong) -> cython.void:
-    """LogMTA.insert's climb from leaf ``t`` (value ``value``, Mean count ``count``) up to level
-    ``top``: node ``(l, t >> l)`` = combine(its left sibling's parent's left child, value) where
-    the path turns left, as the object algorithm does."""
+    """LogMTA.insert's climb from leaf ``t`` (value ``value``, count ``count`` of a counted op:
+    ``mean``) up to level ``top``: node ``(l, t >> l)`` = combine(its left sibling's parent's
+    left child, value) where the path turns left, as the object algorithm does."""
     j: cython.Py_ssize_t = t
     number: cython.Py_ssize_t
     s: cython.Py_ssize_t
     for number in range(1, top + 1):
         if j & 1:
             s = offs[number - 1] + ((j - 1) & masks[number - 1])
+            if mean:  # before value: a MINCOUNT / MAXCOUNT count reads it
+                count = c[s] + count if op == _MEAN else _ccomb(op, v[s], value, c[s], count)
             value = _comb(op, v[s], value)
-            if mean:
-                count = c[s] + count
         j >>= 1
         s = offs[number] + (j & masks[number])
         v[s] = value
@@ -1687,9 +2138,9 @@ def _log_spine(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cytho
         child = h >> (number - 1)
         if not child & 1 and (child + 1) << (number - 1) < t:
             s = offs[number - 1] + ((child + 1) & masks[number - 1])
+            if mean:  # before value: a MINCOUNT / MAXCOUNT count reads it
+                count = count + c[s] if op == _MEAN else _ccomb(op, value, v[s], count, c[s])
             value = _comb(op, value, v[s])
-            if mean:
-                count = count + c[s]
         s = offs[number] + ((h >> number) & masks[number])
         v[s] = value
         if mean:
@@ -1763,7 +2214,7 @@ class TypedLogMTA(_TypedCore):
         """New empty columns for ``kind`` (an empty window takes either kind)."""
         self._kind = kind
         self._track = kind == _INT and (self._op == _SUM or self._op == _MEAN)
-        self._nodes = _Columns(self._layout(self._cap), kind, self._op == _MEAN)
+        self._nodes = _Columns(self._layout(self._cap), kind, _has_counts(self._op), _extra(self._op))
         self._pres = _uint64s(self._cap if self._track else 0)
         self._pre = self._pres
         self._ptail = 0
@@ -1795,11 +2246,11 @@ class TypedLogMTA(_TypedCore):
         h: cython.Py_ssize_t = self._head
         t: cython.Py_ssize_t = self._tail
         kind: cython.int = self._kind
-        mean: cython.bint = self._op == _MEAN
+        mean: cython.bint = _has_counts(self._op)
         number: cython.Py_ssize_t
         j: cython.Py_ssize_t
         self._cap = 2 * old_cap
-        nodes = _Columns(self._layout(self._cap), kind, mean)
+        nodes = _Columns(self._layout(self._cap), kind, mean, _extra(self._op))
         for number in range(_LEVELS):
             for j in range(h >> number, ((t - 1) >> number) + 1):
                 _set(kind, mean, nodes, self._slot(number, j), old, old_offs[number] + (j & old_masks[number]))
@@ -1823,13 +2274,15 @@ class TypedLogMTA(_TypedCore):
             self._grow()
         nodes: _Columns = self._nodes
         op: cython.int = self._op
-        mean: cython.bint = op == _MEAN
+        mean: cython.bint = _has_counts(op)
         s: cython.Py_ssize_t = self._slot(0, t)
-        if kind == _FLOAT:
+        if _rowop(op):
+            self._store(nodes, s, kind)
+        elif kind == _FLOAT:
             nodes.d[s] = self._xd
         else:
             nodes.i[s] = self._xi
-        if mean:
+        if mean and not _rowop(op):
             nodes.c[s] = self._xc
         if self._track:
             self._pre[t & (self._cap - 1)] = self._ptail
@@ -1845,7 +2298,9 @@ class TypedLogMTA(_TypedCore):
         number: cython.Py_ssize_t
         for number in range(self._top + 1, top):
             _set(kind, mean, nodes, self._slot(number, h >> number), nodes, root)
-        if kind == _FLOAT:
+        if _rowop(op):
+            self._climb_rows(t, top)
+        elif kind == _FLOAT:
             _log_climb(op, nodes.d, nodes.c, mean, self._offs, self._masks, t, top, self._xd, self._xc)
         else:
             _log_climb(op, nodes.i, nodes.c, mean, self._offs, self._masks, t, top, self._xi, self._xc)
@@ -1891,15 +2346,49 @@ class TypedLogMTA(_TypedCore):
         while top and h >> (top - 1) == (t - 1) >> (top - 1):
             top -= 1
         nodes: _Columns = self._nodes
-        mean: cython.bint = self._op == _MEAN
+        mean: cython.bint = _counted(self._op)
         s: cython.Py_ssize_t = self._slot(0, h)
-        if self._kind == _FLOAT:
+        if _rowop(self._op):
+            self._spine_rows(h, t, top)
+        elif self._kind == _FLOAT:
             _log_spine(self._op, nodes.d, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.d[s])
         else:
             _log_spine(self._op, nodes.i, nodes.c, mean, self._offs, self._masks, h, t, top, nodes.i[s])
         self._top = top
         if self._track:
             self._magnitude = (self._ptail - self._pre[h & (self._cap - 1)]) & _MASK64
+
+    @cython.cfunc
+    def _climb_rows(self, t: cython.Py_ssize_t, top: cython.Py_ssize_t) -> cython.void:
+        """:func:`_log_climb` of whole rows (VARIANCE, ARGMIN, ARGMAX) from leaf ``t``: node
+        ``(l, j >> 1)`` = combine(its left child, the one below) where the path turns left,
+        else the one below."""
+        nodes: _Columns = self._nodes
+        j: cython.Py_ssize_t = t
+        number: cython.Py_ssize_t
+        for number in range(1, top + 1):
+            if j & 1:
+                _combined_wide(self._op, self._kind, nodes, self._slot(number, j >> 1), nodes,
+                          self._slot(number - 1, j - 1), nodes, self._slot(number - 1, j))
+            else:
+                _set(self._kind, nodes.counted, nodes, self._slot(number, j >> 1), nodes, self._slot(number - 1, j))
+            j >>= 1
+
+    @cython.cfunc
+    def _spine_rows(self, h: cython.Py_ssize_t, t: cython.Py_ssize_t, top: cython.Py_ssize_t) -> cython.void:
+        """:func:`_log_spine` of whole rows from leaf ``h``: node ``(l, h >> l)`` = combine(the
+        one below, its right sibling) when that sibling holds live leaves, else the one below."""
+        nodes: _Columns = self._nodes
+        child: cython.Py_ssize_t
+        number: cython.Py_ssize_t
+        for number in range(1, top + 1):
+            child = h >> (number - 1)
+            if not child & 1 and (child + 1) << (number - 1) < t:
+                _combined_wide(self._op, self._kind, nodes, self._slot(number, h >> number), nodes,
+                          self._slot(number - 1, child), nodes, self._slot(number - 1, child + 1))
+            else:
+                _set(self._kind, nodes.counted, nodes, self._slot(number, h >> number), nodes,
+                     self._slot(number - 1, child))
 
     # -- results ----------------------------------------------------------------------
 
@@ -1920,11 +2409,12 @@ class TypedLogMTA(_TypedCore):
 
     def snapshot(self) -> tuple:
         return (self._kind, self._nodes.copy(), self._pres[:], self._cap, self._head, self._tail, self._top,
-                self._ptail, self._magnitude)
+                self._ptail, self._magnitude, self._kind2)
 
     def restore(self, snapshot: tuple) -> None:
         (self._kind, self._nodes, self._pres, self._cap, self._head, self._tail, self._top, self._ptail,
-         self._magnitude) = snapshot
+         self._magnitude) = snapshot[:9]
+        self._kind2 = snapshot[9] if len(snapshot) > 9 else -1  # older pickles: no _kind2
         self._track = self._kind == _INT and (self._op == _SUM or self._op == _MEAN)
         self._pre = self._pres
         self._layout(self._cap)

@@ -322,7 +322,7 @@ class TypedAMTA:
     _sx: cython.longlong[:]    # where each entry's suffix starts: entry = agg[x, B)
 
     def __init__(self, monoid: Monoid, max_size: int | None = None) -> None:
-        op = wide_op_of(monoid) if serves("amta", monoid) else None
+        op = wide_op_of(monoid) if serves(monoid) else None
         if op is None:
             raise TypeError(f"TypedAMTA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last, "
                             f"Variance, StdDev, ArgMin and ArgMax, not {monoid!r}")

@@ -377,7 +377,7 @@ class TypedFiBA:
     _hit: cython.bint         # a range query met an entry
 
     def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
-        op = wide_op_of(monoid) if serves("fiba", monoid) else None
+        op = wide_op_of(monoid) if serves(monoid) else None
         if op is None:
             raise TypeError("TypedFiBA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last, "
                             f"Variance, StdDev, ArgMin and ArgMax, not {monoid!r}")

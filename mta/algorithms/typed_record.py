@@ -40,10 +40,10 @@ _I64 = 2 ** 63
 _PLAIN_LIFTS = {Sum: 0, Min: 0, Max: 0, Count: 1, Mean: 2}
 
 
-def serves(monoid: Monoid, name: str) -> bool:
-    """Whether ``monoid`` is a Record whose every field the typed algorithm called ``name``
-    serves (exact type: a subclass of Record may combine otherwise)."""
-    return type(monoid) is Record and all(typed_serves(name, m) for m in monoid.fields.values())
+def serves(monoid: Monoid) -> bool:
+    """Whether ``monoid`` is a Record whose every field the typed algorithms serve (exact
+    type: a subclass of Record may combine otherwise)."""
+    return type(monoid) is Record and all(typed_serves(m) for m in monoid.fields.values())
 
 
 @cython.cclass
@@ -65,7 +65,7 @@ class TypedRecord:
     _plain: cython.bint  # every field is in _PLAIN_LIFTS
 
     def __init__(self, monoid: Record, core: type, max_size: int | None = None, cores: list | None = None) -> None:
-        if not serves(monoid, core.name):
+        if not serves(monoid):
             raise TypeError(f"typed cores do not serve {monoid!r}")
         self.monoid = monoid
         self._core = core

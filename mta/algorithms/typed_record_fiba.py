@@ -32,14 +32,14 @@ COMPILED: bool = cython.compiled
 
 
 class TypedRecordFiBA:
-    """TypedFiBA's interface over a Record that ``serves(monoid, "fiba")``: one TypedFiBA
+    """TypedFiBA's interface over a Record that ``serves(monoid)``: one TypedFiBA
     per field, in lockstep (``trees``: the fields' trees to take over, else new ones)."""
 
     name = TypedFiBA.name
     uses_store = False
 
     def __init__(self, monoid: Record, *, min_arity: int = 16, trees: list | None = None) -> None:
-        if not serves(monoid, "fiba"):
+        if not serves(monoid):
             raise TypeError(f"TypedRecordFiBA serves a Record of TypedFiBA's monoids, not {monoid!r}")
         self.monoid = monoid
         #: The fields' trees, in field order; the first one answers for the shape.
