@@ -483,8 +483,19 @@ class _TypedCore:
                 c: cython.const[cython.longlong][:], ones: cython.bint,
                 n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
         """Append ``n`` checked rows of ``kind`` (values ``d`` or ``i``; counts ``c``, or 1
-        each when ``ones``) whose |v| sum to ``magnitude``."""
-        raise NotImplementedError
+        each when ``ones``) whose |v| sum to ``magnitude``: here one by one, as the object
+        algorithms' insert_many does (a core may do better)."""
+        j: cython.Py_ssize_t
+        self._xc = 1
+        for j in range(n):
+            if kind == _FLOAT:
+                self._xd = d[j]
+            else:
+                self._xi = i[j]
+            if not ones:
+                self._xc = c[j]
+            self._put(kind)
+        self._magnitude += magnitude
 
     @cython.cfunc
     def _evict(self, k: cython.Py_ssize_t) -> cython.void:
@@ -1072,15 +1083,7 @@ class TypedTwoStacks(_TypedCore):
             return
         j: cython.Py_ssize_t
         if _pair(self._op):
-            self._xc = 1
-            for j in range(n):
-                if kind == _FLOAT:
-                    self._xd = d[j]
-                else:
-                    self._xi = i[j]
-                if not ones:
-                    self._xc = c[j]
-                self._put(kind)
+            _TypedCore._append(self, d, i, c, ones, n, kind, magnitude)
             self._kind = kind
             return
         nb: cython.Py_ssize_t = self._nb
@@ -1312,23 +1315,6 @@ class TypedDABA(_TypedCore):
             acc.c[0] = self._xc if empty else acc.c[0] + self._xc
         self._tail = t + 1
         self._fixup()
-
-    @cython.cfunc
-    def _append(self, d: cython.const[cython.double][:], i: cython.const[cython.longlong][:],
-                c: cython.const[cython.longlong][:], ones: cython.bint,
-                n: cython.Py_ssize_t, kind: cython.int, magnitude: cython.ulonglong) -> cython.void:
-        """One by one, as the object algorithm's insert_many does."""
-        j: cython.Py_ssize_t
-        self._xc = 1
-        for j in range(n):
-            if kind == _FLOAT:
-                self._xd = d[j]
-            else:
-                self._xi = i[j]
-            if not ones:
-                self._xc = c[j]
-            self._put(kind)
-        self._magnitude += magnitude
 
     @cython.cfunc
     @cython.exceptval(check=False)
