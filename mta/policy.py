@@ -26,6 +26,8 @@ newest timestamp), so the window can hand them its internal tuples directly.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
@@ -82,8 +84,13 @@ class TimeRange(Policy):
     """
 
     def __init__(self, width: float) -> None:
-        if (isinstance(width, bool) or not isinstance(width, (int, float))
-                or (isinstance(width, float) and not math.isfinite(width)) or width <= 0):
+        if isinstance(width, numbers.Integral) and not isinstance(width, bool):
+            width = operator.index(width)  # numpy ints as ints
+        elif isinstance(width, float):
+            width = float(width)
+        else:
+            raise ValueError(f"TimeRange takes an int or float width, got {type(width).__name__} {width!r}")
+        if (type(width) is float and not math.isfinite(width)) or width <= 0:
             raise ValueError(f"TimeRange takes a finite width > 0, got {width!r}")
         self.width = width
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import given
@@ -41,6 +42,18 @@ def test_time_range_validation(width) -> None:
 @pytest.mark.parametrize("width", [1, 0.001, 3_600_000])
 def test_time_range_accepts_positive_finite_widths(width) -> None:
     assert TimeRange(width).width == width and repr(TimeRange(width)) == f"TimeRange({width})"
+
+
+def test_time_range_takes_numpy_numbers_as_python_numbers() -> None:
+    """An outside-in tester: np.int64(2) was refused as "not a finite width > 0"."""
+    import numpy as np
+    for width, expected in ((np.int64(2), 2), (np.float64(2.5), 2.5), (np.int32(3), 3)):
+        policy = TimeRange(width)
+        assert policy.width == expected and type(policy.width) is type(expected)
+    with pytest.raises(ValueError, match="int or float width, got Fraction"):
+        TimeRange(Fraction(3, 2))
+    with pytest.raises(ValueError, match="finite width > 0"):
+        TimeRange(np.int64(0))
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHM_NAMES)
