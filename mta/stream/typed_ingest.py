@@ -44,7 +44,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.typed import op_of
-from mta.monoid import Count, Monoid
+from mta.monoid import Count, First, Last, MaxCount, MinCount, Monoid
 
 COMPILED: bool = cython.compiled
 
@@ -56,6 +56,10 @@ _SUM = cython.declare(cython.int, 0)
 _MIN = cython.declare(cython.int, 1)
 _MAX = cython.declare(cython.int, 2)
 _MEAN = cython.declare(cython.int, 3)
+_MINCOUNT = cython.declare(cython.int, 4)
+_MAXCOUNT = cython.declare(cython.int, 5)
+_FIRST = cython.declare(cython.int, 6)
+_LAST = cython.declare(cython.int, 7)
 _NONE = cython.declare(cython.int, -1)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
@@ -66,6 +70,18 @@ _EXACT_C = cython.declare(cython.longlong, 2 ** 53)
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
 _LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+# what a float value must be to be taken: anything (Count, First, Last), not NaN (Min, Max), finite
+_ANY = cython.declare(cython.int, 0)
+_NOT_NAN = cython.declare(cython.int, 1)
+_FINITE = cython.declare(cython.int, 2)
+
+_WIDE = {MinCount: _MINCOUNT, MaxCount: _MAXCOUNT, First: _FIRST, Last: _LAST}
+
+
+def op_for(monoid: Monoid) -> int | None:
+    """The op of a monoid the typed ingest takes (exact types), or None."""
+    op = op_of(monoid)
+    return op if op is not None else _WIDE.get(type(monoid))
 
 
 @cython.cfunc
@@ -110,6 +126,7 @@ class TypedIngest:
     live = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _count: cython.bint
+    _vcheck: cython.int  # _ANY, _NOT_NAN or _FINITE: the float values taken
     _tkind: cython.int
     _vkind: cython.int
     _h: cython.Py_ssize_t  # the oldest tuple's index: the columns hold tuples _h .. _h + _n - 1
@@ -122,11 +139,17 @@ class TypedIngest:
     _vi: cython.longlong[:]
 
     def __init__(self, monoid: Monoid, slow: Any) -> None:
-        op = op_of(monoid)
+        op = op_for(monoid)
         if op is None:
             raise TypeError(f"no typed ingest for {monoid!r}")
         self._op = op
         self._count = type(monoid) is Count
+        if self._count or op == _FIRST or op == _LAST:
+            self._vcheck = _ANY
+        elif op == _MIN or op == _MAX:
+            self._vcheck = _NOT_NAN
+        else:
+            self._vcheck = _FINITE
         self._slow = slow
         self.live = False
         self._cap = 0
@@ -236,10 +259,10 @@ class TypedIngest:
         if vkind is float:
             x = value
             vk = _FLOAT
-            if self._op == _MIN or self._op == _MAX:
+            if self._vcheck == _NOT_NAN:
                 if x != x:
                     return False
-            elif not self._count and not -_INF < x < _INF:
+            elif self._vcheck == _FINITE and not -_INF < x < _INF:
                 return False
         elif vkind is int:
             if not cython.compiled and not _I64_MIN <= value <= _I64_MAX:
@@ -321,10 +344,10 @@ class TypedIngest:
         vi: cython.longlong[:]
         if vk == _FLOAT:
             vd = np.ascontiguousarray(values)
-            if not self._count:
+            if self._vcheck != _ANY:
                 for k in range(m):
                     x = vd[k]
-                    if self._op == _MIN or self._op == _MAX:
+                    if self._vcheck == _NOT_NAN:
                         if x != x:
                             return False
                     elif not -_INF < x < _INF:
@@ -373,7 +396,7 @@ class TypedIngest:
         """``monoid.lift`` of value k (the monoid lifts these values unchanged)."""
         if self._count:
             return 1
-        if self._op == _MEAN:
+        if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
             return (self._value(k), 1)
         return self._value(k)
 
@@ -437,6 +460,12 @@ class TypedIngest:
         if self._count:
             return agg + (j - i)
         op: cython.int = self._op
+        if op == _FIRST:  # the aggregate is a value (never the identity): it stays
+            return agg
+        if op == _LAST:
+            return self._value(j - 1) if i < j else agg
+        if op == _MINCOUNT or op == _MAXCOUNT:
+            return self._fold_count(agg, i, j, combine)
         mean: cython.bint = op == _MEAN
         s: object = agg[0] if mean else agg
         while i < j and not self._typed(s):  # the object way until the aggregate is of the run's kind
@@ -476,13 +505,60 @@ class TypedIngest:
         return s
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _fold_count(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t, combine: object) -> object:
+        """MinCount / MaxCount: ``agg`` combined with the partials ``(v, 1)`` of tuples i:j in
+        order: a strictly better v replaces the value and restarts the count, an equal one
+        keeps the aggregate's value (``-0.0`` stays) and adds one."""
+        while i < j and not self._typed(agg[0]):  # the object way until the value is of the run's kind
+            agg = combine(agg, self._partial(i))
+            i += 1
+        if i == j:
+            return agg
+        low: cython.bint = self._op == _MINCOUNT
+        restart: cython.bint = False
+        n: cython.longlong = 0  # the count since the restart, or added to agg's count
+        c: cython.Py_ssize_t
+        acc_d: cython.double
+        acc_i: cython.longlong
+        x: cython.double
+        y: cython.longlong
+        s: object
+        if self._vkind == _FLOAT:
+            acc_d = agg[0]
+            for c in range(i, j):
+                x = self._vd[c]
+                if (x < acc_d) if low else (x > acc_d):
+                    acc_d = x
+                    n = 1
+                    restart = True
+                elif x == acc_d:
+                    n += 1
+            s = acc_d
+        else:
+            acc_i = agg[0]
+            for c in range(i, j):
+                y = self._vi[c]
+                if (y < acc_i) if low else (y > acc_i):
+                    acc_i = y
+                    n = 1
+                    restart = True
+                elif y == acc_i:
+                    n += 1
+            s = acc_i
+        if not restart and n == 0:
+            return agg
+        return (s, n if restart else agg[1] + n)
+
+    @cython.cfunc
     def _typed(self, s: object) -> cython.bint:
         """Whether the C loop combines into aggregate ``s`` as the object path would."""
         if self._vkind == _FLOAT:
             return type(s) is float
         if type(s) is not int:
             return False
-        if self._op == _MIN or self._op == _MAX:
+        if self._op != _SUM and self._op != _MEAN:
             return _I64_MIN <= s <= _I64_MAX
         return True
 
