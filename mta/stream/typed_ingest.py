@@ -1,6 +1,7 @@
 """The Stream engine's typed ingest: in-order tuples of a built-in numeric monoid in C columns (issue 20).
 
-For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``), the
+For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``),
+``MinCount``, ``MaxCount``, ``First`` and ``Last`` (:func:`op_for`), the
 common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
 the watermark -- costs a Python tuple per tuple in ``pending`` and a Python call per tuple
 into the newest slice. :class:`TypedIngest` takes that case instead: ``Stream.insert`` (and
@@ -13,16 +14,21 @@ columns into ``pending`` as the tuples they stand for, so both paths see the sam
 timestamps exactly ints of magnitude below 2**53 or finite floats, one kind per batch held,
 not older than ``floor`` (the watermark and the newest tuple: the columns stay sorted, in
 arrival order); values exactly ints in int64 or floats, one kind per batch held, that the
-monoid lifts unchanged (finite for Sum and Mean, not NaN for Min and Max; Count ignores
-them); for Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so
-a run's sum is exact in an int64.
+monoid lifts unchanged (finite for Sum, Mean, MinCount and MaxCount, not NaN for Min and
+Max; any float for First and Last, NaN and infinities included; Count ignores them); for
+Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
+is exact in an int64.
 
 Exactness: a run is combined into the slice's aggregate in the object path's order, one
 value after another (``a + v``; ``a if a <= v else v``; ``a if a >= v else v``), from the
 slice's first partial as the object path takes it (``-0.0`` stays ``-0.0``); in C only when
 the aggregate is of the run's kind (a float aggregate for float values, an int64 one for
-Min and Max of ints), else through ``monoid.combine`` until it is. Sums of ints are exact in
-any order: a run's C sum is added to the Python aggregate. So results are the object
+Min, Max, MinCount and MaxCount of ints), else through ``monoid.combine`` until it is.
+MinCount / MaxCount fold ``(v, 1)`` as ``_mincount`` / ``_maxcount`` do: a strictly smaller
+(larger) v replaces the value and restarts the count at 1, an equal one keeps the
+aggregate's value (``0.0`` against ``-0.0``: the older) and adds 1. First keeps the slice's
+aggregate, Last takes the run's newest value (the identity ``_EMPTY`` is never a value).
+Sums of ints are exact in any order: a run's C sum is added to the Python aggregate. So results are the object
 path's, floats bit for bit.
 
 Cython pure-Python mode: compiled, the columns are typed memoryviews; interpreted, the same
