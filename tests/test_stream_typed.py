@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mta import Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, Stream, Sum
+from mta import (Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Stream, Sum,
+                 Variance)
 from mta.stream import typed_ingest
 from mta.windows import Sliding, Tumbling
 
 MONOIDS = {"Sum": Sum, "Count": Count, "Min": Min, "Max": Max, "Mean": Mean, "MinCount": MinCount,
-           "MaxCount": MaxCount, "First": First, "Last": Last}
+           "MaxCount": MaxCount, "First": First, "Last": Last, "Variance": Variance, "StdDev": lambda: StdDev(1)}
 #: values First and Last take on the typed ingest that the others do not
 ANY_FLOATS = {"First", "Last"}
 

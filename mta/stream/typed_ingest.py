@@ -1,7 +1,7 @@
 """The Stream engine's typed ingest: in-order tuples of a built-in numeric monoid in C columns (issue 20).
 
 For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``),
-``MinCount``, ``MaxCount``, ``First`` and ``Last`` (:func:`op_for`), the
+``MinCount``, ``MaxCount``, ``First``, ``Last``, ``Variance`` and ``StdDev`` (:func:`op_for`), the
 common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
 the watermark -- costs a Python tuple per tuple in ``pending`` and a Python call per tuple
 into the newest slice. :class:`TypedIngest` takes that case instead: ``Stream.insert`` (and
@@ -15,7 +15,8 @@ timestamps exactly ints of magnitude below 2**53 or finite floats, one kind per 
 not older than ``floor`` (the watermark and the newest tuple: the columns stay sorted, in
 arrival order); values exactly ints in int64 or floats, one kind per batch held, that the
 monoid lifts unchanged (finite for Sum, Mean, MinCount and MaxCount, not NaN for Min and
-Max; any float for First and Last, NaN and infinities included; Count ignores them); for
+Max; any float for First and Last, NaN and infinities included; Count ignores them; floats
+only, finite, for Variance and StdDev: ints go the object way); for
 Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
 is exact in an int64.
 
@@ -28,6 +29,8 @@ MinCount / MaxCount fold ``(v, 1)`` as ``_mincount`` / ``_maxcount`` do: a stric
 (larger) v replaces the value and restarts the count at 1, an equal one keeps the
 aggregate's value (``0.0`` against ``-0.0``: the older) and adds 1. First keeps the slice's
 aggregate, Last takes the run's newest value (the identity ``_EMPTY`` is never a value).
+Variance / StdDev fold ``(1, v, 0)`` by ``_chan``'s operations in its order, in doubles,
+once the aggregate is ``(int count below 2**53, float mean, float M2 or the int 0)``.
 Sums of ints are exact in any order: a run's C sum is added to the Python aggregate. So results are the object
 path's, floats bit for bit.
 
@@ -50,7 +53,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.typed import op_of
-from mta.monoid import Count, First, Last, MaxCount, MinCount, Monoid
+from mta.monoid import Count, First, Last, MaxCount, MinCount, Monoid, StdDev, Variance
 
 COMPILED: bool = cython.compiled
 
@@ -66,6 +69,7 @@ _MINCOUNT = cython.declare(cython.int, 4)
 _MAXCOUNT = cython.declare(cython.int, 5)
 _FIRST = cython.declare(cython.int, 6)
 _LAST = cython.declare(cython.int, 7)
+_VARIANCE = cython.declare(cython.int, 8)
 _NONE = cython.declare(cython.int, -1)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
@@ -81,7 +85,8 @@ _ANY = cython.declare(cython.int, 0)
 _NOT_NAN = cython.declare(cython.int, 1)
 _FINITE = cython.declare(cython.int, 2)
 
-_WIDE = {MinCount: _MINCOUNT, MaxCount: _MAXCOUNT, First: _FIRST, Last: _LAST}
+_WIDE = {MinCount: _MINCOUNT, MaxCount: _MAXCOUNT, First: _FIRST, Last: _LAST, Variance: _VARIANCE,
+         StdDev: _VARIANCE}
 
 
 def op_for(monoid: Monoid) -> int | None:
@@ -118,6 +123,16 @@ def _ceil(t: int) -> float:
     except OverflowError:
         return -1.7976931348623157e308
     return f if f >= t else math.nextafter(f, math.inf)
+
+
+@cython.cfunc
+def _chan_typed(agg: object, m: cython.Py_ssize_t) -> cython.bint:
+    """Whether a Variance partial combines with m float partials in C as ``_chan`` would: a
+    count, nonzero, that stays exact as a double, a float mean, M2 a float or the int 0."""
+    count = agg[0]
+    m2 = agg[2]
+    return (type(count) is int and 0 < count < _EXACT - m and type(agg[1]) is float
+            and (type(m2) is float or (type(m2) is int and m2 == 0)))
 
 
 @cython.cclass
@@ -281,6 +296,8 @@ class TypedIngest:
             if (self._op == _SUM or self._op == _MEAN) and not self._count:
                 if _abs64(i) > _LIMIT - self._abs:
                     return False
+            elif self._op == _VARIANCE:  # ints: the object way
+                return False
         else:
             return False
         if self._n and vk != self._vkind:
@@ -358,6 +375,8 @@ class TypedIngest:
                             return False
                     elif not -_INF < x < _INF:
                         return False
+        elif self._op == _VARIANCE:
+            return False
         else:
             vi = np.ascontiguousarray(values)
             if (self._op == _SUM or self._op == _MEAN) and not self._count:
@@ -404,6 +423,8 @@ class TypedIngest:
             return 1
         if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
             return (self._value(k), 1)
+        if self._op == _VARIANCE:
+            return (1, self._value(k), 0)
         return self._value(k)
 
     def flush(self) -> list:
@@ -472,6 +493,8 @@ class TypedIngest:
             return self._value(j - 1) if i < j else agg
         if op == _MINCOUNT or op == _MAXCOUNT:
             return self._fold_count(agg, i, j, combine)
+        if op == _VARIANCE:
+            return self._fold_variance(agg, i, j, combine)
         mean: cython.bint = op == _MEAN
         s: object = agg[0] if mean else agg
         while i < j and not self._typed(s):  # the object way until the aggregate is of the run's kind
@@ -556,6 +579,34 @@ class TypedIngest:
         if not restart and n == 0:
             return agg
         return (s, n if restart else agg[1] + n)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.cdivision(True)
+    def _fold_variance(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t, combine: object) -> object:
+        """Variance / StdDev of floats: ``agg`` combined with the partials ``(1, v, 0)`` of tuples
+        i:j in order, each step ``_chan``'s operations in its order (its counts as doubles: exact,
+        below 2**53; ``M2 + 0``: the int 0 of a lifted partial)."""
+        while i < j and not _chan_typed(agg, j - i):  # the object way until the partial is of floats
+            agg = combine(agg, self._partial(i))
+            i += 1
+        if i == j:
+            return agg
+        count = agg[0]
+        na: cython.double = count
+        ma: cython.double = agg[1]
+        m2: cython.double = agg[2]
+        n: cython.double
+        delta: cython.double
+        c: cython.Py_ssize_t
+        for c in range(i, j):
+            n = na + 1.0
+            delta = self._vd[c] - ma
+            ma = ma + delta * 1.0 / n
+            m2 = m2 + 0.0 + delta * delta * na * 1.0 / n
+            na = n
+        return (count + (j - i), ma, m2)
 
     @cython.cfunc
     def _typed(self, s: object) -> cython.bint:
