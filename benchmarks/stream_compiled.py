@@ -14,7 +14,8 @@ round, results compared with the object engine's after every round (``equal``):
 * ``typed, columns``: the typed ingest, each second's tuples ``insert_many(ts, values)`` of
   int64 numpy columns (made before the clock starts).
 
-For Sum and Mean. The table gives tuples per second (median over rounds), the ratio to the
+For Sum and Mean (``--monoid NAME``, repeatable, picks others: MinCount, MaxCount, First,
+Last). The table gives tuples per second (median over rounds), the ratio to the
 object engine, and where an object-engine run spends its time: the per-tuple inserts, the
 advances' slicing of the released tuples, and the rest of the advances (window ends:
 final aggregation, one Result per window and query, sorting).
@@ -28,6 +29,7 @@ by the tuples between them (steady state: inserts, advances, window ends).
     python -m benchmarks.stream_compiled                  # 60 s of stream, 5 rounds
     python -m benchmarks.stream_compiled --instructions   # and instructions per tuple (~3 min)
     python -m benchmarks.stream_compiled --quick          # smoke run (seconds)
+    python -m benchmarks.stream_compiled --monoid MinCount --monoid First
 """
 
 from __future__ import annotations
@@ -40,13 +42,15 @@ import numpy as np
 from benchmarks.common import Run, cachegrind_instructions, gc_paused, median, now_ns, parser, ratio
 from benchmarks.stream_baselines import Workload
 from benchmarks.stream_slicing import tumbling_queries
-from mta import Mean, Stream, Sum
+from mta import First, Last, MaxCount, Mean, MinCount, Stream, Sum
 from mta._extensions import load_pure
 from mta.monoid import Monoid
 from mta.stream import engine, typed_ingest
 
 NAME = "stream_compiled"
-MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean}
+MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
+                                             "First": First, "Last": Last}
+DEFAULT = ["Sum", "Mean"]
 COMPETITORS = ["object", "typed", "typed, columns"]
 TARGET = 5.0
 PURE_CLOSE_WINDOWS = load_pure("mta.stream.fanout").close_windows
@@ -109,14 +113,15 @@ def _run(competitor: str, stream: Stream, rounds: list, columns: list, rows: boo
     return dt / 1e9, [(r.query, r.start, r.end, repr(r.value), r.count) for r in out] if rows else [], split
 
 
-def cell(run: Run, seconds: float, reps: int, rate: int = 1000) -> dict[str, Any]:
+def cell(run: Run, seconds: float, reps: int, rate: int = 1000, names: list[str] = DEFAULT) -> dict[str, Any]:
     queries = tumbling_queries(1000, 1000)
     rounds = Workload(seconds=seconds, rate=rate).rounds()
     columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
                for b, _ in rounds]
     tuples = sum(len(b) for b, _ in rounds)
     results = []
-    for mname, make in MONOIDS.items():
+    for mname in names:
+        make = MONOIDS[mname]
         tps: dict[str, list[float]] = {c: [] for c in COMPETITORS}
         splits: list[dict] = []
         equal = True
@@ -165,12 +170,12 @@ def child(competitor: str, monoid: str, seconds: int) -> None:
     _run(competitor, stream, rounds[:seconds], columns[:seconds], rows=False)
 
 
-def instructions(run: Run) -> dict[str, Any]:
+def instructions(run: Run, names: list[str] = DEFAULT) -> dict[str, Any]:
     rounds = Workload(seconds=INSTRUCTION_SPAN[1]).rounds()
     short, long = INSTRUCTION_SPAN
     tuples = sum(len(b) for b, _ in rounds[short:long])
     results = []
-    for mname in MONOIDS:
+    for mname in names:
         entry: dict[str, Any] = {"monoid": mname, "tuples": tuples}
         for c in COMPETITORS:
             counts = [cachegrind_instructions("benchmarks.stream_compiled", ["--child", c, mname, str(n)])
@@ -202,14 +207,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=int, default=1000,
                    help="tuples per second of stream (window ends do not grow with it)")
     p.add_argument("--instructions", action="store_true", help="also instructions per tuple (valgrind)")
+    p.add_argument("--monoid", action="append", choices=list(MONOIDS),
+                   help="a monoid to run (repeatable; default: " + ", ".join(DEFAULT) + ")")
     args = p.parse_args(argv)
+    names = args.monoid or DEFAULT
     seconds, reps = (4.0, 1) if args.quick else (args.seconds, args.reps)
     run = Run(NAME, args, {"seconds": seconds, "reps": reps, "rate": args.rate, "windows": 1000,
-                           "compiled": typed_ingest.COMPILED})
-    out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate))
+                           "compiled": typed_ingest.COMPILED, "monoids": names})
+    out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate, names))
     run.data["results"] = out["results"]
     if args.instructions:
-        run.data["instructions"] = run.experiment("instructions", lambda: instructions(run))["results"]
+        run.data["instructions"] = run.experiment("instructions", lambda: instructions(run, names))["results"]
     run.finish(["monoid", "competitor", "tuples_per_s"],
                [[e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in COMPETITORS])
     run.write_markdown()

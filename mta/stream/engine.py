@@ -39,7 +39,6 @@ import numpy as np
 from kvs import codec
 from kvs.blocks import Backend
 from kvs.urls import connect
-from mta.algorithms.typed import op_of
 from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
@@ -130,7 +129,7 @@ class Stream:
         #: columns; they count as the pending tuples after those of ``_pending`` (which is
         #: empty while it takes tuples), with the arrival numbers from ``_arrival`` on
         self._ingest: typed_ingest.TypedIngest | None = None
-        if typed_ingest.USE and op_of(monoid) is not None:
+        if typed_ingest.USE and typed_ingest.op_for(monoid) is not None:
             self._ingest = typed_ingest.TypedIngest(monoid, self._insert_object)
             self.insert = self._ingest.insert  # type: ignore[method-assign]
         self._configure()

@@ -1,6 +1,7 @@
 """The Stream engine's typed ingest: in-order tuples of a built-in numeric monoid in C columns (issue 20).
 
-For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``), the
+For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``),
+``MinCount``, ``MaxCount``, ``First``, ``Last``, ``Variance`` and ``StdDev`` (:func:`op_for`), the
 common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
 the watermark -- costs a Python tuple per tuple in ``pending`` and a Python call per tuple
 into the newest slice. :class:`TypedIngest` takes that case instead: ``Stream.insert`` (and
@@ -13,16 +14,24 @@ columns into ``pending`` as the tuples they stand for, so both paths see the sam
 timestamps exactly ints of magnitude below 2**53 or finite floats, one kind per batch held,
 not older than ``floor`` (the watermark and the newest tuple: the columns stay sorted, in
 arrival order); values exactly ints in int64 or floats, one kind per batch held, that the
-monoid lifts unchanged (finite for Sum and Mean, not NaN for Min and Max; Count ignores
-them); for Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so
-a run's sum is exact in an int64.
+monoid lifts unchanged (finite for Sum, Mean, MinCount and MaxCount, not NaN for Min and
+Max; any float for First and Last, NaN and infinities included; Count ignores them; floats
+only, finite, for Variance and StdDev: ints go the object way); for
+Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
+is exact in an int64.
 
 Exactness: a run is combined into the slice's aggregate in the object path's order, one
 value after another (``a + v``; ``a if a <= v else v``; ``a if a >= v else v``), from the
 slice's first partial as the object path takes it (``-0.0`` stays ``-0.0``); in C only when
 the aggregate is of the run's kind (a float aggregate for float values, an int64 one for
-Min and Max of ints), else through ``monoid.combine`` until it is. Sums of ints are exact in
-any order: a run's C sum is added to the Python aggregate. So results are the object
+Min, Max, MinCount and MaxCount of ints), else through ``monoid.combine`` until it is.
+MinCount / MaxCount fold ``(v, 1)`` as ``_mincount`` / ``_maxcount`` do: a strictly smaller
+(larger) v replaces the value and restarts the count at 1, an equal one keeps the
+aggregate's value (``0.0`` against ``-0.0``: the older) and adds 1. First keeps the slice's
+aggregate, Last takes the run's newest value (the identity ``_EMPTY`` is never a value).
+Variance / StdDev fold ``(1, v, 0)`` by ``_chan``'s operations in its order, in doubles,
+once the aggregate is ``(int count below 2**53, float mean, float M2 or the int 0)``.
+Sums of ints are exact in any order: a run's C sum is added to the Python aggregate. So results are the object
 path's, floats bit for bit.
 
 Cython pure-Python mode: compiled, the columns are typed memoryviews; interpreted, the same
@@ -44,7 +53,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.typed import op_of
-from mta.monoid import Count, Monoid
+from mta.monoid import Count, First, Last, MaxCount, MinCount, Monoid, StdDev, Variance
 
 COMPILED: bool = cython.compiled
 
@@ -56,6 +65,11 @@ _SUM = cython.declare(cython.int, 0)
 _MIN = cython.declare(cython.int, 1)
 _MAX = cython.declare(cython.int, 2)
 _MEAN = cython.declare(cython.int, 3)
+_MINCOUNT = cython.declare(cython.int, 4)
+_MAXCOUNT = cython.declare(cython.int, 5)
+_FIRST = cython.declare(cython.int, 6)
+_LAST = cython.declare(cython.int, 7)
+_VARIANCE = cython.declare(cython.int, 8)
 _NONE = cython.declare(cython.int, -1)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
@@ -66,6 +80,19 @@ _EXACT_C = cython.declare(cython.longlong, 2 ** 53)
 _I64_MIN = -(2 ** 63)
 _I64_MAX = 2 ** 63 - 1
 _LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
+# what a float value must be to be taken: anything (Count, First, Last), not NaN (Min, Max), finite
+_ANY = cython.declare(cython.int, 0)
+_NOT_NAN = cython.declare(cython.int, 1)
+_FINITE = cython.declare(cython.int, 2)
+
+_WIDE = {MinCount: _MINCOUNT, MaxCount: _MAXCOUNT, First: _FIRST, Last: _LAST, Variance: _VARIANCE,
+         StdDev: _VARIANCE}
+
+
+def op_for(monoid: Monoid) -> int | None:
+    """The op of a monoid the typed ingest takes (exact types), or None."""
+    op = op_of(monoid)
+    return op if op is not None else _WIDE.get(type(monoid))
 
 
 @cython.cfunc
@@ -98,6 +125,16 @@ def _ceil(t: int) -> float:
     return f if f >= t else math.nextafter(f, math.inf)
 
 
+@cython.cfunc
+def _chan_typed(agg: object, m: cython.Py_ssize_t) -> cython.bint:
+    """Whether a Variance partial combines with m float partials in C as ``_chan`` would: a
+    count, nonzero, that stays exact as a double, a float mean, M2 a float or the int 0."""
+    count = agg[0]
+    m2 = agg[2]
+    return (type(count) is int and 0 < count < _EXACT - m and type(agg[1]) is float
+            and (type(m2) is float or (type(m2) is int and m2 == 0)))
+
+
 @cython.cclass
 class TypedIngest:
     """C columns of the in-order tuples waiting for the watermark (see the module docstring).
@@ -110,6 +147,7 @@ class TypedIngest:
     live = cython.declare(cython.bint, visibility="public")
     _op: cython.int
     _count: cython.bint
+    _vcheck: cython.int  # _ANY, _NOT_NAN or _FINITE: the float values taken
     _tkind: cython.int
     _vkind: cython.int
     _h: cython.Py_ssize_t  # the oldest tuple's index: the columns hold tuples _h .. _h + _n - 1
@@ -122,11 +160,17 @@ class TypedIngest:
     _vi: cython.longlong[:]
 
     def __init__(self, monoid: Monoid, slow: Any) -> None:
-        op = op_of(monoid)
+        op = op_for(monoid)
         if op is None:
             raise TypeError(f"no typed ingest for {monoid!r}")
         self._op = op
         self._count = type(monoid) is Count
+        if self._count or op == _FIRST or op == _LAST:
+            self._vcheck = _ANY
+        elif op == _MIN or op == _MAX:
+            self._vcheck = _NOT_NAN
+        else:
+            self._vcheck = _FINITE
         self._slow = slow
         self.live = False
         self._cap = 0
@@ -236,10 +280,10 @@ class TypedIngest:
         if vkind is float:
             x = value
             vk = _FLOAT
-            if self._op == _MIN or self._op == _MAX:
+            if self._vcheck == _NOT_NAN:
                 if x != x:
                     return False
-            elif not self._count and not -_INF < x < _INF:
+            elif self._vcheck == _FINITE and not -_INF < x < _INF:
                 return False
         elif vkind is int:
             if not cython.compiled and not _I64_MIN <= value <= _I64_MAX:
@@ -252,6 +296,8 @@ class TypedIngest:
             if (self._op == _SUM or self._op == _MEAN) and not self._count:
                 if _abs64(i) > _LIMIT - self._abs:
                     return False
+            elif self._op == _VARIANCE:  # ints: the object way
+                return False
         else:
             return False
         if self._n and vk != self._vkind:
@@ -321,14 +367,16 @@ class TypedIngest:
         vi: cython.longlong[:]
         if vk == _FLOAT:
             vd = np.ascontiguousarray(values)
-            if not self._count:
+            if self._vcheck != _ANY:
                 for k in range(m):
                     x = vd[k]
-                    if self._op == _MIN or self._op == _MAX:
+                    if self._vcheck == _NOT_NAN:
                         if x != x:
                             return False
                     elif not -_INF < x < _INF:
                         return False
+        elif self._op == _VARIANCE:
+            return False
         else:
             vi = np.ascontiguousarray(values)
             if (self._op == _SUM or self._op == _MEAN) and not self._count:
@@ -373,8 +421,10 @@ class TypedIngest:
         """``monoid.lift`` of value k (the monoid lifts these values unchanged)."""
         if self._count:
             return 1
-        if self._op == _MEAN:
+        if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
             return (self._value(k), 1)
+        if self._op == _VARIANCE:
+            return (1, self._value(k), 0)
         return self._value(k)
 
     def flush(self) -> list:
@@ -437,6 +487,14 @@ class TypedIngest:
         if self._count:
             return agg + (j - i)
         op: cython.int = self._op
+        if op == _FIRST:  # the aggregate is a value (never the identity): it stays
+            return agg
+        if op == _LAST:
+            return self._value(j - 1) if i < j else agg
+        if op == _MINCOUNT or op == _MAXCOUNT:
+            return self._fold_count(agg, i, j, combine)
+        if op == _VARIANCE:
+            return self._fold_variance(agg, i, j, combine)
         mean: cython.bint = op == _MEAN
         s: object = agg[0] if mean else agg
         while i < j and not self._typed(s):  # the object way until the aggregate is of the run's kind
@@ -476,13 +534,88 @@ class TypedIngest:
         return s
 
     @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _fold_count(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t, combine: object) -> object:
+        """MinCount / MaxCount: ``agg`` combined with the partials ``(v, 1)`` of tuples i:j in
+        order: a strictly better v replaces the value and restarts the count, an equal one
+        keeps the aggregate's value (``-0.0`` stays) and adds one."""
+        while i < j and not self._typed(agg[0]):  # the object way until the value is of the run's kind
+            agg = combine(agg, self._partial(i))
+            i += 1
+        if i == j:
+            return agg
+        low: cython.bint = self._op == _MINCOUNT
+        restart: cython.bint = False
+        n: cython.longlong = 0  # the count since the restart, or added to agg's count
+        c: cython.Py_ssize_t
+        acc_d: cython.double
+        acc_i: cython.longlong
+        x: cython.double
+        y: cython.longlong
+        s: object
+        if self._vkind == _FLOAT:
+            acc_d = agg[0]
+            for c in range(i, j):
+                x = self._vd[c]
+                if (x < acc_d) if low else (x > acc_d):
+                    acc_d = x
+                    n = 1
+                    restart = True
+                elif x == acc_d:
+                    n += 1
+            s = acc_d
+        else:
+            acc_i = agg[0]
+            for c in range(i, j):
+                y = self._vi[c]
+                if (y < acc_i) if low else (y > acc_i):
+                    acc_i = y
+                    n = 1
+                    restart = True
+                elif y == acc_i:
+                    n += 1
+            s = acc_i
+        if not restart and n == 0:
+            return agg
+        return (s, n if restart else agg[1] + n)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.cdivision(True)
+    def _fold_variance(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t, combine: object) -> object:
+        """Variance / StdDev of floats: ``agg`` combined with the partials ``(1, v, 0)`` of tuples
+        i:j in order, each step ``_chan``'s operations in its order (its counts as doubles: exact,
+        below 2**53; ``M2 + 0``: the int 0 of a lifted partial)."""
+        while i < j and not _chan_typed(agg, j - i):  # the object way until the partial is of floats
+            agg = combine(agg, self._partial(i))
+            i += 1
+        if i == j:
+            return agg
+        count = agg[0]
+        na: cython.double = count
+        ma: cython.double = agg[1]
+        m2: cython.double = agg[2]
+        n: cython.double
+        delta: cython.double
+        c: cython.Py_ssize_t
+        for c in range(i, j):
+            n = na + 1.0
+            delta = self._vd[c] - ma
+            ma = ma + delta * 1.0 / n
+            m2 = m2 + 0.0 + delta * delta * na * 1.0 / n
+            na = n
+        return (count + (j - i), ma, m2)
+
+    @cython.cfunc
     def _typed(self, s: object) -> cython.bint:
         """Whether the C loop combines into aggregate ``s`` as the object path would."""
         if self._vkind == _FLOAT:
             return type(s) is float
         if type(s) is not int:
             return False
-        if self._op == _MIN or self._op == _MAX:
+        if self._op != _SUM and self._op != _MEAN:
             return _I64_MIN <= s <= _I64_MAX
         return True
 
