@@ -524,7 +524,7 @@ class Stream:
                 raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
             watermark = int(watermark) if isinstance(watermark, numbers.Integral) else float(watermark)
         if watermark != watermark:
-            raise TypeError(f"watermark must be an int or a float, got {watermark!r}")
+            raise ValueError(f"watermark must not be NaN, got {watermark!r}")
         self.final.prepare()  # may raise (a plan the monoid cannot run): before anything changes
         if self._ingest is not None and (self._pending or not self._typed_release):
             self._flush_typed()
