@@ -133,6 +133,46 @@ def test_repacked_keys_change_nothing(monoid: str, policy: str, late: str, min_a
         typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
 
 
+def common_calls(op: tuple, at: Any, draw: Any) -> list | None:
+    """The calls on a window that a random operation of the shared kinds stands for (``at``
+    maps a drawn time to a timestamp, ``draw`` draws an update's value), or None for a kind
+    the test makes its own calls for."""
+    kind = op[0]
+    if kind == "insert":
+        value = draw()
+        return [lambda w: w.insert(at(op[1]), value)]
+    if kind == "many":
+        batch = [(at(t), draw()) for t in op[1]]
+        return [lambda w: w.insert_many(batch)]
+    if kind == "columns":
+        stamps, column = list(map(at, op[1])), [draw() for _ in op[1]]
+        return [lambda w: w.insert_many(stamps, column)]
+    if kind == "clear":
+        return [lambda w: w.clear()]
+    if kind == "evict":
+        return [lambda w: w.evict(op[1])]
+    if kind == "evict_before":
+        return [lambda w: w.evict_before(at(op[1]))]
+    if kind == "retract":
+        return [lambda w: w.retract(at(op[1]))]
+    if kind == "range":
+        low, high = at(op[1]), at(op[2])
+        return [lambda w: w.query(low, high), lambda w: w.tally(low, high), lambda w: w.partial(low, high)]
+    return None
+
+
+def step_alike(typed_window: Window, object_window: Window, calls: list, op: Any) -> None:
+    """Make ``calls`` on both windows (the same results or errors), then assert that they
+    hold the same: size, aggregate, partial, frontier, entries."""
+    for call in calls:
+        assert outcome(lambda: call(typed_window)) == outcome(lambda: call(object_window)), op
+    assert len(typed_window) == len(object_window)
+    assert norm(typed_window.query()) == norm(object_window.query())
+    assert norm(typed_window.partial()) == norm(object_window.partial())
+    assert typed_window.frontier == object_window.frontier
+    assert norm(list(typed_window)) == norm(list(object_window))
+
+
 def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, float_stamps: bool, ops: list,
                    data: Any, ranks: bool) -> None:
     """Both windows through ``ops``; ``float_stamps``: timestamps 1e9 + t * 0.1 (floats that
@@ -153,38 +193,12 @@ def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: 
         return given_as(monoid, data.draw(values), next(keys))
 
     for op in ops:
-        kind = op[0]
-        if kind == "insert":
-            value = draw()
-            calls = [lambda w: w.insert(at(op[1]), value)]
-        elif kind == "many":
-            batch = [(at(t), draw()) for t in op[1]]
-            calls = [lambda w: w.insert_many(batch)]
-        elif kind == "columns":
-            stamps, column = list(map(at, op[1])), [draw() for _ in op[1]]
-            calls = [lambda w: w.insert_many(stamps, column)]
-        elif kind == "clear":
-            calls = [lambda w: w.clear()]
-        elif kind == "evict":
-            calls = [lambda w: w.evict(op[1])]
-        elif kind == "evict_before":
-            calls = [lambda w: w.evict_before(at(op[1]))]
-        elif kind == "retract":
-            calls = [lambda w: w.retract(at(op[1]))]
-        elif kind == "range":
-            low, high = at(op[1]), at(op[2])
-            calls = [lambda w: w.query(low, high), lambda w: w.tally(low, high), lambda w: w.partial(low, high)]
-        else:  # what the typed core cannot hold: a float timestamp, a far one, a value of another kind
+        calls = common_calls(op, at, draw)
+        if calls is None:  # what the typed core cannot hold: a float timestamp, a far one, a value of another kind
             bad = op[1]
             value = draw()
             calls = [lambda w: w.insert(bad, value) if bad != "value" else w.insert(3, given_as(monoid, 2 ** 70))]
-        for call in calls:
-            assert outcome(lambda: call(typed_window)) == outcome(lambda: call(object_window)), op
-        assert len(typed_window) == len(object_window)
-        assert norm(typed_window.query()) == norm(object_window.query())
-        assert norm(typed_window.partial()) == norm(object_window.partial())
-        assert typed_window.frontier == object_window.frontier
-        assert norm(list(typed_window)) == norm(list(object_window))
+        step_alike(typed_window, object_window, calls, op)
         assert norm(typed_window.oldest_timestamp()) == norm(object_window.oldest_timestamp())
     exact = (not floats or monoid == "count") and monoid not in ROUNDING
     assert tree_of(typed_window, exact, ranks) == tree_of(object_window, exact, ranks)

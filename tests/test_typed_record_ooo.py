@@ -26,7 +26,7 @@ from mta.algorithms.typed_record_fiba import TypedRecordFiBA
 from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev,
                         Sum, Variance)
 from mta.policy import MaxSize, TimeRange, all_of, any_of
-from test_typed_ordered import norm, outcome, tree_of
+from test_typed_ordered import common_calls, norm, outcome, step_alike, tree_of
 
 FIELDS = {"count": Count, "sum": Sum, "min": Min, "max": Max, "mean": Mean, "mincount": MinCount,
           "maxcount": MaxCount, "first": First, "last": Last, "variance": Variance, "stddev": lambda: StdDev(ddof=1),
@@ -106,30 +106,14 @@ def same_as_object(fields: list[str], floats: list[bool], policy: str, late: str
 
     for op in ops:
         kind = op[0]
-        if kind == "insert":
-            update = draw()
-            calls = [lambda w: w.insert(at(op[1]), update)]
-        elif kind == "many":
-            batch = [(at(t), draw()) for t in op[1]]
-            calls = [lambda w: w.insert_many(batch)]
-        elif kind in ("columns", "bad_columns"):
+        calls = common_calls(op, at, draw)
+        if kind == "bad_columns":
             stamps, column = list(map(at, op[1])), [draw() for _ in op[1]]
-            if kind == "bad_columns":  # the last update's last field of the other kind: checked first
-                last = len(names) - 1
-                column[-1][names[last]] = value(last, names[last], INTS if floats[last] else FLOATS)
+            # the last update's last field of the other kind: checked first
+            last = len(names) - 1
+            column[-1][names[last]] = value(last, names[last], INTS if floats[last] else FLOATS)
             calls = [lambda w: w.insert_many(stamps, column)]
-        elif kind == "evict":
-            calls = [lambda w: w.evict(op[1])]
-        elif kind == "evict_before":
-            calls = [lambda w: w.evict_before(at(op[1]))]
-        elif kind == "retract":
-            calls = [lambda w: w.retract(at(op[1]))]
-        elif kind == "range":
-            low, high = at(op[1]), at(op[2])
-            calls = [lambda w: w.query(low, high), lambda w: w.tally(low, high), lambda w: w.partial(low, high)]
-        elif kind == "clear":
-            calls = [lambda w: w.clear()]
-        else:  # the last field only cannot hold it: every field is checked before any change
+        elif calls is None:  # the last field only cannot hold it: every field is checked before any change
             update = draw()
             last = len(names) - 1
             if op[1] == "kind" and fields[last] != "count":
@@ -137,13 +121,7 @@ def same_as_object(fields: list[str], floats: list[bool], policy: str, late: str
             elif op[1] == "string":
                 update[names[last]] = value(last, names[last], st.just(2 ** 70))
             calls = [lambda w: w.insert((2 if float_stamps else 2.5) if op[1] == "stamp" else at(3), update)]
-        for call in calls:
-            assert outcome(lambda: call(typed_window)) == outcome(lambda: call(object_window)), op
-        assert len(typed_window) == len(object_window)
-        assert norm(typed_window.query()) == norm(object_window.query())
-        assert norm(typed_window.partial()) == norm(object_window.partial())
-        assert typed_window.frontier == object_window.frontier
-        assert norm(list(typed_window)) == norm(list(object_window))
+        step_alike(typed_window, object_window, calls, op)
         if not set(fields) & set(ROUNDING) and typed_window._typed:
             assert norm(typed_window.query()) == norm(naive(typed_window))
     assert tree_of(typed_window, False, ranks) == tree_of(object_window, False, ranks)
