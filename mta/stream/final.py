@@ -16,17 +16,48 @@ tuples and splits, which change the others, are reported.
 - ``amta``: one Amortized MTA per query, fed the slices in order and evicting those
   that left the window: O(1) amortized combines per slice and query, for streams in
   order; a changed slice inside it, or a window that is not the next one, rebuilds it.
+
+The trees and AMTAs are typed (:mod:`mta.algorithms.typed_fiba`, :mod:`mta.algorithms.typed_amta`:
+C columns, compiled) when the typed cores are in use and serve the monoid (:func:`structure`,
+the one place that chooses); each call on one goes through :func:`call`, which demotes it to
+its object twin, in the same state, on the first partial or key it cannot hold (``Untyped``,
+raised before anything changed) and makes the call again there. The twins combine in the
+same order, so the results are the object structures', floats bit for bit.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Any, ClassVar
 
+from mta.algorithms import typed
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.fiba import FiBA
+from mta.algorithms.typed_amta import TypedAMTA
+from mta.algorithms.typed_fiba import TypedFiBA
 from mta.stream.slices import TimeSlices
+
+#: FiBA's arity here: fewer combines per range query than 16.
+_ARITY = 4
+
+
+def structure(kind: str, monoid: Any) -> Any:
+    """A new ``"fiba"`` (arity 4) or ``"amta"`` for ``monoid``: the typed twin when the typed
+    cores are in use (compiled) and serve it, else the object one."""
+    if typed.USE and typed.serves(monoid):
+        return TypedFiBA(monoid, min_arity=_ARITY) if kind == "fiba" else TypedAMTA(monoid)
+    return FiBA(monoid, min_arity=_ARITY) if kind == "fiba" else AmortizedMTA(monoid)
+
+
+def call(slot: list, method: str, *args: Any) -> Any:
+    """``slot[0].method(*args)``; a typed ``slot[0]`` that cannot take it (``Untyped``, raised
+    before any change) is replaced by its object twin in the same state, which takes it."""
+    try:
+        return getattr(slot[0], method)(*args)
+    except typed.Untyped:
+        slot[0] = slot[0].to_object()
+        return getattr(slot[0], method)(*args)
 
 
 class FinalAggregation(ABC):
@@ -82,7 +113,8 @@ class FiBAFinal(FinalAggregation):
 
     def __init__(self, slices: TimeSlices) -> None:
         super().__init__(slices)
-        self.tree = FiBA(self.monoid, min_arity=4)  # fewer combines per range query than 16
+        #: [the FiBA] (a slot: :func:`call` may replace a typed tree by its object twin)
+        self.tree = [structure("fiba", self.monoid)]
         self.newest: Any = None  # the largest start in the tree
         self.stale: set = set()
 
@@ -94,14 +126,14 @@ class FiBAFinal(FinalAggregation):
         slices, tree = self.slices, self.tree
         starts, aggs = slices.starts, slices.aggs
         for start in self.stale:
-            tree.evict(start)
+            call(tree, "evict", start)
             k = bisect_right(starts, start) - 1
             if k >= 0 and starts[k] == start:
-                tree.insert(start, aggs[k])
+                call(tree, "insert", start, aggs[k])
         self.stale.clear()
         first = 0 if self.newest is None else bisect_right(starts, self.newest)
         for k in range(first, j):
-            tree.insert(starts[k], aggs[k])
+            call(tree, "insert", starts[k], aggs[k])
         if j > first:
             self.newest = starts[j - 1]
 
@@ -111,20 +143,21 @@ class FiBAFinal(FinalAggregation):
             if j - 1 == i:
                 return aggs[i]
             self._sync(j - 1)
-            return self.monoid.combine(self.tree.query_range(starts[i], starts[j - 2]), aggs[j - 1])
+            return self.monoid.combine(call(self.tree, "query_range", starts[i], starts[j - 2]), aggs[j - 1])
         self._sync(j)
-        return self.tree.query_range(starts[i], starts[j - 1])
+        return call(self.tree, "query_range", starts[i], starts[j - 1])
 
     def dropped(self) -> None:
         starts = self.slices.starts
         if not starts:
-            self.tree.clear()
+            self.tree = [structure("fiba", self.monoid)]
             self.newest = None
             return
-        oldest = self.tree.oldest()
+        tree = self.tree
+        oldest = tree[0].oldest()
         while oldest is not None and oldest[0] < starts[0]:
-            self.tree.evict(oldest[0])
-            oldest = self.tree.oldest()
+            call(tree, "evict", oldest[0])
+            oldest = tree[0].oldest()
 
 
 class AMTAFinal(FinalAggregation):
@@ -134,7 +167,7 @@ class AMTAFinal(FinalAggregation):
 
     def __init__(self, slices: TimeSlices) -> None:
         super().__init__(slices)
-        #: query -> [its AMTA, the starts of the slices in it (oldest first), offset of the oldest]
+        #: query -> [its AMTA (typed or not: see structure), the starts of the slices in it (oldest first), offset of the oldest]
         self.fifos: dict[str, list] = {}
 
     def changed(self, start: Any) -> None:
@@ -150,26 +183,23 @@ class AMTAFinal(FinalAggregation):
         if fifo is not None and fifo[2] < len(fifo[1]) and fifo[1][fifo[2]] > starts[i]:
             fifo = None  # the window starts before what the AMTA holds
         if fifo is None:
-            fifo = self.fifos[query] = [AmortizedMTA(self.monoid), [], 0]
+            fifo = self.fifos[query] = [structure("amta", self.monoid), [], 0]
         if j == len(starts):  # the newest slice may still grow in order: combined apart
             if j - 1 == i:
                 return aggs[i]
             return self.monoid.combine(self.aggregate(query, i, j - 1), aggs[j - 1])
-        amta, keys, first = fifo
-        gone = first
-        while gone < len(keys) and keys[gone] < starts[i]:
-            gone += 1
+        keys, first = fifo[1], fifo[2]
+        gone = bisect_left(keys, starts[i], first)  # keys are in order
         if gone > first:
-            amta.evict(gone - first)
+            fifo[0].evict(gone - first)
         if gone > 1024 and gone * 2 > len(keys):
             del keys[:gone]
             gone = 0
         fifo[2] = gone
         k = i if len(keys) == gone else bisect_right(starts, keys[-1])
-        for k in range(k, j):
-            amta.insert(aggs[k])
-            keys.append(starts[k])
-        return amta.query()
+        call(fifo, "insert_many", aggs[k:j])  # fifo[0]: the AMTA (a slot, as for call); all or nothing
+        keys.extend(starts[k:j])
+        return fifo[0].query()
 
     def forget(self, query: str) -> None:
         self.fifos.pop(query, None)
