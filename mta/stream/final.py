@@ -18,10 +18,11 @@ tuples and splits, which change the others, are reported.
   order; a changed slice inside it, or a window that is not the next one, rebuilds it.
 
 The trees and AMTAs are typed (:mod:`mta.algorithms.typed_fiba`, :mod:`mta.algorithms.typed_amta`:
-C columns, compiled) when the typed cores are in use and serve the monoid (:func:`structure`,
-the one place that chooses); each call on one goes through :func:`call`, which demotes it to
-its object twin, in the same state, on the first partial or key it cannot hold (``Untyped``,
-raised before anything changed) and makes the call again there. The twins combine in the
+C columns, compiled) when the typed cores are in use and serve the monoid (chosen once, by
+:attr:`FinalAggregation.typed`, and built by :meth:`FinalAggregation.structure`); each call on
+one goes through :func:`call`, which demotes it to its object twin, in the same state, on
+the first partial or key it cannot hold (``Untyped``, raised before anything changed) and
+makes the call again there. The twins combine in the
 same order, so the results are the object structures', floats bit for bit.
 """
 
@@ -42,14 +43,6 @@ from mta.stream.slices import TimeSlices
 _ARITY = 4
 
 
-def structure(kind: str, monoid: Any) -> Any:
-    """A new ``"fiba"`` (arity 4) or ``"amta"`` for ``monoid``: the typed twin when the typed
-    cores are in use (compiled) and serve it, else the object one."""
-    if typed.USE and typed.serves(monoid):
-        return TypedFiBA(monoid, min_arity=_ARITY) if kind == "fiba" else TypedAMTA(monoid)
-    return FiBA(monoid, min_arity=_ARITY) if kind == "fiba" else AmortizedMTA(monoid)
-
-
 def call(slot: list, method: str, *args: Any) -> Any:
     """``slot[0].method(*args)``; a typed ``slot[0]`` that cannot take it (``Untyped``, raised
     before any change) is replaced by its object twin in the same state, which takes it."""
@@ -68,6 +61,14 @@ class FinalAggregation(ABC):
     def __init__(self, slices: TimeSlices) -> None:
         self.slices = slices
         self.monoid = slices.monoid
+        #: whether new trees and AMTAs are the typed twins (the typed cores are in use and serve the monoid)
+        self.typed = typed.USE and typed.serves(self.monoid)
+
+    def structure(self, kind: str) -> Any:
+        """A new ``"fiba"`` (arity 4) or ``"amta"``: the typed twin if :attr:`typed`, else the object one."""
+        if self.typed:
+            return TypedFiBA(self.monoid, min_arity=_ARITY) if kind == "fiba" else TypedAMTA(self.monoid)
+        return FiBA(self.monoid, min_arity=_ARITY) if kind == "fiba" else AmortizedMTA(self.monoid)
 
     @abstractmethod
     def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
@@ -114,7 +115,7 @@ class FiBAFinal(FinalAggregation):
     def __init__(self, slices: TimeSlices) -> None:
         super().__init__(slices)
         #: [the FiBA] (a slot: :func:`call` may replace a typed tree by its object twin)
-        self.tree = [structure("fiba", self.monoid)]
+        self.tree = [self.structure("fiba")]
         self.newest: Any = None  # the largest start in the tree
         self.stale: set = set()
 
@@ -150,7 +151,7 @@ class FiBAFinal(FinalAggregation):
     def dropped(self) -> None:
         starts = self.slices.starts
         if not starts:
-            self.tree = [structure("fiba", self.monoid)]
+            self.tree = [self.structure("fiba")]
             self.newest = None
             return
         tree = self.tree
@@ -167,7 +168,8 @@ class AMTAFinal(FinalAggregation):
 
     def __init__(self, slices: TimeSlices) -> None:
         super().__init__(slices)
-        #: query -> [its AMTA (typed or not: see structure), the starts of the slices in it (oldest first), offset of the oldest]
+        #: query -> [its AMTA (typed or not: see structure), the starts of the slices in it
+        #: (oldest first), offset of the oldest]
         self.fifos: dict[str, list] = {}
 
     def changed(self, start: Any) -> None:
@@ -183,7 +185,7 @@ class AMTAFinal(FinalAggregation):
         if fifo is not None and fifo[2] < len(fifo[1]) and fifo[1][fifo[2]] > starts[i]:
             fifo = None  # the window starts before what the AMTA holds
         if fifo is None:
-            fifo = self.fifos[query] = [structure("amta", self.monoid), [], 0]
+            fifo = self.fifos[query] = [self.structure("amta"), [], 0]
         if j == len(starts):  # the newest slice may still grow in order: combined apart
             if j - 1 == i:
                 return aggs[i]
