@@ -11,7 +11,9 @@ must return the same (results compared by ``repr``: ints stay ints, floats bit f
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import operator
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -23,7 +25,8 @@ from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed_amta import TypedAMTA
 from mta.algorithms.typed_fiba import TypedFiBA
-from mta.stream import typed_ingest
+from mta._extensions import load_pure
+from mta.stream import typed_fold, typed_ingest
 from mta.windows import Session, Sliding, Tumbling
 
 MONOIDS = {"Sum": Sum, "Count": Count, "Min": Min, "Max": Max, "Mean": Mean, "MinCount": MinCount,
@@ -152,3 +155,28 @@ def test_float_sums_are_bit_for_bit_the_object_ones():
     slow, _ = run("auto", values, False)
     assert fast == slow
     assert isinstance(structures(fast_stream)[0], TypedFiBA)
+
+
+terms = st.one_of(st.integers(-10, 10), st.integers(-(2 ** 64), 2 ** 64), st.sampled_from([2 ** 62 - 1, -(2 ** 62) + 1, 2 ** 62]),
+                  st.floats(allow_nan=True), st.sampled_from([True, False, -0.0, 0.0, 0.1]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(xs=st.lists(terms, min_size=1, max_size=30), data=st.data())
+def test_add_range_is_the_left_fold_of_plus(xs, data):
+    """typed_fold.add_range (compiled when built) and its pure twin give reduce(operator.add)'s result, or error."""
+    i = data.draw(st.integers(0, len(xs) - 1))
+    j = data.draw(st.integers(i + 1, len(xs)))
+    field = data.draw(st.sampled_from([-1, 0, 1]))
+    aggs = xs if field < 0 else [(x, -x) if field == 0 else (None, x) for x in xs]
+    want = outcome(lambda: functools.reduce(operator.add, [a if field < 0 else a[field] for a in aggs[i + 1:j]],
+                                            aggs[i] if field < 0 else aggs[i][field]))
+    for module in (typed_fold, load_pure("mta.stream.typed_fold")):
+        assert outcome(lambda: module.add_range(aggs, i, j, field)) == want
+
+
+@pytest.mark.parametrize("monoid", [Sum, Mean])
+def test_lazy_sum_and_mean_fold_in_c(monoid):
+    stream = make(monoid(), "lazy", [("q", Sliding(40, 1))], True, 0)
+    assert stream.final.added == ((-1,) if monoid is Sum else (0, 1))
+    assert make(monoid(), "lazy", [("q", Sliding(40, 1))], False, 0).final.added is None

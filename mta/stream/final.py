@@ -37,7 +37,9 @@ from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed_amta import TypedAMTA
 from mta.algorithms.typed_fiba import TypedFiBA
+from mta.monoid import Mean, Sum
 from mta.stream.slices import TimeSlices
+from mta.stream.typed_fold import add_range
 
 #: FiBA's arity here: fewer combines per range query than 16.
 _ARITY = 4
@@ -63,6 +65,9 @@ class FinalAggregation(ABC):
         self.monoid = slices.monoid
         #: whether new trees and AMTAs are the typed twins (the typed cores are in use and serve the monoid)
         self.typed = typed.USE and typed.serves(self.monoid)
+        #: typed: the fields that :meth:`fold` adds up in a C loop (the whole partial of Sum,
+        #: both of Mean's); None: ``monoid.fold``
+        self.added: tuple | None = {Sum: (-1,), Mean: (0, 1)}.get(type(self.monoid)) if self.typed else None
 
     def structure(self, kind: str) -> Any:
         """A new ``"fiba"`` (arity 4) or ``"amta"``: the typed twin if :attr:`typed`, else the object one."""
@@ -78,8 +83,12 @@ class FinalAggregation(ABC):
 
     def fold(self, i: int, j: int) -> Any:
         """Slices ``i:j`` combined in order, one by one (lazy slicing's final step)."""
-        aggs = self.slices.aggs
-        return self.monoid.fold(aggs[i], aggs[i + 1:j])
+        aggs, added = self.slices.aggs, self.added
+        if added is None or j - i < 2:
+            return self.monoid.fold(aggs[i], aggs[i + 1:j])
+        if len(added) == 1:
+            return add_range(aggs, i, j, -1)
+        return (add_range(aggs, i, j, 0), add_range(aggs, i, j, 1))
 
     def changed(self, start: Any) -> None:
         """The slice starting at ``start`` changed, appeared or was split out of order."""
