@@ -20,6 +20,16 @@ object engine, and where an object-engine run spends its time: the per-tuple ins
 advances' slicing of the released tuples, and the rest of the advances (window ends:
 final aggregation, one Result per window and query, sorting).
 
+A second case (``--no-final`` skips it; ``--quick``: 100 queries, 2 s of stream) is one where
+the final aggregation carries the load: 1,000 sliding queries ``Sliding(k * 30 ms, 1 s)`` for k = 1..1,000, whose
+edges cut each second into about 34 slices, so that a window spans 1 to 1,000 slices (about
+500 on average) and 1,000 windows end every second; the same sensor stream. For each final
+(``auto``, the default, ``lazy``, ``fiba``, ``amta``) and monoid (Sum and Mean), the
+``object`` engine (pure path: object FiBA / AMTAs and Python folds, ``typed.USE`` off) and
+the ``typed`` one (compiled: TypedFiBA / TypedAMTA, the C fold of Sum and Mean) alternate
+in one process; the table gives tuples per second, the ratio, and the milliseconds spent in
+the final aggregation (``stream.final.aggregate``, timed in both runs alike).
+
 ``--instructions`` adds the same comparison in instructions per tuple, counted by valgrind's
 cachegrind (:func:`benchmarks.common.cachegrind_instructions`), which the shared VM's load
 does not move: each competitor runs in a child process over the first 10 and the first 40
@@ -30,6 +40,7 @@ by the tuples between them (steady state: inserts, advances, window ends).
     python -m benchmarks.stream_compiled --instructions   # and instructions per tuple (~3 min)
     python -m benchmarks.stream_compiled --quick          # smoke run (seconds)
     python -m benchmarks.stream_compiled --monoid MinCount --monoid First
+    python -m benchmarks.stream_compiled --no-tumbling          # only the long sliding windows
 """
 
 from __future__ import annotations
@@ -44,8 +55,10 @@ from benchmarks.stream_baselines import Workload
 from benchmarks.stream_slicing import tumbling_queries
 from mta import First, Last, MaxCount, Mean, MinCount, Stream, Sum
 from mta._extensions import load_pure
+from mta.algorithms import typed as typed_cores
 from mta.monoid import Monoid
 from mta.stream import engine, typed_ingest
+from mta.windows import Sliding
 
 NAME = "stream_compiled"
 MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
@@ -56,22 +69,24 @@ TARGET = 5.0
 PURE_CLOSE_WINDOWS = load_pure("mta.stream.fanout").close_windows
 
 
-def build(monoid: Monoid, queries: list, typed: bool) -> Stream:
-    saved = typed_ingest.USE
-    typed_ingest.USE = typed
+def build(monoid: Monoid, queries: list, typed: bool, final: str = "auto") -> Stream:
+    """A stream on the typed ingest and final aggregation (``typed``) or on Python objects."""
+    saved = typed_ingest.USE, typed_cores.USE
+    typed_ingest.USE = typed_cores.USE = typed
     try:
-        stream = Stream(monoid)
+        stream = Stream(monoid, final=final)
     finally:
-        typed_ingest.USE = saved
+        typed_ingest.USE, typed_cores.USE = saved
     for name, spec in queries:
         stream.add(name, spec)
     return stream
 
 
-def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, columns: list) -> tuple[float, list, dict]:
+def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, columns: list,
+             final: str = "auto") -> tuple[float, list, dict]:
     """Seconds of one run and its results ``(query, start, end, value, count)``, with the
     object engine's split of the time (inserts, slicing at advances, the rest)."""
-    stream = build(monoid, queries, competitor != "object")
+    stream = build(monoid, queries, competitor != "object", final)
     compiled_close_windows = engine.close_windows
     if competitor == "object":
         engine.close_windows = PURE_CLOSE_WINDOWS
@@ -155,6 +170,78 @@ def cell(run: Run, seconds: float, reps: int, rate: int = 1000, names: list[str]
     return {"results": results}
 
 
+FINALS = ["auto", "lazy", "fiba", "amta"]
+FINAL_COMPETITORS = ["object", "typed"]
+
+
+def sliding_queries(n: int = 1000, unit: int = 30, slide: int = 1000) -> list:
+    """``Sliding(k * unit, slide)`` for k = 1..n: windows of 1 to ``n * unit / slide`` seconds."""
+    return [(f"s{k}", Sliding(k * unit, slide)) for k in range(1, n + 1)]
+
+
+def timed_final(stream: Stream, spent: list) -> None:
+    """Adds the nanoseconds of each ``stream.final.aggregate`` call to ``spent[0]``."""
+    aggregate = stream.final.aggregate
+
+    def timed(*args: Any) -> Any:
+        t0 = now_ns()
+        try:
+            return aggregate(*args)
+        finally:
+            spent[0] += now_ns() - t0
+    stream.final.aggregate = timed  # type: ignore[method-assign]
+
+
+def final_cell(run: Run, seconds: float, reps: int, rate: int = 1000, names: list[str] = DEFAULT,
+               n: int = 1000) -> dict[str, Any]:
+    queries = sliding_queries(n)
+    rounds = Workload(seconds=seconds, rate=rate).rounds()
+    tuples = sum(len(b) for b, _ in rounds)
+    results = []
+    for mname in names:
+        for final in FINALS:
+            tps: dict[str, list[float]] = {c: [] for c in FINAL_COMPETITORS}
+            spent_ms: dict[str, list[float]] = {c: [] for c in FINAL_COMPETITORS}
+            equal, windows = True, 0
+            for rep in range(reps):
+                got = {}
+                for c in (FINAL_COMPETITORS if rep % 2 == 0 else FINAL_COMPETITORS[::-1]):
+                    stream = build(MONOIDS[mname](), queries, c == "typed", final)
+                    spent = [0]
+                    timed_final(stream, spent)
+                    saved = engine.close_windows
+                    if c == "object":
+                        engine.close_windows = PURE_CLOSE_WINDOWS
+                    try:
+                        dt, rows, _ = _run(c, stream, rounds, [(None, None)] * len(rounds))
+                    finally:
+                        engine.close_windows = saved
+                    tps[c].append(tuples / dt)
+                    spent_ms[c].append(spent[0] / 1e6)
+                    got[c] = rows
+                equal = equal and got["typed"] == got["object"]
+                windows = len(got["object"])
+            entry = {"monoid": mname, "final": final, "tuples": tuples, "results": windows, "equal": equal,
+                     **{f"{c}_tps": median(tps[c]) for c in FINAL_COMPETITORS},
+                     **{f"{c}_final_ms": median(spent_ms[c]) for c in FINAL_COMPETITORS}}
+            entry["ratio"] = ratio(entry["typed_tps"], entry["object_tps"])
+            entry["final_ratio"] = ratio(entry["object_final_ms"], entry["typed_final_ms"])
+            results.append(entry)
+            run.log(f"{mname} {final}: object {entry['object_tps']:,.0f} t/s, typed {entry['typed_tps']:,.0f} t/s, "
+                    f"final {entry['object_final_ms']:.0f} / {entry['typed_final_ms']:.0f} ms")
+    run.table(f"Stream engine, {n:,} sliding windows of 1-{n:,} slices: tuples/s and final aggregation",
+              ["monoid", "final", "object t/s", "typed t/s", "typed / object", "object final ms", "typed final ms",
+               "final: object / typed", "equal"],
+              [[e["monoid"], e["final"], round(e["object_tps"]), round(e["typed_tps"]), f"{e['ratio']:.2f}x",
+                round(e["object_final_ms"]), round(e["typed_final_ms"]), f"{e['final_ratio']:.2f}x", e["equal"]]
+               for e in results],
+              note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a "
+                   f"second, then the watermark to infinity), {results[0]['results']:,} windows per run; queries "
+                   f"Sliding(k * 30 ms, 1 s), k = 1..{n:,}. "
+                   f"compiled: {typed_ingest.COMPILED}. 'final ms': time in stream.final.aggregate.")
+    return {"results": results}
+
+
 INSTRUCTION_SPAN = (10, 40)  # seconds of stream: the two prefixes the children run
 
 
@@ -207,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=int, default=1000,
                    help="tuples per second of stream (window ends do not grow with it)")
     p.add_argument("--instructions", action="store_true", help="also instructions per tuple (valgrind)")
+    p.add_argument("--no-final", dest="final", action="store_false",
+                   help="skip the long sliding windows (final aggregation) case")
+    p.add_argument("--no-tumbling", dest="tumbling", action="store_false", help="skip the tumbling windows case")
+    p.add_argument("--final-seconds", type=float, default=30.0, help="seconds of stream of the final case")
     p.add_argument("--monoid", action="append", choices=list(MONOIDS),
                    help="a monoid to run (repeatable; default: " + ", ".join(DEFAULT) + ")")
     args = p.parse_args(argv)
@@ -214,12 +305,20 @@ def main(argv: list[str] | None = None) -> int:
     seconds, reps = (4.0, 1) if args.quick else (args.seconds, args.reps)
     run = Run(NAME, args, {"seconds": seconds, "reps": reps, "rate": args.rate, "windows": 1000,
                            "compiled": typed_ingest.COMPILED, "monoids": names})
-    out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate, names))
-    run.data["results"] = out["results"]
+    rows: list = []
+    if args.tumbling:
+        out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate, names))
+        run.data["results"] = out["results"]
+        rows += [["tumbling", e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in COMPETITORS]
+    if args.final:
+        final_seconds, n = (2.0, 100) if args.quick else (args.final_seconds, 1000)
+        out = run.experiment("final", lambda: final_cell(run, final_seconds, reps, args.rate, names, n))
+        run.data["final"] = out["results"]
+        rows += [[f"sliding, final {e['final']}", e["monoid"], c, round(e[f"{c}_tps"])]
+                 for e in out["results"] for c in FINAL_COMPETITORS]
     if args.instructions:
         run.data["instructions"] = run.experiment("instructions", lambda: instructions(run, names))["results"]
-    run.finish(["monoid", "competitor", "tuples_per_s"],
-               [[e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in COMPETITORS])
+    run.finish(["case", "monoid", "competitor", "tuples_per_s"], rows)
     run.write_markdown()
     return 0
 

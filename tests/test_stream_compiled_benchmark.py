@@ -1,6 +1,7 @@
 """Smoke run of benchmarks.stream_compiled (issue 20, Stream engine) in its quick mode: every
-competitor ran for Sum and Mean, gave the object engine's results, and the results file has
-the command, the machine and the table. Timings are not asserted."""
+competitor ran for Sum and Mean (tumbling windows; and long sliding windows with each final
+aggregation), gave the object engine's results, and the results file has the command, the
+machine and the tables. Timings are not asserted."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 from conftest import bench_smoke, run_quick
 
-from benchmarks.stream_compiled import COMPETITORS, DEFAULT
+from benchmarks.stream_compiled import COMPETITORS, DEFAULT, FINAL_COMPETITORS, FINALS
 
 
 @bench_smoke
@@ -24,3 +25,10 @@ def test_stream_compiled_quick(tmp_path):
             assert e[f"{c}_tps"] > 0
         assert set(e["object_split_ns_per_tuple"]) == {"insert", "release", "windows"}
     assert "Stream engine, 1,000 tumbling windows" in data["markdown"]
+    finals = data["final"]
+    assert [(e["monoid"], e["final"]) for e in finals] == [(m, f) for m in DEFAULT for f in FINALS]
+    for e in finals:
+        assert e["equal"] is True and e["tuples"] == 2000 and e["results"] > 0
+        for c in FINAL_COMPETITORS:
+            assert e[f"{c}_tps"] > 0 and e[f"{c}_final_ms"] >= 0
+    assert "Stream engine, 100 sliding windows of 1-100 slices" in data["markdown"]
