@@ -22,8 +22,9 @@ C columns, compiled) when the typed cores are in use and serve the monoid (chose
 :attr:`FinalAggregation.typed`, and built by :meth:`FinalAggregation.structure`); each call on
 one goes through :func:`call`, which demotes it to its object twin, in the same state, on
 the first partial or key it cannot hold (``Untyped``, raised before anything changed) and
-makes the call again there. The twins combine in the
-same order, so the results are the object structures', floats bit for bit.
+makes the call again there. The twins combine in the same order, so the results are the
+object structures', floats bit for bit. :meth:`FinalAggregation.fold` adds Sum's and Mean's
+slices up in a C loop on the typed path (:mod:`mta.stream.typed_fold`: ``reduce``'s result).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class FiBAFinal(FinalAggregation):
 
     def dropped(self) -> None:
         starts = self.slices.starts
-        if not starts:
+        if not starts:  # a new tree: typed again if this one was demoted
             self.tree = [self.structure("fiba")]
             self.newest = None
             return
