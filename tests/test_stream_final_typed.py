@@ -19,19 +19,24 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from mta import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Stream, Sum, Variance
+from mta import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Stream, Sum, Variance
 from mta.algorithms import typed
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed_amta import TypedAMTA
 from mta.algorithms.typed_fiba import TypedFiBA
+from mta.algorithms.typed_record import TypedRecord
+from mta.algorithms.typed_record_fiba import TypedRecordFiBA
 from mta._extensions import load_pure
 from mta.stream import typed_fold, typed_ingest
 from mta.windows import Session, Sliding, Tumbling
 
 MONOIDS = {"Sum": Sum, "Count": Count, "Min": Min, "Max": Max, "Mean": Mean, "MinCount": MinCount,
-           "MaxCount": MaxCount, "First": First, "Last": Last, "Variance": Variance, "StdDev": lambda: StdDev(1)}
+           "MaxCount": MaxCount, "First": First, "Last": Last, "Variance": Variance, "StdDev": lambda: StdDev(1),
+           "Record(Sum, First)": lambda: Record(s=Sum(), f=First()),
+           "Record(Last, Min, Mean)": lambda: Record(l=Last(), m=Min(), a=Mean())}
 FINALS = ["lazy", "fiba", "auto", "amta"]
+TYPED = (TypedFiBA, TypedAMTA, TypedRecordFiBA, TypedRecord)
 
 
 @contextlib.contextmanager
@@ -115,15 +120,15 @@ def test_typed_final_equals_object_final(monoid, final, specs, lateness, data):
     assert fast.final.typed and not slow.final.typed
     for op in ops:
         assert apply(fast, True, op) == apply(slow, False, op), op
-        assert not any(isinstance(s, (TypedFiBA, TypedAMTA)) for s in structures(slow))
+        assert not any(isinstance(s, TYPED) for s in structures(slow))
         kinds = {type(s).__name__ for s in structures(fast)}
         if kinds:
             event(f"{final}: {', '.join(sorted(kinds))}")
     assert fast.dropped == slow.dropped
 
 
-def run(final: str, values: list, on: bool, spec=Sliding(30, 1)) -> tuple[list, Stream]:
-    stream = make(Sum(), final, [("q", spec)], on, 0)
+def run(final: str, values: list, on: bool, monoid=Sum) -> tuple[list, Stream]:
+    stream = make(monoid(), final, [("q", Sliding(30, 1))], on, 0)
     out = []
     for t, v in enumerate(values):
         apply(stream, on, ("insert", t, v))
@@ -140,12 +145,28 @@ def test_long_windows_run_typed_and_demote_on_a_huge_int(final):
     fast, fast_stream = run(final, values, True)
     slow, _ = run(final, values, False)
     assert fast == slow and len(fast) > 50
-    assert structures(fast_stream) and all(isinstance(s, (TypedFiBA, TypedAMTA)) for s in structures(fast_stream))
+    assert structures(fast_stream) and all(isinstance(s, TYPED) for s in structures(fast_stream))
     values[60] = 2 ** 70
     fast, fast_stream = run(final, values, True)
     slow, _ = run(final, values, False)
     assert fast == slow
     assert any(int(r[3]) > 2 ** 64 for r in fast)
+    assert all(isinstance(s, (FiBA, AmortizedMTA)) for s in structures(fast_stream))
+
+
+@pytest.mark.parametrize("final", ["fiba", "amta"])
+def test_records_run_typed_and_demote(final):
+    """A Record of Sum and First: one typed structure per field in lockstep, demoted (every
+    field joined into the object one) by a float among the ints."""
+    def record():
+        return Record(s=Sum(), f=First())
+    values = list(range(70))
+    fast, fast_stream = run(final, values, True, record)
+    assert fast == run(final, values, False, record)[0] and len(fast) > 40
+    assert all(isinstance(s, (TypedRecordFiBA, TypedRecord)) for s in structures(fast_stream))
+    values[50] = 0.5
+    fast, fast_stream = run(final, values, True, record)
+    assert fast == run(final, values, False, record)[0]
     assert all(isinstance(s, (FiBA, AmortizedMTA)) for s in structures(fast_stream))
 
 

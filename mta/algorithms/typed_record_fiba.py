@@ -21,8 +21,9 @@ try:
 except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
+from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped
-from mta.algorithms.typed_fiba import TypedFiBA
+from mta.algorithms.typed_fiba import TypedFiBA, _object_node
 from mta.algorithms.typed_record import serves
 from mta.monoid import Monoid, Record
 
@@ -184,6 +185,18 @@ class TypedRecordFiBA:
             return make(keys, values, agg, size, left, right, suffixes, kids)
 
         return joined(dumps)
+
+    def to_object(self) -> FiBA:
+        """The object :class:`FiBA` over the Record in this state, node for node (as
+        :meth:`TypedFiBA.to_object`), for a tree outside a held batch: its fields' undo
+        journals are not joined (ValueError while held)."""
+        if self.hold:
+            raise ValueError("a TypedRecordFiBA is demoted outside a held batch only")
+        obj = FiBA(self.monoid, min_arity=self.min_arity)
+        obj._root = self.dump(_object_node)
+        obj._left_finger = FiBA._leftmost(obj._root)
+        obj._right_finger = FiBA._rightmost(obj._root)
+        return obj
 
     def rekeyed(self, rekey: Callable[[tuple], tuple]) -> TypedRecordFiBA:
         """A copy whose field trees are rebuilt from their dumps through ``rekey`` (new keys

@@ -33,11 +33,12 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from typing import Any, ClassVar
 
-from mta.algorithms import typed
+from mta.algorithms import typed, typed_record
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed_amta import TypedAMTA
-from mta.algorithms.typed_fiba import TypedFiBA
+from mta.algorithms.typed_record import TypedRecord
+from mta.algorithms.typed_record_fiba import typed_tree
 from mta.monoid import Mean, Sum
 from mta.stream.slices import TimeSlices
 from mta.stream.typed_fold import add_range
@@ -64,17 +65,22 @@ class FinalAggregation(ABC):
     def __init__(self, slices: TimeSlices) -> None:
         self.slices = slices
         self.monoid = slices.monoid
-        #: whether new trees and AMTAs are the typed twins (the typed cores are in use and serve the monoid)
-        self.typed = typed.USE and typed.serves(self.monoid)
+        #: whether new trees and AMTAs are the typed twins (the typed cores are in use and serve
+        #: the monoid, or every field of a Record)
+        self.typed = typed.USE and (typed.serves(self.monoid) or typed_record.serves(self.monoid))
         #: typed: the fields that :meth:`fold` adds up in a C loop (the whole partial of Sum,
         #: both of Mean's); None: ``monoid.fold``
         self.added: tuple | None = {Sum: (-1,), Mean: (0, 1)}.get(type(self.monoid)) if self.typed else None
 
     def structure(self, kind: str) -> Any:
-        """A new ``"fiba"`` (arity 4) or ``"amta"``: the typed twin if :attr:`typed`, else the object one."""
+        """A new ``"fiba"`` (arity 4) or ``"amta"``: the typed twin if :attr:`typed` (one per
+        field of a Record, in lockstep), else the object one."""
+        monoid = self.monoid
+        if self.typed and kind == "fiba":
+            return typed_tree(monoid, _ARITY)  # a TypedRecordFiBA for a Record
         if self.typed:
-            return TypedFiBA(self.monoid, min_arity=_ARITY) if kind == "fiba" else TypedAMTA(self.monoid)
-        return FiBA(self.monoid, min_arity=_ARITY) if kind == "fiba" else AmortizedMTA(self.monoid)
+            return TypedRecord(monoid, TypedAMTA) if typed_record.serves(monoid) else TypedAMTA(monoid)
+        return FiBA(monoid, min_arity=_ARITY) if kind == "fiba" else AmortizedMTA(monoid)
 
     @abstractmethod
     def aggregate(self, query: str, i: int, j: int, again: bool = False, end: Any = None) -> Any:
