@@ -1,9 +1,8 @@
 """The Stream engine's typed ingest: in-order tuples of a built-in numeric monoid in C columns (issue 20).
 
 For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``),
-``MinCount``, ``MaxCount``, ``First``, ``Last``, ``Variance``, ``StdDev``, ``ArgMin`` and ``ArgMax``
-(:func:`op_for`), the
-common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
+``MinCount``, ``MaxCount``, ``First``, ``Last``, ``Variance``, ``StdDev``, ``ArgMin``, ``ArgMax``
+and Records of them but ArgMin and ArgMax (:func:`op_for`), the common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
 the watermark -- costs a Python tuple per tuple in ``pending`` and a Python call per tuple
 into the newest slice. :class:`TypedIngest` takes that case instead: ``Stream.insert`` (and
 ``insert_many`` of numpy columns) appends the timestamp and the value to C columns, and the
@@ -20,7 +19,8 @@ Max; any float for First and Last, NaN and infinities included; Count ignores th
 Variance and StdDev, finite floats and ints of magnitude at most 2**25); for ArgMin and ArgMax,
 ``(key, value)`` tuples (a list goes the object way) of a value as for Min and Max and a key
 exactly an int in int64 or a float (any: keys are never compared), one kind per batch held,
-never numpy columns (numbers are no pairs); for Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
+never numpy columns (numbers are no pairs); for a Record, the values every field takes (a
+dict goes the object way: only a number is lifted by every field); for Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
 is exact in an int64.
 
 Exactness: a run is combined into the slice's aggregate in the object path's order, one
@@ -37,7 +37,8 @@ once the aggregate is ``(int count below 2**53, float mean, float M2 or the int 
 lifted int ``(1, v, 0)``, ``|v| <= 2**25`` (ints that small make ``_chan``'s int products exact
 and its int quotients correctly rounded, as the doubles' are). ArgMin / ArgMax fold
 ``(v, key)`` as ``_argmin`` / ``_argmax`` do: a strictly smaller (larger) v replaces the
-aggregate, a tie keeps the older.
+aggregate, a tie keeps the older. A Record's partial is folded field by field (its combine
+is the fields' combines), each field as that monoid, from the same columns.
 Sums of ints are exact in any order: a run's C sum is added to the Python aggregate. So results are the object
 path's, floats bit for bit.
 
@@ -60,7 +61,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.typed import op_of
-from mta.monoid import ArgMax, ArgMin, Count, First, Last, MaxCount, MinCount, Monoid, StdDev, Variance
+from mta.monoid import ArgMax, ArgMin, Count, First, Last, MaxCount, MinCount, Monoid, Record, StdDev, Variance
 
 COMPILED: bool = cython.compiled
 
@@ -79,6 +80,7 @@ _LAST = cython.declare(cython.int, 7)
 _VARIANCE = cython.declare(cython.int, 8)
 _ARGMIN = cython.declare(cython.int, 9)
 _ARGMAX = cython.declare(cython.int, 10)
+_RECORD = cython.declare(cython.int, 11)
 _NONE = cython.declare(cython.int, -1)
 _FLOAT = cython.declare(cython.int, 0)
 _INT = cython.declare(cython.int, 1)
@@ -102,7 +104,11 @@ _WIDE = {MinCount: _MINCOUNT, MaxCount: _MAXCOUNT, First: _FIRST, Last: _LAST, V
 
 
 def op_for(monoid: Monoid) -> int | None:
-    """The op of a monoid the typed ingest takes (exact types), or None."""
+    """The op of a monoid the typed ingest takes (exact types), or None. A Record takes it when
+    every field does, but ArgMin, ArgMax and Records (their values are no numbers)."""
+    if type(monoid) is Record:
+        ops = [op_for(m) for m in monoid.fields.values()]
+        return _RECORD if all(op is not None and op < _ARGMIN for op in ops) else None
     op = op_of(monoid)
     return op if op is not None else _WIDE.get(type(monoid))
 
@@ -166,6 +172,10 @@ class TypedIngest:
     _op: cython.int
     _count: cython.bint
     _arg: cython.bint  # ArgMin / ArgMax: values are (key, value) pairs, the keys in _kd or _ki
+    _sums: cython.bint  # Sum or Mean (of a field): ints held within the INT bound (_abs)
+    _variance: cython.bint  # Variance or StdDev (of a field): ints within 2**25
+    _fields: list  # a Record's: a TypedIngest per field, folding from these columns
+    _combines: tuple  # and the fields' combines
     _vcheck: cython.int  # _ANY, _NOT_NAN or _FINITE: the float values taken
     _tkind: cython.int
     _vkind: cython.int
@@ -188,7 +198,20 @@ class TypedIngest:
         self._op = op
         self._count = type(monoid) is Count
         self._arg = op == _ARGMIN or op == _ARGMAX
-        if self._count or op == _FIRST or op == _LAST:
+        self._sums = (op == _SUM or op == _MEAN) and not self._count
+        self._variance = op == _VARIANCE
+        self._fields = []
+        self._combines = ()
+        f: TypedIngest
+        if op == _RECORD:  # a value is taken when every field takes it
+            self._fields = [TypedIngest(m, None) for m in monoid.fields.values()]
+            self._combines = tuple([m.combine for m in monoid.fields.values()])
+            self._vcheck = _ANY
+            for f in self._fields:
+                self._sums = self._sums or f._sums
+                self._variance = self._variance or f._variance
+                self._vcheck = max(self._vcheck, f._vcheck)
+        elif self._count or op == _FIRST or op == _LAST:
             self._vcheck = _ANY
         elif op == _MIN or op == _MAX or self._arg:
             self._vcheck = _NOT_NAN
@@ -273,13 +296,49 @@ class TypedIngest:
 
     def insert(self, ts: Any, value: Any) -> Any:
         """``Stream.insert``: the plain in-order case into the columns, anything else the object way."""
-        if self.live and self._take(ts, value):
+        if self.live and (self._take_pair(ts, value) if self._arg else self._take(ts, value)):
             return True
         return self._slow(ts, value)
 
     def take(self, ts: Any, value: Any) -> bool:
         """Add the tuple if it is one the fast path takes (else change nothing, return False)."""
-        return self._take(ts, value)
+        return self._take_pair(ts, value) if self._arg else self._take(ts, value)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.initializedcheck(False)
+    def _take_pair(self, ts: object, pair: object) -> cython.bint:
+        """ArgMin / ArgMax: :meth:`_take` of a ``(key, value)`` tuple's value, its key beside
+        it (a list goes the object way: it is kept as given)."""
+        if type(pair) is not tuple or len(pair) != 2:
+            return False
+        key = pair[0]
+        kx: cython.double = 0.0
+        ki: cython.longlong = 0
+        kk: cython.int
+        if type(key) is float:
+            kx = key
+            kk = _FLOAT
+        elif type(key) is int:
+            if not cython.compiled and not _I64_MIN <= key <= _I64_MAX:
+                return False
+            try:
+                ki = key
+            except OverflowError:  # compiled only: beyond int64
+                return False
+            kk = _INT
+        else:
+            return False
+        if (self._n and kk != self._kkind) or not self._take(ts, pair[1]):
+            return False
+        n: cython.Py_ssize_t = self._h + self._n - 1
+        if kk == _FLOAT:
+            self._kd[n] = kx
+        else:
+            self._ki[n] = ki
+        self._kkind = kk
+        return True
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -311,29 +370,6 @@ class TypedIngest:
         x: cython.double = 0.0
         i: cython.longlong = 0
         vk: cython.int
-        kx: cython.double = 0.0
-        ki: cython.longlong = 0
-        kk: cython.int = _NONE
-        if self._arg:  # a (key, value) tuple (a list goes the object way: it is kept as given)
-            if type(value) is not tuple or len(value) != 2:
-                return False
-            key = value[0]
-            value = value[1]
-            if type(key) is float:
-                kx = key
-                kk = _FLOAT
-            elif type(key) is int:
-                if not cython.compiled and not _I64_MIN <= key <= _I64_MAX:
-                    return False
-                try:
-                    ki = key
-                except OverflowError:  # compiled only: beyond int64
-                    return False
-                kk = _INT
-            else:
-                return False
-            if self._n and kk != self._kkind:
-                return False
         vkind = type(value)
         if vkind is float:
             x = value
@@ -351,10 +387,9 @@ class TypedIngest:
             except OverflowError:  # compiled only: beyond int64
                 return False
             vk = _INT
-            if (self._op == _SUM or self._op == _MEAN) and not self._count:
-                if _abs64(i) > _LIMIT - self._abs:
-                    return False
-            elif self._op == _VARIANCE and not -_VARIANCE_INT_C <= i <= _VARIANCE_INT_C:
+            if self._sums and _abs64(i) > _LIMIT - self._abs:
+                return False
+            if self._variance and not -_VARIANCE_INT_C <= i <= _VARIANCE_INT_C:
                 return False
         else:
             return False
@@ -368,14 +403,8 @@ class TypedIngest:
             self._vd[n] = x
         else:
             self._vi[n] = i
-            if (self._op == _SUM or self._op == _MEAN) and not self._count:
+            if self._sums:
                 self._abs += _abs64(i)
-        if self._arg:
-            if kk == _FLOAT:
-                self._kd[n] = kx
-            else:
-                self._ki[n] = ki
-            self._kkind = kk
         self._tkind, self._vkind = tk, vk
         self._floor = t
         self._n += 1
@@ -441,11 +470,11 @@ class TypedIngest:
                         return False
         else:
             vi = np.ascontiguousarray(values)
-            if self._op == _VARIANCE:
+            if self._variance:
                 for k in range(m):
                     if not -_VARIANCE_INT_C <= vi[k] <= _VARIANCE_INT_C:
                         return False
-            elif (self._op == _SUM or self._op == _MEAN) and not self._count:
+            if self._sums:
                 for k in range(m):
                     if _abs64(vi[k]) > _LIMIT - total:
                         return False
@@ -501,6 +530,12 @@ class TypedIngest:
         """``monoid.lift`` of value k (the monoid lifts these values unchanged)."""
         if self._count:
             return 1
+        if self._op == _RECORD:
+            f: TypedIngest
+            out = []
+            for f in self._fields:
+                out.append(f._partial_of(self, k))
+            return tuple(out)
         if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
             return (self._value(k), 1)
         if self._op == _VARIANCE:
@@ -569,6 +604,8 @@ class TypedIngest:
         if self._count:
             return agg + (j - i)
         op: cython.int = self._op
+        if op == _RECORD:
+            return self._fold_record(agg, i, j)
         if op == _FIRST:  # the aggregate is a value (never the identity): it stays
             return agg
         if op == _LAST:
@@ -724,6 +761,30 @@ class TypedIngest:
         return agg if best < 0 else self._partial(best)
 
     @cython.cfunc
+    def _share(self, of: TypedIngest) -> cython.void:
+        """A Record's field: read the value columns of ``of``, the Record's ingest."""
+        self._vd, self._vi, self._vkind = of._vd, of._vi, of._vkind
+
+    @cython.cfunc
+    def _partial_of(self, of: TypedIngest, k: cython.Py_ssize_t) -> object:
+        """A Record's field: its partial of value k of ``of``'s columns."""
+        self._share(of)
+        return self._partial(k)
+
+    @cython.cfunc
+    def _fold_record(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t) -> object:
+        """A Record: each field's partial folded by the field (``Record.combine`` is the
+        fields' combines, field by field)."""
+        f: TypedIngest
+        out = []
+        c: cython.Py_ssize_t = 0
+        for f in self._fields:
+            f._share(self)
+            out.append(f._fold(agg[c], i, j, self._combines[c]))
+            c += 1
+        return tuple(out)
+
+    @cython.cfunc
     def _typed(self, s: object) -> cython.bint:
         """Whether the C loop combines into aggregate ``s`` as the object path would."""
         if self._vkind == _FLOAT:
@@ -740,7 +801,7 @@ class TypedIngest:
     def _drop(self, k: cython.Py_ssize_t) -> cython.void:
         """Forget the oldest k tuples."""
         c: cython.Py_ssize_t
-        if (self._op == _SUM or self._op == _MEAN) and not self._count and self._vkind == _INT:
+        if self._sums and self._vkind == _INT:
             for c in range(self._h, self._h + k):
                 self._abs -= _abs64(self._vi[c])
         self._h += k
