@@ -17,8 +17,8 @@ round, results compared with the object engine's after every round (``equal``):
 For Sum and Mean (``--monoid NAME``, repeatable, picks others: MinCount, MaxCount, First,
 Last, Variance, StdDev, ArgMin, ArgMax, Record: a Record of Count, Sum, Min, Max and Mean).
 ArgMin and ArgMax take ``(key, value)`` pairs, the key the tuple's timestamp: no columns (a
-column of numbers holds no pairs), ``typed, columns`` is left out for them. The table gives tuples per second (median over rounds), the ratio to the
-object engine, and where an object-engine run spends its time: the per-tuple inserts, the
+column of numbers holds no pairs), ``typed, columns`` is left out for them. The table gives
+tuples per second (median over rounds), the ratio to the object engine, and where an object-engine run spends its time: the per-tuple inserts, the
 advances' slicing of the released tuples, and the rest of the advances (window ends:
 final aggregation, one Result per window and query, sorting).
 
@@ -44,7 +44,8 @@ import numpy as np
 from benchmarks.common import Run, cachegrind_instructions, gc_paused, median, now_ns, parser, ratio
 from benchmarks.stream_baselines import Workload
 from benchmarks.stream_slicing import tumbling_queries
-from mta import ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Stream, Sum, Variance
+from mta import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Stream, Sum,
+                 Variance)
 from mta._extensions import load_pure
 from mta.monoid import Monoid
 from mta.stream import engine, typed_ingest

@@ -65,7 +65,8 @@ values = st.one_of(
     st.sampled_from([2 ** 25, -(2 ** 25), 2 ** 25 + 1, -(2 ** 25) - 1]),  # Variance's int bound
     st.integers(2 ** 25, 2 ** 45), st.integers(-(2 ** 45), -(2 ** 25)),  # beyond it, _chan's int math is not the doubles'
     st.sampled_from([math.inf, -math.inf, math.nan, "x", None, True]))
-plain = st.one_of(ints, ints, ints, st.sampled_from([0.0, -0.0, 0.1, 1e16, 2 ** 62, -(2 ** 62), 2 ** 25, -(2 ** 25)]))
+plain = st.one_of(ints, ints, ints,
+                  st.sampled_from([0.0, -0.0, 0.1, 1e16, 2 ** 62, -(2 ** 62), 2 ** 25, -(2 ** 25)]))
 #: ArgMin / ArgMax keys: ints and floats (the typed ingest's, one kind at a time), beyond int64
 int_keys = st.one_of(st.integers(-3, 3), st.sampled_from([2 ** 63 - 1, -(2 ** 63)]))
 float_keys = st.sampled_from([0.5, -0.0, 0.0, math.nan, math.inf, 1.0])
@@ -212,7 +213,8 @@ def test_in_order_stream_runs_typed(monoid, form):
                     plain.insert_many(ts, vs)
                 assert typed._ingest.n == 0 and not typed._pending
                 return
-            keyed = [(k + second * 40 if monoid == "ArgMin" else (k + second) / 8, v) for k, v in enumerate(vs.tolist())]
+            keyed = [(k + second * 40 if monoid == "ArgMin" else (k + second) / 8, v)
+                     for k, v in enumerate(vs.tolist())]
             for a, b in zip(ts.tolist(), keyed):
                 assert typed.insert(a, b) is plain.insert(a, b) is True
         elif form == "columns":

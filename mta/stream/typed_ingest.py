@@ -2,7 +2,8 @@
 
 For ``Count``, ``Sum``, ``Min``, ``Max`` and ``Mean`` (``mta.algorithms.typed.op_of``),
 ``MinCount``, ``MaxCount``, ``First``, ``Last``, ``Variance``, ``StdDev``, ``ArgMin``, ``ArgMax``
-and Records of them but ArgMin and ArgMax (:func:`op_for`), the common case of :class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
+and Records of them but ArgMin and ArgMax (:func:`op_for`), the common case of
+:class:`~mta.stream.engine.Stream` -- tuples in timestamp order, at or after
 the watermark -- costs a Python tuple per tuple in ``pending`` and a Python call per tuple
 into the newest slice. :class:`TypedIngest` takes that case instead: ``Stream.insert`` (and
 ``insert_many`` of numpy columns) appends the timestamp and the value to C columns, and the
@@ -20,7 +21,8 @@ Variance and StdDev, finite floats and ints of magnitude at most 2**25); for Arg
 ``(key, value)`` tuples (a list goes the object way) of a value as for Min and Max and a key
 exactly an int in int64 or a float (any: keys are never compared), one kind per batch held,
 never numpy columns (numbers are no pairs); for a Record, the values every field takes (a
-dict goes the object way: only a number is lifted by every field); for Sum and Mean of ints, the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
+dict goes the object way: only a number is lifted by every field); for Sum and Mean of ints,
+the sum of ``|v|`` over the columns stays below 2**63, so a run's sum
 is exact in an int64.
 
 Exactness: a run is combined into the slice's aggregate in the object path's order, one
