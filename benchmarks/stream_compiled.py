@@ -15,8 +15,10 @@ round, results compared with the object engine's after every round (``equal``):
   int64 numpy columns (made before the clock starts).
 
 For Sum and Mean (``--monoid NAME``, repeatable, picks others: MinCount, MaxCount, First,
-Last). The table gives tuples per second (median over rounds), the ratio to the
-object engine, and where an object-engine run spends its time: the per-tuple inserts, the
+Last, Variance, StdDev, ArgMin, ArgMax, Record: a Record of Count, Sum, Min, Max and Mean).
+ArgMin and ArgMax take ``(key, value)`` pairs, the key the tuple's timestamp: no columns (a
+column of numbers holds no pairs), ``typed, columns`` is left out for them. The table gives
+tuples per second (median over rounds), the ratio to the object engine, and where an object-engine run spends its time: the per-tuple inserts, the
 advances' slicing of the released tuples, and the rest of the advances (window ends:
 final aggregation, one Result per window and query, sorting).
 
@@ -53,7 +55,8 @@ import numpy as np
 from benchmarks.common import Run, cachegrind_instructions, gc_paused, median, now_ns, parser, ratio
 from benchmarks.stream_baselines import Workload
 from benchmarks.stream_slicing import tumbling_queries
-from mta import First, Last, MaxCount, Mean, MinCount, Stream, Sum
+from mta import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Stream, Sum,
+                 Variance)
 from mta._extensions import load_pure
 from mta.algorithms import typed as typed_cores
 from mta.monoid import Monoid
@@ -61,8 +64,12 @@ from mta.stream import engine, typed_ingest
 from mta.windows import Sliding
 
 NAME = "stream_compiled"
-MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
-                                             "First": First, "Last": Last}
+MONOIDS: dict[str, Callable[[], Monoid]] = {
+    "Sum": Sum, "Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount, "First": First, "Last": Last,
+    "Variance": Variance, "StdDev": StdDev, "ArgMin": ArgMin, "ArgMax": ArgMax,
+    "Record": lambda: Record(n=Count(), total=Sum(), lo=Min(), hi=Max(), avg=Mean())}
+#: monoids of (key, value) pairs: each tuple's value becomes (its timestamp, the value)
+PAIRS = {"ArgMin", "ArgMax"}
 DEFAULT = ["Sum", "Mean"]
 COMPETITORS = ["object", "typed", "typed, columns"]
 TARGET = 5.0
@@ -80,6 +87,20 @@ def build(monoid: Monoid, queries: list, typed: bool, final: str = "auto") -> St
     for name, spec in queries:
         stream.add(name, spec)
     return stream
+
+
+def workload(seconds: float, rate: int, pairs: bool) -> tuple[list, list]:
+    """The rounds (pairs: each value ``(ts, value)``) and each round's int64 columns."""
+    rounds = Workload(seconds=seconds, rate=rate).rounds()
+    columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
+               for b, _ in rounds]
+    if pairs:
+        rounds = [([(t, (t, v)) for t, v in b], w) for b, w in rounds]
+    return rounds, columns
+
+
+def competitors(monoid: str) -> list[str]:
+    return COMPETITORS[:2] if monoid in PAIRS else COMPETITORS
 
 
 def run_once(competitor: str, monoid: Monoid, queries: list, rounds: list, columns: list,
@@ -130,18 +151,17 @@ def _run(competitor: str, stream: Stream, rounds: list, columns: list, rows: boo
 
 def cell(run: Run, seconds: float, reps: int, rate: int = 1000, names: list[str] = DEFAULT) -> dict[str, Any]:
     queries = tumbling_queries(1000, 1000)
-    rounds = Workload(seconds=seconds, rate=rate).rounds()
-    columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
-               for b, _ in rounds]
-    tuples = sum(len(b) for b, _ in rounds)
     results = []
     for mname in names:
         make = MONOIDS[mname]
-        tps: dict[str, list[float]] = {c: [] for c in COMPETITORS}
+        rounds, columns = workload(seconds, rate, mname in PAIRS)
+        tuples = sum(len(b) for b, _ in rounds)
+        cs = competitors(mname)
+        tps: dict[str, list[float]] = {c: [] for c in cs}
         splits: list[dict] = []
         equal = True
         for rep in range(reps):
-            order = COMPETITORS[rep % 3:] + COMPETITORS[:rep % 3]
+            order = cs[rep % len(cs):] + cs[:rep % len(cs)]
             got = {}
             for c in order:
                 dt, rows, split = run_once(c, make(), queries, rounds, columns)
@@ -149,19 +169,20 @@ def cell(run: Run, seconds: float, reps: int, rate: int = 1000, names: list[str]
                 got[c] = rows
                 if c == "object":
                     splits.append(split)
-            equal = equal and got["typed"] == got["object"] and got["typed, columns"] == got["object"]
+            equal = equal and all(got[c] == got["object"] for c in cs)
         entry = {"monoid": mname, "tuples": tuples, "results": len(got["object"]), "equal": equal,
-                 **{f"{c}_tps": median(tps[c]) for c in COMPETITORS},
+                 **{f"{c}_tps": median(tps[c]) if c in cs else None for c in COMPETITORS},
                  "object_split_ns_per_tuple": {k: median([s[k] for s in splits]) / tuples for k in splits[0]}}
         entry["typed_ratio"] = ratio(entry["typed_tps"], entry["object_tps"])
-        entry["columns_ratio"] = ratio(entry["typed, columns_tps"], entry["object_tps"])
+        entry["columns_ratio"] = ratio(entry["typed, columns_tps"], entry["object_tps"]) if len(cs) == 3 else None
         results.append(entry)
-        run.log(f"{mname}: " + ", ".join(f"{c} {entry[f'{c}_tps']:,.0f} t/s" for c in COMPETITORS))
+        run.log(f"{mname}: " + ", ".join(f"{c} {entry[f'{c}_tps']:,.0f} t/s" for c in cs))
     run.table("Stream engine, 1,000 tumbling windows: tuples/s",
               ["monoid", "object t/s", "typed t/s", "typed, columns t/s", "typed / object", "columns / object",
                "object: insert / slicing / window ends (ns per tuple)", "equal"],
-              [[e["monoid"], round(e["object_tps"]), round(e["typed_tps"]), round(e["typed, columns_tps"]),
-                f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x",
+              [[e["monoid"], round(e["object_tps"]), round(e["typed_tps"]),
+                "-" if e["typed, columns_tps"] is None else round(e["typed, columns_tps"]),
+                f"{e['typed_ratio']:.2f}x", "-" if e["columns_ratio"] is None else f"{e['columns_ratio']:.2f}x",
                 " / ".join(f"{v:.0f}" for v in e["object_split_ns_per_tuple"].values()), e["equal"]]
                for e in results],
               note=f"Median of {reps} alternated rounds, {seconds:g} s of stream ({tuples:,} tuples, {rate:,} a "
@@ -195,10 +216,10 @@ def timed_final(stream: Stream, spent: list) -> None:
 def final_cell(run: Run, seconds: float, reps: int, rate: int = 1000, names: list[str] = DEFAULT,
                n: int = 1000) -> dict[str, Any]:
     queries = sliding_queries(n)
-    rounds = Workload(seconds=seconds, rate=rate).rounds()
-    tuples = sum(len(b) for b, _ in rounds)
     results = []
     for mname in names:
+        rounds = workload(seconds, rate, mname in PAIRS)[0]
+        tuples = sum(len(b) for b, _ in rounds)
         for final in FINALS:
             tps: dict[str, list[float]] = {c: [] for c in FINAL_COMPETITORS}
             spent_ms: dict[str, list[float]] = {c: [] for c in FINAL_COMPETITORS}
@@ -248,9 +269,7 @@ INSTRUCTION_SPAN = (10, 40)  # seconds of stream: the two prefixes the children 
 def child(competitor: str, monoid: str, seconds: int) -> None:
     """One competitor over the first ``seconds`` rounds of the 40-second stream (a cachegrind
     child: everything but the run is the same for any ``seconds``)."""
-    rounds = Workload(seconds=INSTRUCTION_SPAN[1]).rounds()
-    columns = [(np.array([t for t, _ in b], dtype=np.int64), np.array([v for _, v in b], dtype=np.int64))
-               for b, _ in rounds]
+    rounds, columns = workload(INSTRUCTION_SPAN[1], 1000, monoid in PAIRS)
     stream = build(MONOIDS[monoid](), tumbling_queries(1000, 1000), competitor != "object")
     if competitor == "object":
         engine.close_windows = PURE_CLOSE_WINDOWS
@@ -265,17 +284,22 @@ def instructions(run: Run, names: list[str] = DEFAULT) -> dict[str, Any]:
     for mname in names:
         entry: dict[str, Any] = {"monoid": mname, "tuples": tuples}
         for c in COMPETITORS:
+            if c not in competitors(mname):
+                entry[f"{c}_per_tuple"] = None
+                continue
             counts = [cachegrind_instructions("benchmarks.stream_compiled", ["--child", c, mname, str(n)])
                       for n in (short, long)]
             entry[f"{c}_per_tuple"] = (counts[1] - counts[0]) / tuples
             run.log(f"{mname} {c}: {entry[f'{c}_per_tuple']:,.0f} instructions per tuple")
         entry["typed_ratio"] = ratio(entry["object_per_tuple"], entry["typed_per_tuple"])
-        entry["columns_ratio"] = ratio(entry["object_per_tuple"], entry["typed, columns_per_tuple"])
+        entry["columns_ratio"] = (None if entry["typed, columns_per_tuple"] is None
+                                  else ratio(entry["object_per_tuple"], entry["typed, columns_per_tuple"]))
         results.append(entry)
     run.table("Stream engine, 1,000 tumbling windows: instructions per tuple (cachegrind)",
               ["monoid", "object", "typed", "typed, columns", "object / typed", "object / columns"],
               [[e["monoid"], round(e["object_per_tuple"]), round(e["typed_per_tuple"]),
-                round(e["typed, columns_per_tuple"]), f"{e['typed_ratio']:.2f}x", f"{e['columns_ratio']:.2f}x"]
+                "-" if e["columns_ratio"] is None else round(e["typed, columns_per_tuple"]),
+                f"{e['typed_ratio']:.2f}x", "-" if e["columns_ratio"] is None else f"{e['columns_ratio']:.2f}x"]
                for e in results],
               note=f"Seconds {short}-{long} of the stream ({tuples:,} tuples), each competitor in a child process "
                    "(the difference of its runs over the first 40 and the first 10 seconds).")
@@ -309,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tumbling:
         out = run.experiment("stream", lambda: cell(run, seconds, reps, args.rate, names))
         run.data["results"] = out["results"]
-        rows += [["tumbling", e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in COMPETITORS]
+        rows += [["tumbling", e["monoid"], c, round(e[f"{c}_tps"])] for e in out["results"] for c in competitors(e["monoid"])]
     if args.final:
         final_seconds, n = (2.0, 100) if args.quick else (args.final_seconds, 1000)
         out = run.experiment("final", lambda: final_cell(run, final_seconds, reps, args.rate, names, n))

@@ -32,3 +32,15 @@ def test_stream_compiled_quick(tmp_path):
         for c in FINAL_COMPETITORS:
             assert e[f"{c}_tps"] > 0 and e[f"{c}_final_ms"] >= 0
     assert "Stream engine, 100 sliding windows of 1-100 slices" in data["markdown"]
+
+
+@bench_smoke
+def test_stream_compiled_quick_pairs_and_records(tmp_path):
+    """``--monoid`` takes ArgMin (pairs: no columns competitor) and a Record; both paths agree."""
+    run_quick("stream_compiled", tmp_path, timeout=120, args=("--monoid", "ArgMin", "--monoid", "Record"))
+    results = json.loads((tmp_path / "stream_compiled_quick.json").read_text())["results"]
+    assert [e["monoid"] for e in results] == ["ArgMin", "Record"]
+    for e in results:
+        assert e["equal"] is True and e["tuples"] == 4000 and e["results"] > 0
+        assert e["object_tps"] > 0 and e["typed_tps"] > 0
+    assert results[0]["typed, columns_tps"] is None and results[1]["typed, columns_tps"] > 0
