@@ -730,7 +730,11 @@ class Window:
         try:
             if self._typed:
                 return self._algorithm.evict_before(timestamp)
-            return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
+            algorithm = self._algorithm
+            k = algorithm.condemned_in_order(lambda total, old: old[1] < timestamp, None)
+            if k:
+                algorithm.evict(k)
+            return k
         except StoreError as error:
             raise _unchanged(error) from error
 

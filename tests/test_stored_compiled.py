@@ -1,7 +1,7 @@
 """Stored windows on the compiled path (issue 20): ``mta.algorithms.amta`` and ``tree`` are
 compiled, and a window with a policy of ours searches it on counts and timestamps only
-(:meth:`AmortizedMTA.condemned_in_order`). Over random insert / insert_many / query / flush /
-close-and-reopen sequences a stored window (memory://, file, Redis) gives an in-memory
+(:meth:`AmortizedMTA.condemned_in_order`). Over random insert / insert_many / evict_before / query /
+flush / close-and-reopen sequences a stored window (memory://, file, Redis) gives an in-memory
 window's results, floats bit for bit: the typed core's (which demotes mid-stream on a value
 it cannot hold) and the object AMTA's. A second process on the other path (pure when this
 one is compiled, and the other way round) reopens the window and goes on with it.
@@ -49,6 +49,7 @@ ops = st.lists(st.one_of(
     st.tuples(st.just("flush")),
     st.tuples(st.just("reopen")),
     st.tuples(st.just("odd"), st.tuples(st.integers(0, 3), odd_values)),
+    st.tuples(st.just("before"), st.integers(-2, 30)),
 ), max_size=40)
 
 
@@ -84,6 +85,11 @@ class Run:
                 self.clock += delta
                 batch.append((self.clock, value))
             self.results.append(["evicted", w.insert_many(batch)])
+        elif kind == "before":
+            try:
+                self.results.append(["evicted", w.evict_before(self.clock - op[1])])
+            except TypeError:  # a count-only window keeps no timestamps: refused, unchanged
+                self.results.append(["evicted", "refused"])
         elif kind == "query":
             self.results.append(["query", exact(w.query()), len(w)])
         elif kind == "flush":
@@ -111,8 +117,12 @@ def in_memory_runs(monoid: str, policy: str, width: int, sequence: list) -> list
         out.append(run.results)
     ours = POLICIES[policy](width)
     oracle = Run(Window(MONOIDS[monoid](), lambda total, old: ours(total, old), buffer_size=4))
+    refused = ["evicted", "refused"]
     for op in sequence:
-        oracle.apply(op)
+        if policy == "size" and op[0] == "before":  # the oracle keeps timestamps, MaxSize's window does not
+            oracle.results += [refused, ["state", None, len(oracle.window)]]
+        else:
+            oracle.apply(op)
     assert counts(oracle.results) == counts(out[1])
     return out
 
