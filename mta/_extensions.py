@@ -26,7 +26,7 @@ import sys
 # The modules that setup.py compiles (dotted names; sources at mta/<...>.py).
 EXTENSION_MODULES: tuple[str, ...] = ("mta.algorithms.typed", "mta.algorithms.typed_amta", "mta.algorithms.typed_fiba",
                                       "mta.algorithms.typed_mq", "mta.algorithms.typed_record", "mta.algorithms.typed_record_fiba",
-                                      "mta.stream.typed_ingest", "mta.algorithms.tree", "mta.algorithms.amta",
+                                      "mta.stream.typed_ingest",
                                       "mta.stream.fanout")
 
 NO_EXTENSIONS: bool = bool(os.environ.get("MTA_NO_EXTENSIONS"))

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """Amortized MTA (paper section 4.2): amortized O(1) insert and single eviction,
 O(log n) worst case and O(log n) bulk eviction, for any monoid.
 
@@ -25,28 +24,15 @@ touch nothing but a list, which is what makes pure Python fast.
 A node is only ever read when it lies wholly inside ``[head, tail)``; nodes that
 straddle ``head`` may hold evicted leaves (the paper's inconsistent values) and
 are never used for a result.
-
-Compiled (issue 20): this module and :mod:`mta.algorithms.tree` are in the compiled core
-as plain Python that Cython compiles (``annotation_typing=False``: annotations stay hints,
-no C types, so every value and error is the interpreter's), which takes the interpreter's
-overhead off a stored window's every step; the one engine of stored windows, for any monoid.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-try:
-    import cython
-except ModuleNotFoundError:  # Cython is needed to build, not to run
-    from mta import _cython_shim as cython
-
 from kvs import StoreError
 from mta.algorithms.base import Aggregator, Policy
 from mta.algorithms.tree import DROP_MASK, EMPTY, TreeAggregator
-
-#: Whether this module runs compiled (plain Python compiled by Cython: no C types).
-COMPILED: bool = cython.compiled
 
 
 class AmortizedMTA(TreeAggregator):

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """What Log MTA and Amortized MTA share: dyadic levels with the paper's storage split.
 
 Leaves get absolute indices 0, 1, 2, ... in insertion order; the live window is
@@ -19,17 +18,9 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any, Callable, Iterator
 
-try:
-    import cython
-except ModuleNotFoundError:  # Cython is needed to build, not to run
-    from mta import _cython_shim as cython
-
 from kvs import LevelStore, MemoryStore, StoreError
 from mta.algorithms.base import Aggregator
 from mta.monoid import Monoid
-
-#: Whether this module runs compiled (plain Python compiled by Cython: no C types).
-COMPILED: bool = cython.compiled
 
 #: Marks "no partial yet" where ``monoid.identity`` would cost a combine call.
 EMPTY: Any = object()
