@@ -11,7 +11,9 @@ update. ``in memory`` (no store: the typed core when compiled) is the reference.
 
 Each competitor is a worker process (different code cannot share one), kept for the whole
 run; rounds alternate the competitors (the first one changes every round) and a cell's
-time is the median over rounds (and the best round: the machine is shared). Every worker reports the final result of each cell, which
+time is the process's CPU time (the machine is shared: wall time swings with its load;
+Redis's own work is not in it), median over rounds and best round; the JSON has the wall
+times too. Every worker reports the final result of each cell, which
 must agree between competitors (floats by ``hex``). Writes ``stored_windows[_quick].md``
 and ``.json`` under ``--out`` (default ``benchmarks/results``).
 """
@@ -32,7 +34,7 @@ from kvs.servers import RedisProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# A worker: reads "cell store n" lines, answers {"us": microseconds per update, "result": hex}.
+# A worker: reads "cell store n" lines, answers {"us": wall and "cpu_us": CPU microseconds per update, "result": hex}.
 WORKER = r"""
 import gc, json, sys, time, uuid
 import mta
@@ -47,12 +49,12 @@ for line in sys.stdin:
     gc.collect(); gc.disable()
     if cell == "per_event":
         insert, query = w.insert, w.query
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for i, x in enumerate(values):
             insert(i, x)
             query()
     else:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for start in range(0, n, 1000):
             checked = w.check(list(range(start, start + 1000)), values[start:start + 1000])
             for _ in w.insert_slices(checked, 256):
@@ -60,12 +62,12 @@ for line in sys.stdin:
             w.flush(wait=False)
             w.query()
         w.wait_durable()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.enable()
     result = w.query()
     if store != "none":
         w.close()
-    print(json.dumps({"us": elapsed / n * 1e6, "result": result.hex(), "len": len(w)}), flush=True)
+    print(json.dumps({"us": elapsed / n * 1e6, "cpu_us": cpu / n * 1e6, "result": result.hex(), "len": len(w)}), flush=True)
 """
 
 
@@ -105,6 +107,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, events = (2, 2_000) if args.quick else (args.rounds, args.events)
 
+    info = machine_info()
     redis = RedisProcess()
     redis.start()
     competitors = [("compiled", ROOT, False), ("pure", ROOT, True)]
@@ -114,6 +117,7 @@ def main() -> None:
     stores = {"in memory": "none", "memory://": "memory://", "redis": redis.url}
     cells = [(cell, store) for cell in ("per_event", "batches") for store in stores]
     times: dict[tuple[str, str, str], list[float]] = {}
+    walls: dict[tuple[str, str, str], list[float]] = {}
     finals: dict[tuple[str, str], set] = {}
     try:
         for r in range(rounds):
@@ -121,7 +125,8 @@ def main() -> None:
             for cell, store in cells:
                 for worker in order:
                     out = worker.run(cell, stores[store], events)
-                    times.setdefault((cell, store, worker.name), []).append(out["us"])
+                    times.setdefault((cell, store, worker.name), []).append(out["cpu_us"])
+                    walls.setdefault((cell, store, worker.name), []).append(out["us"])
                     finals.setdefault((cell, store), set()).add((out["result"], out["len"]))
     finally:
         for worker in workers:
@@ -133,10 +138,10 @@ def main() -> None:
     for cell, store in cells:
         median = {name: statistics.median(times[(cell, store, name)]) for name in names}
         best = {name: min(times[(cell, store, name)]) for name in names}
-        rows.append({"cell": cell, "store": store, "us": median, "best_us": best, "equal": len(finals[(cell, store)]) == 1,
+        wall = {name: statistics.median(walls[(cell, store, name)]) for name in names}
+        rows.append({"cell": cell, "store": store, "us": median, "best_us": best, "wall_us": wall, "equal": len(finals[(cell, store)]) == 1,
                      "vs_pure": median["pure"] / median["compiled"],
                      **({"vs_before": median["before"] / median["compiled"]} if "before" in median else {})})
-    info = machine_info()
     command = "python -m benchmarks.stored_windows" + (" --quick" if args.quick else "") + (
         f" --before {args.before}" if args.before else "")
     data = {"command": command, "machine": info, "rounds": rounds, "events": events,
@@ -146,8 +151,8 @@ def main() -> None:
     (args.out / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
     lines = [f"# Stored windows, compiled vs pure{' vs before' if args.before else ''} (issue 20)", "",
              f"`{command}`; {rounds} rounds of {events} updates per cell, median (best); "
-             f"commit {info['git_commit']}, load {info['loadavg_start']} at the start, {os.getloadavg()} at the end", "",
-             f"| cell | store | {' | '.join(n + ' µs/update' for n in names)} | pure / compiled"
+             f"commit {info['git_commit']}, load {info['loadavg_start']} at the start, {list(map(round, os.getloadavg(), [2] * 3))} at the end", "",
+             f"| cell | store | {' | '.join(n + ' CPU µs/update' for n in names)} | pure / compiled"
              f"{' | before / compiled' if args.before else ''} | same results |",
              "|" + "---|" * (len(names) + 4 + bool(args.before))]
     for row in rows:
