@@ -692,9 +692,10 @@ class Window:
             wsp = self._wsp
             if wsp is None:
                 return 0
-            if self._counts_and_times and not (self._typed or self._ordered):
+            newest = self._newest  # None: empty, or a checkpoint that did not record it
+            if self._counts_and_times and newest is not None and not (self._typed or self._ordered):
                 # the window's total as the policy reads it: its count and newest timestamp
-                k = algorithm.condemned_in_order(wsp, (len(algorithm), self._newest, None))
+                k = algorithm.condemned_in_order(wsp, (len(algorithm), newest, None))
                 if k:
                     algorithm.evict(k)
                 return k
