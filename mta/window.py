@@ -657,13 +657,13 @@ class Window:
         algorithm = self._algorithm
         if self._timed:
             new = (1, timestamp, partial)
-            total = algorithm.query()
-            if self._counts_and_times:  # not the value: skip the monoid's combine
-                total = (total[0] + 1, timestamp, None)
-            else:
-                total = algorithm.monoid.combine(total, new)
             wsp = self._wsp
-            k = algorithm.condemned(wsp, total)
+            if self._counts_and_times:  # not the value: combine nothing
+                total = (len(algorithm) + 1, timestamp, None)
+                k = algorithm.condemned_in_order(wsp, total)
+            else:
+                total = algorithm.monoid.combine(algorithm.query(), new)
+                k = algorithm.condemned(wsp, total)
             if k == len(algorithm) and wsp(total, total):  # the new update goes too
                 if k:
                     algorithm.evict(k)
@@ -689,7 +689,17 @@ class Window:
     def _enforce(self) -> int:
         algorithm = self._algorithm
         if self._timed:
-            return algorithm.enforce(self._wsp) if self._wsp is not None else 0
+            wsp = self._wsp
+            if wsp is None:
+                return 0
+            newest = self._newest  # None: empty, or a checkpoint that did not record it
+            if self._counts_and_times and newest is not None and not (self._typed or self._ordered):
+                # the window's total as the policy reads it: its count and newest timestamp
+                k = algorithm.condemned_in_order(wsp, (len(algorithm), newest, None))
+                if k:
+                    algorithm.evict(k)
+                return k
+            return algorithm.enforce(wsp)
         if self._max_size is not None:
             k = len(algorithm) - self._max_size
             if k > 0:
@@ -721,7 +731,11 @@ class Window:
         try:
             if self._typed:
                 return self._algorithm.evict_before(timestamp)
-            return self._algorithm.enforce(lambda total, old: old[1] < timestamp)
+            algorithm = self._algorithm
+            k = algorithm.condemned_in_order(lambda total, old: old[1] < timestamp, None)
+            if k:
+                algorithm.evict(k)
+            return k
         except StoreError as error:
             raise _unchanged(error) from error
 

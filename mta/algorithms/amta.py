@@ -360,6 +360,62 @@ class AmortizedMTA(TreeAggregator):
                 pos = self._search(wsp, total, pos, acc)
         return pos - h
 
+    def condemned_in_order(self, wsp: Policy, total: Any) -> int:
+        """As :meth:`condemned`, for elements ``(1, timestamp, partial)`` in timestamp order
+        (``mta.Window``'s timed elements) and a policy that reads only the count and the
+        newest timestamp of its arguments (``mta.Window``'s own policies).
+
+        Then a prefix ``[head, end)`` is ``(end - head, timestamp of leaf end - 1, ...)``
+        whatever its partial, and the last leaf's timestamp is that of any stored node
+        ending there: the same walk over the same nodes as :meth:`condemned` finds the
+        same prefix without combining anything (the policy gets ``None`` for the partial)."""
+        h, t = self._head, self._tail
+        if h == t:
+            return 0
+        node = self._node
+        limit = min(t, h + self._bulk_threshold())
+        pos = h
+        while pos < limit:
+            if not wsp(total, (pos + 1 - h, node(0, pos)[1], None)):
+                return pos - h
+            pos += 1
+        if pos < t:
+            pos = self._search_in_order(wsp, total, pos)
+        return pos - h
+
+    def _stamp(self, number: int, index: int) -> Any:
+        """The newest timestamp of node ``(number, index)``: its own (a stored level) or its
+        last leaf's (a level folded from leaves, which is not stored)."""
+        if 0 < number < self.CHUNK_BITS:
+            return self._node(0, ((index + 1) << number) - 1)[1]
+        return self._node(number, index)[1]
+
+    def _search_in_order(self, wsp: Policy, total: Any, pos: int) -> int:
+        """:meth:`_search` for :meth:`condemned_in_order`: a prefix ending at node ``(l, j)``
+        is ``((j + 1) 2^l - head, its newest timestamp, None)``."""
+        h, t = self._head, self._tail
+        stamp = self._stamp
+        top = (pos ^ t).bit_length() - 1
+        tiles = [(0, pos)]
+        tiles += [(n, (pos >> n) + 1) for n in range(top) if not (pos >> n) & 1]
+        tiles += [(n, (t >> n) - 1) for n in range(top - 1, -1, -1) if (t >> n) & 1]
+        remote = self.store.durable
+        if remote:
+            self._gather(tiles)
+        for number, index in tiles:
+            if wsp(total, (((index + 1) << number) - h, stamp(number, index), None)):
+                continue
+            top = number
+            while number > 0:  # the prefix ends inside this node: descend
+                if remote and not (top - number) % self.GATHER_DEPTH:
+                    self._gather_below(number, index)
+                number -= 1
+                index <<= 1
+                if wsp(total, (((index + 1) << number) - h, stamp(number, index), None)):
+                    index += 1
+            return index
+        return t
+
     def _search(self, wsp: Policy, total: Any, pos: int, acc: Any) -> int:
         """End of the longest prefix that must go, starting at ``pos`` with ``acc`` = agg[head, pos).
 

@@ -105,6 +105,13 @@ class Aggregator(_PicklesWithoutCombine, ABC):
             n += 1
         return n
 
+    def condemned_in_order(self, wsp: Policy, total: Any) -> int:
+        """:meth:`condemned` when the elements are ``(1, timestamp, partial)`` in timestamp
+        order and ``wsp`` reads only counts and newest timestamps (``mta.Window``'s own
+        policies): an algorithm that can find the prefix without combining partials
+        overrides it."""
+        return self.condemned(wsp, total)
+
     #: Attributes :meth:`snapshot` does not copy (a subclass saves them its own way).
     _SAVED_APART: ClassVar[frozenset[str]] = frozenset()
 

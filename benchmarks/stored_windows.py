@@ -1,0 +1,168 @@
+"""Issue 20: stored windows (``memory://`` and Redis) per event and in batches, on this
+checkout compiled, on it pure (``MTA_NO_EXTENSIONS=1``) and on another checkout (``--before``,
+e.g. main before the change).
+
+    python -m benchmarks.stored_windows [--quick] [--rounds 5] [--before /work/main] [--out DIR]
+
+``Window(Sum(), TimeRange(1000))`` over one update per time unit: ``per_event`` times
+``insert(t, x); query()``; ``batches`` times what the gRPC server does with a batch of 1,000
+(``check``, ``insert_slices`` in slices of 256, ``flush(wait=False)``, ``query()``), per
+update. ``in memory`` (no store: the typed core when compiled) is the reference.
+
+Each competitor is a worker process (different code cannot share one), kept for the whole
+run; rounds alternate the competitors (the first one changes every round) and a cell's
+time is the process's CPU time (the machine is shared: wall time swings with its load;
+Redis's own work is not in it), median over rounds and best round; the JSON has the wall
+times too. Every worker reports the final result of each cell, which
+must agree between competitors (floats by ``hex``). Writes ``stored_windows[_quick].md``
+and ``.json`` under ``--out`` (default ``benchmarks/results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import RESULTS, machine_info
+from kvs.servers import RedisProcess
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A worker: reads "cell store n" lines, answers {"us": wall and "cpu_us": CPU microseconds per update, "result": hex}.
+WORKER = r"""
+import gc, json, sys, time, uuid
+import mta
+from mta import Window, TimeRange
+from mta.monoid import Sum
+print(json.dumps({"compiled": mta.COMPILED, "file": mta.__file__}), flush=True)
+for line in sys.stdin:
+    cell, store, n = line.split()
+    n = int(n)
+    w = Window(Sum(), TimeRange(1000)) if store == "none" else Window(Sum(), TimeRange(1000), store=store)
+    values = [float(i % 1000) * 0.1 for i in range(n)]
+    gc.collect(); gc.disable()
+    if cell == "per_event":
+        insert, query = w.insert, w.query
+        c0, t0 = time.process_time(), time.perf_counter()
+        for i, x in enumerate(values):
+            insert(i, x)
+            query()
+    else:
+        c0, t0 = time.process_time(), time.perf_counter()
+        for start in range(0, n, 1000):
+            checked = w.check(list(range(start, start + 1000)), values[start:start + 1000])
+            for _ in w.insert_slices(checked, 256):
+                pass
+            w.flush(wait=False)
+            w.query()
+        w.wait_durable()
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    gc.enable()
+    result = w.query()
+    if store != "none":
+        w.close()
+    print(json.dumps({"us": elapsed / n * 1e6, "cpu_us": cpu / n * 1e6, "result": result.hex(), "len": len(w)}), flush=True)
+"""
+
+
+class Worker:
+    """One competitor's process."""
+
+    def __init__(self, name: str, root: Path, pure: bool) -> None:
+        env = dict(os.environ, PYTHONPATH=str(root))
+        env.pop("MTA_NO_EXTENSIONS", None)
+        if pure:
+            env["MTA_NO_EXTENSIONS"] = "1"
+        self.name = name
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env, cwd=root)
+        self.info = json.loads(self.proc.stdout.readline())
+
+    def run(self, cell: str, store: str, n: int) -> dict[str, Any]:
+        self.proc.stdin.write(f"{cell} {store} {n}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.name} died")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--events", type=int, default=40_000, help="updates per cell and round")
+    parser.add_argument("--before", type=Path, help="another checkout to compare with (run compiled)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    rounds, events = (2, 2_000) if args.quick else (args.rounds, args.events)
+
+    info = machine_info()
+    redis = RedisProcess()
+    redis.start()
+    competitors = [("compiled", ROOT, False), ("pure", ROOT, True)]
+    if args.before is not None:
+        competitors.insert(1, ("before", args.before.resolve(), False))
+    workers = [Worker(*c) for c in competitors]
+    stores = {"in memory": "none", "memory://": "memory://", "redis": redis.url}
+    cells = [(cell, store) for cell in ("per_event", "batches") for store in stores]
+    times: dict[tuple[str, str, str], list[float]] = {}
+    walls: dict[tuple[str, str, str], list[float]] = {}
+    finals: dict[tuple[str, str], set] = {}
+    try:
+        for r in range(rounds):
+            order = workers[r % len(workers):] + workers[:r % len(workers)]
+            for cell, store in cells:
+                for worker in order:
+                    out = worker.run(cell, stores[store], events)
+                    times.setdefault((cell, store, worker.name), []).append(out["cpu_us"])
+                    walls.setdefault((cell, store, worker.name), []).append(out["us"])
+                    finals.setdefault((cell, store), set()).add((out["result"], out["len"]))
+    finally:
+        for worker in workers:
+            worker.close()
+        redis.stop()
+
+    names = [w.name for w in workers]
+    rows = []
+    for cell, store in cells:
+        median = {name: statistics.median(times[(cell, store, name)]) for name in names}
+        best = {name: min(times[(cell, store, name)]) for name in names}
+        wall = {name: statistics.median(walls[(cell, store, name)]) for name in names}
+        rows.append({"cell": cell, "store": store, "us": median, "best_us": best, "wall_us": wall, "equal": len(finals[(cell, store)]) == 1,
+                     "vs_pure": median["pure"] / median["compiled"],
+                     **({"vs_before": median["before"] / median["compiled"]} if "before" in median else {})})
+    command = "python -m benchmarks.stored_windows" + (" --quick" if args.quick else "") + (
+        f" --before {args.before}" if args.before else "")
+    data = {"command": command, "machine": info, "rounds": rounds, "events": events,
+            "workers": {w.name: w.info for w in workers}, "rows": rows}
+    stem = "stored_windows_quick" if args.quick else "stored_windows"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
+    lines = [f"# Stored windows, compiled vs pure{' vs before' if args.before else ''} (issue 20)", "",
+             f"`{command}`; {rounds} rounds of {events} updates per cell, median (best); "
+             f"commit {info['git_commit']}, load {info['loadavg_start']} at the start, {list(map(round, os.getloadavg(), [2] * 3))} at the end", "",
+             f"| cell | store | {' | '.join(n + ' CPU µs/update' for n in names)} | pure / compiled"
+             f"{' | before / compiled' if args.before else ''} | same results |",
+             "|" + "---|" * (len(names) + 4 + bool(args.before))]
+    for row in rows:
+        lines.append(f"| {row['cell']} | {row['store']} | "
+                     + " | ".join(f"{row['us'][n]:.2f} ({row['best_us'][n]:.2f})" for n in names)
+                     + f" | {row['vs_pure']:.2f}x" + (f" | {row['vs_before']:.2f}x" if args.before else "")
+                     + f" | {row['equal']} |")
+    (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
