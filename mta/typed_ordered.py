@@ -43,8 +43,8 @@ _LOWEST, _HIGHEST = (_I64_MIN, -1), (_I64_MAX, _I64_MAX)
 
 
 def _plain(t: Any) -> bool:
-    """Whether a timestamp packs: exactly an int, or a float that is not NaN nor -0.0 (which
-    would read back as 0.0)."""
+    """Whether the typed keys may hold a timestamp: exactly an int, or a float that is not
+    NaN nor -0.0 (which would read back as 0.0)."""
     kind = type(t)
     return kind is int or (kind is float and t == t and (t or math.copysign(1.0, t) > 0))
 
