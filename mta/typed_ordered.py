@@ -176,11 +176,11 @@ class TypedTimeOrdered(Aggregator):
             self._insert(t, p)
 
     def insert_arrays(self, timestamps: Any, values: Any) -> bool:
-        """Insert int64 or float64 numpy columns (timestamps not NaN, values the monoid lifts
-        unchanged: the caller checked) in arrival order, in the tree's C loops
-        (:meth:`TypedFiBA.insert_arrays`: Sum, Min, Max, Mean). False, with nothing changed,
-        where the window's general path must decide: a Record, another monoid, a column of
-        the other kind, a late timestamp the window refuses, what the tree cannot hold."""
+        """Insert int64 or float64 numpy columns (timestamps not NaN, values finite: the
+        caller checked) in arrival order, in the tree's C loops (:meth:`TypedFiBA.insert_arrays`:
+        Count, Sum, Min, Max, Mean). False, with nothing changed, where the window's general
+        path must decide: a Record, another monoid, a column of the other kind, a late
+        timestamp the window refuses, what the tree cannot hold."""
         if isinstance(self.tree, TypedRecordFiBA) or not len(timestamps):
             return False
         floats = timestamps.dtype.kind == "f"

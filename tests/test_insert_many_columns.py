@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
-from mta import Last, Max, MaxSize, Mean, Min, Stream, Sum, TimeRange, Window
+from mta import Count, Last, Max, MaxSize, Mean, Min, Stream, Sum, TimeRange, Window
 from mta.algorithms import ALGORITHMS, typed
 from mta.arrays import as_list
 from mta.policy import any_of
@@ -190,7 +190,7 @@ OOO_STAMPS = {"int": st.integers(-5, 40), "int64": st.sampled_from([-2**63, -2**
               "relative": st.integers(0, 60).map(lambda t: 100.0 + t * 0.5),
               "epoch": st.integers(0, 60).map(lambda t: 1.7e9 + t * 997.25),
               "mixed": st.sampled_from([-1e300, -3.5, -5e-324, 0.0, 5e-324, 0.1, 100.5, 1.7e9, 1e300, 1e300])}
-OOO_MONOIDS = {"sum": Sum, "mean": Mean, "min": Min, "max": Max}
+OOO_MONOIDS = {"count": Count, "sum": Sum, "mean": Mean, "min": Min, "max": Max}
 OOO_POLICIES = {"none": None, "size": MaxSize(6), "time": TimeRange(20), "time_f": TimeRange(2.5),
                 "any": any_of(MaxSize(9), TimeRange(30))}
 

@@ -1141,21 +1141,21 @@ class TypedFiBA:
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert_arrays(self, timestamps: Any, values: Any, first: int) -> None:
-        """Insert value ``values[j]`` at key ``(timestamps[j], first + j)`` for each ``j`` in
-        order, as :meth:`insert` one by one would (pair keys; Sum, Min, Max and Mean, whose
-        lift of a number is the number, Mean's with count 1; not Count): float64 or int64 buffers, in
-        C loops. All or nothing: Untyped, before any change, if a key or value does not fit
-        (another kind than the tree's, NaN, a -0.0 key, the INT bound)."""
+        """Insert the lift of ``values[j]`` at key ``(timestamps[j], first + j)`` for each
+        ``j`` in order, as :meth:`insert` one by one would (pair keys; Sum, Min, Max: the
+        number; Mean: with count 1; Count: 1 whatever the value): float64 or int64 buffers,
+        in C loops. All or nothing: Untyped, before any change, if a key or value does not
+        fit (another kind than the tree's, NaN, a -0.0 key, the INT bound)."""
         op: cython.int = self._op
-        if not self._pairs or self._count or not (op == _SUM or op == _MIN or op == _MAX or op == _MEAN):
-            raise Untyped("insert_arrays takes pair keys and Sum, Min, Max or Mean")
+        if not self._pairs or not (op == _SUM or op == _MIN or op == _MAX or op == _MEAN):
+            raise Untyped("insert_arrays takes pair keys and Count, Sum, Min, Max or Mean")
         tview = memoryview(timestamps)
         vview = memoryview(values)
         n: cython.Py_ssize_t = len(tview)
         if len(vview) != n:
             raise ValueError(f"{n} timestamps for {len(vview)} values")
         kfloat: cython.bint = tview.format == "d"
-        vfloat: cython.bint = vview.format == "d"
+        vfloat: cython.bint = vview.format == "d" and not self._count
         size: cython.Py_ssize_t = self._len()
         if size and (kfloat != self._kfloat or vfloat != self._float):
             raise Untyped("a column of the other kind")
@@ -1163,7 +1163,6 @@ class TypedFiBA:
         _int64(first + n)
         j: cython.Py_ssize_t
         x: cython.double
-        v: cython.longlong
         td: cython.const[cython.double][:]
         ti: cython.const[cython.longlong][:]
         vd: cython.const[cython.double][:]
@@ -1177,7 +1176,10 @@ class TypedFiBA:
                     raise Untyped("a NaN or -0.0 key")
         else:
             ti = tview
-        if vfloat:
+        if self._count:  # every lift is the int 1
+            if cython.cast(cython.ulonglong, n) > LIMIT - magnitude:
+                raise Untyped("the sum of |v| would exceed 2**63 - 1")
+        elif vfloat:
             vd = vview
             for j in range(n):
                 if vd[j] != vd[j]:
@@ -1200,7 +1202,10 @@ class TypedFiBA:
         for j in range(n):
             self._q = _fkey(td[j]) if kfloat else ti[j]
             self._qa = base + j
-            p = Part(d=vd[j], i=0, c=c) if vfloat else Part(d=0.0, i=vi[j], c=c)
+            if vfloat:
+                p = Part(d=vd[j], i=0, c=c)
+            else:
+                p = Part(d=0.0, i=1 if self._count else vi[j], c=c)
             self._insert(None if self._journal is None else self._key_pair(), p)
 
     @cython.cfunc
