@@ -3,65 +3,48 @@
 :class:`~mta.ordered_window.TimeOrdered` over :class:`~mta.algorithms.fiba.FiBA`.
 
 The object window files each timed element ``(1, timestamp, partial)`` under the key
-``(timestamp, arrival)``. Here the key is that pair packed into one int64 in the same
-order, ``(timestamp - base) << ARRIVAL_BITS | (arrival - first)`` (``base`` and ``first``
-chosen when keys are packed), so the typed tree has the object tree's shape, node for
-node, and combines in its order. Its values are the bare partials: every aggregate of the
-timed tree is ``(count, newest timestamp, partial)``, the count the node's size, the newest
-timestamp that of the last entry the aggregate covers, the partial the untimed tree's
-aggregate. (The timed combine returns ``x`` for an empty right operand where the untimed
-one computes ``x + 0`` or ``min(x, inf)``: the same number unless ``x`` is -0.0, which
-FiBA's accumulators, starting at the identity, never are; the tests compare bit for bit.)
+``(timestamp, arrival)``. Here the tree has pair keys (``TypedFiBA(..., pairs=True)``:
+two int64 columns, compared as pairs) and the same keys, so the typed tree has the
+object tree's shape, node for node, and combines in its order. Its values are the bare
+partials: every aggregate of the timed tree is ``(count, newest timestamp, partial)``, the
+count the node's size, the newest timestamp that of the last entry the aggregate covers,
+the partial the untimed tree's aggregate. (The timed combine returns ``x`` for an empty
+right operand where the untimed one computes ``x + 0`` or ``min(x, inf)``: the same number
+unless ``x`` is -0.0, which FiBA's accumulators, starting at the identity, never are; the
+tests compare bit for bit.)
 
-It holds timestamps all exactly ints, or all floats (not -0.0, coded as ints in the same
-order by their bits, :func:`_fcode`), whose codes span less than ``2**(63 - ARRIVAL_BITS)``
-(floats: about 2^35 steps of their precision, two hours of epoch seconds), and fewer
-than ``2**ARRIVAL_BITS - 1`` entries: when a new key does not fit, the keys are repacked
-(:meth:`TypedTimeOrdered._repack`: O(n), node for node), so a window that slides goes on
-typed for ever. Partials as TypedFiBA. Anything else raises :class:`~mta.algorithms.typed.Untyped` before any change, and the
-window demotes to :meth:`to_object`, the object TimeOrdered in the same state.
+It holds timestamps all exactly ints in int64, or all floats (not NaN nor -0.0, which
+would read back as 0.0), of any span: relative seconds, epoch seconds, mixed magnitudes.
+Partials as TypedFiBA. Anything else raises :class:`~mta.algorithms.typed.Untyped` before
+any change, and the window demotes to :meth:`to_object`, the object TimeOrdered in the
+same state.
 """
 
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any, Iterator, Sequence
 
 from mta.algorithms.base import Aggregator
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped, plan
 from mta.algorithms.typed_fiba import _object_node
-from mta.algorithms.typed_record_fiba import TypedRecordFiBA, _rekeyed, typed_tree
+from mta.algorithms.typed_record_fiba import TypedRecordFiBA, typed_tree
 from mta.monoid import Monoid
 from mta.ordered_window import LATE, TimeOrdered
 
 __all__ = ["TypedTimeOrdered"]
 
-#: Low bits of a key: the arrival number less ``first``.
-ARRIVAL_BITS = 28
-_MASK = (1 << ARRIVAL_BITS) - 1
-#: Timestamps differ from the base by less than this (keys stay well inside int64).
-_SPAN = 1 << (62 - ARRIVAL_BITS)
 _SIZE, _TIME, _ANY, _ALL = 0, 1, 2, 3
-_D, _Q = struct.Struct("d"), struct.Struct("q")
 _I64_MAX = 2**63 - 1
-
-
-def _fcode(x: float) -> int:
-    """A float as an int in the same order (not NaN; -0.0 as 0.0's): its bits, the
-    magnitude bits flipped for a negative (TypedFiBA's float keys)."""
-    b = _Q.unpack(_D.pack(x + 0.0))[0]
-    return b ^ _I64_MAX if b < 0 else b
-
-
-def _unfcode(b: int) -> float:
-    return _D.unpack(_Q.pack(b ^ _I64_MAX if b < 0 else b))[0]
+_I64_MIN = -2**63
+#: Keys below and above every entry (arrival numbers are >= 0).
+_LOWEST, _HIGHEST = (_I64_MIN, -1), (_I64_MAX, _I64_MAX)
 
 
 def _plain(t: Any) -> bool:
-    """Whether a timestamp packs: exactly an int, or a float that is not NaN nor -0.0 (which
-    would read back as 0.0)."""
+    """Whether the typed keys may hold a timestamp: exactly an int, or a float that is not
+    NaN nor -0.0 (which would read back as 0.0)."""
     kind = type(t)
     return kind is int or (kind is float and t == t and (t or math.copysign(1.0, t) > 0))
 
@@ -76,7 +59,7 @@ class TypedTimeOrdered(Aggregator):
                  min_arity: int = 16) -> None:
         if late not in LATE:
             raise ValueError(f"late must be one of {', '.join(map(repr, LATE))}, got {late!r}")
-        self.tree = typed_tree(monoid, min_arity)
+        self.tree = typed_tree(monoid, min_arity, pairs=True)
         #: The tree that answers for keys alone (a Record's first field's: they have one shape).
         self._shape = _shape_of(self.tree)
         super().__init__(timed_monoid)
@@ -89,11 +72,9 @@ class TypedTimeOrdered(Aggregator):
         self._arrivals = 0
         #: The newest timestamp that has left the window (None: nothing has yet).
         self.frontier: Any = None
-        #: Timestamps are floats (packed as :func:`_fcode`), else ints: all one kind.
+        #: Timestamps are floats, else ints: all one kind.
         self._float = False
-        self._base = 0
-        self._first = 0
-        #: An undo journal is open: the base must not move.
+        #: An undo journal is open: the kind must not change.
         self._journaled = False
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -102,23 +83,13 @@ class TypedTimeOrdered(Aggregator):
 
     # -- keys ------------------------------------------------------------------------------
 
-    def _key(self, timestamp: Any, arrival: int) -> int:
-        """The packed key of a new entry; Untyped if it does not fit."""
-        if type(timestamp) is int and not self._float:
-            code = timestamp
-        else:
+    def _key(self, timestamp: Any, arrival: int) -> tuple[Any, int]:
+        """The key of a new entry; Untyped if it does not fit."""
+        if type(timestamp) is not int or self._float:  # (an int beyond int64: the tree refuses it)
             if not _plain(timestamp):
-                raise Untyped(f"a timestamp that does not pack: {timestamp!r}")
+                raise Untyped(f"a timestamp the typed keys do not hold: {timestamp!r}")
             self._kind_of(type(timestamp) is float)
-            code = self._code(timestamp)
-        rel = code - self._base
-        a = arrival - self._first
-        if not -_SPAN <= rel < _SPAN or a >= _MASK:
-            if not self._repack(code, code, 1):
-                raise Untyped(f"timestamp {timestamp!r} beyond the packed keys of this window")
-            rel = code - self._base
-            a = arrival - self._first
-        return rel << ARRIVAL_BITS | a
+        return (timestamp, arrival)
 
     def _kind_of(self, floats: bool) -> None:
         """Timestamps of this kind from now on (an empty window takes any); Untyped if not."""
@@ -127,57 +98,9 @@ class TypedTimeOrdered(Aggregator):
                 raise Untyped("a timestamp of the other kind (ints and floats)")
             self._float = floats
 
-    def _code(self, t: Any) -> int:
-        return _fcode(t) if self._float else t
-
-    def _repack(self, low: int, high: int, count: int) -> bool:
-        """Make room for ``count`` more arrivals at timestamps in ``[low, high]``: a new base
-        (the middle of the timestamps) and first arrival (the oldest present; if the
-        arrivals since then do not fit, the entries are renumbered in key order, keeping
-        the order of equal timestamps), the tree rebuilt node for node with the new keys
-        (the same order, shape and aggregates). False if they cannot fit, or an undo
-        journal (which holds keys) is open."""
-        tree = self.tree
-        n = len(tree)
-        if n:
-            low, high = min(low, self._base + (tree.oldest()[0] >> ARRIVAL_BITS)), \
-                max(high, self._base + (tree.newest()[0] >> ARRIVAL_BITS))
-        base = (low + high) // 2
-        if self._journaled or not (-_SPAN <= low - base and high - base < _SPAN and n + count < _MASK):
-            return False
-        pairs = [(self._base + (key >> ARRIVAL_BITS), self._first + (key & _MASK)) for key, _ in tree]
-        first = min((arrival for _, arrival in pairs), default=self._arrivals)
-        if self._arrivals + count - first >= _MASK:  # renumbered: the same order, other numbers
-            first = self._arrivals - n
-            pairs = [(c, first + rank) for rank, (c, _) in enumerate(pairs)]
-        if n:
-            new_keys = [(c - base) << ARRIVAL_BITS | (arrival - first) for c, arrival in pairs]
-            keys = iter(())
-
-            def repacked(fields: tuple) -> tuple:
-                old, values, agg, size, left, right, suffix, children = fields
-                new = []
-                for j in range(len(old)):  # in key order: child j, then key j
-                    if children is not None:
-                        children[j] = repacked(children[j])
-                    new.append(next(keys))
-                if children is not None:
-                    children[-1] = repacked(children[-1])
-                return (new, values, agg, size, left, right, suffix, children)
-
-            def rekey(nodes: tuple) -> tuple:
-                nonlocal keys
-                keys = iter(new_keys)
-                return repacked(nodes)
-
-            self.tree = tree.rekeyed(rekey) if isinstance(tree, TypedRecordFiBA) else _rekeyed(tree, rekey)
-            self._shape = _shape_of(self.tree)
-        self._base, self._first = base, first
-        return True
-
-    def _rel(self, bound: Any, up: bool) -> int:
-        """The code, less the base, of the least timestamp of the window's kind >= ``bound``
-        (``up``) or of the greatest <= it (a number, compared exactly), clamped to the keys."""
+    def _bound(self, bound: Any, up: bool) -> Any:
+        """The least timestamp of the window's kind >= ``bound`` (``up``) or the greatest <=
+        it (a number, compared exactly); None if there is none in the keys' range."""
         if self._float:
             try:
                 f = float(bound)
@@ -187,27 +110,29 @@ class TypedTimeOrdered(Aggregator):
                 f = math.nextafter(f, math.inf)
             elif not up and f > bound:
                 f = math.nextafter(f, -math.inf)
-            rel = _fcode(f) - self._base
-        elif type(bound) is int or math.isfinite(bound):  # an int beyond the float range too
-            rel = (math.ceil(bound) if up else math.floor(bound)) - self._base
-        else:
-            rel = -_SPAN - 1 if bound < 0 else _SPAN
-        return max(-_SPAN - 1, min(_SPAN, rel))
+            return f
+        if type(bound) is not int and not math.isfinite(bound):
+            return None
+        t = math.ceil(bound) if up else math.floor(bound)
+        return t if _I64_MIN <= t <= _I64_MAX else None
 
-    def _below(self, bound: Any) -> int:
-        """The packed key just below every entry with timestamp >= ``bound`` (a number)."""
-        return (self._rel(bound, True) << ARRIVAL_BITS) - 1
+    def _below(self, bound: Any) -> tuple[Any, int]:
+        """A key just below every entry with timestamp >= ``bound`` (a number)."""
+        t = self._bound(bound, True)
+        if t is None:
+            return _LOWEST if bound < 0 else _HIGHEST
+        return (t, -1)
 
-    def _above(self, bound: Any) -> int:
-        """The packed key just above every entry with timestamp <= ``bound`` (a number)."""
-        return self._rel(bound, False) << ARRIVAL_BITS | _MASK
+    def _above(self, bound: Any) -> tuple[Any, int]:
+        """A key just above every entry with timestamp <= ``bound`` (a number)."""
+        t = self._bound(bound, False)
+        if t is None:
+            return _LOWEST if bound < 0 else _HIGHEST
+        return (t, _I64_MAX)
 
-    def _ts(self, key: int) -> Any:
-        code = self._base + (key >> ARRIVAL_BITS)
-        return _unfcode(code) if self._float else code
-
-    def _pair(self, key: int) -> tuple[Any, int]:
-        return self._ts(key), self._first + (key & _MASK)
+    @staticmethod
+    def _ts(key: tuple[Any, int]) -> Any:
+        return key[0]
 
     # -- updates ---------------------------------------------------------------------------
 
@@ -237,14 +162,11 @@ class TypedTimeOrdered(Aggregator):
             floats = type(timestamps[0]) is float
             if not all(_plain(t) and (type(t) is float) == floats for t in timestamps):
                 return False
+            if not floats and not all(_I64_MIN <= t <= _I64_MAX for t in timestamps):
+                return False
             try:
                 self._kind_of(floats)
             except Untyped:
-                return False
-            codes = [self._code(t) for t in timestamps]
-            low, high = min(codes), max(codes)
-            if ((self._arrivals + len(timestamps) - self._first >= _MASK or not -_SPAN <= low - self._base
-                 or not high - self._base < _SPAN) and not self._repack(low, high, len(timestamps))):
                 return False
         return self.tree.accepts(partials)
 
@@ -253,11 +175,33 @@ class TypedTimeOrdered(Aggregator):
         for t, p in zip(timestamps, partials):
             self._insert(t, p)
 
+    def insert_arrays(self, timestamps: Any, values: Any) -> bool:
+        """Insert int64 or float64 numpy columns (timestamps not NaN, values finite: the
+        caller checked) in arrival order, in the tree's C loops (:meth:`TypedFiBA.insert_arrays`:
+        Count, Sum, Min, Max, Mean). False, with nothing changed, where the window's general
+        path must decide: a Record, another monoid, a column of the other kind, a late
+        timestamp the window refuses, what the tree cannot hold."""
+        if isinstance(self.tree, TypedRecordFiBA) or not len(timestamps):
+            return False
+        floats = timestamps.dtype.kind == "f"
+        if floats != self._float and (len(self.tree) or self._journaled):
+            return False
+        frontier = self.frontier
+        if self.late == "refuse" and frontier is not None and timestamps.min().item() < frontier:
+            return False
+        try:
+            self.tree.insert_arrays(timestamps, values, self._arrivals)
+        except Untyped:
+            return False
+        self._float = floats
+        self._arrivals += len(timestamps)
+        return True
+
     def insert_many(self, elements: Sequence[tuple]) -> None:
         for element in elements:
             self.insert(element)
 
-    def _evict_prefix(self, k: int, key: int | None = None) -> int:
+    def _evict_prefix(self, k: int, key: tuple | None = None) -> int:
         """Evict the ``k`` oldest entries (the last of them at ``key``, if known), as
         TimeOrdered does: one eviction for one entry, else a bulk eviction up to the last."""
         if not k:
@@ -278,7 +222,7 @@ class TypedTimeOrdered(Aggregator):
         self._check_evict(k)
         self._evict_prefix(k)
 
-    def _condemned(self, node: tuple) -> tuple[int, int | None]:
+    def _condemned(self, node: tuple) -> tuple[int, tuple | None]:
         """How many of the oldest entries the plan condemns, and the key of the last (None:
         not looked up)."""
         code = node[0]
@@ -412,7 +356,6 @@ class TypedTimeOrdered(Aggregator):
         ``(timestamp, arrival)``, timed values and aggregates)."""
         obj = TimeOrdered(FiBA, self.monoid, late=self.late, min_arity=self.tree.min_arity)
         identity = self.monoid.identity
-        pair = self._pair
         ts = self._ts
 
         def make(keys: list, values: list, agg: Any, size: int, left: bool, right: bool, suffix: list | None,
@@ -421,7 +364,7 @@ class TypedTimeOrdered(Aggregator):
             # emptied) is never read: FiBA rebuilds it first, as it does from None
             timed_suffix = (None if suffix is None or len(suffix) != len(keys)
                             else [(r + 1, ts(keys[-1]), s) for r, s in enumerate(suffix)])
-            return _object_node([pair(key) for key in keys], [(1, ts(key), v) for key, v in zip(keys, values)],
+            return _object_node(list(keys), [(1, ts(key), v) for key, v in zip(keys, values)],
                                 (size, None, agg) if size else identity, size, left, right, timed_suffix, children)
 
         root = self.tree.dump(make)

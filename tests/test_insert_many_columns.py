@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
-from mta import Last, MaxSize, Stream, Sum, TimeRange, Window
-from mta.algorithms import ALGORITHMS
+from mta import Count, Last, Max, MaxSize, Mean, Min, Stream, Sum, TimeRange, Window
+from mta.algorithms import ALGORITHMS, typed
 from mta.arrays import as_list
+from mta.policy import any_of
 from mta.windows import Sliding
 
 FORMS = ("list", "numpy", "arrow", "buffer", "generator")
@@ -181,3 +182,138 @@ def test_keyed_stream_errors_name_the_column_and_change_nothing() -> None:
         s.insert_many(["a", "b"], [3, 4], [1])
     assert sorted((r.key, r.start, r.end, r.value) for r in s.advance(10)) == \
         [("a", -2, 2, 1), ("a", 0, 4, 1), ("b", 0, 4, 2), ("b", 2, 6, 2)]
+
+
+# -- out-of-order typed windows: numpy columns in the typed FiBA's C loops -------------------
+
+OOO_STAMPS = {"int": st.integers(-5, 40), "int64": st.sampled_from([-2**63, -2**62, -1, 0, 3, 2**53 + 1, 2**63 - 1]),
+              "relative": st.integers(0, 60).map(lambda t: 100.0 + t * 0.5),
+              "epoch": st.integers(0, 60).map(lambda t: 1.7e9 + t * 997.25),
+              "mixed": st.sampled_from([-1e300, -3.5, -5e-324, 0.0, 5e-324, 0.1, 100.5, 1.7e9, 1e300, 1e300])}
+OOO_MONOIDS = {"count": Count, "sum": Sum, "mean": Mean, "min": Min, "max": Max}
+OOO_POLICIES = {"none": None, "size": MaxSize(6), "time": TimeRange(20), "time_f": TimeRange(2.5),
+                "any": any_of(MaxSize(9), TimeRange(30))}
+
+
+def ooo_window(monoid: str, policy: str, late: str, use_typed: bool = True) -> Window:
+    saved = typed.USE
+    typed.USE = use_typed
+    try:
+        return Window(OOO_MONOIDS[monoid](), OOO_POLICIES[policy], algorithm="fiba", late=late, min_arity=2)
+    finally:
+        typed.USE = saved
+
+
+def ooo_state(w: Window) -> tuple:
+    """What the window holds, floats bit for bit."""
+    def norm(x: object) -> object:
+        if isinstance(x, float):
+            return x.hex()
+        if isinstance(x, (tuple, list)):
+            return type(x)(map(norm, x))
+        return x
+    return norm((len(w), w.query(), w.partial(), w.frontier, list(w)))
+
+
+def outcome(call) -> tuple:
+    try:
+        return ("ok", call())
+    except Exception as error:
+        return ("error", type(error).__name__, str(error))
+
+
+@hsettings(max_examples=150)
+@given(stamps=st.sampled_from(sorted(OOO_STAMPS)), monoid=st.sampled_from(sorted(OOO_MONOIDS)),
+       policy=st.sampled_from(sorted(OOO_POLICIES)), late=st.sampled_from(["refuse", "include"]),
+       ints=st.booleans(), data=st.data())
+def test_ooo_numpy_columns_equal_pairs_and_the_object_window(stamps, monoid, policy, late, ints, data) -> None:
+    """Batches of numpy columns (timestamps in and out of order, of any span, equal ones,
+    late ones under each ``late`` rule, NaN and infinite values or timestamps now and then)
+    on an out-of-order typed window: the same evictions, errors and state as the pairs form
+    on a typed window and on the object window; the typed window stays typed (the C path:
+    no demotion) while every batch is one it holds; a refused batch changes nothing."""
+    windows = {"columns": ooo_window(monoid, policy, late), "pairs": ooo_window(monoid, policy, late),
+               "object": ooo_window(monoid, policy, late, False)}
+    stamp = OOO_STAMPS[stamps]
+    value = st.integers(-9, 9) if ints else st.sampled_from([0.5, -2.25, 3.0, 1e16, -1e16])
+    for _ in range(data.draw(st.integers(1, 6))):
+        ts = data.draw(st.lists(stamp, min_size=1, max_size=8))
+        vs = data.draw(st.lists(value, min_size=len(ts), max_size=len(ts)))
+        odd = data.draw(st.sampled_from([None, None, None, "nan_ts", "nan_value", "inf_value", "evict"]))
+        if odd == "nan_ts" and type(ts[0]) is float:
+            ts[-1] = math.nan
+        elif odd in ("nan_value", "inf_value") and not ints:
+            vs[0] = math.nan if odd == "nan_value" else math.inf
+        elif odd == "evict":  # a frontier: later batches may be late
+            median = sorted(ts)[len(ts) // 2]
+            for w in windows.values():
+                w.evict_before(median)
+        tcol = np.array(ts, dtype=np.float64 if type(ts[0]) is float else np.int64)
+        vcol = np.array(vs, dtype=np.int64 if ints else np.float64)
+        before = ooo_state(windows["columns"])
+        got = {"columns": outcome(lambda: windows["columns"].insert_many(tcol, vcol)),
+               "pairs": outcome(lambda: windows["pairs"].insert_many(list(zip(tcol.tolist(), vcol.tolist())))),
+               "object": outcome(lambda: windows["object"].insert_many(list(zip(tcol.tolist(), vcol.tolist()))))}
+        assert got["columns"] == got["pairs"] == got["object"]
+        if got["columns"][0] == "error":
+            assert ooo_state(windows["columns"]) == before
+        states = {name: ooo_state(w) for name, w in windows.items()}
+        assert states["columns"] == states["pairs"] == states["object"]
+        assert windows["columns"]._typed == windows["pairs"]._typed
+        if odd is None or (odd == "evict" and late == "include"):
+            assert windows["columns"]._typed, "demoted"
+
+
+@pytest.mark.parametrize("late", ["refuse", "include"])
+def test_ooo_numpy_columns_take_the_c_path(late, monkeypatch) -> None:
+    """The columns go to the typed FiBA's insert_arrays (not the pairs' per-update loop), and
+    a late batch the window refuses goes the general path, which names the update."""
+    w = ooo_window("sum", "size", late)
+    calls = []
+    tree = w._algorithm.tree
+    original = tree.insert_arrays
+    monkeypatch.setattr(w._algorithm, "tree", type("Spy", (), {
+        "__getattr__": lambda self, name: getattr(tree, name),
+        "__len__": lambda self: len(tree),
+        "insert_arrays": lambda self, *args: (calls.append(len(args[0])), original(*args))[1]})())
+    assert w.insert_many(np.array([5.0, 1.0, 3.0, 3.0]), np.array([1.0, 2.0, 3.0, 4.0])) == 0
+    assert calls == [4] and w.query() == 10.0
+    w._algorithm.tree = tree
+    w.evict_before(2.0)
+    before = ooo_state(w)
+    late_batch = (np.array([4.0, 1.5]), np.array([1.0, 1.0]))
+    if late == "refuse":
+        with pytest.raises(ValueError, match="update 1.*late"):
+            w.insert_many(*late_batch)
+        assert ooo_state(w) == before
+    else:
+        w.insert_many(*late_batch)
+        assert w.query() == 10.0  # 5, 3, 3 and the batch: 1.0 left with the frontier
+    assert w._typed
+
+
+OOO_BAD = [(np.array(["a", "b"]), np.array([1.0, 2.0])), (np.array([True, False]), np.array([1.0, 2.0])),
+           (np.array([1.0, math.nan]), np.array([1.0, 2.0])), (np.array([1.0, math.inf]), np.array([1.0, 2.0])),
+           (np.array([3, 2**64 - 1], dtype=np.uint64), np.array([1.0, 2.0])),
+           (np.array([1.0, 2.0]), np.array(["x", "y"])), (np.array([1.0, 2.0]), np.array([1.0])),
+           (np.array([1.0, 2.0], dtype=np.float32), np.array([1, 2], dtype=np.int8))]
+
+
+@pytest.mark.parametrize("timestamps, values", OOO_BAD)
+def test_ooo_bad_numpy_columns_fail_as_pairs_and_change_nothing(timestamps, values) -> None:
+    """Wrong dtypes, NaN and infinite timestamps, lengths that differ: the columns form gives
+    the pairs form's outcome (error type and message, or the same state) and a refused batch
+    leaves the typed window as it was."""
+    columns, pairs = ooo_window("mean", "size", "refuse"), ooo_window("mean", "size", "refuse")
+    for w in (columns, pairs):
+        w.insert_many(np.array([4.0, 2.0]), np.array([1.0, 2.0]))
+    before = ooo_state(columns)
+    got = outcome(lambda: columns.insert_many(timestamps, values))
+    if len(timestamps) == len(values):
+        expected = outcome(lambda: pairs.insert_many(list(zip(timestamps.tolist(), values.tolist()))))
+    else:
+        expected = outcome(lambda: pairs.insert_many(timestamps.tolist(), values.tolist()))
+    assert got == expected
+    if got[0] == "error":
+        assert ooo_state(columns) == before
+    assert ooo_state(columns) == ooo_state(pairs)

@@ -19,6 +19,7 @@ import random
 import struct
 from functools import reduce
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
@@ -475,3 +476,112 @@ def test_first_last_hold_any_float(path, monoid_cls):
         assert identical(tree.query_range(3, 12), ref.query_range(3, 12))
     tree.evict_upto(30)
     assert tree.query() is monoid.identity and tree.query_range(0, 5) is monoid.identity
+
+
+#: Primary parts of pair keys: floats of any span (relative and epoch seconds, subnormals,
+#: huge, negative, equal neighbours) or ints up to the int64 limits.
+PAIR_FLOATS = [-1e300, -7.5e15, -1.0, -5e-324, 0.0, 5e-324, 1e-300, 0.5, 100.0, 100.5, 1.7e9, 1.7e9 + 0.25, 2.0 ** 53,
+               1e300, math.inf, -math.inf]
+PAIR_INTS = [-2**63, -2**63 + 1, -2**40, -1, 0, 1, 2**34, 2**53 + 1, 2**63 - 2, 2**63 - 1]
+
+
+def pair_ops(monoid_cls, ints: bool, float_keys: bool):
+    primary = st.sampled_from(PAIR_FLOATS if float_keys else PAIR_INTS)
+    key = st.tuples(primary, st.one_of(st.integers(0, 5), st.sampled_from([-1, 2**63 - 1, -2**63])))
+    vals = values_for(monoid_cls, ints, big=False)  # (the INT bound: test_matches_object_fiba)
+    return st.one_of(
+        st.tuples(st.just("insert"), key, vals),
+        st.tuples(st.just("insert"), key, vals),
+        st.tuples(st.just("arrays"), st.lists(primary, max_size=6), st.integers(0, 2**62)),
+        st.tuples(st.just("evict"), key, st.none()),
+        st.tuples(st.just("evict_upto"), key, st.none()),
+        st.tuples(st.just("range"), key, key),
+        st.tuples(st.just("key_at"), st.integers(0, 20), st.none()),
+        st.tuples(st.just("snapshot"), st.none(), st.none()),
+        st.tuples(st.just("restore"), st.none(), st.none()),
+        st.tuples(st.just("copy"), st.none(), st.none()),
+        st.tuples(st.just("foreign"), primary, st.sampled_from([(1.5,), (2**64,), (-0.0,), None])),
+    )
+
+
+@pytest.mark.parametrize("path", list(TWINS))
+@pytest.mark.parametrize("monoid_cls", MONOIDS, ids=lambda c: c.__name__)
+@hsettings(max_examples=80)
+@given(data=st.data())
+def test_pair_keys_match_object_fiba(path, monoid_cls, data):
+    """Pair keys ``(primary, int)`` (the out-of-order window's ``(timestamp, arrival)``), the
+    primary a float of any span or an int near the int64 limits: every result and the whole
+    tree are those of the object FiBA on the same tuple keys; a key it cannot hold raises
+    Untyped and changes nothing; ``insert_arrays`` is ``insert`` one by one (or Untyped,
+    nothing changed)."""
+    ints = data.draw(st.booleans(), "int values")
+    float_keys = data.draw(st.booleans(), "float keys")
+    min_arity = data.draw(st.sampled_from([2, 3, 16]), "min_arity")
+    monoid = monoid_cls()
+    tree = TWINS[path].TypedFiBA(monoid, min_arity=min_arity, pairs=True)
+    ref = FiBA(monoid, min_arity=min_arity)
+    entries: dict = {}
+    saved = None
+    for op, a, b in data.draw(st.lists(pair_ops(monoid_cls, ints, float_keys), max_size=80)):
+        if op == "insert":
+            before = dump(tree)
+            try:
+                new = tree.insert(a, b)
+            except Untyped:  # a partial of the other kind than the tree's (Variance: merged ones keep it)
+                assert identical(dump(tree), before) and len(ref)
+            else:
+                assert new == ref.insert(a, b)
+                entries[a] = monoid.combine(entries[a], b) if a in entries else b
+        elif op == "arrays":
+            stamps = np.array(a, dtype=np.float64 if float_keys else np.int64)
+            column = [(j * 7) % 5 - 2 for j in range(len(a))]
+            values = np.array(column, dtype=np.int64 if ints else np.float64)
+            before = dump(tree)
+            try:
+                tree.insert_arrays(stamps, values, b)
+            except Untyped:  # another monoid, or columns of another kind than a tree's entries
+                assert identical(dump(tree), before)
+                assert monoid_cls not in (Count, Sum, Min, Max, Mean) or len(ref)
+            else:
+                for j, (t, v) in enumerate(zip(stamps.tolist(), values.tolist())):
+                    lifted, key = monoid.lift(v), (t, b + j)
+                    ref.insert(key, lifted)
+                    entries[key] = monoid.combine(entries[key], lifted) if key in entries else lifted
+        elif op == "evict":
+            assert tree.evict(a) == ref.evict(a)
+            entries.pop(a, None)
+        elif op == "evict_upto":
+            assert tree.evict_upto(a) == ref.evict_upto(a)
+            entries = {k: v for k, v in entries.items() if not k <= a}
+        elif op == "range":
+            assert identical(tree.query_range(a, b), ref.query_range(a, b))
+            assert identical(tree.entries(a, b), ref.entries(a, b))
+            inside = sorted(k for k in entries if a <= k <= b)
+            assert identical(tree.count_range(a, b), (len(inside), inside[-1]) if inside else (0, None))
+        elif op == "key_at":
+            keys = sorted(entries)
+            if a < len(keys):
+                assert identical(tree.key_at(a), keys[a])
+        elif op == "snapshot":
+            saved = (tree.snapshot(), ref.snapshot(), dict(entries))
+        elif op == "restore" and saved is not None:
+            tree.restore(saved[0])
+            ref.restore(saved[1])
+            entries = dict(saved[2])
+            tree.end_hold()
+            ref.end_hold()
+            saved = None
+        elif op == "copy":
+            tree = pickle.loads(pickle.dumps(tree)) if path == "imported" and len(entries) % 2 else copy.deepcopy(tree)
+            saved = None
+            ref.end_hold()
+            tree.end_hold()
+        elif op == "foreign":  # not a pair of a key and an int64: refused, nothing changed
+            key = a if b is None else (b[0], 1) if b[0] == -0.0 else (a, b[0])
+            before = dump(tree)
+            with pytest.raises(Untyped):
+                tree.insert(key, ref.oldest()[1] if len(ref) else 0)
+            assert identical(dump(tree), before)
+        assert_same(tree, ref)
+        if exact(entries, monoid_cls):
+            assert tree.query() == naive(entries, monoid)

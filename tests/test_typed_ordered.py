@@ -8,6 +8,7 @@ the compiled and the pure path (where the same source runs interpreted)."""
 from __future__ import annotations
 
 import math
+from functools import reduce
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
-from mta import Window, typed_ordered
+from mta import Window
 from mta.algorithms import typed
 from mta.monoid import ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum, Variance
 from mta.policy import MaxSize, TimeRange, all_of, any_of
@@ -61,10 +62,9 @@ def outcome(call: Any) -> Any:
         return ("error", type(error).__name__, str(error))
 
 
-def tree_of(window: Window, check: bool = True, ranks: bool = False) -> Any:
+def tree_of(window: Window, check: bool = True) -> Any:
     """The object FiBA of ``window`` (the typed one's object twin), node by node; ``check``:
-    FiBA.check it first (it refolds in its own order: exact for ints only); ``ranks``: arrival
-    numbers as ranks among their timestamp's (repacked keys may renumber them, in key order)."""
+    FiBA.check it first (it refolds in its own order: exact for ints only)."""
     algorithm = window._algorithm
     tree = (algorithm.to_object() if window._typed else algorithm).tree
 
@@ -75,17 +75,30 @@ def tree_of(window: Window, check: bool = True, ranks: bool = False) -> Any:
 
     if check:
         tree.check()
-    nodes = dump(tree._root)
-    if not ranks:
-        return norm(nodes)
-    keys = [key for key, _ in tree]  # in key order: equal timestamps in arrival order
-    rank = {key: j - keys.index((key[0], min(a for t, a in keys if t == key[0]))) for j, key in enumerate(keys)}
+    return norm(dump(tree._root))
 
-    def ranked(node: Any) -> Any:
-        keys, *rest, children = node
-        return ([(t, rank[t, a]) for t, a in keys], *rest, None if children is None else list(map(ranked, children)))
 
-    return norm(ranked(nodes))
+def naive(window: Window) -> Any:
+    """The window's result by a left fold of its entries (in timestamp order)."""
+    monoid = window.monoid
+    return monoid.lower(reduce(monoid.combine, list(window), monoid.identity))
+
+
+#: Timestamps: drawn times 0..30 mapped in order (other numbers as they are) to ints, epoch
+#: seconds, relative half seconds, floats of mixed magnitudes and signs (subnormals, huge,
+#: equal neighbours), and ints near the int64 limits. Every kind stays typed at any span.
+_MIXED = sorted([-1e300, -7.5e15, -123.25, -1.0, -5e-324, 0.0, 5e-324, 2.2250738585072014e-308, 1e-300, 0.1, 0.5,
+                 1.0, 1.0, 100.0, 100.5, 1.7e9, 1.7e9 + 0.25, 2.0 ** 52, 2.0 ** 53, 1e16, 1e100, 1e300, 1.7e308,
+                 -2.0 ** 60, 3.0, 3.0, 42.0, 1e-10, -1e-10, 7e200, 8e-200])
+_I64 = sorted([-2**63, -2**63 + 1, -2**63 + 2, -2**62, -2**40, -1, 0, 1, 2, 2**34, 2**35, 2**40, 2**52, 2**53, 2**53 + 1,
+               2**62, 2**63 - 3, 2**63 - 2, 2**63 - 1, 2**63 - 1, 5, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])
+STAMPS = {"int": lambda t: t, "epoch": lambda t: 1e9 + t * 0.1, "relative": lambda t: 100.0 + t * 0.5,
+          "epoch_wide": lambda t: 1.7e9 + t * 997.25, "mixed": _MIXED.__getitem__, "int64": _I64.__getitem__}
+
+
+def stamp(kind: str, t: Any) -> Any:
+    """Drawn time ``t`` as a timestamp of ``kind`` (not a time 0..30: as it is)."""
+    return STAMPS[kind](t) if type(t) is int and 0 <= t <= 30 else t
 
 
 TS = st.integers(0, 30)
@@ -103,34 +116,20 @@ OPS = st.one_of(
     st.tuples(st.just("evict"), st.sampled_from([-1, True, 1.0])),
     st.tuples(st.just("retract"), st.one_of(TS, st.just(7.5))),
     st.tuples(st.just("range"), st.one_of(st.none(), TS, st.just(3.5)), st.one_of(st.none(), TS, st.just(20.5))),
-    st.tuples(st.just("demote"), st.sampled_from([2.5, 2 ** 40, "value"])),
+    st.tuples(st.just("demote"), st.sampled_from([2.5, 2 ** 64, "value"])),
 )
 
 
 CASES = dict(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
              late=st.sampled_from(["refuse", "include"]), min_arity=st.sampled_from([2, 3, 16]),
-             floats=st.booleans(), float_stamps=st.booleans(), ops=st.lists(OPS, max_size=60), data=st.data())
+             floats=st.booleans(), stamps=st.sampled_from(sorted(STAMPS)), ops=st.lists(OPS, max_size=60), data=st.data())
 
 
 @hsettings(max_examples=300)
 @given(**CASES)
 def test_typed_ordered_window_is_the_object_one(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
-                                                float_stamps: bool, ops: list, data: Any) -> None:
-    same_as_object(monoid, policy, late, min_arity, floats, float_stamps, ops, data, False)
-
-
-@hsettings(max_examples=200)
-@given(**CASES)
-def test_repacked_keys_change_nothing(monoid: str, policy: str, late: str, min_arity: int, floats: bool,
-                                      float_stamps: bool, ops: list, data: Any) -> None:
-    """Keys of 3 arrival bits and a timestamp span of 12: repacked all the time (or the
-    window demotes when it holds too much), with the same results."""
-    saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
-    typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
-    try:
-        same_as_object(monoid, policy, late, min_arity, floats, float_stamps, ops, data, True)
-    finally:
-        typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
+                                                stamps: str, ops: list, data: Any) -> None:
+    same_as_object(monoid, policy, late, min_arity, floats, stamps, ops, data)
 
 
 def common_calls(op: tuple, at: Any, draw: Any) -> list | None:
@@ -173,13 +172,14 @@ def step_alike(typed_window: Window, object_window: Window, calls: list, op: Any
     assert norm(list(typed_window)) == norm(list(object_window))
 
 
-def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, float_stamps: bool, ops: list,
-                   data: Any, ranks: bool) -> None:
-    """Both windows through ``ops``; ``float_stamps``: timestamps 1e9 + t * 0.1 (floats that
-    pack), else t."""
+def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: bool, stamps: str, ops: list,
+                   data: Any) -> None:
+    """Both windows through ``ops``, timestamps of kind ``stamps`` (:data:`STAMPS`); the
+    typed one stays typed unless an operation made to demote it ran, and (ints, exact
+    monoids) gives a naive fold's result."""
 
     def at(t: Any) -> Any:
-        return 1e9 + t * 0.1 if float_stamps and type(t) in (int, float) and math.isfinite(t) else t
+        return stamp(stamps, t)
 
     typed_window = make(monoid, policy, late, min_arity, True)
     object_window = make(monoid, policy, late, min_arity, False)
@@ -192,16 +192,21 @@ def same_as_object(monoid: str, policy: str, late: str, min_arity: int, floats: 
     def draw() -> Any:
         return given_as(monoid, data.draw(values), next(keys))
 
+    exact = (not floats or monoid == "count") and monoid not in ROUNDING
+    demoted = False
     for op in ops:
         calls = common_calls(op, at, draw)
-        if calls is None:  # what the typed core cannot hold: a float timestamp, a far one, a value of another kind
+        if calls is None:  # what the typed core cannot hold: a timestamp of the other kind, a value beyond int64
             bad = op[1]
             value = draw()
-            calls = [lambda w: w.insert(bad, value) if bad != "value" else w.insert(3, given_as(monoid, 2 ** 70))]
+            calls = [lambda w: w.insert(bad, value) if bad != "value" else w.insert(at(3), given_as(monoid, 2 ** 70))]
+            demoted = True
         step_alike(typed_window, object_window, calls, op)
         assert norm(typed_window.oldest_timestamp()) == norm(object_window.oldest_timestamp())
-    exact = (not floats or monoid == "count") and monoid not in ROUNDING
-    assert tree_of(typed_window, exact, ranks) == tree_of(object_window, exact, ranks)
+        assert typed_window._typed or demoted, op
+        if exact and typed_window._typed:
+            assert norm(typed_window.query()) == norm(naive(typed_window))
+    assert tree_of(typed_window, exact) == tree_of(object_window, exact)
 
 
 @pytest.mark.parametrize("monoid", sorted(MONOIDS))
@@ -299,28 +304,6 @@ def test_a_copied_typed_window_goes_on_as_the_original(copier: str, monoid: str)
     before = (len(original), norm(original.query()))
     clone.insert(100, given_as(monoid, 1.0))  # the copy is independent
     assert (len(original), norm(original.query())) == before != (len(clone), norm(clone.query()))
-
-
-def test_repacking_renumbers_in_order_and_rebases() -> None:
-    """An entry that arrived long ago stays (a late timestamp far ahead): keys are renumbered
-    (3 arrival bits) and rebased (a span of 12) while the window slides, and it stays typed,
-    with the object window's results and tree."""
-    saved = typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN
-    typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = 3, 7, 6
-    try:
-        typed_window = make("sum", "size", "include", 2, True)
-        object_window = make("sum", "size", "include", 2, False)
-        updates = [(8, 0.5)] + [(t // 2, t + 0.1) for t in range(30)]  # equal timestamps in pairs
-        for t, x in updates:
-            for w in (typed_window, object_window):
-                w.insert(t, x)
-            assert norm(typed_window.query()) == norm(object_window.query())
-            assert norm(list(typed_window)) == norm(list(object_window))
-            assert tree_of(typed_window, False, True) == tree_of(object_window, False, True)
-        assert typed_window._typed
-        assert typed_window._algorithm._base > 6  # rebased as time went on
-    finally:
-        typed_ordered.ARRIVAL_BITS, typed_ordered._MASK, typed_ordered._SPAN = saved
 
 
 @pytest.mark.parametrize("policy", ["time_r", "time_f", "any"])

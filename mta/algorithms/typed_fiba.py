@@ -35,8 +35,8 @@ int sums; the cut itself stays O(log n)).
 Storage: a node is an extension type with three C arrays of int64 (keys, values, and the
 counts of Mean, MinCount, MaxCount and Variance, or ArgMin's keys in partials) of room for
 FiBA's largest node at ``min_arity`` 16 and one entry over (so ``min_arity`` is at most 16
-here: ValueError beyond); Variance's nodes have a fourth, for M2 (:class:`_TNodeX`), and
-only theirs. A partial in C (``Part``) is three fields whatever the op: a value ``d``
+here: ValueError beyond); Variance's nodes have a fifth, for M2 (:class:`_TNodeX`), and
+only theirs, after the pair keys' second column (see below), which they carry too. A partial in C (``Part``) is three fields whatever the op: a value ``d``
 (double) or ``i`` (int64) and ``c``; First and Last mark their identity by ``c == -1``,
 ArgMin and ArgMax theirs (None) by ``-1`` in the value field their kind leaves unused
 (``i`` for FLOAT, ``d`` for INT), Variance's is count 0, its mean in ``d``, M2's bits in
@@ -45,7 +45,10 @@ float key as an int64 in the same order (its bits, the magnitude flipped for a n
 so that entries move between nodes as bits and keys compare as ints whatever their kind.
 A -0.0 key is refused (Untyped): as a key it is 0.0, and it would read back as 0.0. Lookups
 (``evict``, ``evict_upto``, ``query_range``, ``entries``) with a key of the other kind raise
-Untyped too. The left finger's suffix folds are kept once, by the tree: only the left
+Untyped too. Pair keys (``TypedFiBA(..., pairs=True)``, the out-of-order window's
+``(timestamp, arrival)``): a key of either kind and an int64, compared as pairs, the second
+part in a fourth column (:class:`_TNodeA`: only these trees' nodes, and Variance's, have
+it; comparisons look at it only on equal first parts). The left finger's suffix folds are kept once, by the tree: only the left
 finger ever has them (a node that stops being the left finger has left the tree).
 No Python object per entry and two per node (the node, its children list): interpreted,
 the arrays are lists and the values are unpacked with ``struct``, hence (slow) Python.
@@ -92,6 +95,8 @@ _ARGMAX = cython.declare(cython.int, ARGMAX)
 #: The entry columns beyond keys and values an op uses (``_TNode.c``, ``_TNodeX.x``: Variance's M2).
 _C = cython.declare(cython.int, 1)
 _X = cython.declare(cython.int, 2)
+#: The second key column (``_TNodeA.a``) of a tree with pair keys.
+_A = cython.declare(cython.int, 4)
 #: Largest sum of |v| over an INT-kind tree of SUM or MEAN partials.
 LIMIT = cython.declare(cython.ulonglong, 2**63 - 1)
 INT64_MAX = cython.declare(cython.longlong, 2**63 - 1)
@@ -226,10 +231,24 @@ def _chan(a: Part, b: Part) -> Part:
                 i=_bits((_double(a.i) + _double(b.i)) + (((delta * delta) * na) * nb) / dn))
 
 
+@cython.cclass
+class _TNodeA(_TNode):
+    """A :class:`_TNode` with a second key column, ``a[j]``: entry ``j``'s key is the pair
+    ``(k[j], a[j])``. Only trees with pair keys have it (and Variance's, through
+    :class:`_TNodeX`), so the other trees' nodes are not bigger."""
+
+    a: cython.longlong[33]  # CAP
+
+    def __init__(self) -> None:
+        super().__init__()
+        if not cython.compiled:
+            self.a = [0] * CAP
+
+
 @cython.final
 @cython.cclass
-class _TNodeX(_TNode):
-    """A :class:`_TNode` with one more int64 column, ``x[j]``: Variance's M2 (bits of a
+class _TNodeX(_TNodeA):
+    """A :class:`_TNodeA` with one more int64 column, ``x[j]``: Variance's M2 (bits of a
     double). Only Variance's trees have it, so the other ops' nodes are not bigger."""
 
     x: cython.longlong[33]  # CAP
@@ -259,22 +278,23 @@ def _last_child(node: _TNode) -> _TNode:
 @cython.exceptval(check=False)
 def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
     """Move entries ``i ..`` of ``node`` by ``by`` places (right if positive); ``n`` follows.
-    ``cols``: the columns beyond keys and values (``_C``, with ``_X`` for Variance)."""
+    ``cols``: the node's columns beyond keys and values (``_C``, with ``_X`` for
+    Variance; ``_A``: pair keys)."""
     n: cython.Py_ssize_t = node.n
     j: cython.Py_ssize_t
-    if cols & _X:
-        _shift_x(cython.cast(_TNodeX, node), i, by)
+    if cols & (_X | _A):
+        _shift_xa(node, i, by, cols)
     if by > 0:
         for j in range(n - 1, i - 1, -1):
             node.k[j + by] = node.k[j]
             node.v[j + by] = node.v[j]
-            if cols:
+            if cols & _C:
                 node.c[j + by] = node.c[j]
     elif by < 0:
         for j in range(i, n):
             node.k[j + by] = node.k[j]
             node.v[j + by] = node.v[j]
-            if cols:
+            if cols & _C:
                 node.c[j + by] = node.c[j]
     node.n = n + by
     return 0
@@ -284,16 +304,26 @@ def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cyth
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
-def _shift_x(node: _TNodeX, i: cython.Py_ssize_t, by: cython.Py_ssize_t) -> cython.int:
-    """:func:`_shift` of the ``x`` column (out of line: the other ops' shifts stay small)."""
+def _shift_xa(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
+    """:func:`_shift` of the ``x`` and ``a`` columns (out of line: the other trees' shifts stay small)."""
     n: cython.Py_ssize_t = node.n
     j: cython.Py_ssize_t
-    if by > 0:
-        for j in range(n - 1, i - 1, -1):
-            node.x[j + by] = node.x[j]
-    elif by < 0:
-        for j in range(i, n):
-            node.x[j + by] = node.x[j]
+    if cols & _X:
+        xs: _TNodeX = cython.cast(_TNodeX, node)
+        if by > 0:
+            for j in range(n - 1, i - 1, -1):
+                xs.x[j + by] = xs.x[j]
+        elif by < 0:
+            for j in range(i, n):
+                xs.x[j + by] = xs.x[j]
+    if cols & _A:
+        pk: _TNodeA = cython.cast(_TNodeA, node)
+        if by > 0:
+            for j in range(n - 1, i - 1, -1):
+                pk.a[j + by] = pk.a[j]
+        elif by < 0:
+            for j in range(i, n):
+                pk.a[j + by] = pk.a[j]
     return 0
 
 
@@ -305,12 +335,12 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
           cols: cython.int) -> cython.int:
     """Entries ``s .. s + m - 1`` of ``src`` to places ``t ..`` of another node (bits)."""
     j: cython.Py_ssize_t
-    if cols & _X:
-        _copy_x(cython.cast(_TNodeX, src), s, cython.cast(_TNodeX, dst), t, m)
+    if cols & (_X | _A):
+        _copy_xa(src, s, dst, t, m, cols)
     for j in range(m):
         dst.k[t + j] = src.k[s + j]
         dst.v[t + j] = src.v[s + j]
-        if cols:
+        if cols & _C:
             dst.c[t + j] = src.c[s + j]
     return 0
 
@@ -319,11 +349,16 @@ def _copy(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
-def _copy_x(src: _TNodeX, s: cython.Py_ssize_t, dst: _TNodeX, t: cython.Py_ssize_t, m: cython.Py_ssize_t) -> cython.int:
-    """:func:`_copy` of the ``x`` column."""
+def _copy_xa(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_t, m: cython.Py_ssize_t,
+             cols: cython.int) -> cython.int:
+    """:func:`_copy` of the ``x`` and ``a`` columns."""
     j: cython.Py_ssize_t
-    for j in range(m):
-        dst.x[t + j] = src.x[s + j]
+    if cols & _X:
+        for j in range(m):
+            cython.cast(_TNodeX, dst).x[t + j] = cython.cast(_TNodeX, src).x[s + j]
+    if cols & _A:
+        for j in range(m):
+            cython.cast(_TNodeA, dst).a[t + j] = cython.cast(_TNodeA, src).a[s + j]
     return 0
 
 
@@ -348,6 +383,8 @@ class TypedFiBA:
     _op: cython.int
     _mean: cython.bint        # partials are pairs (value, count): Mean, MinCount, MaxCount
     _cols: cython.int         # the entry columns beyond keys and values: _C, _X
+    _ncols: cython.int        # the node's: _cols, and _A for pair keys
+    _pairs: cython.bint       # keys are pairs (k, a): the second an int64 in column a
     _lower: cython.bint       # result() is monoid.lower(query())
     _count: cython.bint
     _float: cython.bint       # values' kind: FLOAT (doubles) or INT (int64)
@@ -366,7 +403,8 @@ class TypedFiBA:
     _vany: cython.bint        # ... or it fits either kind (a Variance partial of count >= 2)
     _xkind: cython.bint       # the kind of the ArgMin / ArgMax partial's key _decode last read
     _qkind: cython.bint       # the kind of the key _key_in last read
-    _q: cython.longlong       # that key (as stored: _fkey of a float)
+    _q: cython.longlong       # that key (as stored: _fkey of a float) ...
+    _qa: cython.longlong      # ... and its second part (pair keys)
     _sv: cython.longlong[33]  # the left finger's suffix folds (FiBA's suffix[r]): values ...
     _sc: cython.longlong[33]  # ... Mean counts ...
     _sx: cython.longlong[33]  # ... and Variance's M2
@@ -376,7 +414,7 @@ class TypedFiBA:
     _hr: cython.bint
     _hit: cython.bint         # a range query met an entry
 
-    def __init__(self, monoid: Monoid, *, min_arity: int = 16) -> None:
+    def __init__(self, monoid: Monoid, *, min_arity: int = 16, pairs: bool = False) -> None:
         op = wide_op_of(monoid) if serves(monoid) else None
         if op is None:
             raise TypeError("TypedFiBA serves Sum, Count, Min, Max, Mean, MinCount, MaxCount, First, Last, "
@@ -394,12 +432,14 @@ class TypedFiBA:
         self._mean = op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT
         self._cols = ((_C if self._mean or op == _VARIANCE or op == _ARGMIN or op == _ARGMAX else 0)
                       | (_X if op == _VARIANCE else 0))
+        self._pairs = pairs
+        self._ncols = self._cols | (_A if pairs else 0)
         self._lower = self._mean or op >= _FIRST
         self._count = type(monoid) is Count
         self._journal = None
         self._kfloat = self._vkind = self._qkind = self._hl = self._hr = self._hit = False
         self._xfloat = self._xkind = self._vany = False
-        self._q = 0
+        self._q = self._qa = 0
         self._sowner = None
         if not cython.compiled:
             self._sv, self._sc, self._sx = [0] * CAP, [0] * CAP, [0] * CAP
@@ -435,7 +475,7 @@ class TypedFiBA:
 
     @cython.cfunc
     def _new(self) -> _TNode:
-        node: _TNode = _TNodeX() if self._cols & _X else _TNode()
+        node: _TNode = _TNodeX() if self._cols & _X else _TNodeA() if self._pairs else _TNode()
         node.agg = self._identity
         return node
 
@@ -609,9 +649,15 @@ class TypedFiBA:
 
     @cython.cfunc
     def _key_in(self, key: object) -> cython.int:
-        """Read ``key`` into ``_q``, its kind into ``_qkind``; Untyped if no column holds it
-        (not exactly an int or a float, NaN, beyond int64)."""
+        """Read ``key`` into ``_q`` (a pair's second part into ``_qa``), its kind into
+        ``_qkind``; Untyped if no column holds it (not exactly an int or a float, NaN,
+        beyond int64; for pair keys: not a pair of such a key and an int64)."""
         x: cython.double
+        if self._pairs:
+            if type(key) is not tuple or len(key) != 2 or type(key[1]) is not int:
+                raise Untyped(f"not a (key, int) pair: {key!r}")
+            self._qa = _int64(key[1])
+            key = key[0]
         if type(key) is float:
             x = key
             if x != x:
@@ -635,9 +681,17 @@ class TypedFiBA:
 
     @cython.cfunc
     def _key(self, node: _TNode, j: cython.Py_ssize_t) -> object:
-        if self._kfloat:
-            return _unfkey(node.k[j])
-        return node.k[j]
+        key: object = _unfkey(node.k[j]) if self._kfloat else node.k[j]
+        if self._pairs:
+            return (key, cython.cast(_TNodeA, node).a[j])
+        return key
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _ka(self, node: _TNode, j: cython.Py_ssize_t) -> cython.longlong:
+        """The second part of key ``j`` (0 when keys are not pairs)."""
+        return cython.cast(_TNodeA, node).a[j] if self._pairs else 0
 
     @cython.cfunc
     @cython.inline
@@ -689,32 +743,32 @@ class TypedFiBA:
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _klt(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong) -> cython.bint:
-        """keys[j] < q"""
-        return node.k[j] < q
+    def _klt(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong, qa: cython.longlong) -> cython.bint:
+        """keys[j] < (q, qa)"""
+        return node.k[j] < q or (self._pairs and node.k[j] == q and cython.cast(_TNodeA, node).a[j] < qa)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _kgt(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong) -> cython.bint:
-        """keys[j] > q"""
-        return node.k[j] > q
+    def _kgt(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong, qa: cython.longlong) -> cython.bint:
+        """keys[j] > (q, qa)"""
+        return node.k[j] > q or (self._pairs and node.k[j] == q and cython.cast(_TNodeA, node).a[j] > qa)
 
     @cython.cfunc
     @cython.inline
     @cython.exceptval(check=False)
-    def _keq(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong) -> cython.bint:
-        return node.k[j] == q
+    def _keq(self, node: _TNode, j: cython.Py_ssize_t, q: cython.longlong, qa: cython.longlong) -> cython.bint:
+        return node.k[j] == q and (not self._pairs or cython.cast(_TNodeA, node).a[j] == qa)
 
     @cython.cfunc
     @cython.exceptval(check=False)
-    def _bisect_left(self, node: _TNode, q: cython.longlong) -> cython.Py_ssize_t:
+    def _bisect_left(self, node: _TNode, q: cython.longlong, qa: cython.longlong) -> cython.Py_ssize_t:
         lo: cython.Py_ssize_t = 0
         hi: cython.Py_ssize_t = node.n
         mid: cython.Py_ssize_t
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._klt(node, mid, q):
+            if self._klt(node, mid, q, qa):
                 lo = mid + 1
             else:
                 hi = mid
@@ -722,13 +776,13 @@ class TypedFiBA:
 
     @cython.cfunc
     @cython.exceptval(check=False)
-    def _bisect_right(self, node: _TNode, q: cython.longlong) -> cython.Py_ssize_t:
+    def _bisect_right(self, node: _TNode, q: cython.longlong, qa: cython.longlong) -> cython.Py_ssize_t:
         lo: cython.Py_ssize_t = 0
         hi: cython.Py_ssize_t = node.n
         mid: cython.Py_ssize_t
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._kgt(node, mid, q):
+            if self._kgt(node, mid, q, qa):
                 hi = mid
             else:
                 lo = mid + 1
@@ -738,8 +792,10 @@ class TypedFiBA:
     @cython.exceptval(check=False)
     def _put_entry(self, node: _TNode, i: cython.Py_ssize_t, p: Part) -> cython.int:
         """Insert the scratch key with value ``p`` at entry ``i`` of ``node``."""
-        _shift(node, i, 1, self._cols)
+        _shift(node, i, 1, self._ncols)
         node.k[i] = self._q
+        if self._pairs:
+            cython.cast(_TNodeA, node).a[i] = self._qa
         self._setv(node, i, p)
         return 0
 
@@ -856,22 +912,22 @@ class TypedFiBA:
         return 0
 
     @cython.cfunc
-    def _search_node(self, q: cython.longlong) -> _TNode:
+    def _search_node(self, q: cython.longlong, qa: cython.longlong) -> _TNode:
         """FiBA._search_node: from the nearer finger, climbing only as far as it must."""
         node: _TNode = self._root
         i: cython.Py_ssize_t
         if node.children is not None:
-            if self._kgt(node, 0, q):
+            if self._kgt(node, 0, q, qa):
                 node = self._lf
-                while node.parent is not None and self._klt(node, node.n - 1, q):
+                while node.parent is not None and self._klt(node, node.n - 1, q, qa):
                     node = node.parent
-            elif self._klt(node, node.n - 1, q):
+            elif self._klt(node, node.n - 1, q, qa):
                 node = self._rf
-                while node.parent is not None and self._kgt(node, 0, q):
+                while node.parent is not None and self._kgt(node, 0, q, qa):
                     node = node.parent
         while node.children is not None:
-            i = self._bisect_left(node, q)
-            if i < node.n and self._keq(node, i, q):
+            i = self._bisect_left(node, q, qa)
+            if i < node.n and self._keq(node, i, q, qa):
                 return node
             node = _child(node, i)
         return node
@@ -897,7 +953,7 @@ class TypedFiBA:
     @cython.cfunc
     def _split(self, left: _TNode) -> cython.int:
         a: cython.Py_ssize_t = self.min_arity
-        cols: cython.int = self._cols
+        cols: cython.int = self._ncols
         parent: _TNode = left.parent
         right: _TNode = self._new()
         m: cython.Py_ssize_t = left.n - a - 1
@@ -940,7 +996,7 @@ class TypedFiBA:
     @cython.cfunc
     def _merge(self, parent: _TNode, index: cython.Py_ssize_t) -> _TNode:
         """Merge ``parent.children[index + 1]`` into ``children[index]`` with the entry between."""
-        cols: cython.int = self._cols
+        cols: cython.int = self._ncols
         left: _TNode = _child(parent, index)
         right: _TNode = _child(parent, index + 1)
         _copy(parent, index, left, left.n, 1, cols)
@@ -962,7 +1018,7 @@ class TypedFiBA:
     @cython.cfunc
     def _move(self, parent: _TNode, recipient: cython.Py_ssize_t, giver: cython.Py_ssize_t) -> cython.int:
         """Rotate one entry (and child) from sibling ``giver`` through the parent into ``recipient``."""
-        cols: cython.int = self._cols
+        cols: cython.int = self._ncols
         to: _TNode = _child(parent, recipient)
         fro: _TNode = _child(parent, giver)
         moved: _TNode
@@ -1030,7 +1086,7 @@ class TypedFiBA:
         True if the key is new. Untyped, and no change, if the tree cannot hold them."""
         size: cython.Py_ssize_t = self._len()
         self._key_in(key)
-        if self._qkind and self._q == 0 and math.copysign(1.0, key) < 0:
+        if self._qkind and self._q == 0 and math.copysign(1.0, key[0] if self._pairs else key) < 0:
             raise Untyped("a -0.0 key (it would read back as 0.0)")
         p: Part = self._decode(partial)
         xkey: cython.bint = self._op == _ARGMIN or self._op == _ARGMAX
@@ -1082,15 +1138,91 @@ class TypedFiBA:
             return False
         return True
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert_arrays(self, timestamps: Any, values: Any, first: int) -> None:
+        """Insert the lift of ``values[j]`` at key ``(timestamps[j], first + j)`` for each
+        ``j`` in order, as :meth:`insert` one by one would (pair keys; Sum, Min, Max: the
+        number; Mean: with count 1; Count: 1 whatever the value): float64 or int64 buffers,
+        in C loops. All or nothing: Untyped, before any change, if a key or value does not
+        fit (another kind than the tree's, NaN, a -0.0 key, the INT bound)."""
+        op: cython.int = self._op
+        if not self._pairs or not (op == _SUM or op == _MIN or op == _MAX or op == _MEAN):
+            raise Untyped("insert_arrays takes pair keys and Count, Sum, Min, Max or Mean")
+        tview = memoryview(timestamps)
+        vview = memoryview(values)
+        n: cython.Py_ssize_t = len(tview)
+        if len(vview) != n:
+            raise ValueError(f"{n} timestamps for {len(vview)} values")
+        kfloat: cython.bint = tview.format == "d"
+        vfloat: cython.bint = vview.format == "d" and not self._count
+        size: cython.Py_ssize_t = self._len()
+        if size and (kfloat != self._kfloat or vfloat != self._float):
+            raise Untyped("a column of the other kind")
+        base: cython.longlong = _int64(first)
+        _int64(first + n)
+        j: cython.Py_ssize_t
+        x: cython.double
+        td: cython.const[cython.double][:]
+        ti: cython.const[cython.longlong][:]
+        vd: cython.const[cython.double][:]
+        vi: cython.const[cython.longlong][:]
+        magnitude: cython.ulonglong = self._magnitude if size else 0
+        if kfloat:
+            td = tview
+            for j in range(n):
+                x = td[j]
+                if x != x or (x == 0.0 and _bits(x) < 0):
+                    raise Untyped("a NaN or -0.0 key")
+        else:
+            ti = tview
+        if self._count:  # every lift is the int 1
+            if cython.cast(cython.ulonglong, n) > LIMIT - magnitude:
+                raise Untyped("the sum of |v| would exceed 2**63 - 1")
+        elif vfloat:
+            vd = vview
+            for j in range(n):
+                if vd[j] != vd[j]:
+                    raise Untyped("NaN")
+        else:
+            vi = vview
+            if op == _SUM or op == _MEAN:
+                for j in range(n):
+                    if _abs64(vi[j]) > LIMIT - magnitude:
+                        raise Untyped("the sum of |v| would exceed 2**63 - 1")
+                    magnitude += _abs64(vi[j])
+        if not size:  # the kinds of an empty tree follow its first entry
+            self._kfloat = kfloat
+            if vfloat != self._float:
+                self._set_kind(vfloat)
+            self._magnitude = 0
+            self._root.agg = self._identity
+        c: cython.longlong = 1 if op == _MEAN else 0
+        p: Part
+        for j in range(n):
+            self._q = _fkey(td[j]) if kfloat else ti[j]
+            self._qa = base + j
+            if vfloat:
+                p = Part(d=vd[j], i=0, c=c)
+            else:
+                p = Part(d=0.0, i=1 if self._count else vi[j], c=c)
+            self._insert(None if self._journal is None else self._key_pair(), p)
+
+    @cython.cfunc
+    def _key_pair(self) -> object:
+        """The scratch pair key (``_q``, ``_qa``) as :meth:`insert` takes it."""
+        return (_unfkey(self._q) if self._kfloat else self._q, self._qa)
+
     @cython.cfunc
     def _insert(self, key: object, p: Part) -> cython.bint:
         q: cython.longlong = self._q
+        qa: cython.longlong = self._qa
         finger: _TNode = self._rf
         n: cython.Py_ssize_t = finger.n
         parent: _TNode = finger.parent
         if self._track:
             self._magnitude += _abs64(p.i)
-        if n and self._klt(finger, n - 1, q):  # after every key
+        if n and self._klt(finger, n - 1, q, qa):  # after every key
             if n < self._max_keys:
                 # In order, no split: the right finger's aggregate gains the entry: one combine.
                 if self._journal is not None:
@@ -1103,9 +1235,9 @@ class TypedFiBA:
             if parent is not None and parent.n and not parent.left and parent.n < self._max_keys:
                 self._append_split(finger, key, p)
                 return True
-        node: _TNode = self._search_node(q)
-        i: cython.Py_ssize_t = self._bisect_left(node, q)
-        if i < node.n and self._keq(node, i, q):  # combine into the entry
+        node: _TNode = self._search_node(q, qa)
+        i: cython.Py_ssize_t = self._bisect_left(node, q, qa)
+        if i < node.n and self._keq(node, i, q, qa):  # combine into the entry
             old: Part = self._val(node, i)
             if self._journal is not None:
                 self._journal.append((key, self._enc(old)))
@@ -1129,7 +1261,7 @@ class TypedFiBA:
         """FiBA._append_split: in order, the right finger full, its parent not."""
         if self._journal is not None:
             self._journal.append((key, _NEW))
-        cols: cython.int = self._cols
+        cols: cython.int = self._ncols
         self._put_entry(finger, finger.n, p)
         a: cython.Py_ssize_t = self.min_arity
         parent: _TNode = finger.parent
@@ -1162,15 +1294,16 @@ class TypedFiBA:
     @cython.cfunc
     def _evict(self, key: object) -> cython.bint:
         q: cython.longlong = self._q
+        qa: cython.longlong = self._qa
         finger: _TNode = self._lf
         parent: _TNode = finger.parent
         agg: Part
-        if finger.n and self._keq(finger, 0, q) and (finger.n > self._min_keys or parent is None):
+        if finger.n and self._keq(finger, 0, q, qa) and (finger.n > self._min_keys or parent is None):
             # The oldest, no underflow: only the left finger's aggregate changes.
             self._untrack(finger, 0)
             if self._journal is not None:
                 self._journal.append((key, self._enc(self._val(finger, 0))))
-            _shift(finger, 1, -1, self._cols)
+            _shift(finger, 1, -1, self._ncols)
             if not finger.suffixed:
                 self._recalc(finger)
                 return True
@@ -1183,15 +1316,15 @@ class TypedFiBA:
             finger.agg = agg
             finger.size = size
             return True
-        node: _TNode = self._search_node(q)
-        i: cython.Py_ssize_t = self._bisect_left(node, q)
-        if i == node.n or not self._keq(node, i, q):
+        node: _TNode = self._search_node(q, qa)
+        i: cython.Py_ssize_t = self._bisect_left(node, q, qa)
+        if i == node.n or not self._keq(node, i, q, qa):
             return False
         self._untrack(node, i)
         if self._journal is not None:
             self._journal.append((key, self._enc(self._val(node, i))))
         if node.children is None:
-            _shift(node, i + 1, -1, self._cols)
+            _shift(node, i + 1, -1, self._ncols)
             self._recalc_if_up(node)
             self._rebalance_after_evict(node, None)
             self._repair(self._top, self._hl, self._hr)
@@ -1201,13 +1334,13 @@ class TypedFiBA:
         if leaf.n > self._min_keys:
             while leaf.children is not None:
                 leaf = _child(leaf, 0)
-            _copy(leaf, 0, node, i, 1, self._cols)
-            _shift(leaf, 1, -1, self._cols)
+            _copy(leaf, 0, node, i, 1, self._ncols)
+            _shift(leaf, 1, -1, self._ncols)
         else:
             leaf = _child(node, i)
             while leaf.children is not None:
                 leaf = _last_child(leaf)
-            _copy(leaf, leaf.n - 1, node, i, 1, self._cols)
+            _copy(leaf, leaf.n - 1, node, i, 1, self._ncols)
             leaf.n -= 1
         self._recalc_if_up(leaf)
         self._rebalance_after_evict(leaf, node)
@@ -1248,11 +1381,12 @@ class TypedFiBA:
             return 0
         self._lookup(key)
         q: cython.longlong = self._q
-        if self._kgt(self._lf, 0, q):
+        qa: cython.longlong = self._qa
+        if self._kgt(self._lf, 0, q, qa):
             return 0  # older than the oldest
         if self._track or self._journal is not None:  # O(evicted): int sums, or a batch may be undone
-            self._walk_upto(self._root, q)
-        path: list = self._boundary(q)
+            self._walk_upto(self._root, q, qa)
+        path: list = self._boundary(q, qa)
         skip_to: _TNode = None
         top: _TNode = None
         root: _TNode
@@ -1269,7 +1403,7 @@ class TypedFiBA:
                 self._recalc_if_up(neighbor)  # it gave entries to the level below
             if skip_to is None or skip_to is node:
                 skip_to = None
-                self._cut(node, q)
+                self._cut(node, q, qa)
                 if neighbor is None:
                     # Nothing right of this level's node: everything above it is evicted
                     # but its own subtree, which becomes the tree.
@@ -1315,17 +1449,17 @@ class TypedFiBA:
         return before - self._len()
 
     @cython.cfunc
-    def _walk_upto(self, node: _TNode, q: cython.longlong) -> cython.bint:
+    def _walk_upto(self, node: _TNode, q: cython.longlong, qa: cython.longlong) -> cython.bint:
         """The entries with keys ``<= q`` in order, out of the INT bound's sum and into the
         journal (if any); False once past ``q``."""
         j: cython.Py_ssize_t
         journal: object = self._journal
         for j in range(node.n + 1):
-            if node.children is not None and not self._walk_upto(_child(node, j), q):
+            if node.children is not None and not self._walk_upto(_child(node, j), q, qa):
                 return False
             if j == node.n:
                 break
-            if self._kgt(node, j, q):
+            if self._kgt(node, j, q, qa):
                 return False
             self._untrack(node, j)
             if journal is not None:
@@ -1333,16 +1467,16 @@ class TypedFiBA:
         return True
 
     @cython.cfunc
-    def _boundary(self, q: cython.longlong) -> list:
+    def _boundary(self, q: cython.longlong, qa: cython.longlong) -> list:
         """FiBA._boundary: the search path with each node's neighbor and their common ancestor."""
         node: _TNode = self._root
         ancestor: _TNode
         neighbor: _TNode = None
         index: cython.Py_ssize_t
         i: cython.Py_ssize_t
-        if node.children is not None and self._kgt(node, 0, q):
+        if node.children is not None and self._kgt(node, 0, q, qa):
             node = self._lf
-            while node.parent is not None and self._klt(node, node.n - 1, q):
+            while node.parent is not None and self._klt(node, node.n - 1, q, qa):
                 node = node.parent
         ancestor = node.parent
         if ancestor is not None:
@@ -1351,8 +1485,8 @@ class TypedFiBA:
                 neighbor = _child(ancestor, index + 1)
         path: list = [(node, neighbor, ancestor)]
         while node.children is not None:
-            i = self._bisect_left(node, q)
-            if i < node.n and self._keq(node, i, q):
+            i = self._bisect_left(node, q, qa)
+            if i < node.n and self._keq(node, i, q, qa):
                 break
             if i == node.n:
                 if neighbor is not None:
@@ -1365,11 +1499,11 @@ class TypedFiBA:
         return path
 
     @cython.cfunc
-    def _cut(self, node: _TNode, q: cython.longlong) -> cython.int:
+    def _cut(self, node: _TNode, q: cython.longlong, qa: cython.longlong) -> cython.int:
         """Remove the entries ``<= q`` of ``node`` and the children left of them."""
-        n: cython.Py_ssize_t = self._bisect_right(node, q)
+        n: cython.Py_ssize_t = self._bisect_right(node, q, qa)
         if n:
-            _shift(node, n, -n, self._cols)
+            _shift(node, n, -n, self._ncols)
             if node.children is not None:
                 del node.children[:n]
         self._recalc_if_up(node)
@@ -1377,8 +1511,8 @@ class TypedFiBA:
 
     @cython.cfunc
     def _move_batch(self, node: _TNode, neighbor: _TNode, ancestor: _TNode, count: cython.Py_ssize_t) -> cython.int:
-        cols: cython.int = self._cols
-        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0]) - 1
+        cols: cython.int = self._ncols
+        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0], self._ka(neighbor, 0)) - 1
         _copy(ancestor, a, node, node.n, 1, cols)
         node.n += 1
         _copy(neighbor, 0, node, node.n, count - 1, cols)
@@ -1396,8 +1530,8 @@ class TypedFiBA:
 
     @cython.cfunc
     def _merge_cousin(self, node: _TNode, neighbor: _TNode, ancestor: _TNode) -> cython.int:
-        cols: cython.int = self._cols
-        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0]) - 1
+        cols: cython.int = self._ncols
+        a: cython.Py_ssize_t = self._bisect_left(ancestor, neighbor.k[0], self._ka(neighbor, 0)) - 1
         m: cython.Py_ssize_t = node.n
         _shift(neighbor, 0, m + 1, cols)
         _copy(node, 0, neighbor, 0, m, cols)
@@ -1485,7 +1619,7 @@ class TypedFiBA:
 
     def __iter__(self) -> Iterator[tuple]:
         found: list = []
-        self._collect(self._root, False, 0, False, 0, found)
+        self._collect(self._root, False, 0, 0, False, 0, 0, found)
         return iter(found)
 
     def entries(self, low: Any, high: Any) -> list:
@@ -1495,22 +1629,23 @@ class TypedFiBA:
             return found
         self._lookup(low)
         lq: cython.longlong = self._q
+        la: cython.longlong = self._qa
         self._lookup(high)
-        self._collect(self._root, True, lq, True, self._q, found)
+        self._collect(self._root, True, lq, la, True, self._q, self._qa, found)
         return found
 
     @cython.cfunc
-    def _collect(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong,
-                 bounded_high: cython.bint, hq: cython.longlong, found: list) -> cython.int:
-        start: cython.Py_ssize_t = self._bisect_left(node, lq) if bounded_low else 0
-        stop: cython.Py_ssize_t = self._bisect_right(node, hq) if bounded_high else node.n
+    def _collect(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong, la: cython.longlong,
+                 bounded_high: cython.bint, hq: cython.longlong, ha: cython.longlong, found: list) -> cython.int:
+        start: cython.Py_ssize_t = self._bisect_left(node, lq, la) if bounded_low else 0
+        stop: cython.Py_ssize_t = self._bisect_right(node, hq, ha) if bounded_high else node.n
         i: cython.Py_ssize_t
         if node.children is None:
             for i in range(start, stop):
                 found.append((self._key(node, i), self._enc(self._val(node, i))))
             return 0
         for i in range(start, stop + 1):
-            self._collect(_child(node, i), bounded_low, lq, bounded_high, hq, found)
+            self._collect(_child(node, i), bounded_low, lq, la, bounded_high, hq, ha, found)
             if i < stop:
                 found.append((self._key(node, i), self._enc(self._val(node, i))))
         return 0
@@ -1521,10 +1656,12 @@ class TypedFiBA:
             return self.monoid.identity
         self._lookup(low)
         lq: cython.longlong = self._q
+        la: cython.longlong = self._qa
         self._lookup(high)
         hq: cython.longlong = self._q
-        a: _TNode = self._search_node(lq)
-        b: _TNode = self._search_node(hq)
+        ha: cython.longlong = self._qa
+        a: _TNode = self._search_node(lq, la)
+        b: _TNode = self._search_node(hq, ha)
         depth_a: cython.Py_ssize_t = self._depth(a)
         depth_b: cython.Py_ssize_t = self._depth(b)
         while depth_a > depth_b:
@@ -1537,7 +1674,7 @@ class TypedFiBA:
             a = a.parent
             b = b.parent
         self._hit = False
-        acc: Part = self._range(a, True, lq, True, hq)
+        acc: Part = self._range(a, True, lq, la, True, hq, ha)
         return self._enc(acc) if self._hit else self.monoid.identity
 
     def count_range(self, low: Any, high: Any) -> tuple:
@@ -1547,9 +1684,11 @@ class TypedFiBA:
             return (0, None)
         self._lookup(low)
         lq: cython.longlong = self._q
+        la: cython.longlong = self._qa
         self._lookup(high)
         hq: cython.longlong = self._q
-        count: cython.Py_ssize_t = self._count_in(self._root, True, lq, True, hq)
+        ha: cython.longlong = self._qa
+        count: cython.Py_ssize_t = self._count_in(self._root, True, lq, la, True, hq, ha)
         if not count:
             return (0, None)
         node: _TNode = self._root
@@ -1557,7 +1696,7 @@ class TypedFiBA:
         j: cython.Py_ssize_t = 0
         i: cython.Py_ssize_t
         while True:  # down to the greatest key <= hq
-            i = self._bisect_right(node, hq)
+            i = self._bisect_right(node, hq, ha)
             if i:
                 last, j = node, i - 1
             if node.children is None:
@@ -1567,19 +1706,19 @@ class TypedFiBA:
 
     @cython.cfunc
     @cython.exceptval(check=False)
-    def _count_in(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong,
-                  bounded_high: cython.bint, hq: cython.longlong) -> cython.Py_ssize_t:
+    def _count_in(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong, la: cython.longlong,
+                  bounded_high: cython.bint, hq: cython.longlong, ha: cython.longlong) -> cython.Py_ssize_t:
         """How many entries of ``node``'s subtree lie in the bounds (an unbounded side: as _range)."""
         if not bounded_low and not bounded_high and self._has_up(node):
             return node.size  # an up node's size is its subtree's
-        start: cython.Py_ssize_t = self._bisect_left(node, lq) if bounded_low else 0
-        stop: cython.Py_ssize_t = self._bisect_right(node, hq) if bounded_high else node.n
+        start: cython.Py_ssize_t = self._bisect_left(node, lq, la) if bounded_low else 0
+        stop: cython.Py_ssize_t = self._bisect_right(node, hq, ha) if bounded_high else node.n
         count: cython.Py_ssize_t = stop - start
         i: cython.Py_ssize_t
         if node.children is not None:
             for i in range(start, stop + 1):
-                count += self._count_in(_child(node, i), bounded_low and i == start, lq,
-                                        bounded_high and i == stop, hq)
+                count += self._count_in(_child(node, i), bounded_low and i == start, lq, la,
+                                        bounded_high and i == stop, hq, ha)
         return count
 
     def key_at(self, rank: int) -> Any:
@@ -1594,7 +1733,7 @@ class TypedFiBA:
         while node.children is not None:
             for i in range(node.n + 1):
                 child = _child(node, i)
-                c = child.size if self._has_up(child) else self._count_in(child, False, 0, False, 0)
+                c = child.size if self._has_up(child) else self._count_in(child, False, 0, 0, False, 0, 0)
                 if r < c:
                     break
                 r -= c
@@ -1615,8 +1754,8 @@ class TypedFiBA:
         return depth
 
     @cython.cfunc
-    def _range(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong,
-               bounded_high: cython.bint, hq: cython.longlong) -> Part:
+    def _range(self, node: _TNode, bounded_low: cython.bint, lq: cython.longlong, la: cython.longlong,
+               bounded_high: cython.bint, hq: cython.longlong, ha: cython.longlong) -> Part:
         """FiBA._range: the aggregate of ``node``'s entries in the bounds (an unbounded side:
         the neighboring keys in the parent showed the subtree lies inside); ``_hit`` set
         when it covers an entry."""
@@ -1624,8 +1763,8 @@ class TypedFiBA:
             self._hit = True  # a whole subtree: never empty
             return node.agg
         n: cython.Py_ssize_t = node.n
-        start: cython.Py_ssize_t = self._bisect_left(node, lq) if bounded_low else 0
-        stop: cython.Py_ssize_t = self._bisect_right(node, hq) if bounded_high else n
+        start: cython.Py_ssize_t = self._bisect_left(node, lq, la) if bounded_low else 0
+        stop: cython.Py_ssize_t = self._bisect_right(node, hq, ha) if bounded_high else n
         acc: Part = self._identity
         i: cython.Py_ssize_t
         if node.children is None:
@@ -1634,13 +1773,13 @@ class TypedFiBA:
                 self._hit = True
             return acc
         for i in range(start, stop + 1):
-            if i == start and bounded_low and i < n and self._keq(node, i, lq):
+            if i == start and bounded_low and i < n and self._keq(node, i, lq, la):
                 pass
-            elif i == stop and bounded_high and i > 0 and self._keq(node, i - 1, hq):
+            elif i == stop and bounded_high and i > 0 and self._keq(node, i - 1, hq, ha):
                 pass
             else:
-                acc = self._comb(acc, self._range(_child(node, i), bounded_low and i == start, lq,
-                                                  bounded_high and i == stop, hq))
+                acc = self._comb(acc, self._range(_child(node, i), bounded_low and i == start, lq, la,
+                                                  bounded_high and i == stop, hq, ha))
             if i < stop:
                 acc = self._comb(acc, self._val(node, i))
                 self._hit = True
@@ -1755,7 +1894,8 @@ class TypedFiBA:
         tree = self.dump(lambda *fields: fields)
         journal = None if self._journal is None else list(self._journal)
         return (_unpickled, (type(self), self.monoid, self.min_arity,
-                             (self._kfloat, self._float, self._xfloat, self._magnitude, self.hold, journal, tree)))
+                             (self._kfloat, self._float, self._xfloat, self._magnitude, self.hold, journal, tree),
+                             self._pairs))
 
     def _load(self, state: tuple) -> None:
         kfloat, vfloat, xfloat, magnitude, self.hold, self._journal, tree = state
@@ -1819,7 +1959,7 @@ def _object_node(keys: list, values: list, agg: Any, size: int, left: bool, righ
     return node
 
 
-def _unpickled(cls: type, monoid: Monoid, min_arity: int, state: tuple) -> Any:
-    tree = cls(monoid, min_arity=min_arity)
+def _unpickled(cls: type, monoid: Monoid, min_arity: int, state: tuple, pairs: bool = False) -> Any:
+    tree = cls(monoid, min_arity=min_arity, pairs=pairs)
     tree._load(state)
     return tree

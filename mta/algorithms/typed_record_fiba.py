@@ -34,18 +34,17 @@ COMPILED: bool = cython.compiled
 
 class TypedRecordFiBA:
     """TypedFiBA's interface over a Record that ``serves(monoid)``: one TypedFiBA
-    per field, in lockstep (``trees``: the fields' trees to take over, else new ones)."""
+    per field, in lockstep (``pairs``: keys are pairs, as TypedFiBA's)."""
 
     name = TypedFiBA.name
     uses_store = False
 
-    def __init__(self, monoid: Record, *, min_arity: int = 16, trees: list | None = None) -> None:
+    def __init__(self, monoid: Record, *, min_arity: int = 16, pairs: bool = False) -> None:
         if not serves(monoid):
             raise TypeError(f"TypedRecordFiBA serves a Record of TypedFiBA's monoids, not {monoid!r}")
         self.monoid = monoid
         #: The fields' trees, in field order; the first one answers for the shape.
-        self.trees = (list(trees) if trees is not None
-                      else [TypedFiBA(m, min_arity=min_arity) for m in monoid.fields.values()])
+        self.trees = [TypedFiBA(m, min_arity=min_arity, pairs=pairs) for m in monoid.fields.values()]
         self._width = len(self.trees)
 
     @property
@@ -198,22 +197,10 @@ class TypedRecordFiBA:
         obj._right_finger = FiBA._rightmost(obj._root)
         return obj
 
-    def rekeyed(self, rekey: Callable[[tuple], tuple]) -> TypedRecordFiBA:
-        """A copy whose field trees are rebuilt from their dumps through ``rekey`` (new keys
-        in the same order, as :meth:`mta.typed_ordered.TypedTimeOrdered._repack` gives)."""
-        return TypedRecordFiBA(self.monoid, trees=[_rekeyed(tree, rekey) for tree in self.trees])
 
-
-def _rekeyed(tree: Any, rekey: Callable[[tuple], tuple]) -> Any:
-    """``tree`` (a TypedFiBA) rebuilt node for node from its pickled state, its node
-    fields passed through ``rekey``."""
-    make, (cls, monoid, min_arity, state) = tree.__reduce__()
-    *head, nodes = state
-    return make(cls, monoid, min_arity, (*head, rekey(nodes)))
-
-
-def typed_tree(monoid: Monoid, min_arity: int) -> Any:
-    """The typed tree for ``monoid``: a TypedRecordFiBA for a Record, else a TypedFiBA."""
+def typed_tree(monoid: Monoid, min_arity: int, *, pairs: bool = False) -> Any:
+    """The typed tree for ``monoid``: a TypedRecordFiBA for a Record, else a TypedFiBA
+    (``pairs``: keys are pairs, see TypedFiBA)."""
     if type(monoid) is Record:
-        return TypedRecordFiBA(monoid, min_arity=min_arity)
-    return TypedFiBA(monoid, min_arity=min_arity)
+        return TypedRecordFiBA(monoid, min_arity=min_arity, pairs=pairs)
+    return TypedFiBA(monoid, min_arity=min_arity, pairs=pairs)
