@@ -493,11 +493,12 @@ class Window:
 
     def _record_arrays(self, timestamps: Any, values: Any) -> int | None:
         """``insert_many`` of numeric columns on a Record's typed cores: timestamps finite and
-        in order (:meth:`_arrays_in_order`), values float64 and finite (every field lifts
-        them unchanged), each field's core taking the column in a C loop. Returns how many
-        were evicted; None, with nothing changed, where the general path must decide."""
+        in order (:meth:`_arrays_in_order`), values int64 or float64 that every field lifts
+        (checked by the Record's core: ``TypedRecord.insert_array``), each field's core
+        taking the column in a C loop. Returns how many were evicted; None, with nothing
+        changed, where the general path must decide."""
         arrays = self._arrays_in_order(timestamps, values)
-        if arrays is None or arrays[1].dtype != np.float64 or not np.isfinite(arrays[1]).all():
+        if arrays is None:
             return None
         ts, vs = arrays
         try:
