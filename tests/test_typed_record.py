@@ -422,3 +422,23 @@ def test_numpy_columns_of_every_numeric_field_take_no_python_per_event(monkeypat
             patch.stop()
     assert got == ref.insert_many(list(zip(ts.tolist(), vs.tolist()))) and window._typed
     assert repr(window.query()) == repr(ref.query()) and repr(list(window)) == repr(list(ref))
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(3)], ids=repr)
+def test_insert_is_one_call_into_the_core(algorithm, policy):
+    """A typed Record window's insert and query are its typed.Events' (plain numbers lifted
+    by the core in C), with the object window's results and errors; a value a field's core
+    does not hold demotes it, and a method saved before goes on the checked way."""
+    monoid = Record(n=Count(), total=Sum(), few=MinCount(), var=Variance())
+    window, ref = _pair(monoid, policy, algorithm)
+    insert = window.insert
+    assert insert.__self__ is window._events and window.query.__self__ is window._events
+    for t, value in enumerate([1.5, 0.25, -0.0, float("nan"), "x", 3.0, {"n": 1, "total": 2.0, "few": 3.0, "var": 4.0},
+                               2.5, float("inf"), 9.0, 7, 1.0]):
+        got, want = _call(window, "insert", t, value), _call(ref, "insert", t, value)
+        assert repr(got) == repr(want)
+        assert repr(window.query()) == repr(ref.query()) and repr(list(window)) == repr(list(ref))
+        assert window._typed is (t < 10)  # 7: an int for the float cores
+    assert window._events is None
+    assert insert(20, 1.0) == ref.insert(20, 1.0) and repr(window.query()) == repr(ref.query())

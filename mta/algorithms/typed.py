@@ -1542,7 +1542,8 @@ class Events:
     unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
     for Min and Max, any for First and Last; any value for Count), as a ``(value, 1)`` pair for the pair monoids,
     ``(1, value, 0)`` for Variance; for ArgMin and ArgMax a ``(key, value)`` tuple, value an
-    int or a float other than NaN, as ``(value, key)``. Anything else, and an update the core cannot hold (``Untyped``,
+    int or a float other than NaN, as ``(value, key)``; for a Record an int or a float,
+    lifted by its core (``TypedRecord.lift``). Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
     which names what is wrong or demotes the window, so that both give the same results and
     errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
@@ -1557,7 +1558,8 @@ class Events:
     _result: object
     _checked_insert: object
     _checked_query: object
-    _op: cython.int
+    _op: cython.int  # -1: a Record (its core's lift builds the partial)
+    _lift: object  # a Record's: its TypedRecord's lift
     _count: cython.bint
     _live: cython.bint  # False once the window has left the typed core
     _ordered: cython.bint  # out of order: the core refuses a late update itself (Untyped)
@@ -1572,7 +1574,9 @@ class Events:
         self._result = algorithm.result
         self._checked_insert = checked_insert
         self._checked_query = checked_query
-        self._op = wide_op_of(monoid)
+        op = wide_op_of(monoid)
+        self._op = -1 if op is None else op
+        self._lift = getattr(algorithm, "core", algorithm).lift if op is None else None
         self._count = type(monoid) is Count
         self._ordered = window._ordered
 
@@ -1595,7 +1599,14 @@ class Events:
         if newest is not None and timestamp < newest and not self._ordered:
             return self._checked_insert(window, timestamp, value)
         # Monoid.lift, for the values it returns unchanged
-        if self._count:
+        if self._op < 0:  # a Record of plain numbers: its core's lift (else the checked way names what is wrong)
+            if type(value) is not float and type(value) is not int:
+                return self._checked_insert(window, timestamp, value)
+            try:
+                partial = self._lift(value)
+            except ValueError:
+                return self._checked_insert(window, timestamp, value)
+        elif self._count:
             partial = 1
         elif type(value) is float:
             x = value
@@ -1638,7 +1649,7 @@ class Events:
         the columns. Returns how many were evicted; None, with nothing changed, where the
         window's general path must decide (other columns, an update it refuses and names, a
         kind the core does not hold: it demotes)."""
-        if not self._live:
+        if not self._live or self._op < 0:  # a Record's columns: Window._record_arrays
             return None
         ts = timestamps if _plain_column(timestamps) else numeric_array(timestamps)
         if self._op == _ARGMIN or self._op == _ARGMAX:
