@@ -1645,8 +1645,10 @@ class Events:
         """``Window.insert_many(timestamps, values)`` of numeric columns
         (:func:`mta.arrays.numeric_array`) straight into the core's C loops, when every update
         is plain as :meth:`insert` takes it: timestamps finite and in order, none older than
-        the window's newest, values the monoid lifts unchanged. The checks are C loops over
-        the columns. Returns how many were evicted; None, with nothing changed, where the
+        the window's newest, values the monoid lifts unchanged (Variance: to ``(1, v, 0)``;
+        ArgMin and ArgMax: a structured array of ``(key, value)`` records, :func:`_pair_columns`,
+        the pairs its ``tolist`` gives the general path). The checks are C loops over the
+        columns. Returns how many were evicted; None, with nothing changed, where the
         window's general path must decide (other columns, an update it refuses and names, a
         kind the core does not hold: it demotes)."""
         if not self._live or self._op < 0:  # a Record's columns: Window._record_arrays
