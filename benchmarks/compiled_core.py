@@ -34,6 +34,10 @@ every round and recorded as ``equal``.
    typed core that serves it against the object path (values of 1,000 distinct floats: many
    ties, whose counts add; ArgMin / ArgMax take ``(j, x)``), and on the out-of-order
    ``"fiba"`` window (TypedFiBA), fed in order.
+6. **Batches of more monoids** (``batch_monoids``): as 3, ``TimeRange(n)`` on the typed
+   cores only, for Sum, Variance, MinCount, First, ArgMin (a numpy structured array of
+   ``(key, value)`` records against ``insert(t, (key, x))``) and a Record of Count, Sum,
+   Variance and Min (float64 columns against ``insert(t, x)``).
 
     python -m benchmarks.compiled_core            # full (1-1.5 minutes per typed core; --rounds 3 to shorten)
     python -m benchmarks.compiled_core --quick    # smoke run (seconds)
@@ -54,7 +58,8 @@ import numpy as np
 
 import mta
 from benchmarks.common import Run, gc_paused, label, median, now_ns, num, parser, pow2, ratio
-from mta import ArgMax, ArgMin, First, Last, Max, MaxCount, MaxSize, Mean, MinCount, StdDev, Sum, TimeRange, Variance, Window
+from mta import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, Record, StdDev, Sum, TimeRange,
+                 Variance, Window)
 from mta._extensions import load_pure
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS, typed
 from mta.monoid import Monoid
@@ -68,7 +73,11 @@ KINDS: dict[str, tuple[Callable[[], Monoid], bool]] = {
     "Sum, float": (Sum, False), "Sum, int": (Sum, True), "Mean, float": (Mean, False)}
 PER_EVENT_MONOIDS: dict[str, Callable[[], Monoid]] = {"Sum": Sum, "Mean": Mean, "Max": Max}
 BATCH = 1000
-CELLS = ("bare", "per_event", "batches", "memory", "monoids")
+CELLS = ("bare", "per_event", "batches", "memory", "monoids", "batch_monoids")
+#: The monoids of the "batch_monoids" cell.
+BATCH_MONOIDS: dict[str, Callable[[], Monoid]] = {
+    "Sum": Sum, "Variance": Variance, "MinCount": MinCount, "First": First, "ArgMin": ArgMin,
+    "Record(Count, Sum, Variance, Min)": lambda: Record(n=Count(), total=Sum(), var=Variance(), low=Min())}
 #: The monoids of the "monoids" cell (Mean: the reference, served by every typed core).
 MORE_MONOIDS: dict[str, Callable[[], Monoid]] = {"Mean": Mean, "MinCount": MinCount, "MaxCount": MaxCount,
                                                "First": First, "Last": Last, "Variance": Variance,
@@ -150,6 +159,18 @@ def agree(results: list[dict[str, Any]]) -> bool:
             return math.isclose(a, b, rel_tol=1e-9)
         return a == b
     return all(same(x, next(iter(got.values()))) for got in results for x in got.values())
+
+
+def close(a: Any, b: Any) -> bool:
+    """Equal results, floats within 1e-9 relative (dicts and tuples item by item): a batch
+    evicts after it, the loop after every event, so Variance's merges differ in order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(map(close, a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9)
+    return type(a) is type(b) and a == b
 
 
 def per(ns: list[int], count: int) -> float:
@@ -352,6 +373,47 @@ def batches(run: Run, cores: list[str], n: int, events: int, rounds: int) -> dic
     return {"results": results}
 
 
+def batch_monoids(run: Run, cores: list[str], n: int, events: int, rounds: int) -> dict[str, Any]:
+    fill, xs = values(n), values(events, start=n)
+    xs_array = np.array(xs, dtype=np.float64)
+    pairs = list(enumerate(xs))
+    records = np.zeros(events, dtype=[("key", np.int64), ("value", np.float64)])
+    records["key"], records["value"] = np.arange(events), xs_array
+    kinds = [(f"{monoid}, {label(name)}", monoid, name) for monoid in BATCH_MONOIDS for name in cores]
+    runners: dict[str, Callable[[int], tuple[int, Any]]] = {}
+    windows: dict[str, Window] = {}
+    first = lambda r: n + r * events  # the first timestamp of round r
+    for kind, monoid, name in kinds:
+        paired = monoid == "ArgMin"
+        for mode in ("batch", "loop"):
+            w = window(BATCH_MONOIDS[monoid](), TimeRange(n), name, True)
+            w.insert_many(list(range(n)), list(enumerate(fill)) if paired else fill)
+            windows[f"{kind}/{mode}"] = w
+        runners[f"{kind}/batch"] = lambda r, w=windows[f"{kind}/batch"], column=records if paired else xs_array: batch_run(
+            w, np.arange(first(r), first(r) + events, dtype=np.int64), column)
+        runners[f"{kind}/loop"] = lambda r, w=windows[f"{kind}/loop"], column=pairs if paired else xs: loop_run(
+            w, list(range(first(r), first(r) + events)), column)
+    ns, got = alternate(runners, rounds)
+    rows, results = [], []
+    for kind, monoid, name in kinds:
+        equal = all(close(g[f"{kind}/batch"], g[f"{kind}/loop"]) for g in got)
+        batch_ns, loop_ns = per(ns[f"{kind}/batch"], events), per(ns[f"{kind}/loop"], events)
+        entry = {"window": kind, "monoid": monoid, "algorithm": name, "n": n, "events": events, "batch": BATCH,
+                 "batch_ns": batch_ns, "loop_ns": loop_ns, "speedup": loop_ns / batch_ns,
+                 "core": core_of(windows[f"{kind}/batch"]), "loop_core": core_of(windows[f"{kind}/loop"]),
+                 "equal": equal, "rounds": rounds}
+        results.append(entry)
+        rows.append([kind, entry["core"], num(batch_ns), num(1e9 / batch_ns), num(loop_ns), num(1e9 / loop_ns),
+                     f"{entry['speedup']:.1f}x", "yes" if equal else "NO"])
+    run.table(f"6. insert_many(timestamps, values) from numpy arrays of more monoids, batches of {BATCH:,}, "
+              f"TimeRange(n), n = {pow2(n)}, typed cores, {events:,} events a round, median of {rounds} rounds",
+              ["window", "core", "batch ns/event", "batch events/s", "loop ns/event", "loop events/s",
+               "batch / loop", "equal"], rows,
+              "The loop: insert(t, x) per event from Python lists (ArgMin: insert(t, (j, x)); its batch a "
+              "structured array of (key, value) records).")
+    return {"results": results}
+
+
 # --------------------------------------------------------------------------- 4. memory
 
 def traced(make: Callable[[], Window], n: int, chunk: int) -> dict[str, Any]:
@@ -485,6 +547,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "batches": lambda: batches(run, cores, params["batch_n"], params["batch_events"], rounds),
         "memory": lambda: memory(run, cores, params["memory_n"]),
         "monoids": lambda: more_monoids(run, cores, params["event_sizes"][-1], params["event_steps_min"], rounds),
+        "batch_monoids": lambda: batch_monoids(run, cores, params["batch_n"], params["batch_events"], rounds),
     }
     cells = {name: run.experiment(name, experiments[name]) for name in args.cells}
     run.data["cells"] = cells
@@ -499,7 +562,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         + [["memory", e["algorithm"], "bytes/element filled", e["n"], e["typed_bytes_per_element"],
             e["object_bytes_per_element"], e["ratio_filled"]] for e in results["memory"]]
         + [["monoids", e["algorithm"], f"{e['monoid']} typed vs object", e["n"], e["typed_ns"], e["object_ns"],
-            e["speedup"]] for e in results["monoids"]])
+            e["speedup"]] for e in results["monoids"]]
+        + [["batch_monoids", e["window"], "batch vs loop", e["n"], e["batch_ns"], e["loop_ns"], e["speedup"]]
+           for e in results["batch_monoids"]])
     run.finish(["cell", "competitor", "measure", "n", "typed_or_batch", "object_or_loop", "ratio"], csv_rows)
     run.write_markdown(f"mta.COMPILED = {params['mta_compiled']}; typed cores: "
                        + ", ".join(f"{label(k)}: {v}" for k, v in params["typed_algorithms"].items()) + ".")

@@ -338,9 +338,10 @@ class Window:
     def _install_events(self) -> None:
         """On a typed core, :meth:`insert` and :meth:`query` are one C call each
         (:class:`typed.Events`, handed out by :class:`typed.PerEvent`: the plain case there,
-        the rest through the methods below; a Record's core goes the methods' way)."""
+        the rest through the methods below; in order, a Record's plain numbers lifted by its
+        core; out of order, a Record's core goes the methods' way)."""
         self._events = (typed.Events(self, self._algorithm, self.monoid, _INSERT, _QUERY)
-                        if self._typed and not isinstance(self.monoid, Record) else None)
+                        if self._typed and not (self._ordered and isinstance(self.monoid, Record)) else None)
         core = getattr(self._algorithm, "core", self._algorithm)
         #: The monoid's lift (a typed Record's core builds the partials of plain numbers).
         self._lift = core.lift if self._typed and isinstance(core, typed_record.TypedRecord) else self.monoid.lift
@@ -465,11 +466,11 @@ class Window:
         right after it, so a crash loses at most what :meth:`insert` would.
         """
         if values is not None:
-            if self._events is not None and not self._ordered:  # plain numeric columns: C loops check and insert them
-                evicted = self._events.insert_arrays(updates, values)
+            if self._events is not None and not self._ordered and not isinstance(self.monoid, Record):
+                evicted = self._events.insert_arrays(updates, values)  # plain numeric columns: C loops check and insert them
                 if evicted is not None:
                     return evicted
-            elif self._typed and not self._ordered:  # a Record's cores: C loops insert float64 columns
+            elif self._typed and not self._ordered:  # a Record's cores: C loops insert numeric columns
                 evicted = self._record_arrays(updates, values)
                 if evicted is not None:
                     return evicted
@@ -497,11 +498,12 @@ class Window:
 
     def _record_arrays(self, timestamps: Any, values: Any) -> int | None:
         """``insert_many`` of numeric columns on a Record's typed cores: timestamps finite and
-        in order (:meth:`_arrays_in_order`), values float64 and finite (every field lifts
-        them unchanged), each field's core taking the column in a C loop. Returns how many
-        were evicted; None, with nothing changed, where the general path must decide."""
+        in order (:meth:`_arrays_in_order`), values int64 or float64 that every field lifts
+        (checked by the Record's core: ``TypedRecord.insert_array``), each field's core
+        taking the column in a C loop. Returns how many were evicted; None, with nothing
+        changed, where the general path must decide."""
         arrays = self._arrays_in_order(timestamps, values)
-        if arrays is None or arrays[1].dtype != np.float64 or not np.isfinite(arrays[1]).all():
+        if arrays is None:
             return None
         ts, vs = arrays
         try:

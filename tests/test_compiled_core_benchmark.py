@@ -11,7 +11,7 @@ import json
 from conftest import bench_smoke, run_quick
 from mta.algorithms import ALGORITHMS, TYPED_ALGORITHMS
 
-from benchmarks.compiled_core import KINDS, MORE_MONOIDS, ORDERED_CORES, PER_EVENT_MONOIDS
+from benchmarks.compiled_core import BATCH_MONOIDS, KINDS, MORE_MONOIDS, ORDERED_CORES, PER_EVENT_MONOIDS
 from mta.algorithms import typed
 
 
@@ -20,7 +20,7 @@ def test_compiled_core_quick(tmp_path):
     run_quick("compiled_core", tmp_path, timeout=120)
     data = json.loads((tmp_path / "compiled_core_quick.json").read_text())
     params, cells = data["params"], data["cells"]
-    assert set(cells) == {"bare", "per_event", "batches", "memory", "monoids"}
+    assert set(cells) == {"bare", "per_event", "batches", "memory", "monoids", "batch_monoids"}
     assert set(params["typed_algorithms"]) == set(TYPED_ALGORITHMS)
 
     bare = cells["bare"]["results"]
@@ -58,9 +58,16 @@ def test_compiled_core_quick(tmp_path):
         for path in ("typed", "object"):
             assert 0 < e[path]["filled"] <= e[path]["peak"] and 0 < e[path]["sliding"] <= e[path]["peak"]
 
+    batch_monoids = cells["batch_monoids"]["results"]
+    assert {(e["monoid"], e["algorithm"]) for e in batch_monoids} == {
+        (m, a) for m in BATCH_MONOIDS for a in TYPED_ALGORITHMS}
+    for e in batch_monoids:  # the same results, on the typed cores to the end (no demotion)
+        assert e["equal"] and e["batch_ns"] > 0 and e["loop_ns"] > 0 and e["core"] == e["loop_core"]
+        assert e["core"].startswith("TypedTimed(")
+
     markdown = (tmp_path / "compiled_core_quick.md").read_text()
     assert "command: `" in markdown and "commit: " in markdown and "machine: " in markdown
-    for title in ("### 1. Bare", "### 2. Per event", "### 3. insert_many", "### 4. Memory"):
+    for title in ("### 1. Bare", "### 2. Per event", "### 3. insert_many", "### 4. Memory", "### 6. insert_many"):
         assert title in markdown
 
     monoids = cells["monoids"]["results"]

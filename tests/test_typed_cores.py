@@ -1166,3 +1166,88 @@ def test_records_with_variance_and_argmin_fields(use_typed, policy):
         assert window._typed is (i < 300)
         got, want = window.query(), ref.query()
         assert set(got) == set(want) and all(_same(got[k], want[k]) for k in want), (i, got, want)
+
+
+#: Key and value dtypes of (key, value) structured columns: the ones the C loops take (held
+#: exactly by int64 / float64), and others the general path decides (bool, uint64, objects).
+_KEY_DTYPES = ["i8", "f8", "i4", "f4", ">i8", "u8", "?", "O"]
+_VALUE_DTYPES = ["f8", "i8", "i4", "f4", ">f8", "u8", "?", "O"]
+_ARG_ELEMENTS = {"i": st.integers(-3, 3) | st.sampled_from([2**31 - 1, -2**31]),
+                 "f": st.sampled_from([0.0, -0.0, 1.0, -2.5, math.inf, -math.inf, math.nan, 0.1]),
+                 "u": st.integers(0, 3) | st.just(2**64 - 1), "b": st.booleans(),
+                 "O": st.sampled_from([1, 2.5, "x", None])}
+
+
+def _structured(keys: list, values: list, key_dtype: str, value_dtype: str) -> np.ndarray:
+    column = np.zeros(len(keys), dtype=[("key", key_dtype), ("value", value_dtype)])
+    column["key"], column["value"] = keys, values
+    return column
+
+
+@pytest.mark.parametrize("policy", [None, MaxSize(6), TimeRange(3)], ids=repr)
+@pytest.mark.parametrize("monoid_cls", [ArgMin, ArgMax], ids=lambda c: c.__name__)
+@hsettings(max_examples=15)
+@given(data=st.data())
+def test_arg_structured_numpy_columns_match_the_pairs(monoid_cls, policy, data):
+    """ArgMin / ArgMax take a numpy structured array of (key, value) records as the values
+    column (what the general path takes: its tolist gives the pairs): on every typed core the
+    same evictions, results, errors (NaN values, out-of-order timestamps, lengths) and unchanged
+    state on error as the pairs form on the object window, keys and values of every dtype."""
+    windows, refs = _windows(monoid_cls, policy)
+    t = 0
+    for _ in range(data.draw(st.integers(1, 5))):
+        n = data.draw(st.integers(0, 25))
+        kd, vd = data.draw(st.sampled_from(_KEY_DTYPES)), data.draw(st.sampled_from(_VALUE_DTYPES))
+        keys = data.draw(st.lists(_ARG_ELEMENTS[np.dtype(kd).kind], min_size=n, max_size=n))
+        vals = data.draw(st.lists(_ARG_ELEMENTS[np.dtype(vd).kind], min_size=n, max_size=n))
+        steps = data.draw(st.lists(st.integers(-1 if data.draw(st.booleans()) else 0, 2), min_size=n, max_size=n))
+        times = np.array([t + sum(steps[:j + 1]) for j in range(n)], dtype=np.int64)
+        t = max(t, int(times.max())) if n else t
+        column = _structured(keys, vals, kd, vd)
+        extra = data.draw(st.sampled_from([0, 0, 0, 1]))  # a timestamp too many
+        if extra:
+            times = np.append(times, t)
+        outcomes, states = [], []
+        for window in (*windows, *refs):
+            before = (len(window), window.query(), tuple(window))
+            try:
+                if window in refs:
+                    if extra:
+                        raise ValueError(f"{len(times)} timestamps for {len(column)} values")
+                    outcomes.append(window.insert_many(list(zip(times.tolist(), column.tolist()))))
+                else:
+                    outcomes.append(window.insert_many(times, column))
+            except (TypeError, ValueError) as error:
+                outcomes.append((type(error), str(error)))
+                states.append(_same(before, (len(window), window.query(), tuple(window))))
+        assert all(_same(o, outcomes[-1]) for o in outcomes), outcomes
+        assert all(states)
+        for window, ref in zip(windows, refs):
+            assert len(window) == len(ref)
+            assert _same(window.query(), ref.query()), (window.query(), ref.query())
+            assert all(map(_same, window, ref))
+
+
+@pytest.mark.parametrize("name", ["amta", "two_stacks", "daba", "log_mta"])
+@pytest.mark.parametrize("monoid", [ArgMin(), ArgMax(), Variance(), StdDev(ddof=1)], ids=repr)
+def test_row_monoids_numpy_batches_take_no_python_per_event(use_typed, name, monoid):
+    """Variance / StdDev numpy columns and ArgMin / ArgMax structured (key, value) columns go
+    the C loops (the monoid's lift is never called) and stay typed; a value the C loops do
+    not take (NaN) goes the general path, which names it, nothing changed."""
+    from unittest import mock
+    window = Window(monoid, TimeRange(10), algorithm=name)
+    arg = isinstance(monoid, (ArgMin, ArgMax))
+    values = np.arange(100.0) % 7
+    column = _structured(np.arange(100) * 3, values, "i8", "f8") if arg else values
+    with mock.patch.object(type(monoid), "lift", side_effect=AssertionError("general path")):
+        assert window.insert_many(np.arange(100), column) == 90
+    assert _is_typed(window)
+    typed.USE = False
+    ref = Window(monoid, TimeRange(10), algorithm=name)
+    ref.insert_many(list(zip(range(100), column.tolist())))
+    assert _same(window.query(), ref.query()) and all(map(_same, window, ref))
+    bad = column.copy()
+    (bad["value"] if arg else bad)[5] = math.nan
+    with pytest.raises(ValueError, match="update 5: "):
+        window.insert_many(np.arange(100, 200), bad)
+    assert _same(window.query(), ref.query()) and len(window) == len(ref) and _is_typed(window)

@@ -342,6 +342,7 @@ def test_a_field_without_a_plain_lift_goes_the_monoids_way(monkeypatch):
     later): the monoid's lift builds the partial, numpy columns go the general path."""
     from mta.algorithms import typed_record
     monkeypatch.setattr(typed_record, "_PLAIN_LIFTS", {Count: 1, Mean: 2})
+    monkeypatch.setattr(typed_record, "_ARRAY_LIFTS", {Count: (1, 0), Mean: (2, 2)})
     monoid = Record(n=Count(), total=Sum(), avg=Mean())
     core = TypedRecord(monoid, TYPED_ALGORITHMS["two_stacks"])
     assert repr(core.lift(2.5)) == repr(monoid.lift(2.5)) == repr((1, 2.5, (2.5, 1)))
@@ -350,3 +351,94 @@ def test_a_field_without_a_plain_lift_goes_the_monoids_way(monkeypatch):
     assert len(core) == 0
     core.insert_many([monoid.lift(1.5)] * 3)
     assert core.query() == (3, 4.5, (4.5, 3))
+
+
+#: Every field the typed cores serve; ArgMin lifts pairs, not numbers: with it a numeric
+#: column is the general path's to refuse.
+ARRAY_FIELDS = {"n": Count(), "total": Sum(), "low": Min(), "high": Max(), "avg": Mean(), "few": MinCount(),
+                "most": MaxCount(), "first": First(), "last": Last(), "var": Variance(), "sd": StdDev(ddof=1),
+                "arg": ArgMin()}
+_ARRAY_VALUES = {"f8": st.sampled_from([0.5, -0.0, 0.0, 1e16, -3.25, 7.0, 2.0 ** 60]),
+                 "i8": st.integers(-2 ** 25, 2 ** 25), "i4": st.integers(-5, 5), "f4": st.sampled_from([0.5, -2.0]),
+                 "u8": st.just(2 ** 64 - 1), "?": st.booleans()}
+_ODD_VALUES = {"f8": st.sampled_from([float("nan"), float("inf"), -float("inf")]),
+               "i8": st.sampled_from([2 ** 25 + 1, 2 ** 62, -2 ** 63, 2 ** 63 - 1])}
+
+
+@settings(max_examples=40, deadline=None)
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("policy", [None, MaxSize(20), TimeRange(6)], ids=repr)
+@given(data=st.data())
+def test_numpy_columns_of_every_field_match_the_object_window(algorithm, policy, data):
+    """Records of any typed fields take int64 and float64 columns in C loops: against the
+    object window given the same columns (the general path, the pairs' checks): the same
+    evictions, results bit for bit, errors (NaN or inf where a field refuses it, out-of-order
+    timestamps, lengths, ArgMin fields), the window unchanged on an error, and demotion (ints
+    beyond 2**25 for Variance, the Sum bound, bool or object columns) with the object results."""
+    names = data.draw(st.lists(st.sampled_from(list(ARRAY_FIELDS)), min_size=1, max_size=4, unique=True))
+    window, ref = _pair(Record({name: ARRAY_FIELDS[name] for name in names}), policy, algorithm)
+    t = 0
+    for _ in range(data.draw(st.integers(1, 5))):
+        n = data.draw(st.integers(0, 30))
+        dtype = data.draw(st.sampled_from(["f8", "f8", "i8", "i8", "i4", "f4", "u8", "?", "O"]))
+        element = _ARRAY_VALUES.get(dtype, _ARRAY_VALUES["i8"])
+        if dtype in _ODD_VALUES and data.draw(st.booleans()):
+            element = element | _ODD_VALUES[dtype]
+        values = np.array(data.draw(st.lists(element, min_size=n, max_size=n)), dtype=dtype)
+        late = data.draw(st.booleans())
+        times = np.array(sorted(data.draw(st.lists(st.integers(-1 if late else 0, 2), min_size=n, max_size=n))),
+                         dtype=np.int64) + t
+        if late and n > 1:
+            times[0] = t - 1
+        if data.draw(st.integers(0, 5)) == 0:
+            times = times[:-1]
+        t = int(times.max()) if len(times) else t
+        before = (len(window), repr(window.query()), repr(list(window)))
+        got, want = _call(window, "arrays", times, values), _call(ref, "arrays", times, values)
+        assert repr(got) == repr(want), (got, want)
+        if isinstance(got, tuple):
+            assert (len(window), repr(window.query()), repr(list(window))) == before
+        assert repr(window.query()) == repr(ref.query()) and len(window) == len(ref)
+        assert repr(list(window)) == repr(list(ref))
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_numpy_columns_of_every_numeric_field_take_no_python_per_event(monkeypatch, algorithm, dtype):
+    """int64 and float64 columns into a Record of every field that lifts numbers: no field's
+    lift is called (the C loops), the window stays typed and gives the object window's results."""
+    from unittest import mock
+    monoid = Record({name: m for name, m in ARRAY_FIELDS.items() if name != "arg"})
+    window, ref = _pair(monoid, TimeRange(50), algorithm)
+    ts, vs = np.arange(400) // 3, (np.arange(400) % 17 - 8).astype(dtype)
+    lifts = [mock.patch.object(type(m), "lift", side_effect=AssertionError("general path"))
+             for m in monoid.fields.values()]
+    for patch in lifts:
+        patch.start()
+    try:
+        got = window.insert_many(ts, vs)
+    finally:
+        for patch in lifts:
+            patch.stop()
+    assert got == ref.insert_many(list(zip(ts.tolist(), vs.tolist()))) and window._typed
+    assert repr(window.query()) == repr(ref.query()) and repr(list(window)) == repr(list(ref))
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("policy", [MaxSize(5), TimeRange(3)], ids=repr)
+def test_insert_is_one_call_into_the_core(algorithm, policy):
+    """A typed Record window's insert and query are its typed.Events' (plain numbers lifted
+    by the core in C), with the object window's results and errors; a value a field's core
+    does not hold demotes it, and a method saved before goes on the checked way."""
+    monoid = Record(n=Count(), total=Sum(), few=MinCount(), var=Variance())
+    window, ref = _pair(monoid, policy, algorithm)
+    insert = window.insert
+    assert insert.__self__ is window._events and window.query.__self__ is window._events
+    for t, value in enumerate([1.5, 0.25, -0.0, float("nan"), "x", 3.0, {"n": 1, "total": 2.0, "few": 3.0, "var": 4.0},
+                               2.5, float("inf"), 9.0, 7, 1.0]):
+        got, want = _call(window, "insert", t, value), _call(ref, "insert", t, value)
+        assert repr(got) == repr(want)
+        assert repr(window.query()) == repr(ref.query()) and repr(list(window)) == repr(list(ref))
+        assert window._typed is (t < 10)  # 7: an int for the float cores
+    assert window._events is None
+    assert insert(20, 1.0) == ref.insert(20, 1.0) and repr(window.query()) == repr(ref.query())

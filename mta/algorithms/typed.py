@@ -748,15 +748,18 @@ class _TypedCore:
             self._kind = kind
             self._kind2 = k2
 
-    def insert_array(self, values: Any) -> None:
+    def insert_array(self, values: Any, keys: Any = None) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
         value partials (Mean: with count 1), in a C loop. The caller has checked that the
         monoid lifts every value (finite, not NaN); :class:`Untyped`, nothing changed, for
-        the other kind or beyond the INT bound."""
+        the other kind or beyond the INT bound. The row ops: :meth:`_insert_rows_array`."""
         view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(view)
         kind: cython.int = _FLOAT if view.format == "d" else _INT
-        if (self._size() and kind != self._kind) or _rowop(self._op):  # rows of those ops are not values
+        if _rowop(self._op):
+            self._insert_rows_array(view, keys)
+            return
+        if (self._size() and kind != self._kind) or keys is not None:
             raise Untyped(values)
         if kind == _FLOAT:
             d: cython.const[cython.double][:] = view  # const: numpy and Arrow arrays may be read-only
@@ -775,6 +778,74 @@ class _TypedCore:
             if total > _LIMIT - self._magnitude:
                 raise Untyped(values)
         self._append(_NO_DOUBLES, i, _NO_INT64S, True, n, kind, total)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _insert_rows_array(self, view: object, keys: Any) -> None:
+        """:meth:`insert_array` of the row ops, row by row as :meth:`insert_many`: VARIANCE
+        lifts each value ``v`` to ``(1, v, 0)`` (floats finite; ints of at most 2**25, the
+        INT kind of its means), ARGMIN / ARGMAX each value and the key of ``keys`` (a float64
+        or int64 buffer of the same length) to ``(value, key)`` (values not NaN). Checked
+        first: :class:`Untyped`, nothing changed, for a value or a kind the core does not hold."""
+        n: cython.Py_ssize_t = len(view)
+        kind: cython.int = _FLOAT if view.format == "d" else _INT
+        k2: cython.int = kind
+        j: cython.Py_ssize_t
+        x: cython.double
+        d: cython.const[cython.double][:] = _NO_DOUBLES
+        i: cython.const[cython.longlong][:] = _NO_INT64S
+        kd: cython.const[cython.double][:] = _NO_DOUBLES
+        ki: cython.const[cython.longlong][:] = _NO_INT64S
+        if kind == _FLOAT:
+            d = view
+        else:
+            i = view
+        if self._op == _VARIANCE:
+            if keys is not None or (self._size() and self._kind2 != -1 and kind != self._kind2):
+                raise Untyped(view)
+            for j in range(n):
+                if not (-_INF < d[j] < _INF if kind == _FLOAT else -_VARIANCE_INT <= i[j] <= _VARIANCE_INT):
+                    raise Untyped(view)
+            self._xc = 1
+            self._xm = 0.0
+            self._xu = 0
+            for j in range(n):
+                self._xd = d[j] if kind == _FLOAT else cython.cast(cython.double, i[j])
+                self._put(_FLOAT)
+            if n:
+                self._kind = _FLOAT
+                self._kind2 = kind
+            return
+        if keys is None:
+            raise Untyped(view)
+        kview = memoryview(keys)
+        if len(kview) != n:
+            raise Untyped(view)
+        k2 = _FLOAT if kview.format == "d" else _INT
+        if k2 == _FLOAT:
+            kd = kview
+        else:
+            ki = kview
+        if self._size() and (kind != self._kind or k2 != self._kind2):
+            raise Untyped(view)
+        self._xu = 0
+        if kind == _FLOAT:
+            for j in range(n):
+                if d[j] != d[j]:
+                    raise Untyped(view)
+        for j in range(n):
+            if kind == _FLOAT:
+                self._xd = d[j]
+            else:
+                self._xi = i[j]
+            if k2 == _FLOAT:
+                self._xm = kd[j]
+            else:
+                self._xkey = ki[j]
+            self._put(kind)
+        if n:
+            self._kind = kind
+            self._kind2 = k2
 
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
@@ -1471,7 +1542,8 @@ class Events:
     unchanged (exactly an int or a float; finite for Sum, Mean, MinCount and MaxCount, not NaN
     for Min and Max, any for First and Last; any value for Count), as a ``(value, 1)`` pair for the pair monoids,
     ``(1, value, 0)`` for Variance; for ArgMin and ArgMax a ``(key, value)`` tuple, value an
-    int or a float other than NaN, as ``(value, key)``. Anything else, and an update the core cannot hold (``Untyped``,
+    int or a float other than NaN, as ``(value, key)``; for a Record an int or a float,
+    lifted by its core (``TypedRecord.lift``). Anything else, and an update the core cannot hold (``Untyped``,
     raised before any change), goes to ``checked_insert``, the window's general insertion,
     which names what is wrong or demotes the window, so that both give the same results and
     errors. Once the window has demoted (:meth:`retire`), every call goes the checked way:
@@ -1486,7 +1558,8 @@ class Events:
     _result: object
     _checked_insert: object
     _checked_query: object
-    _op: cython.int
+    _op: cython.int  # -1: a Record (its core's lift builds the partial)
+    _lift: object  # a Record's: its TypedRecord's lift
     _count: cython.bint
     _live: cython.bint  # False once the window has left the typed core
     _ordered: cython.bint  # out of order: the core refuses a late update itself (Untyped)
@@ -1501,7 +1574,9 @@ class Events:
         self._result = algorithm.result
         self._checked_insert = checked_insert
         self._checked_query = checked_query
-        self._op = wide_op_of(monoid)
+        op = wide_op_of(monoid)
+        self._op = -1 if op is None else op
+        self._lift = getattr(algorithm, "core", algorithm).lift if op is None else None
         self._count = type(monoid) is Count
         self._ordered = window._ordered
 
@@ -1524,7 +1599,14 @@ class Events:
         if newest is not None and timestamp < newest and not self._ordered:
             return self._checked_insert(window, timestamp, value)
         # Monoid.lift, for the values it returns unchanged
-        if self._count:
+        if self._op < 0:  # a Record of plain numbers: its core's lift (else the checked way names what is wrong)
+            if type(value) is not float and type(value) is not int:
+                return self._checked_insert(window, timestamp, value)
+            try:
+                partial = self._lift(value)
+            except ValueError:
+                return self._checked_insert(window, timestamp, value)
+        elif self._count:
             partial = 1
         elif type(value) is float:
             x = value
@@ -1563,14 +1645,19 @@ class Events:
         """``Window.insert_many(timestamps, values)`` of numeric columns
         (:func:`mta.arrays.numeric_array`) straight into the core's C loops, when every update
         is plain as :meth:`insert` takes it: timestamps finite and in order, none older than
-        the window's newest, values the monoid lifts unchanged. The checks are C loops over
-        the columns. Returns how many were evicted; None, with nothing changed, where the
+        the window's newest, values the monoid lifts unchanged (Variance: to ``(1, v, 0)``;
+        ArgMin and ArgMax: a structured array of ``(key, value)`` records, :func:`_pair_columns`,
+        the pairs its ``tolist`` gives the general path). The checks are C loops over the
+        columns. Returns how many were evicted; None, with nothing changed, where the
         window's general path must decide (other columns, an update it refuses and names, a
         kind the core does not hold: it demotes)."""
-        if not self._live:
+        if not self._live or self._op < 0:  # a Record's columns: Window._record_arrays
             return None
         ts = timestamps if _plain_column(timestamps) else numeric_array(timestamps)
-        vs = values if _plain_column(values) else numeric_array(values)
+        if self._op == _ARGMIN or self._op == _ARGMAX:
+            vs = values if type(values) is _NDARRAY and values.ndim == 1 else None  # (key, value) records
+        else:
+            vs = values if _plain_column(values) else numeric_array(values)
         if ts is None or vs is None:
             return None
         tview = memoryview(ts)  # indexed, a Python number on the pure path (not numpy's)
@@ -1579,15 +1666,23 @@ class Events:
         newest = window._newest
         if not n or n != len(vs) or not _plain_times(tview) or (newest is not None and tview[0] < newest):
             return None
+        keys = None
+        if self._op == _ARGMIN or self._op == _ARGMAX:
+            pair = _pair_columns(values)
+            if pair is None:
+                return None
+            keys, vs = pair
         if self._count:
             vs = np.ones(n, dtype=np.int64)
         elif not _liftable(memoryview(vs), self._op):
             return None
         try:
             if self._timed:
-                self._algorithm.insert_arrays(ts, vs)
-            else:
+                self._algorithm.insert_arrays(ts, vs, keys)
+            elif keys is None:
                 self._algorithm.insert_array(vs)
+            else:
+                self._algorithm.insert_array(vs, keys)
         except Untyped:
             return None
         window._newest = tview[n - 1]
@@ -1645,22 +1740,37 @@ def _plain_times(view: object) -> cython.bint:
     return True
 
 
+def _pair_columns(values: Any) -> tuple | None:
+    """The keys and the values of a numpy structured array of two numeric fields, the
+    ``(key, value)`` pairs ArgMin and ArgMax lift (its ``tolist`` gives them, as the general
+    path reads it), as new int64 or float64 arrays holding the same numbers
+    (:func:`mta.arrays.numeric_array`); None for anything else."""
+    names = values.dtype.names
+    if names is None or len(names) != 2:
+        return None
+    keys = numeric_array(values[names[0]])
+    vs = None if keys is None else numeric_array(values[names[1]])
+    if vs is None:
+        return None
+    # copies: contiguous, and of the canonical dtype (a field's may say its byte order, "=d")
+    return keys.astype(keys.dtype.type), vs.astype(vs.dtype.type)
+
+
 @cython.cfunc
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def _liftable(view: object, op: cython.int) -> cython.bint:
     """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
-    unchanged (not Count): floats finite for Sum, Mean, MinCount and MaxCount, not NaN for Min
-    and Max, any for First and Last; ints all. Not for the row ops (VARIANCE, ARGMIN,
-    ARGMAX): their lifts are not the values."""
-    if _rowop(op):
-        return False
+    unchanged (not Count) or, for the row ops, as their cores' ``insert_array`` takes it:
+    floats finite for Sum, Mean, MinCount, MaxCount and Variance, not NaN for Min, Max,
+    ArgMin and ArgMax, any for First and Last; ints all (Variance: the core checks its
+    bound)."""
     if view.format != "d" or op == _FIRST or op == _LAST:
         return True
     d: cython.const[cython.double][:] = view
     n: cython.Py_ssize_t = len(view)
     j: cython.Py_ssize_t
-    if op == _SUM or op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT:
+    if op == _SUM or op == _MEAN or op == _MINCOUNT or op == _MAXCOUNT or op == _VARIANCE:
         for j in range(n):
             if not -_INF < d[j] < _INF:
                 return False
@@ -1915,9 +2025,10 @@ class TypedTimed:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def insert_arrays(self, timestamps: Any, values: Any) -> None:
+    def insert_arrays(self, timestamps: Any, values: Any, keys: Any = None) -> None:
         """:meth:`insert_columns` of a float64 or int64 buffer of timestamps (in order:
-        the caller checked) and the core's :meth:`insert_array` values, in C loops."""
+        the caller checked) and the core's :meth:`insert_array` values (and ArgMin / ArgMax
+        keys), in C loops."""
         view = memoryview(timestamps)
         n: cython.Py_ssize_t = len(view)
         if len(values) != n:
@@ -1942,7 +2053,10 @@ class TypedTimed:
             to_d: cython.double[:] = self._td
             for j in range(n):
                 to_d[base + j] = td[j]
-        self.core.insert_array(values)
+        if keys is None:
+            self.core.insert_array(values)
+        else:
+            self.core.insert_array(values, keys)
         self._tkind = kind
         self._n += n
 

@@ -966,16 +966,19 @@ class TypedAMTA:
             return False
         return not (self._track and _abs64(p.i) > LIMIT - self._window_abs())
 
-    def insert_array(self, values: Any) -> None:
+    def insert_array(self, values: Any, keys: Any = None) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
         value partials (pairs: with count 1), without a Python object per value. The caller
         has checked that the monoid lifts every value unchanged; Untyped, and no change,
         for the other kind or beyond the INT bound. Variance lifts ``v`` to ``(1, v, 0)``:
         floats finite, ints of at most 2**25 (the INT kind), checked here; ArgMin and ArgMax
-        take pairs: Untyped."""
-        if self._arg:
-            raise Untyped("ArgMin / ArgMax lift (key, value) pairs")
+        ``(value, key)`` with the keys of ``keys`` (:meth:`_insert_arg_array`)."""
         view = memoryview(values)
+        if self._arg:
+            self._insert_arg_array(view, keys)
+            return
+        if keys is not None:
+            raise Untyped("only ArgMin / ArgMax take keys")
         if self._var:
             self._insert_variance_array(view)
             return
@@ -1004,6 +1007,52 @@ class TypedAMTA:
             self._insert_rows(view, _NO_INT_ROWS, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
         else:
             self._insert_rows(_NO_ROWS, vi, _NO_INT_ROWS, _NO_INT_ROWS, True, n)
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _insert_arg_array(self, view: object, keys: Any) -> None:
+        """:meth:`insert_array` for ArgMin / ArgMax: values not NaN (checked here), each with
+        the key of ``keys`` (a float64 or int64 buffer of the same length; float keys as
+        their bits in the int64 column)."""
+        n: cython.Py_ssize_t = len(view)
+        j: cython.Py_ssize_t
+        x: cython.double
+        kind: cython.bint = view.format == "d"
+        vd: cython.const[cython.double][:] = _NO_ROWS
+        vi: cython.const[cython.longlong][:] = _NO_INT_ROWS
+        if keys is None:
+            raise Untyped("ArgMin / ArgMax lift (key, value) pairs")
+        kview = memoryview(keys)
+        if len(kview) != n:
+            raise Untyped("as many keys as values")
+        fkey: cython.bint = kview.format == "d"
+        if not n:
+            return
+        if self._head != self._tail and (kind != self._float or fkey != self._fkey):
+            raise Untyped("values or keys of the other kind in a non-empty window")
+        if kind:
+            vd = view
+            for j in range(n):
+                x = vd[j]
+                if x != x:
+                    raise Untyped("ArgMin / ArgMax take no NaN (as their lift)")
+        else:
+            vi = view
+        kd: cython.const[cython.double][:] = _NO_ROWS
+        bits: cython.longlong[:] = _NO_INT_ROWS
+        kc: cython.const[cython.longlong][:] = _NO_INT_ROWS
+        if fkey:
+            kd = kview
+            bits = _column("q", n)
+            for j in range(n):
+                bits[j] = _bits(kd[j])
+            kc = bits
+        else:
+            kc = kview
+        if kind != self._float or fkey != self._fkey:
+            self._keykind = fkey
+            self._set_kind(kind)
+        self._insert_rows(vd, vi, kc, _NO_INT_ROWS, False, n)
 
     @cython.boundscheck(False)
     @cython.wraparound(False)

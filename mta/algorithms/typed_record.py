@@ -27,7 +27,7 @@ import numpy as np
 
 from mta.algorithms.typed import Untyped
 from mta.algorithms.typed import serves as typed_serves
-from mta.monoid import Count, Max, Mean, Min, Monoid, Record, Sum
+from mta.monoid import Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, Record, StdDev, Sum, Variance
 
 __all__ = ["TypedRecord", "serves"]
 
@@ -38,12 +38,64 @@ _I64 = 2 ** 63
 #: How a plain number (a finite float, an int64) lifts, by field monoid: 0 to itself, 1 to
 #: Count's 1, 2 to Mean's ``(value, 1)``; a field not here leaves it to the monoid's lift.
 _PLAIN_LIFTS = {Sum: 0, Min: 0, Max: 0, Count: 1, Mean: 2}
+#: How a value of a numeric column lifts, by field monoid (:meth:`TypedRecord.insert_array`):
+#: 0 to itself, 1 to Count's 1, 2 to ``(value, 1)``, 3 to Variance's ``(1, value, 0)``; and
+#: the floats the field's lift takes: 2 finite, 1 not NaN, 0 any. ArgMin and ArgMax are not
+#: here: they lift pairs, not numbers.
+_ARRAY_LIFTS = {Sum: (0, 2), Min: (0, 1), Max: (0, 1), First: (0, 0), Last: (0, 0), Count: (1, 0), Mean: (2, 2),
+                MinCount: (2, 2), MaxCount: (2, 2), Variance: (3, 2), StdDev: (3, 2)}
+_FINITE = cython.declare(cython.int, 2)
+_ORDERED = cython.declare(cython.int, 1)
+#: Variance's cores take ints of at most this magnitude (typed._VARIANCE_INT).
+_VARIANCE_INT = cython.declare(cython.longlong, 2 ** 25)
+_LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
 
 
 def serves(monoid: Monoid) -> bool:
     """Whether ``monoid`` is a Record whose every field the typed algorithms serve (exact
     type: a subclass of Record may combine otherwise)."""
     return type(monoid) is Record and all(typed_serves(m) for m in monoid.fields.values())
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _check_floats(view: object, need: cython.int) -> cython.int:
+    """:class:`Untyped` unless every double of ``view`` is finite (``need`` _FINITE) or not
+    NaN (_ORDERED)."""
+    d: cython.const[cython.double][:] = view
+    j: cython.Py_ssize_t
+    if need == _FINITE:
+        for j in range(d.shape[0]):
+            if not -_INF < d[j] < _INF:
+                raise Untyped(view)
+    elif need == _ORDERED:
+        for j in range(d.shape[0]):
+            if d[j] != d[j]:
+                raise Untyped(view)
+    return 0
+
+
+@cython.cfunc
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _abs_total(view: object, variance: cython.bint) -> object:
+    """The sum of |v| over an int64 buffer (:class:`Untyped` beyond 2**63 - 1: no core's
+    bound takes it); with ``variance``, Untyped for a |v| beyond 2**25 too."""
+    i: cython.const[cython.longlong][:] = view
+    j: cython.Py_ssize_t
+    v: cython.longlong
+    u: cython.ulonglong
+    total: cython.ulonglong = 0
+    for j in range(i.shape[0]):
+        v = i[j]
+        if variance and not -_VARIANCE_INT <= v <= _VARIANCE_INT:
+            raise Untyped(view)
+        u = cython.cast(cython.ulonglong, -(v + 1)) + 1 if v < 0 else cython.cast(cython.ulonglong, v)
+        if u > _LIMIT - total:
+            raise Untyped(view)
+        total += u
+    return total
 
 
 @cython.cclass
@@ -63,6 +115,9 @@ class TypedRecord:
     _evicts: list
     _lifts: list  # by field: _PLAIN_LIFTS
     _plain: cython.bint  # every field is in _PLAIN_LIFTS
+    _array_lifts: list  # by field: _ARRAY_LIFTS's way (-1: none)
+    _floats: cython.int  # the floats every field takes: _FINITE, _ORDERED or 0 (any)
+    _bounded: list  # by field: whether it is Sum or Mean (the INT bound of the sum of |v|)
 
     def __init__(self, monoid: Record, core: type, max_size: int | None = None, cores: list | None = None) -> None:
         if not serves(monoid):
@@ -77,6 +132,10 @@ class TypedRecord:
         self._evicts = [c.evict for c in self._cores]
         self._lifts = [_PLAIN_LIFTS.get(type(m), -1) for m in monoid.fields.values()]
         self._plain = -1 not in self._lifts
+        arrays = [_ARRAY_LIFTS.get(type(m), (-1, 0)) for m in monoid.fields.values()]
+        self._array_lifts = [way for way, _ in arrays]
+        self._floats = max(floats for _, floats in arrays)
+        self._bounded = [type(m) in (Sum, Mean) for m in monoid.fields.values()]
 
     @property
     def name(self) -> str:
@@ -167,25 +226,37 @@ class TypedRecord:
             core.insert_many(column)
 
     def insert_array(self, values: Any) -> None:
-        """:meth:`insert_many` of a float64 buffer of values, each lifted by every field as a
-        finite float (the caller checked them), in each core's C loop. :class:`Untyped`,
-        nothing changed, for an int64 buffer (its INT bound is the general path's to check), a
-        field's core of the other kind, or a field not in :data:`_PLAIN_LIFTS`."""
+        """:meth:`insert_many` of a float64 or int64 buffer of values, each lifted by every
+        field (:data:`_ARRAY_LIFTS`), in each core's C loop. Checked first, against every
+        field, so that no core refuses after another has taken the batch: :class:`Untyped`,
+        nothing changed, for a float some field's lift refuses (the general path names it),
+        a field that lifts no numbers (ArgMin, ArgMax), a field's core of the other kind, an
+        int column beyond a Sum or Mean core's bound or a Variance core's 2**25."""
         view = memoryview(values)
-        if view.format != "d" or not self._plain:
-            raise Untyped(values)
         n: cython.Py_ssize_t = len(view)
+        ways: list = self._array_lifts
+        if -1 in ways:
+            raise Untyped(values)
         if not n:
             return
+        floats: cython.bint = view.format == "d"
+        total: object = 0
+        if floats:
+            _check_floats(view, self._floats)
+        else:
+            total = _abs_total(view, 3 in ways)
         x: object = view[0]
         j: cython.Py_ssize_t
-        lifts: list = self._lifts
-        for j in range(self._width):  # every value is a float: the first stands for them all
-            if not self._fits[j](1 if lifts[j] == 1 else (x, 1) if lifts[j] == 2 else x):
+        way: cython.int
+        for j in range(self._width):  # every value is of one kind: the first stands for them all
+            way = ways[j]
+            if not self._fits[j](1 if way == 1 else (x, 1) if way == 2 else (1, x, 0) if way == 3 else x):
                 raise Untyped(values)
-        ones = np.ones(n, dtype=np.int64)
+            if not floats and self._bounded[j] and not self._fits[j](total if way == 0 else (total, 1)):
+                raise Untyped(values)  # beyond the INT bound of this core's sum of |v|
+        ones = np.ones(n, dtype=np.int64) if 1 in ways else None
         for j in range(self._width):
-            self._cores[j].insert_array(ones if lifts[j] == 1 else values)
+            self._cores[j].insert_array(ones if ways[j] == 1 else values)
 
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
