@@ -110,7 +110,7 @@ class _TypedMQ:
     _op: cython.int
     _kind: cython.int
     _n: cython.Py_ssize_t  # partials held, <= capacity
-    _zero_float: cython.bint  # SUM: the int 0 goes to FLOAT columns as 0.0 (see TypedSlickDequeInv)
+    _zero_float: cython.bint  # SUM, MEAN: a sum that is the int 0 goes to FLOAT columns as 0.0 (_sum_kind)
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the held partials
     # MIN/MAX: the identity (+inf for Min, -inf for Max), held in INT columns as the int64 at
     # the same end (``_sentinel``: an int partial equal to it is refused), which orders
@@ -125,6 +125,7 @@ class _TypedMQ:
     _xi: cython.longlong
     _xc: cython.longlong
     _xu: cython.ulonglong
+    _xzero: cython.bint  # _sum_kind: the sum is the int 0
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int], ops: tuple) -> None:
         op = op_of(monoid)
@@ -180,22 +181,23 @@ class _TypedMQ:
     @cython.cfunc
     @cython.final  # a direct call (not through the vtable)
     def _sum_kind(self, partial: object) -> cython.int:
-        """SUM: decode ``partial`` and return the kind of the columns it goes to, the int 0
-        going to FLOAT ones as 0.0 when the twin holds floats, a float to FLOAT ones when the
-        twin holds int zeros only (their columns, both zero since clear, agree)."""
-        if type(partial) is int and partial == 0:
-            self._xi = 0
+        """SUM and MEAN: decode ``partial`` and return the kind of the columns it goes to, a
+        sum that is the int 0 going to FLOAT ones as 0.0 when the twin holds floats, a float
+        to FLOAT ones when the twin holds int zero sums only (their columns, both zero since
+        clear, agree). A float less or plus the int 0 is the float less or plus 0.0, bit for
+        bit, so the object's answers are the same."""
+        k: cython.int = self._scalar(partial, -1)
+        self._xzero = k == _INT and self._xi == 0
+        if self._xzero:
             self._xd = 0.0
-            self._xu = 0
             return _FLOAT if self._n and self._kind == _FLOAT else _INT
-        k: cython.int
-        if self._undecided and type(partial) is float:
-            k = self._scalar(partial, _FLOAT)
+        if self._undecided and k == _FLOAT:
             if self._n and self._kind == _INT:
                 self._identities_to_float()
             self._undecided = False
             return k
-        k = self._scalar(partial, self._kind if self._n else -1)
+        if self._n and k != self._kind:
+            raise Untyped(partial)
         self._undecided = False
         return k
 
@@ -278,6 +280,13 @@ class _TypedMQ:
             return (value, c)
         return value
 
+    @cython.cfunc
+    def _zero(self, c: cython.longlong) -> object:
+        """The Python partial whose sum is the int 0 (SUM; MEAN: with count ``c``)."""
+        if self._op == _MEAN:
+            return (0, c)
+        return 0
+
     def _unknown_range(self, r: Any) -> Any:
         """The object aggregator's ValueError for a range it does not answer."""
         return MultiQueryAggregator._unknown_range(self, r)
@@ -291,10 +300,11 @@ class TypedSlideSide(_TypedMQ):
     (``f[k]``: its newest ``k``), each a column of doubles (``*d``) or int64s (``*i``) with
     counts (``*c``, MEAN).
 
-    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
-    by a FLOAT window (as by :class:`TypedSlickDequeInv`). The object's prefix and suffix
-    sums over int zeros only are the int 0, and so are its answers from them: ``_ez`` marks
-    the slots holding the int 0, ``_bfloat`` is the current lap's first slot holding a float
+    Sum's identity, the int 0 the shared final inserts for an empty stretch (Mean's
+    ``(0, 0)``: its sum), is held as 0.0 by a FLOAT window (as by
+    :class:`TypedSlickDequeInv`). The object's prefix and suffix sums over int zeros only
+    are the int 0, and so are its answers from them: ``_ez`` marks the slots holding the
+    int 0, ``_bfloat`` is the current lap's first slot holding a float
     and ``_ftail`` the number of int zeros the previous lap ends with, so that such an
     answer is the int 0 here too; any other is the same float, bit for bit (``x + 0`` and
     ``x - 0`` are ``x + 0.0`` and ``x - 0.0``)."""
@@ -314,7 +324,7 @@ class TypedSlideSide(_TypedMQ):
     _rs: cython.longlong[:]  # the ranges, in order
     _pos: cython.Py_ssize_t  # the slot of the next insert
     _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
-    _ez: cython.longlong[:]  # SUM: 1 where the slot holds the int 0 (see the class docstring)
+    _ez: cython.longlong[:]  # SUM, MEAN: 1 where the slot holds the int 0 (see the class docstring)
     _bfloat: cython.Py_ssize_t
     _ftail: cython.Py_ssize_t
 
@@ -326,7 +336,7 @@ class TypedSlideSide(_TypedMQ):
         self._bd, self._bi, self._bc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._fd, self._fi, self._fc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._rs = array("q", self.ranges)
-        self._zero_float = self._op == _SUM
+        self._zero_float = self._op == _SUM or self._op == _MEAN
         self._ez = _int64s(n if self._zero_float else 0)
         self.clear()
 
@@ -360,12 +370,12 @@ class TypedSlideSide(_TypedMQ):
         if self._zero_float:
             if pos == 0:
                 self._bfloat = n
-            if type(partial) is float:
+            if self._xzero:
+                self._ez[pos] = 1
+            else:
                 self._ez[pos] = 0
                 if self._bfloat == n:
                     self._bfloat = pos
-            else:
-                self._ez[pos] = 1
         # older operand first; the lap's first partial needs no combine
         if kind == _FLOAT:
             self._ed[pos] = self._xd
@@ -419,8 +429,8 @@ class TypedSlideSide(_TypedMQ):
         d: cython.double = 0.0
         i: cython.longlong = 0
         mean: cython.bint = self._op == _MEAN
-        if self._zero_float and self._kind == _FLOAT and end <= self._bfloat and (start >= 0 or -start <= self._ftail):
-            return 0  # sums of the int 0 only, as the object's
+        zero: cython.bint = (self._zero_float and self._kind == _FLOAT and end <= self._bfloat
+                             and (start >= 0 or -start <= self._ftail))  # sums of the int 0 only, as the object's
         if start > 0:  # only the kind's column is read (the other is cold)
             if self._kind == _FLOAT:
                 d = self._bd[end] - self._bd[start]
@@ -442,6 +452,8 @@ class TypedSlideSide(_TypedMQ):
                 i = self._fi[-start] + self._bi[end]
             if mean:
                 c = self._fc[-start] + self._bc[end]
+        if zero:
+            return self._zero(c)
         return self._partial(d, i, c)
 
     def query(self, r: Any) -> Any:
@@ -482,13 +494,13 @@ class TypedSlideSide(_TypedMQ):
         written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
         c: cython.bint = self._op == _MEAN
         zeros: cython.bint = self._zero_float and self._kind == _FLOAT  # the int 0 where the object has it
-        twin._elements = [0 if zeros and self._ez[k] else
+        twin._elements = [self._zero(self._ec[k] if c else 0) if zeros and self._ez[k] else
                           self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
-        twin._back = [twin._identity, *(0 if zeros and k <= self._bfloat else
+        twin._back = [twin._identity, *(self._zero(self._bc[k] if c else 0) if zeros and k <= self._bfloat else
                                         self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
                                         for k in range(1, written + 1))]
         if self._wrapped:
-            twin._front = [twin._identity, *(0 if zeros and k <= self._ftail else
+            twin._front = [twin._identity, *(self._zero(self._fc[k] if c else 0) if zeros and k <= self._ftail else
                                              self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
                                              for k in range(1, n + 1))]
         twin._pos = self._pos
@@ -660,8 +672,8 @@ class TypedSlickDequeInv(_TypedMQ):
     newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
     identity, 0) and one running aggregate (``a``) per distinct range (``_ds``).
 
-    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
-    by a FLOAT window, and a window of nothing but such zeros (``_undecided``) turns FLOAT at
+    Sum's identity, the int 0 the shared final inserts for an empty stretch (Mean's
+    ``(0, 0)``: its sum), is held as 0.0 by a FLOAT window, and a window of nothing but such zeros (``_undecided``) turns FLOAT at
     its first float: every answer takes every insert, so the object's answers are floats from
     the first float on, and a float less or plus the int 0 is the float less or plus 0.0, bit
     for bit (the slots the twin holds as 0.0 are read by those only)."""
@@ -691,7 +703,7 @@ class TypedSlickDequeInv(_TypedMQ):
         mean: cython.bint = self._op == _MEAN
         self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(n if mean else 0)
         self._ad, self._ai, self._ac = _doubles(d), _int64s(d), _int64s(d if mean else 0)
-        self._zero_float = self._op == _SUM
+        self._zero_float = self._op == _SUM or self._op == _MEAN
         self.clear()
 
     @cython.boundscheck(False)
