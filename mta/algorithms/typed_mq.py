@@ -36,7 +36,9 @@ memoryviews; interpreted, the same code runs (slowly) on ``array.array`` columns
 
 from __future__ import annotations
 
+import struct
 from array import array
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 try:
@@ -47,7 +49,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
-from mta.algorithms.typed import FLOAT, INT, MAX, MEAN, MIN, SUM, Untyped, op_of
+from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped,
+                                  wide_op_of)
 from mta.monoid import Monoid
 
 COMPILED: bool = cython.compiled
@@ -58,6 +61,12 @@ _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
 _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
+_MINCOUNT = cython.declare(cython.int, MINCOUNT)
+_MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
+_FIRST = cython.declare(cython.int, FIRST)
+_LAST = cython.declare(cython.int, LAST)
+_ARGMIN = cython.declare(cython.int, ARGMIN)
+_ARGMAX = cython.declare(cython.int, ARGMAX)
 _FLOAT = cython.declare(cython.int, FLOAT)
 _INT = cython.declare(cython.int, INT)
 #: what _scalar returns for Min's or Max's identity bound for the INT columns (see _TypedMQ)
@@ -68,6 +77,7 @@ _I64_MAX = 2 ** 63 - 1
 #: The INT bound: the sum of |v| over the held partials (SUM, MEAN).
 _LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
 _COUNT_LIMIT = 2 ** 32
+_INF = cython.declare(cython.double, float("inf"))
 
 
 def _doubles(n: cython.Py_ssize_t) -> array:
@@ -98,6 +108,106 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
     return a if a >= b else b
 
 
+#: A row of the wide ops (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX): the value in
+#: ``d`` (FLOAT kind) or ``i`` (INT kind); ``c`` a MinCount / MaxCount count, an ArgMin /
+#: ArgMax key (an int64, or a float key's bits), or -1 for First's and Last's identity.
+#: ArgMin's and ArgMax's identity (None) has 1 in both ``d`` and ``i``, every other row 0
+#: in the one its kind leaves unused; MinCount's (MaxCount's) ``(inf, 0)`` has ``inf``
+#: in ``d`` and the int64 at that end in ``i`` (as Min's). So an identity row is right for
+#: either kind, and a window of identities only takes either.
+Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
+if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
+    globals()["Part"] = SimpleNamespace
+
+_Bits = cython.union(d=cython.double, i=cython.longlong)
+_DOUBLE_BYTES, _INT64_BYTES = struct.Struct("<d").pack, struct.Struct("<q").pack
+_DOUBLE_OF_INT64, _INT64_OF_DOUBLE = struct.Struct("<d").unpack, struct.Struct("<q").unpack
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _bits(x: cython.double) -> cython.longlong:
+    """The bits of a double as an int64 (a float key in the ``c`` column)."""
+    if cython.compiled:
+        u: _Bits
+        u.d = x
+        return u.i
+    return _INT64_OF_DOUBLE(_DOUBLE_BYTES(x))[0]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _double(b: cython.longlong) -> cython.double:
+    """The double whose bits :func:`_bits` gave."""
+    if cython.compiled:
+        u: _Bits
+        u.i = b
+        return u.d
+    return _DOUBLE_OF_INT64(_INT64_BYTES(b))[0]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _empty(fl: cython.bint, p: Part) -> cython.bint:
+    """Whether an ArgMin / ArgMax row is the identity (see :data:`Part`)."""
+    return p.i != 0 if fl else p.d != 0.0
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
+    """``combine(a, b)`` of a wide op's rows of kind FLOAT (``fl``) or INT, as the monoid's:
+    ``_first``, ``_last``, ``_mincount`` (the smaller value wins, equal ones add their counts,
+    keeping the left value), ``_argmin`` (ties keep the left)."""
+    if op == _FIRST:
+        return b if a.c < 0 else a
+    if op == _LAST:
+        return a if b.c < 0 else b
+    if op == _MINCOUNT:
+        if (a.d < b.d) if fl else (a.i < b.i):
+            return a
+        if (b.d < a.d) if fl else (b.i < a.i):
+            return b
+        return Part(d=a.d, i=a.i, c=a.c + b.c)
+    if op == _MAXCOUNT:
+        if (a.d > b.d) if fl else (a.i > b.i):
+            return a
+        if (b.d > a.d) if fl else (b.i > a.i):
+            return b
+        return Part(d=a.d, i=a.i, c=a.c + b.c)
+    if _empty(fl, a):
+        return b
+    if _empty(fl, b):
+        return a
+    if op == _ARGMIN:
+        if (a.d <= b.d) if fl else (a.i <= b.i):
+            return a
+        return b
+    if (a.d >= b.d) if fl else (a.i >= b.i):
+        return a
+    return b
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _weq(op: cython.int, fl: cython.bint, fkey: cython.bint, a: Part, b: Part) -> cython.bint:
+    """``a == b`` of the Python partials of two FIRST / LAST / ARGMIN / ARGMAX rows (Alg. 3's
+    domination test): an identity equals an identity only; values (and keys) as Python
+    compares them, NaN unequal (ArgMin / ArgMax hold no NaN value or key)."""
+    if op == _FIRST or op == _LAST:
+        if a.c < 0 or b.c < 0:
+            return a.c < 0 and b.c < 0
+    else:
+        if _empty(fl, a) or _empty(fl, b):
+            return _empty(fl, a) and _empty(fl, b)
+        if (_double(a.c) != _double(b.c)) if fkey else (a.c != b.c):
+            return False
+    return (a.d == b.d) if fl else (a.i == b.i)
+
+
 @cython.cclass
 class _TypedMQ:
     """What the twins share: monoid, ranges and capacity as the object aggregator has them,
@@ -126,9 +236,16 @@ class _TypedMQ:
     _xc: cython.longlong
     _xu: cython.ulonglong
     _xzero: cython.bint  # _sum_kind: the sum is the int 0
+    # the wide ops (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX): rows are Parts, in the
+    # ``*c`` columns too; ``_commutative``: the monoid's (which way SlideSide's scans combine);
+    # ``_kind2``: ArgMin / ArgMax, the keys' kind (-1: none yet, chosen with the values' kind)
+    _wide: cython.bint
+    _commutative: cython.bint
+    _kind2: cython.int
+    _xk2: cython.int
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int], ops: tuple) -> None:
-        op = op_of(monoid)
+        op = wide_op_of(monoid)
         if op is None or op not in ops:
             raise TypeError(f"{type(self).__name__} does not serve {type(monoid).__name__}")
         self.monoid = monoid
@@ -140,8 +257,12 @@ class _TypedMQ:
         self._xd = 0.0
         self._xi = self._xc = self._xu = 0
         self._undecided = True
-        self._sentinel = _I64_MAX if op == _MIN else _I64_MIN
-        self._ident = float("inf") if op == _MIN else float("-inf")
+        low: cython.bint = op == _MIN or op == _MINCOUNT
+        self._sentinel = _I64_MAX if low else _I64_MIN
+        self._ident = float("inf") if low else float("-inf")
+        self._wide = op >= _MINCOUNT
+        self._commutative = monoid.commutative
+        self._kind2 = self._xk2 = -1
         self._n = 0
         self._zero_float = False
 
@@ -150,6 +271,7 @@ class _TypedMQ:
         self._magnitude = 0
         self._undecided = True
         self._kind = _FLOAT
+        self._kind2 = -1
         self._reset()
 
     @cython.cfunc
@@ -168,6 +290,8 @@ class _TypedMQ:
         its magnitude leaves the INT bound's sum)."""
         if self._op == _MIN or self._op == _MAX:
             return self._selection_kind(partial)
+        if self._wide:
+            return self._wide_kind(partial)
         kind: cython.int
         if self._zero_float:
             kind = self._sum_kind(partial)
@@ -254,6 +378,96 @@ class _TypedMQ:
         return k
 
     @cython.cfunc
+    def _wide_kind(self, partial: object) -> cython.int:
+        """The wide ops: decode ``partial`` (:meth:`_scalar_wide`) and return the kind of its
+        row; an identity fits either (its row is right for both), the first other row
+        decides the values' kind (and ArgMin's / ArgMax's keys')."""
+        k: cython.int = self._scalar_wide(partial, -1 if self._undecided else self._kind)
+        if k == _IDENT:
+            return self._kind
+        if self._undecided:
+            self._kind = k
+            self._kind2 = self._xk2
+            self._undecided = False
+        elif self._xk2 != self._kind2:
+            raise Untyped(partial)
+        return k
+
+    @cython.cfunc
+    def _scalar_wide(self, p: object, kind: cython.int) -> cython.int:
+        """Decode a wide op's partial into ``_xd``/``_xi``/``_xc`` (a :data:`Part`; ArgMin's
+        key kind in ``_xk2``) and return its kind, ``_IDENT`` for the identity;
+        :class:`Untyped` if it does not fit a window of ``kind`` (-1: any): MinCount /
+        MaxCount ``(value, count)`` of a finite value (or the identity), First / Last any
+        float or int64, ArgMin / ArgMax ``(value, key)`` of a value but NaN and a key an
+        int64 or a float but NaN (Alg. 3 compares keys: NaN is equal to itself there)."""
+        op: cython.int = self._op
+        x: cython.double
+        self._xu = 0
+        self._xc = 0
+        value: object = p
+        if op == _FIRST or op == _LAST:
+            if p is self.monoid.identity:
+                self._xd, self._xi, self._xc = 0.0, 0, -1
+                return _IDENT
+        elif op == _ARGMIN or op == _ARGMAX:
+            if p is None:
+                self._xd, self._xi = 1.0, 1
+                return _IDENT
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            value, key = p
+            if type(key) is float:
+                x = key
+                if x != x:
+                    raise Untyped(p)
+                self._xc = _bits(x)
+                self._xk2 = _FLOAT
+            elif type(key) is int and _I64_MIN <= key <= _I64_MAX:
+                self._xc = key
+                self._xk2 = _INT
+            else:
+                raise Untyped(p)
+            if type(value) is float:
+                x = value
+                if x != x:
+                    raise Untyped(p)
+        else:
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            value, count = p
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            if type(value) is float:
+                x = value
+                if x == self._ident and count == 0:
+                    self._xd, self._xi = x, self._sentinel
+                    return _IDENT
+                if not -_INF < x < _INF:
+                    raise Untyped(p)  # MinCount and MaxCount lift finite values only
+            self._xc = count
+        if type(value) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            self._xd, self._xi = value, 0
+            return _FLOAT
+        if type(value) is not int or kind == _FLOAT or not _I64_MIN <= value <= _I64_MAX:
+            raise Untyped(p)
+        self._xi = value
+        if (op == _MINCOUNT or op == _MAXCOUNT) and self._xi == self._sentinel:
+            raise Untyped(p)
+        self._xd = 0.0
+        return _INT
+
+    @cython.cfunc
+    @cython.inline
+    @cython.final
+    @cython.exceptval(check=False)
+    def _x(self) -> Part:
+        """The decoded row."""
+        return Part(d=self._xd, i=self._xi, c=self._xc)
+
+    @cython.cfunc
     def _identities_to_float(self) -> cython.void:
         """The INT columns hold identities only (``_sentinel``): the FLOAT ones get ``_ident``."""
 
@@ -270,6 +484,8 @@ class _TypedMQ:
     def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
         """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN)."""
         value: object
+        if self._wide:
+            return self._wide_partial(d, i, c)
         if self._kind == _FLOAT:
             value = d
         elif i == self._sentinel and (self._op == _MIN or self._op == _MAX):
@@ -279,6 +495,34 @@ class _TypedMQ:
         if self._op == _MEAN:
             return (value, c)
         return value
+
+    @cython.cfunc
+    def _wide_partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of a wide op's row (see :data:`Part`)."""
+        op: cython.int = self._op
+        fl: cython.bint = self._kind == _FLOAT
+        if (op == _FIRST or op == _LAST) and c < 0:
+            return self.monoid.identity
+        if (op == _ARGMIN or op == _ARGMAX) and (i != 0 if fl else d != 0.0):
+            return None
+        value: object
+        if fl:
+            value = d
+        elif (op == _MINCOUNT or op == _MAXCOUNT) and i == self._sentinel:
+            value = self._ident
+        else:
+            value = i
+        if op == _FIRST or op == _LAST:
+            return value
+        if op == _MINCOUNT or op == _MAXCOUNT:
+            return (value, c)
+        return (value, _double(c) if self._kind2 == _FLOAT else c)
+
+    @cython.cfunc
+    @cython.final
+    def _pp(self, p: Part) -> object:
+        """The Python partial of row ``p``."""
+        return self._wide_partial(p.d, p.i, p.c)
 
     @cython.cfunc
     def _zero(self, c: cython.longlong) -> object:
@@ -520,6 +764,7 @@ class TypedSlickDeque(_TypedMQ):
     _p: cython.longlong[:]
     _vd: cython.double[:]
     _vi: cython.longlong[:]
+    _vc: cython.longlong[:]  # the wide ops' c (see Part)
     _rs: cython.longlong[:]
     _ds: cython.longlong[:]  # the distinct ranges, largest first
     _order: cython.longlong[:]  # for each range, its index in _ds
@@ -529,12 +774,13 @@ class TypedSlickDeque(_TypedMQ):
     _t: cython.longlong  # sequence number of the newest partial (the first is 1)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _FIRST, _LAST, _ARGMIN, _ARGMAX))
         size: cython.Py_ssize_t = 1
         while size < self.capacity:
             size *= 2
         self._mask = size - 1
         self._p, self._vd, self._vi = _int64s(size), _doubles(size), _int64s(size)
+        self._vc = _int64s(size if self._wide else 0)
         self._rs = array("q", self.ranges)
         distinct = sorted(set(self.ranges), reverse=True)
         self._ds = array("q", distinct)
@@ -571,7 +817,9 @@ class TypedSlickDeque(_TypedMQ):
             h += 1
             m -= 1
         # a node the new partial dominates (``combine(back, new) == new``) never answers again
-        if kind == _FLOAT:
+        if self._wide:
+            m = self._dominate(h, m, kind == _FLOAT)
+        elif kind == _FLOAT:
             x: cython.double = self._xd
             if self._op == _MIN:
                 while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] <= x else x) == x:
@@ -596,6 +844,26 @@ class TypedSlickDeque(_TypedMQ):
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
+    def _dominate(self, h: cython.Py_ssize_t, m: cython.Py_ssize_t, fl: cython.bint) -> cython.Py_ssize_t:
+        """A wide op's domination pops (the nodes from ``h``, ``m`` of them) and the decoded
+        row as the newest node's partial; return the number of nodes before it."""
+        mask: cython.Py_ssize_t = self._mask
+        x: Part = self._x()
+        k: cython.Py_ssize_t
+        fkey: cython.bint = self._kind2 == _FLOAT
+        while m:
+            k = (h + m - 1) & mask
+            if not _weq(self._op, fl, fkey, _wcomb(self._op, fl, Part(d=self._vd[k], i=self._vi[k], c=self._vc[k]), x),
+                        x):
+                break
+            m -= 1
+        k = (h + m) & mask
+        self._vd[k], self._vi[k], self._vc[k] = x.d, x.i, x.c
+        return m
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _answer(self, r: cython.Py_ssize_t) -> object:
         """The oldest node inside the newest ``r`` (numbered ``t - r + 1`` or later; the newest
         node always is): a binary search of the ring."""
@@ -611,7 +879,7 @@ class TypedSlickDeque(_TypedMQ):
             else:
                 hi = mid
         k: cython.Py_ssize_t = (self._h + lo) & mask
-        return self._partial(self._vd[k], self._vi[k], 0)
+        return self._partial(self._vd[k], self._vi[k], self._vc[k] if self._wide else 0)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -648,7 +916,7 @@ class TypedSlickDeque(_TypedMQ):
             if k != node:
                 node = k
                 slot = (self._h + k) & mask
-                value = self._partial(self._vd[slot], self._vi[slot], 0)
+                value = self._partial(self._vd[slot], self._vi[slot], self._vc[slot] if self._wide else 0)
             by_range[j] = value
         for j in range(n):
             out[j] = by_range[self._order[j]]
@@ -660,7 +928,7 @@ class TypedSlickDeque(_TypedMQ):
         mask: cython.Py_ssize_t = self._mask
         slots = [(self._h + k) & mask for k in range(self._m)]
         twin._pos = [self._p[k] for k in slots]
-        twin._val = [self._partial(self._vd[k], self._vi[k], 0) for k in slots]
+        twin._val = [self._partial(self._vd[k], self._vi[k], self._vc[k] if self._wide else 0) for k in slots]
         twin._head = 0
         twin._t = self._t
         return twin
@@ -809,6 +1077,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _bi: cython.longlong[:]
     _sd: cython.double[:]  # the scans
     _si: cython.longlong[:]
+    _ec: cython.longlong[:]  # the wide ops' c (see Part), of the elements, backs and scans
+    _bc: cython.longlong[:]
+    _sc: cython.longlong[:]
     _bs: cython.longlong[:]
     _per: cython.longlong[:]
     _top: cython.longlong[:]
@@ -821,7 +1092,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _pos: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _MINCOUNT, _MAXCOUNT, _FIRST, _LAST, _ARGMIN, _ARGMAX))
         by_level: dict = {}
         for r in sorted(set(self.ranges)):
             by_level.setdefault(r.bit_length() - 1, []).append(r)
@@ -841,6 +1112,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._bd, self._bi = _doubles(L), _int64s(L)
         self._sd, self._si = _doubles(offsets[-1]), _int64s(offsets[-1])
         self._ed, self._ei = _doubles(self.capacity), _int64s(self.capacity)
+        w: cython.bint = self._wide
+        self._ec, self._bc, self._sc = _int64s(self.capacity if w else 0), _int64s(L if w else 0), \
+            _int64s(offsets[-1] if w else 0)
         self.clear()
 
     @cython.cfunc
@@ -881,21 +1155,91 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 self._src[i] = j
                 self._bd[i] = self._xd
                 self._bi[i] = self._xi
+                if self._wide:
+                    self._bc[i] = self._xc
                 self._bs[i] = 1
         for i in range(j + 1, self._levels):
-            if kind == _FLOAT:
+            if self._wide:
+                self._setb(i, _wcomb(self._op, kind == _FLOAT, self._back(i), self._x()) if self._bs[i] else self._x())
+            elif kind == _FLOAT:
                 self._bd[i] = _comb(self._op, self._bd[i], self._xd) if self._bs[i] else self._xd
             else:
                 self._bi[i] = _comb(self._op, self._bi[i], self._xi) if self._bs[i] else self._xi
             self._bs[i] += 1
         n: cython.Py_ssize_t = self.capacity
-        if kind == _FLOAT:
+        if self._wide:
+            self._ed[self._pos] = self._xd
+            self._ei[self._pos] = self._xi
+            self._ec[self._pos] = self._xc
+        elif kind == _FLOAT:
             self._ed[self._pos] = self._xd
         else:
             self._ei[self._pos] = self._xi
         self._pos = 0 if self._pos + 1 == n else self._pos + 1
         if self._n < n:
             self._n += 1
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _elem(self, k: cython.Py_ssize_t) -> Part:
+        return Part(d=self._ed[k], i=self._ei[k], c=self._ec[k])
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _back(self, k: cython.Py_ssize_t) -> Part:
+        return Part(d=self._bd[k], i=self._bi[k], c=self._bc[k])
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _setb(self, k: cython.Py_ssize_t, p: Part) -> cython.void:
+        self._bd[k], self._bi[k], self._bc[k] = p.d, p.i, p.c
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _scanned(self, k: cython.Py_ssize_t) -> Part:
+        return Part(d=self._sd[k], i=self._si[k], c=self._sc[k])
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _scan_wide(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
+        """:meth:`_scan` of wide rows, which combine as ``SlideSide._suffix_scan`` does:
+        ``combine(acc, older)`` for a commutative monoid, ``combine(older, acc)`` else."""
+        off: cython.Py_ssize_t = self._off[j]
+        n: cython.Py_ssize_t = self.capacity
+        fl: cython.bint = self._kind == _FLOAT
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        acc: Part
+        x: Part
+        for m in range(1, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            x = self._elem(e)
+            if m == 1:
+                acc = x
+            elif self._commutative:
+                acc = _wcomb(self._op, fl, acc, x)
+            else:
+                acc = _wcomb(self._op, fl, x, acc)
+            self._sd[off + m], self._si[off + m], self._sc[off + m] = acc.d, acc.i, acc.c
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -908,6 +1252,10 @@ class TypedOverlaidSlideSide(_TypedMQ):
         n: cython.Py_ssize_t = self.capacity
         m: cython.Py_ssize_t
         e: cython.Py_ssize_t
+        self._slen[j] = k + 1
+        if self._wide:
+            self._scan_wide(j, k)
+            return
         for m in range(1, k + 1):
             e = self._pos - m
             if e < 0:
@@ -916,7 +1264,6 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._sd[off + m - 1], self._ed[e])
             else:
                 self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._si[off + m - 1], self._ei[e])
-        self._slen[j] = k + 1
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -933,6 +1280,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
             s = self._src[i]
             if 0 <= k < self._slen[s]:
                 s = self._off[s] + k
+                if self._wide:
+                    return self._joined(s, i, k)
                 if self._kind == _FLOAT:
                     return self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
                 return self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
@@ -941,6 +1290,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if first < 0:
             first += n
         e: cython.Py_ssize_t
+        if self._wide:
+            return self._fold(first, r)
         md: cython.double = 0.0
         mi: cython.longlong = 0
         for k in range(1, r):
@@ -956,6 +1307,28 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if self._kind == _FLOAT:
             return self._ed[first] if r == 1 else _comb(self._op, self._ed[first], md)
         return self._partial(0.0, self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi), 0)
+
+    @cython.cfunc
+    def _joined(self, s: cython.Py_ssize_t, i: cython.Py_ssize_t, k: cython.Py_ssize_t) -> object:
+        """A wide op's ``combine(scan row s, back i)`` (the back alone when ``k`` is 0)."""
+        if not k:
+            return self._pp(self._back(i))
+        return self._pp(_wcomb(self._op, self._kind == _FLOAT, self._scanned(s), self._back(i)))
+
+    @cython.cfunc
+    def _fold(self, first: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
+        """A wide op's ``monoid.fold`` of the ``r`` elements from slot ``first``: left to right."""
+        n: cython.Py_ssize_t = self.capacity
+        fl: cython.bint = self._kind == _FLOAT
+        acc: Part = self._elem(first)
+        k: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for k in range(1, r):
+            e = first + k
+            if e >= n:
+                e -= n
+            acc = _wcomb(self._op, fl, acc, self._elem(e))
+        return self._pp(acc)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -993,7 +1366,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
             i = self._lv[j]
             k = self._rs[j] - self._bs[i]
             s = self._off[self._src[i]] + k
-            if self._kind == _FLOAT:
+            if self._wide:
+                out[j] = self._joined(s, i, k)
+            elif self._kind == _FLOAT:
                 out[j] = self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
             else:
                 out[j] = self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
@@ -1008,15 +1383,18 @@ class TypedOverlaidSlideSide(_TypedMQ):
         i: cython.Py_ssize_t
         k: cython.Py_ssize_t
         scans: dict = {}
+        w: cython.bint = self._wide
         for i in range(L):
             s = self._src[i]
             if s not in scans:
-                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k], 0)
+                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k],
+                                                      self._sc[self._off[s] + k] if w else 0)
                                         for k in range(1, self._slen[s]))]
         twin._bs = [self._bs[i] for i in range(L)]
-        twin._backs = [self._partial(self._bd[i], self._bi[i], 0) if self._bs[i] else identity for i in range(L)]
+        twin._backs = [self._partial(self._bd[i], self._bi[i], self._bc[i] if w else 0) if self._bs[i] else identity
+                       for i in range(L)]
         twin._scans = [scans[self._src[i]] for i in range(L)]
-        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) for k in range(self._n)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if w else 0) for k in range(self._n)]
         twin._pos = self._pos
         twin._count = self._n
         return twin
@@ -1031,6 +1409,8 @@ _TWINS: dict[tuple[str, int], type] = {
     ("slideside", MIN): TypedOverlaidSlideSide, ("slideside", MAX): TypedOverlaidSlideSide,
     ("slickdeque", MIN): TypedSlickDeque, ("slickdeque", MAX): TypedSlickDeque,
     ("slickdeque", SUM): TypedSlickDequeInv, ("slickdeque", MEAN): TypedSlickDequeInv,
+    **{("slideside", op): TypedOverlaidSlideSide for op in (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX)},
+    **{("slickdeque", op): TypedSlickDeque for op in (FIRST, LAST, ARGMIN, ARGMAX)},
 }
 
 
@@ -1043,7 +1423,7 @@ def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
     """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
     (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
     then refuses them, or grows as it fills)."""
-    op = op_of(monoid)
+    op = wide_op_of(monoid)
     if op is None or (name, op) not in _TWINS:
         return None
     try:
