@@ -27,16 +27,17 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import Untyped
 from mta.counting import CountingMonoid
-from mta.monoid import ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Sum
+from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum,
+                        Variance)
 from mta.windows import Sliding
 
 #: twin, the object class it mirrors, the monoids it serves
 PAIRS = {
-    "slideside": (typed_mq.TypedSlideSide, InvertibleSlideSide, (Sum, Count, Mean)),
+    "slideside": (typed_mq.TypedSlideSide, InvertibleSlideSide, (Sum, Count, Mean, Variance, StdDev)),
     "slideside-overlaid": (typed_mq.TypedOverlaidSlideSide, OverlaidSlideSide,
                            (Min, Max, MinCount, MaxCount, First, Last, ArgMin, ArgMax)),
     "slickdeque-noninv": (typed_mq.TypedSlickDeque, SlickDequeNonInv, (Min, Max, First, Last, ArgMin, ArgMax)),
-    "slickdeque-inv": (typed_mq.TypedSlickDequeInv, SlickDequeInv, (Sum, Count, Mean)),
+    "slickdeque-inv": (typed_mq.TypedSlickDequeInv, SlickDequeInv, (Sum, Count, Mean, Variance, StdDev)),
 }
 CASES = [(pair, monoid) for pair, (_, _, monoids) in PAIRS.items() for monoid in monoids]
 
@@ -65,6 +66,13 @@ def partial_of(monoid: Any, value: Any, aux: Any = 1) -> Any:
     monoid's identity for ``aux == "id"``."""
     if isinstance(monoid, Mean):
         return (value, 1)
+    if isinstance(monoid, Variance):  # one value as lifted, or merged with 1 or 2 more (floats)
+        if aux == "id":
+            return monoid.identity
+        p = (1, value, 0)
+        for extra in range(aux if type(aux) is int and 2 <= aux <= 3 else 1, 1, -1):
+            p = monoid.combine(p, (1, extra * 0.5, 0))
+        return p
     if type(monoid) not in WIDE:
         return value
     if aux == "id":
@@ -250,7 +258,10 @@ def test_to_object_hands_over_the_same_state(pair, make, ranges, values, extra) 
         same(handed, obj)
 
 
-@pytest.mark.parametrize("pair,make", CASES, ids=[f"{p}-{m.__name__}" for p, m in CASES])
+NUMBER_CASES = [(pair, monoid) for pair, monoid in CASES if monoid not in (Variance, StdDev)]
+
+
+@pytest.mark.parametrize("pair,make", NUMBER_CASES, ids=[f"{p}-{m.__name__}" for p, m in NUMBER_CASES])
 def test_int_bound_and_kinds(pair, make) -> None:
     """The INT bound (SUM, MEAN: the sum of |v| held <= 2**63 - 1) refuses what could overflow
     int64, and takes it again once evictions make room; Min/Max take any int64."""
@@ -341,6 +352,47 @@ def test_wide_twins_refuse_what_they_cannot_hold(pair, make) -> None:
         for p in ((math.inf, 1), (-math.inf, 1), (math.nan, 1), (-monoid.identity[0], 0)):
             with pytest.raises(Untyped):
                 twin.insert(p)
+
+
+@pytest.mark.parametrize("make", [Variance, StdDev])
+@pytest.mark.parametrize("pair", ["slideside", "slickdeque-inv"])
+def test_variance_keeps_the_objects_ints_and_refuses_what_it_cannot_hold(pair, make) -> None:
+    """Variance's partials keep their ints where the object's do (a lifted int's mean and M2,
+    ``invert``'s one-value rest ``(1, mean, 0)`` and its rounding clamp to the int 0), int
+    and float values mix, the identity is held; ints beyond 2**25, bools, other counts' int
+    means, non-finite floats, a count-1 float M2: Untyped, nothing changed."""
+    twin_cls, obj_cls, _ = PAIRS[pair]
+    monoid = make(ddof=1)
+    twin, obj = twin_cls(monoid, [1, 2, 3]), obj_cls(monoid, [1, 2, 3])
+    values = [3, 2 ** 25, -(2 ** 25), 0.1, 1e16, 0.1, 7, monoid.identity, 0.5, -0.0, 3, 3, 3]
+    for v in values:
+        p = v if type(v) is tuple else monoid.lift(v)
+        twin.insert(p)
+        obj.insert(p)
+        same(twin, obj)
+        assert keys([monoid.lower(a) for a in twin.answers()]) == keys([monoid.lower(a) for a in obj.answers()])
+    assert any(type(a[1]) is int for a in obj.answers())  # (1, 3, 0): a lifted int
+    clamped = False  # invert's rest of [x, y, y] less x rounds below 0: M2 the int 0, count 2
+    fresh, fresh_obj = twin_cls(monoid, [2, 3]), obj_cls(monoid, [2, 3])
+    for v in (-5.240707458162173, 0.8845845059190367, 0.8845845059190367, monoid.identity):
+        p = v if type(v) is tuple else monoid.lift(v)
+        fresh.insert(p)
+        fresh_obj.insert(p)
+        same(fresh, fresh_obj)
+        clamped = clamped or any(a[0] == 2 and type(a[2]) is int for a in fresh_obj.answers())
+    assert clamped
+    held = keys(twin.answers())
+    for bad in [(1, 2 ** 25 + 1, 0), (1, True, 0), (1, 1.0, 0.0), (2, 1, 0.0), (2, 1.0, 1), (1, math.inf, 0),
+                (2, math.nan, 0.0), (2, 1.0, math.inf), (0, -0.0, 0.0), (0, 0.0, 0), (2 ** 32, 1.0, 1.0), (1, 1.0),
+                None, (True, 1.0, 0)]:
+        with pytest.raises(Untyped):
+            twin.insert(bad)
+        assert keys(twin.answers()) == held
+    handed = twin.to_object()
+    for v in (2 ** 40, 1.5, 2):
+        handed.insert(monoid.lift(v))
+        obj.insert(monoid.lift(v))
+        same(handed, obj)
 
 
 @pytest.mark.parametrize("pair", list(PAIRS))

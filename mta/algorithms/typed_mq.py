@@ -49,8 +49,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
-from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, Untyped,
-                                  wide_op_of)
+from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM,
+                                  VARIANCE, Untyped, wide_op_of)
 from mta.monoid import Monoid
 
 COMPILED: bool = cython.compiled
@@ -67,6 +67,7 @@ _FIRST = cython.declare(cython.int, FIRST)
 _LAST = cython.declare(cython.int, LAST)
 _ARGMIN = cython.declare(cython.int, ARGMIN)
 _ARGMAX = cython.declare(cython.int, ARGMAX)
+_VARIANCE = cython.declare(cython.int, VARIANCE)
 _FLOAT = cython.declare(cython.int, FLOAT)
 _INT = cython.declare(cython.int, INT)
 #: what _scalar returns for Min's or Max's identity bound for the INT columns (see _TypedMQ)
@@ -191,6 +192,61 @@ def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
     return b
 
 
+#: A Variance / StdDev row ``(count, mean, M2)``: ``c``, ``d``, ``m``, and in ``f`` the flags
+#: of what the object partial holds as an int: the mean (``_MEAN_INT``: a count-1 partial of an
+#: int of at most 2**25, as lifted) and M2 (``_M2_INT``: the int 0 of a lifted partial, of
+#: ``invert``'s one-value rest and of its rounding clamp). Python's arithmetic turns those ints
+#: into the same doubles (exactly), so the flags change the partials' types only.
+Var = cython.struct(c=cython.longlong, d=cython.double, m=cython.double, f=cython.longlong)
+if not cython.compiled:
+    globals()["Var"] = SimpleNamespace
+_MEAN_INT = cython.declare(cython.longlong, 1)
+_M2_INT = cython.declare(cython.longlong, 2)
+#: Variance takes int means up to this magnitude: the merge of two in doubles is Python's of
+#: the ints, bit for bit (a difference squared is below 2**53).
+_VARIANCE_INT = 2 ** 25
+
+
+@cython.cfunc
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _chan(a: Var, b: Var) -> Var:
+    """``mta.monoid._chan``, in its order of operations (counts below 2**53 are exact doubles)."""
+    if a.c == 0:
+        return b
+    if b.c == 0:
+        return a
+    n: cython.longlong = a.c + b.c
+    na: cython.double = a.c
+    nb: cython.double = b.c
+    nn: cython.double = n
+    delta: cython.double = b.d - a.d
+    return Var(c=n, d=a.d + (delta * nb) / nn, m=(a.m + b.m) + (((delta * delta) * na) * nb) / nn, f=0)
+
+
+@cython.cfunc
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _var_invert(t: Var, front: Var) -> Var:
+    """``Variance.invert(t, front)``, in its order of operations: the rest after ``front``
+    (the identity when nothing is left, ``t`` when ``front`` is empty)."""
+    nb: cython.longlong = t.c - front.c
+    if nb <= 0:
+        return Var(c=0, d=0.0, m=0.0, f=0)
+    if front.c == 0:
+        return t
+    na: cython.double = front.c
+    nn: cython.double = t.c
+    mb: cython.double = front.d + ((t.d - front.d) * nn) / cython.cast(cython.double, nb)
+    delta: cython.double = mb - front.d
+    if nb == 1:
+        return Var(c=1, d=mb, m=0.0, f=_M2_INT)
+    m2b: cython.double = (t.m - front.m) - (((delta * delta) * na) * cython.cast(cython.double, nb)) / nn
+    if m2b < 0:
+        return Var(c=nb, d=mb, m=0.0, f=_M2_INT)
+    return Var(c=nb, d=mb, m=m2b, f=0)
+
+
 @cython.cfunc
 @cython.exceptval(check=False)
 def _weq(op: cython.int, fl: cython.bint, fkey: cython.bint, a: Part, b: Part) -> cython.bint:
@@ -243,6 +299,7 @@ class _TypedMQ:
     _commutative: cython.bint
     _kind2: cython.int
     _xk2: cython.int
+    _xm: cython.double  # VARIANCE: M2 (its flags in _xi)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int], ops: tuple) -> None:
         op = wide_op_of(monoid)
@@ -290,6 +347,9 @@ class _TypedMQ:
         its magnitude leaves the INT bound's sum)."""
         if self._op == _MIN or self._op == _MAX:
             return self._selection_kind(partial)
+        if self._op == _VARIANCE:
+            self._scalar_var(partial)
+            return _FLOAT
         if self._wide:
             return self._wide_kind(partial)
         kind: cython.int
@@ -376,6 +436,60 @@ class _TypedMQ:
             self._kind = k
             self._undecided = False
         return k
+
+    @cython.cfunc
+    def _scalar_var(self, p: object) -> cython.void:
+        """Decode a Variance / StdDev partial into ``_xc``/``_xd``/``_xm`` and its flags in
+        ``_xi`` (see :data:`Var`): the identity ``(0, 0.0, 0.0)``; ``(1, v, 0)``, v a finite
+        float or an int of at most 2**25; ``(n, mean, M2)``, n in [2, 2**32), a finite float
+        mean and M2 a finite float or the int 0. :class:`Untyped` for anything else."""
+        x: cython.double
+        if type(p) is not tuple or len(p) != 3:
+            raise Untyped(p)
+        count, mean, m2 = p
+        if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+            raise Untyped(p)
+        flags: cython.longlong = 0
+        if type(m2) is int and m2 == 0 and count:
+            flags = _M2_INT
+            self._xm = 0.0
+        elif type(m2) is float and count != 1:
+            x = m2
+            if not -_INF < x < _INF:
+                raise Untyped(p)
+            self._xm = x
+        else:
+            raise Untyped(p)
+        if type(mean) is int and count == 1 and -_VARIANCE_INT <= mean <= _VARIANCE_INT:
+            flags |= _MEAN_INT
+            self._xd = float(mean)
+        elif type(mean) is float:
+            x = mean
+            if not -_INF < x < _INF:
+                raise Untyped(p)
+            self._xd = x
+        else:
+            raise Untyped(p)
+        if count == 0 and (_bits(self._xd) != 0 or _bits(self._xm) != 0):
+            raise Untyped(p)  # no values: the identity only (+0.0s)
+        self._xc = count
+        self._xi = flags
+        self._xu = 0
+
+    @cython.cfunc
+    @cython.inline
+    @cython.final
+    @cython.exceptval(check=False)
+    def _xvar(self) -> Var:
+        """The decoded Variance row."""
+        return Var(c=self._xc, d=self._xd, m=self._xm, f=self._xi)
+
+    @cython.cfunc
+    def _var_partial(self, v: Var) -> object:
+        """The Python partial of a Variance row."""
+        if v.c == 0:
+            return self.monoid.identity
+        return (v.c, int(v.d) if v.f & _MEAN_INT else v.d, 0 if v.f & _M2_INT else v.m)
 
     @cython.cfunc
     def _wide_kind(self, partial: object) -> cython.int:
@@ -565,6 +679,9 @@ class TypedSlideSide(_TypedMQ):
     _fd: cython.double[:]
     _fi: cython.longlong[:]
     _fc: cython.longlong[:]
+    _em: cython.double[:]  # VARIANCE: M2 (means in *d, counts in *c, flags in *i: see Var)
+    _bm: cython.double[:]
+    _fm: cython.double[:]
     _rs: cython.longlong[:]  # the ranges, in order
     _pos: cython.Py_ssize_t  # the slot of the next insert
     _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
@@ -573,9 +690,12 @@ class TypedSlideSide(_TypedMQ):
     _ftail: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN, _VARIANCE))
         n: cython.Py_ssize_t = self.capacity
-        m: cython.Py_ssize_t = n + 1 if self._op == _MEAN else 0
+        var: cython.bint = self._op == _VARIANCE
+        m: cython.Py_ssize_t = n + 1 if self._op == _MEAN or var else 0
+        self._em, self._bm, self._fm = _doubles(n if var else 0), _doubles(n + 1 if var else 0), \
+            _doubles(n + 1 if var else 0)
         self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(m)
         self._bd, self._bi, self._bc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._fd, self._fi, self._fc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
@@ -621,7 +741,9 @@ class TypedSlideSide(_TypedMQ):
                 if self._bfloat == n:
                     self._bfloat = pos
         # older operand first; the lap's first partial needs no combine
-        if kind == _FLOAT:
+        if self._op == _VARIANCE:
+            self._put_var(pos)
+        elif kind == _FLOAT:
             self._ed[pos] = self._xd
             self._bd[pos + 1] = self._bd[pos] + self._xd if pos else self._xd
         else:
@@ -636,6 +758,56 @@ class TypedSlideSide(_TypedMQ):
             self._n += 1
 
     @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _row(self, d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
+             k: cython.Py_ssize_t) -> Var:
+        return Var(c=c[k], d=d[k], m=m[k], f=f[k])
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _set(self, d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
+             k: cython.Py_ssize_t, v: Var) -> cython.void:
+        d[k], m[k], c[k], f[k] = v.d, v.m, v.c, v.f
+
+    @cython.cfunc
+    def _put_var(self, pos: cython.Py_ssize_t) -> cython.void:
+        """VARIANCE: the decoded row into slot ``pos`` and the prefix scan (``_chan``, the
+        older operand first)."""
+        x: Var = self._xvar()
+        self._set(self._ed, self._em, self._ec, self._ei, pos, x)
+        self._set(self._bd, self._bm, self._bc, self._bi, pos + 1,
+                  _chan(self._row(self._bd, self._bm, self._bc, self._bi, pos), x) if pos else x)
+
+    @cython.cfunc
+    def _scan_var(self) -> cython.void:
+        """:meth:`_suffix_scan` of VARIANCE rows (``_chan(acc, older)``: Variance is commutative)."""
+        n: cython.Py_ssize_t = self.capacity
+        k: cython.Py_ssize_t
+        self._set(self._fd, self._fm, self._fc, self._fi, 1, self._row(self._ed, self._em, self._ec, self._ei, n - 1))
+        for k in range(2, n + 1):
+            self._set(self._fd, self._fm, self._fc, self._fi, k,
+                      _chan(self._row(self._fd, self._fm, self._fc, self._fi, k - 1),
+                            self._row(self._ed, self._em, self._ec, self._ei, n - k)))
+
+    @cython.cfunc
+    def _answer_var(self, end: cython.Py_ssize_t, start: cython.Py_ssize_t) -> object:
+        """:meth:`_answer` of VARIANCE: Alg. 3's case b (``invert``), a, c (``_chan``)."""
+        b: Var = self._row(self._bd, self._bm, self._bc, self._bi, end)
+        if start > 0:
+            return self._var_partial(_var_invert(b, self._row(self._bd, self._bm, self._bc, self._bi, start)))
+        if start == 0:
+            return self._var_partial(b)
+        return self._var_partial(_chan(self._row(self._fd, self._fm, self._fc, self._fi, -start), b))
+
+    @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _suffix_scan(self) -> cython.void:
@@ -643,6 +815,10 @@ class TypedSlideSide(_TypedMQ):
         from the newest: ``f[k] = f[k - 1] + e[n - k]``, as ``accumulate`` does."""
         n: cython.Py_ssize_t = self.capacity
         k: cython.Py_ssize_t
+        self._wrapped = True
+        if self._op == _VARIANCE:
+            self._scan_var()
+            return
         if self._kind == _FLOAT:
             self._fd[1] = self._ed[n - 1]
             for k in range(2, n + 1):
@@ -660,7 +836,6 @@ class TypedSlideSide(_TypedMQ):
             while k < n and self._ez[n - 1 - k]:
                 k += 1
             self._ftail = k
-        self._wrapped = True
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -669,6 +844,8 @@ class TypedSlideSide(_TypedMQ):
         """The newest ``r`` (1 <= r <= held) when the current lap ends at ``end``: Alg. 3's
         case b (the prefix minus its oldest part), a (the prefix), c (suffix, then prefix)."""
         start: cython.Py_ssize_t = end - r
+        if self._op == _VARIANCE:
+            return self._answer_var(end, start)
         c: cython.longlong = 0
         d: cython.double = 0.0
         i: cython.longlong = 0
@@ -736,6 +913,18 @@ class TypedSlideSide(_TypedMQ):
         twin = InvertibleSlideSide(self.monoid, self.ranges)
         n: cython.Py_ssize_t = self.capacity
         written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
+        k: cython.Py_ssize_t
+        if self._op == _VARIANCE:
+            twin._elements = [self._var_partial(self._row(self._ed, self._em, self._ec, self._ei, k))
+                              for k in range(written)]
+            twin._back = [twin._identity, *(self._var_partial(self._row(self._bd, self._bm, self._bc, self._bi, k))
+                                            for k in range(1, written + 1))]
+            if self._wrapped:
+                twin._front = [twin._identity, *(self._var_partial(self._row(self._fd, self._fm, self._fc, self._fi, k))
+                                                 for k in range(1, n + 1))]
+            twin._pos = self._pos
+            twin._count = self._n
+            return twin
         c: cython.bint = self._op == _MEAN
         zeros: cython.bint = self._zero_float and self._kind == _FLOAT  # the int 0 where the object has it
         twin._elements = [self._zero(self._ec[k] if c else 0) if zeros and self._ez[k] else
@@ -955,22 +1144,26 @@ class TypedSlickDequeInv(_TypedMQ):
     _ad: cython.double[:]
     _ai: cython.longlong[:]
     _ac: cython.longlong[:]
+    _em: cython.double[:]  # VARIANCE: M2 (means in *d, counts in *c, flags in *i: see Var)
+    _am: cython.double[:]
     _ds: cython.longlong[:]  # the distinct ranges, in first-seen order
     _order: cython.longlong[:]  # for each range, its index in _ds
     _slot: dict
     _cur: cython.Py_ssize_t  # the slot of the next partial (the oldest one's)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN, _VARIANCE))
         distinct = list(dict.fromkeys(self.ranges))
         self._slot = {r: k for k, r in enumerate(distinct)}
         self._ds = array("q", distinct)
         self._order = array("q", [self._slot[r] for r in self.ranges])
         n: cython.Py_ssize_t = self.capacity
         d: cython.Py_ssize_t = len(distinct)
-        mean: cython.bint = self._op == _MEAN
+        var: cython.bint = self._op == _VARIANCE
+        mean: cython.bint = self._op == _MEAN or var
         self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(n if mean else 0)
         self._ad, self._ai, self._ac = _doubles(d), _int64s(d), _int64s(d if mean else 0)
+        self._em, self._am = _doubles(n if var else 0), _doubles(d if var else 0)
         self._zero_float = self._op == _SUM or self._op == _MEAN
         self.clear()
 
@@ -980,17 +1173,22 @@ class TypedSlickDequeInv(_TypedMQ):
     def _reset(self) -> cython.void:
         # every partial and every range's answer start at the identity
         k: cython.Py_ssize_t
-        mean: cython.bint = self._op == _MEAN
+        var: cython.bint = self._op == _VARIANCE
+        mean: cython.bint = self._op == _MEAN or var
         for k in range(self.capacity):
             self._ed[k] = 0.0
             self._ei[k] = 0
             if mean:
                 self._ec[k] = 0
+            if var:
+                self._em[k] = 0.0
         for k in range(len(self._ds)):
             self._ad[k] = 0.0
             self._ai[k] = 0
             if mean:
                 self._ac[k] = 0
+            if var:
+                self._am[k] = 0.0
         self._cur = 0
 
     @cython.boundscheck(False)
@@ -1001,13 +1199,16 @@ class TypedSlickDequeInv(_TypedMQ):
         kind: cython.int = self._take(partial, self._ei[cur])
         k: cython.Py_ssize_t
         old: cython.Py_ssize_t
+        var: cython.bint = self._op == _VARIANCE
         # the partial leaving range r sits r slots back (r == capacity: the slot about to be
         # overwritten); the identity while fewer than r were inserted: invert, then combine
         for k in range(len(self._ds)):
             old = cur - self._ds[k]
             if old < 0:
                 old += n
-            if kind == _FLOAT:
+            if var:
+                self._set_answer(k, _chan(_var_invert(self._answer_row(k), self._row(old)), self._xvar()))
+            elif kind == _FLOAT:
                 self._ad[k] = (self._ad[k] - self._ed[old]) + self._xd
             else:
                 self._ai[k] = (self._ai[k] - self._ei[old]) + self._xi
@@ -1017,17 +1218,49 @@ class TypedSlickDequeInv(_TypedMQ):
             self._ed[cur] = self._xd
         else:
             self._ei[cur] = self._xi
-        if self._op == _MEAN:
+        if self._op == _MEAN or var:
             self._ec[cur] = self._xc
+        if var:
+            self._ei[cur] = self._xi
+            self._em[cur] = self._xm
         cur += 1
         self._cur = 0 if cur == n else cur
         if self._n < n:
             self._n += 1
 
     @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _row(self, k: cython.Py_ssize_t) -> Var:
+        return Var(c=self._ec[k], d=self._ed[k], m=self._em[k], f=self._ei[k])
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _answer_row(self, k: cython.Py_ssize_t) -> Var:
+        return Var(c=self._ac[k], d=self._ad[k], m=self._am[k], f=self._ai[k])
+
+    @cython.cfunc
+    @cython.final
+    @cython.inline
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    @cython.exceptval(check=False)
+    def _set_answer(self, k: cython.Py_ssize_t, v: Var) -> cython.void:
+        self._ac[k], self._ad[k], self._am[k], self._ai[k] = v.c, v.d, v.m, v.f
+
+    @cython.cfunc
     def _answer(self, k: cython.Py_ssize_t) -> object:
         if not self._n:
             return self.monoid.identity
+        if self._op == _VARIANCE:
+            return self._var_partial(self._answer_row(k))
         return self._partial(self._ad[k], self._ai[k], self._ac[k] if self._op == _MEAN else 0)
 
     def query(self, r: Any) -> Any:
@@ -1052,7 +1285,10 @@ class TypedSlickDequeInv(_TypedMQ):
         twin = SlickDequeInv(self.monoid, self.ranges)
         c: cython.bint = self._op == _MEAN
         written: cython.Py_ssize_t = self._n  # slots 0 .. size-1 (all once full)
-        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
+        if self._op == _VARIANCE:
+            twin._partials = [self._var_partial(self._row(k)) for k in range(written)]
+        else:
+            twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
         twin._answers = [self._answer(k) for k in range(len(self._ds))]
         twin._cur = self._cur
         twin._size = self._n
@@ -1405,10 +1641,11 @@ for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlick
 
 #: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
 _TWINS: dict[tuple[str, int], type] = {
-    ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide,
+    ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide, ("slideside", VARIANCE): TypedSlideSide,
     ("slideside", MIN): TypedOverlaidSlideSide, ("slideside", MAX): TypedOverlaidSlideSide,
     ("slickdeque", MIN): TypedSlickDeque, ("slickdeque", MAX): TypedSlickDeque,
     ("slickdeque", SUM): TypedSlickDequeInv, ("slickdeque", MEAN): TypedSlickDequeInv,
+    ("slickdeque", VARIANCE): TypedSlickDequeInv,
     **{("slideside", op): TypedOverlaidSlideSide for op in (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX)},
     **{("slickdeque", op): TypedSlickDeque for op in (FIRST, LAST, ARGMIN, ARGMAX)},
 }
