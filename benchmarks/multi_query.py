@@ -14,8 +14,9 @@ over a whole lap of the largest window (so amortized rescans are included);
 the timed steps are that lap, twice over, and the faster pass counts.
 
 A second part (``--part monoids``) times the typed twins against their object aggregators
-for the other monoids they serve (MinCount/MaxCount, First/Last, ArgMin/ArgMax: the
-workload's ints as their partials, ArgMin's keyed by position), the same way.
+for the other monoids they serve (MinCount/MaxCount, First/Last, ArgMin/ArgMax,
+Variance/StdDev: the workload's ints as their partials, ArgMin's keyed by position,
+StdDev's halved into floats), the same way.
 
     python -m benchmarks.multi_query            # full: ~6 minutes
     python -m benchmarks.multi_query --quick    # smoke run, seconds
@@ -30,7 +31,7 @@ from typing import Any, Callable
 from benchmarks.common import Run, gc_paused, num, parser, ratio
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, typed_mq
 from mta.counting import CountingMonoid
-from mta.monoid import ArgMax, ArgMin, First, Last, MaxCount, Min, MinCount, Monoid, Sum
+from mta.monoid import ArgMax, ArgMin, First, Last, MaxCount, Min, MinCount, Monoid, StdDev, Sum, Variance
 
 #: figure -> (aggregation, monoid, replicated baseline)
 FIGURES: dict[str, tuple[str, Callable[[], Monoid], str]] = {
@@ -55,6 +56,8 @@ MONOIDS: dict[str, tuple[Callable[[], Monoid], Callable[[int, int], Any]]] = {
     "Last": (Last, lambda i, v: v),
     "ArgMin": (ArgMin, lambda i, v: (v, i)),
     "ArgMax": (ArgMax, lambda i, v: (v, i)),
+    "Variance": (Variance, lambda i, v: (1, v, 0)),
+    "StdDev": (StdDev, lambda i, v: (1, v * 0.5, 0)),
 }
 
 

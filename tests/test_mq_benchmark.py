@@ -28,7 +28,7 @@ def test_multi_query_quick(tmp_path):
         assert last["slideside"]["combines_per_step"] < last[fig["baseline"]]["combines_per_step"]
     # the second part: every twin against its object aggregator on the other monoids
     monoids = data["monoids"]
-    assert set(monoids) == {"MinCount", "MaxCount", "First", "Last", "ArgMin", "ArgMax"}
+    assert set(monoids) == {"MinCount", "MaxCount", "First", "Last", "ArgMin", "ArgMax", "Variance", "StdDev"}
     for label, points in monoids.items():
         assert [p["queries"] for p in points] == [data["params"]["queries"][0], data["params"]["queries"][-1]]
         for p in points:
