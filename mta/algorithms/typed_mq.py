@@ -2,16 +2,26 @@
 
 The twins of the multi-query aggregators (:mod:`mta.algorithms.multi_query`) that carry
 the load of ``benchmarks.multi_query`` (the SlideSide paper's Fig. 3), for the built-in
-numeric monoids (:func:`mta.algorithms.typed.op_of`):
+numeric monoids (:func:`mta.algorithms.typed.wide_op_of`), each where the object
+aggregator's own rule (invertible, selection) sends it:
 
 - :class:`TypedSlideSide`: :class:`~mta.algorithms.slideside.InvertibleSlideSide`, for
-  ``Sum``/``Count`` and ``Mean`` (what ``SlideSide`` picks for an invertible monoid);
+  ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev`` (what ``SlideSide`` picks for
+  an invertible monoid);
 - :class:`TypedOverlaidSlideSide`: :class:`~mta.algorithms.slideside.OverlaidSlideSide`,
-  for ``Min`` and ``Max`` (what ``SlideSide`` picks for them);
+  for ``Min``, ``Max``, ``MinCount``, ``MaxCount``, ``First``, ``Last``, ``ArgMin`` and
+  ``ArgMax`` (what ``SlideSide`` picks for them);
 - :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
-  (Alg. 3), for ``Min`` and ``Max``;
+  (Alg. 3), for the selections ``Min``, ``Max``, ``First``, ``Last``, ``ArgMin``, ``ArgMax``;
 - :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
-  (Alg. 2), for ``Sum``/``Count`` and ``Mean``.
+  (Alg. 2), for ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev``.
+
+``MinCount``/``MaxCount``, First/Last and ArgMin/ArgMax rows are :data:`Part` (value, and
+a count, a key or an identity mark), Variance rows :data:`Var` (count, mean, M2 and flags
+for the ints the object's partial holds), combined (and inverted) by C functions that
+follow the monoid's Python in its order of operations. The other typed cores have the
+same functions (``typed._combined_rows``, ``typed_amta._chan``): compiled modules share
+no C functions without ``.pxd`` files, so each holds its own copy.
 
 :func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
 ``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
@@ -24,9 +34,11 @@ partials, so none overflows). Every combine and invert happens in the object
 algorithm's order on the same operands, so results are the object algorithm's, ints
 exact and floats bit for bit. Min's identity ``+inf`` (Max's ``-inf``), which the shared
 final inserts for an empty stretch, is held in INT columns too, as the int64 at that end.
-A partial it cannot hold (another type, the other kind, an int beyond int64, a Mean
-count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for Min/Max the int64 that
-stands for the identity) makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
+Every monoid's identity (the shared final's empty partial) is held too, and a window of
+identities only takes either kind. A partial it cannot hold (another type, the other kind,
+an int beyond int64, a count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for
+Min/Max/MinCount/MaxCount the int64 that stands for the identity, NaN where the monoid
+compares it, another kind of ArgMin key, a Variance int beyond 2**25) makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
 changes; :meth:`to_object` then gives the object aggregator in the same state, which
 takes it (the caller demotes, as ``mta.stream.shared`` does).
 
@@ -944,8 +956,9 @@ class TypedSlideSide(_TypedMQ):
 @cython.cclass
 class TypedSlickDeque(_TypedMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeNonInv` (Alg. 3) over typed columns: the
-    deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``; a power of
-    two >= capacity slots), live from absolute index ``h`` for ``m`` nodes."""
+    deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``, and ``vc`` for
+    First, Last, ArgMin and ArgMax: :data:`Part`; a power of two >= capacity slots), live
+    from absolute index ``h`` for ``m`` nodes."""
 
     name = "slickdeque"
     any_range = True
@@ -1297,8 +1310,8 @@ class TypedSlickDequeInv(_TypedMQ):
 
 @cython.cclass
 class TypedOverlaidSlideSide(_TypedMQ):
-    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``
-    and ``Max``: per level ``l`` (period ``per[l]``, largest range ``top[l]``) the count
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``,
+    ``Max`` and the wide ops (rows in the ``*c`` columns too; :data:`Part`): per level ``l`` (period ``per[l]``, largest range ``top[l]``) the count
     ``bs[l]`` and aggregate ``back[l]`` of its back part; the suffix scans in one column,
     scan ``j`` (the one a flip whose highest level is ``j`` computes, ``top[j] + 1`` rows
     from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
