@@ -38,7 +38,8 @@ Every monoid's identity (the shared final's empty partial) is held too, and a wi
 identities only takes either kind. A partial it cannot hold (another type, the other kind,
 an int beyond int64, a count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for
 Min/Max/MinCount/MaxCount the int64 that stands for the identity, NaN where the monoid
-compares it, another kind of ArgMin key, a Variance int beyond 2**25) makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
+compares it, another kind of ArgMin key, a Variance int beyond 2**25) makes :meth:`insert`
+raise :class:`~mta.algorithms.typed.Untyped` before anything
 changes; :meth:`to_object` then gives the object aggregator in the same state, which
 takes it (the caller demotes, as ``mta.stream.shared`` does).
 
@@ -163,6 +164,27 @@ def _double(b: cython.longlong) -> cython.double:
 
 @cython.cfunc
 @cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _part_at(d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], k: cython.Py_ssize_t) -> Part:
+    """Row ``k`` of wide-op columns: values ``d`` / ``i``, and ``c``."""
+    return Part(d=d[k], i=i[k], c=c[k])
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _part_put(d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], k: cython.Py_ssize_t,
+              p: Part) -> cython.void:
+    """Row ``k`` of wide-op columns (see :func:`_part_at`) = ``p``."""
+    d[k], i[k], c[k] = p.d, p.i, p.c
+
+
+@cython.cfunc
+@cython.inline
 @cython.exceptval(check=False)
 def _empty(fl: cython.bint, p: Part) -> cython.bint:
     """Whether an ArgMin / ArgMax row is the identity (see :data:`Part`)."""
@@ -217,6 +239,28 @@ _M2_INT = cython.declare(cython.longlong, 2)
 #: Variance takes int means up to this magnitude: the merge of two in doubles is Python's of
 #: the ints, bit for bit (a difference squared is below 2**53).
 _VARIANCE_INT = 2 ** 25
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _var_at(d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
+            k: cython.Py_ssize_t) -> Var:
+    """Row ``k`` of Variance columns: means ``d``, M2 ``m``, counts ``c``, flags ``f``."""
+    return Var(c=c[k], d=d[k], m=m[k], f=f[k])
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _var_put(d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
+             k: cython.Py_ssize_t, v: Var) -> cython.void:
+    """Row ``k`` of Variance columns (see :func:`_var_at`) = ``v``."""
+    d[k], m[k], c[k], f[k] = v.d, v.m, v.c, v.f
 
 
 @cython.cfunc
@@ -770,54 +814,34 @@ class TypedSlideSide(_TypedMQ):
             self._n += 1
 
     @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _row(self, d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
-             k: cython.Py_ssize_t) -> Var:
-        return Var(c=c[k], d=d[k], m=m[k], f=f[k])
-
-    @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _set(self, d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
-             k: cython.Py_ssize_t, v: Var) -> cython.void:
-        d[k], m[k], c[k], f[k] = v.d, v.m, v.c, v.f
-
-    @cython.cfunc
     def _put_var(self, pos: cython.Py_ssize_t) -> cython.void:
         """VARIANCE: the decoded row into slot ``pos`` and the prefix scan (``_chan``, the
         older operand first)."""
         x: Var = self._xvar()
-        self._set(self._ed, self._em, self._ec, self._ei, pos, x)
-        self._set(self._bd, self._bm, self._bc, self._bi, pos + 1,
-                  _chan(self._row(self._bd, self._bm, self._bc, self._bi, pos), x) if pos else x)
+        _var_put(self._ed, self._em, self._ec, self._ei, pos, x)
+        _var_put(self._bd, self._bm, self._bc, self._bi, pos + 1,
+                  _chan(_var_at(self._bd, self._bm, self._bc, self._bi, pos), x) if pos else x)
 
     @cython.cfunc
     def _scan_var(self) -> cython.void:
         """:meth:`_suffix_scan` of VARIANCE rows (``_chan(acc, older)``: Variance is commutative)."""
         n: cython.Py_ssize_t = self.capacity
         k: cython.Py_ssize_t
-        self._set(self._fd, self._fm, self._fc, self._fi, 1, self._row(self._ed, self._em, self._ec, self._ei, n - 1))
+        _var_put(self._fd, self._fm, self._fc, self._fi, 1, _var_at(self._ed, self._em, self._ec, self._ei, n - 1))
         for k in range(2, n + 1):
-            self._set(self._fd, self._fm, self._fc, self._fi, k,
-                      _chan(self._row(self._fd, self._fm, self._fc, self._fi, k - 1),
-                            self._row(self._ed, self._em, self._ec, self._ei, n - k)))
+            _var_put(self._fd, self._fm, self._fc, self._fi, k,
+                      _chan(_var_at(self._fd, self._fm, self._fc, self._fi, k - 1),
+                            _var_at(self._ed, self._em, self._ec, self._ei, n - k)))
 
     @cython.cfunc
     def _answer_var(self, end: cython.Py_ssize_t, start: cython.Py_ssize_t) -> object:
         """:meth:`_answer` of VARIANCE: Alg. 3's case b (``invert``), a, c (``_chan``)."""
-        b: Var = self._row(self._bd, self._bm, self._bc, self._bi, end)
+        b: Var = _var_at(self._bd, self._bm, self._bc, self._bi, end)
         if start > 0:
-            return self._var_partial(_var_invert(b, self._row(self._bd, self._bm, self._bc, self._bi, start)))
+            return self._var_partial(_var_invert(b, _var_at(self._bd, self._bm, self._bc, self._bi, start)))
         if start == 0:
             return self._var_partial(b)
-        return self._var_partial(_chan(self._row(self._fd, self._fm, self._fc, self._fi, -start), b))
+        return self._var_partial(_chan(_var_at(self._fd, self._fm, self._fc, self._fi, -start), b))
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -927,12 +951,12 @@ class TypedSlideSide(_TypedMQ):
         written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
         k: cython.Py_ssize_t
         if self._op == _VARIANCE:
-            twin._elements = [self._var_partial(self._row(self._ed, self._em, self._ec, self._ei, k))
+            twin._elements = [self._var_partial(_var_at(self._ed, self._em, self._ec, self._ei, k))
                               for k in range(written)]
-            twin._back = [twin._identity, *(self._var_partial(self._row(self._bd, self._bm, self._bc, self._bi, k))
+            twin._back = [twin._identity, *(self._var_partial(_var_at(self._bd, self._bm, self._bc, self._bi, k))
                                             for k in range(1, written + 1))]
             if self._wrapped:
-                twin._front = [twin._identity, *(self._var_partial(self._row(self._fd, self._fm, self._fc, self._fi, k))
+                twin._front = [twin._identity, *(self._var_partial(_var_at(self._fd, self._fm, self._fc, self._fi, k))
                                                  for k in range(1, n + 1))]
             twin._pos = self._pos
             twin._count = self._n
@@ -1055,12 +1079,11 @@ class TypedSlickDeque(_TypedMQ):
         fkey: cython.bint = self._kind2 == _FLOAT
         while m:
             k = (h + m - 1) & mask
-            if not _weq(self._op, fl, fkey, _wcomb(self._op, fl, Part(d=self._vd[k], i=self._vi[k], c=self._vc[k]), x),
+            if not _weq(self._op, fl, fkey, _wcomb(self._op, fl, _part_at(self._vd, self._vi, self._vc, k), x),
                         x):
                 break
             m -= 1
-        k = (h + m) & mask
-        self._vd[k], self._vi[k], self._vc[k] = x.d, x.i, x.c
+        _part_put(self._vd, self._vi, self._vc, (h + m) & mask, x)
         return m
 
     @cython.cfunc
@@ -1143,7 +1166,8 @@ class TypedSlickDequeInv(_TypedMQ):
     identity, 0) and one running aggregate (``a``) per distinct range (``_ds``).
 
     Sum's identity, the int 0 the shared final inserts for an empty stretch (Mean's
-    ``(0, 0)``: its sum), is held as 0.0 by a FLOAT window, and a window of nothing but such zeros (``_undecided``) turns FLOAT at
+    ``(0, 0)``: its sum), is held as 0.0 by a FLOAT window, and a window of nothing but such
+    zeros (``_undecided``) turns FLOAT at
     its first float: every answer takes every insert, so the object's answers are floats from
     the first float on, and a float less or plus the int 0 is the float less or plus 0.0, bit
     for bit (the slots the twin holds as 0.0 are read by those only)."""
@@ -1220,7 +1244,9 @@ class TypedSlickDequeInv(_TypedMQ):
             if old < 0:
                 old += n
             if var:
-                self._set_answer(k, _chan(_var_invert(self._answer_row(k), self._row(old)), self._xvar()))
+                _var_put(self._ad, self._am, self._ac, self._ai, k,
+                         _chan(_var_invert(_var_at(self._ad, self._am, self._ac, self._ai, k),
+                                           _var_at(self._ed, self._em, self._ec, self._ei, old)), self._xvar()))
             elif kind == _FLOAT:
                 self._ad[k] = (self._ad[k] - self._ed[old]) + self._xd
             else:
@@ -1242,38 +1268,11 @@ class TypedSlickDequeInv(_TypedMQ):
             self._n += 1
 
     @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _row(self, k: cython.Py_ssize_t) -> Var:
-        return Var(c=self._ec[k], d=self._ed[k], m=self._em[k], f=self._ei[k])
-
-    @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _answer_row(self, k: cython.Py_ssize_t) -> Var:
-        return Var(c=self._ac[k], d=self._ad[k], m=self._am[k], f=self._ai[k])
-
-    @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _set_answer(self, k: cython.Py_ssize_t, v: Var) -> cython.void:
-        self._ac[k], self._ad[k], self._am[k], self._ai[k] = v.c, v.d, v.m, v.f
-
-    @cython.cfunc
     def _answer(self, k: cython.Py_ssize_t) -> object:
         if not self._n:
             return self.monoid.identity
         if self._op == _VARIANCE:
-            return self._var_partial(self._answer_row(k))
+            return self._var_partial(_var_at(self._ad, self._am, self._ac, self._ai, k))
         return self._partial(self._ad[k], self._ai[k], self._ac[k] if self._op == _MEAN else 0)
 
     def query(self, r: Any) -> Any:
@@ -1299,7 +1298,8 @@ class TypedSlickDequeInv(_TypedMQ):
         c: cython.bint = self._op == _MEAN
         written: cython.Py_ssize_t = self._n  # slots 0 .. size-1 (all once full)
         if self._op == _VARIANCE:
-            twin._partials = [self._var_partial(self._row(k)) for k in range(written)]
+            twin._partials = [self._var_partial(_var_at(self._ed, self._em, self._ec, self._ei, k))
+                              for k in range(written)]
         else:
             twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
         twin._answers = [self._answer(k) for k in range(len(self._ds))]
@@ -1311,7 +1311,8 @@ class TypedSlickDequeInv(_TypedMQ):
 @cython.cclass
 class TypedOverlaidSlideSide(_TypedMQ):
     """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``,
-    ``Max`` and the wide ops (rows in the ``*c`` columns too; :data:`Part`): per level ``l`` (period ``per[l]``, largest range ``top[l]``) the count
+    ``Max`` and the wide ops (rows in the ``*c`` columns too; :data:`Part`): per level ``l``
+    (period ``per[l]``, largest range ``top[l]``) the count
     ``bs[l]`` and aggregate ``back[l]`` of its back part; the suffix scans in one column,
     scan ``j`` (the one a flip whose highest level is ``j`` computes, ``top[j] + 1`` rows
     from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
@@ -1409,7 +1410,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 self._bs[i] = 1
         for i in range(j + 1, self._levels):
             if self._wide:
-                self._setb(i, _wcomb(self._op, kind == _FLOAT, self._back(i), self._x()) if self._bs[i] else self._x())
+                _part_put(self._bd, self._bi, self._bc, i,
+                          _wcomb(self._op, kind == _FLOAT, _part_at(self._bd, self._bi, self._bc, i), self._x())
+                          if self._bs[i] else self._x())
             elif kind == _FLOAT:
                 self._bd[i] = _comb(self._op, self._bd[i], self._xd) if self._bs[i] else self._xd
             else:
@@ -1429,42 +1432,6 @@ class TypedOverlaidSlideSide(_TypedMQ):
             self._n += 1
 
     @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _elem(self, k: cython.Py_ssize_t) -> Part:
-        return Part(d=self._ed[k], i=self._ei[k], c=self._ec[k])
-
-    @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _back(self, k: cython.Py_ssize_t) -> Part:
-        return Part(d=self._bd[k], i=self._bi[k], c=self._bc[k])
-
-    @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _setb(self, k: cython.Py_ssize_t, p: Part) -> cython.void:
-        self._bd[k], self._bi[k], self._bc[k] = p.d, p.i, p.c
-
-    @cython.cfunc
-    @cython.final
-    @cython.inline
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.exceptval(check=False)
-    def _scanned(self, k: cython.Py_ssize_t) -> Part:
-        return Part(d=self._sd[k], i=self._si[k], c=self._sc[k])
-
-    @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _scan_wide(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
@@ -1481,14 +1448,14 @@ class TypedOverlaidSlideSide(_TypedMQ):
             e = self._pos - m
             if e < 0:
                 e += n
-            x = self._elem(e)
+            x = _part_at(self._ed, self._ei, self._ec, e)
             if m == 1:
                 acc = x
             elif self._commutative:
                 acc = _wcomb(self._op, fl, acc, x)
             else:
                 acc = _wcomb(self._op, fl, x, acc)
-            self._sd[off + m], self._si[off + m], self._sc[off + m] = acc.d, acc.i, acc.c
+            _part_put(self._sd, self._si, self._sc, off + m, acc)
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -1561,22 +1528,23 @@ class TypedOverlaidSlideSide(_TypedMQ):
     def _joined(self, s: cython.Py_ssize_t, i: cython.Py_ssize_t, k: cython.Py_ssize_t) -> object:
         """A wide op's ``combine(scan row s, back i)`` (the back alone when ``k`` is 0)."""
         if not k:
-            return self._pp(self._back(i))
-        return self._pp(_wcomb(self._op, self._kind == _FLOAT, self._scanned(s), self._back(i)))
+            return self._pp(_part_at(self._bd, self._bi, self._bc, i))
+        return self._pp(_wcomb(self._op, self._kind == _FLOAT, _part_at(self._sd, self._si, self._sc, s),
+                               _part_at(self._bd, self._bi, self._bc, i)))
 
     @cython.cfunc
     def _fold(self, first: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
         """A wide op's ``monoid.fold`` of the ``r`` elements from slot ``first``: left to right."""
         n: cython.Py_ssize_t = self.capacity
         fl: cython.bint = self._kind == _FLOAT
-        acc: Part = self._elem(first)
+        acc: Part = _part_at(self._ed, self._ei, self._ec, first)
         k: cython.Py_ssize_t
         e: cython.Py_ssize_t
         for k in range(1, r):
             e = first + k
             if e >= n:
                 e -= n
-            acc = _wcomb(self._op, fl, acc, self._elem(e))
+            acc = _wcomb(self._op, fl, acc, _part_at(self._ed, self._ei, self._ec, e))
         return self._pp(acc)
 
     def query(self, r: Any) -> Any:
