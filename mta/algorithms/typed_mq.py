@@ -1134,10 +1134,29 @@ class TypedSlickDeque(_TypedMQ):
         first: cython.longlong
         value: object = None
         by_range: list = [None] * d
+        step: cython.Py_ssize_t
+        hi: cython.Py_ssize_t
+        mid: cython.Py_ssize_t
         for j in range(d):
             first = self._t - self._ds[j] + 1
-            while self._p[(self._h + k) & mask] < first:
-                k += 1
+            if self._p[(self._h + k) & mask] < first:
+                # gallop, then bisect: the first node numbered ``first`` or later is in
+                # (k, hi] (a deque that pops little, First's, is long: no walk over it)
+                step = 1
+                hi = k + 1
+                while hi < self._m - 1 and self._p[(self._h + hi) & mask] < first:
+                    k = hi
+                    step *= 2
+                    hi = k + step
+                if hi > self._m - 1:
+                    hi = self._m - 1
+                while k + 1 < hi:
+                    mid = (k + hi) // 2
+                    if self._p[(self._h + mid) & mask] < first:
+                        k = mid
+                    else:
+                        hi = mid
+                k = hi
             if k != node:
                 node = k
                 slot = (self._h + k) & mask
