@@ -13,7 +13,12 @@ Combines (and inverts) per step come from a separate pass with a CountingMonoid
 over a whole lap of the largest window (so amortized rescans are included);
 the timed steps are that lap, twice over, and the faster pass counts.
 
-    python -m benchmarks.multi_query            # full: ~2 minutes
+A second part (``--part monoids``) times the typed twins against their object aggregators
+for the other monoids they serve (MinCount/MaxCount, First/Last, ArgMin/ArgMax,
+Variance/StdDev: the workload's ints as their partials, ArgMin's keyed by position,
+StdDev's halved into floats), the same way.
+
+    python -m benchmarks.multi_query            # full: ~6 minutes
     python -m benchmarks.multi_query --quick    # smoke run, seconds
 """
 
@@ -26,7 +31,7 @@ from typing import Any, Callable
 from benchmarks.common import Run, gc_paused, num, parser, ratio
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, typed_mq
 from mta.counting import CountingMonoid
-from mta.monoid import Min, Monoid, Sum
+from mta.monoid import ArgMax, ArgMin, First, Last, MaxCount, Min, MinCount, Monoid, StdDev, Sum, Variance
 
 #: figure -> (aggregation, monoid, replicated baseline)
 FIGURES: dict[str, tuple[str, Callable[[], Monoid], str]] = {
@@ -42,6 +47,18 @@ LABELS = {"slideside": "SlideSide", "slickdeque": "SlickDeque", "flatfat": "Flat
           "soe": "SoE (replicated)", "two_stacks": "TwoStacks (replicated)",
           "slideside" + TYPED: f"SlideSide ({_HOW})", "slickdeque" + TYPED: f"SlickDeque ({_HOW})"}
 TARGET = 3.0  # multi-query over the replicated baseline at the most queries (issue 18)
+#: the second part: monoid -> the partial of the workload's ``i``-th value ``v`` (MinCount's
+#: values cut to 1,000 distinct, so that counts add up)
+MONOIDS: dict[str, tuple[Callable[[], Monoid], Callable[[int, int], Any]]] = {
+    "MinCount": (MinCount, lambda i, v: (v % 1000, 1)),
+    "MaxCount": (MaxCount, lambda i, v: (v % 1000, 1)),
+    "First": (First, lambda i, v: v),
+    "Last": (Last, lambda i, v: v),
+    "ArgMin": (ArgMin, lambda i, v: (v, i)),
+    "ArgMax": (ArgMax, lambda i, v: (v, i)),
+    "Variance": (Variance, lambda i, v: (1, v, 0)),
+    "StdDev": (StdDev, lambda i, v: (1, v * 0.5, 0)),
+}
 
 
 def competitors(monoid: Monoid, baseline: str) -> list[str]:
@@ -105,8 +122,8 @@ def counted(name: str, make: Callable[[], Monoid], ranges: list[int], values: li
     return (monoid.calls + monoid.inverts) / (len(values) - n)
 
 
-def one_point(make: Callable[[], Monoid], names: list[str], ranges: list[int], values: list[int],
-              rounds: int, laps: int) -> dict[str, dict[str, Any]]:
+def one_point(make: Callable[[], Monoid], names: list[str], ranges: list[int], values: list[Any],
+              rounds: int, laps: int, count: bool = True) -> dict[str, dict[str, Any]]:
     """Every competitor on the same stream, ``laps`` times over (the best lap counts: each
     lap holds every amortized rescan once); rounds alternate the competitors, and their
     answers are compared after each round."""
@@ -132,7 +149,7 @@ def one_point(make: Callable[[], Monoid], names: list[str], ranges: list[int], v
         for name in names:
             best[name] = min(best[name], ns[name])
     return {name: {"steps_per_s": len(stream) / (best[name] / 1e9), "checked": True,
-                   "combines_per_step": counted(name, make, ranges, values)} for name in names}
+                   **({"combines_per_step": counted(name, make, ranges, values)} if count else {})} for name in names}
 
 
 def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, rounds: int, laps: int,
@@ -179,10 +196,47 @@ def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, r
             "target": TARGET, "target_met": met}
 
 
+def more_monoids(run: Run, queries: list[int], max_range: int, steps: int, rounds: int, laps: int,
+                 seed: int) -> dict[str, Any]:
+    """The second part: per monoid of :data:`MONOIDS` and query count, each twin against its
+    object aggregator (steps/s and the ratio), alternated within rounds, answers checked
+    (pair by pair: SlideSide's and SlickDeque's Variance floats differ in their last bits)."""
+    out: dict[str, Any] = {}
+    rows = []
+    for label, (make, shape) in MONOIDS.items():
+        multi = [n for n in MULTI[:2] if typed_mq.twin(n, make(), [1])]
+        out[label] = []
+        for q in queries:
+            ranges, values = workload(seed, q, max_range, steps)
+            partials = [shape(i, v) for i, v in enumerate(values)]
+            point = {}
+            for n in multi:
+                point.update(one_point(make, [n + TYPED, n], ranges, partials, rounds, laps, count=False))
+            out[label].append({"queries": q, "competitors": point})
+            cells = []
+            for n in MULTI[:2]:
+                if n in multi:
+                    twin, obj = point[n + TYPED]["steps_per_s"], point[n]["steps_per_s"]
+                    cells += [num(twin), num(obj), f"{twin / obj:.2f}x"]
+                else:
+                    cells += ["-", "-", "-"]
+            rows.append([label, q] + cells)
+        run.log(f"monoids: {label} done")
+    headers = ["monoid", "queries"] + [f"{LABELS[n]} {what}" for n in MULTI[:2]
+                                       for what in (f"{_HOW} steps/s", "object steps/s", f"{_HOW} / object")]
+    run.table(f"The typed twins ({_HOW}) against their object aggregators: more monoids, ranges uniform in "
+              f"[1, {max_range:,}], slide 1, {steps:,} steps", headers, rows,
+              "Same process, same stream, alternated within rounds; answers checked equal every round. "
+              "SlickDeque serves no MinCount / MaxCount (neither invertible nor a selection).")
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = parser(__doc__.split("\n\n")[0])
     p.add_argument("--queries", default=None, help="comma-separated query counts (default 1,5,9,17,33,65)")
     p.add_argument("--seed", type=int, default=2020)
+    p.add_argument("--part", choices=["all", "figures", "monoids"], default="all",
+                   help="Fig. 3a/3b, the twins on more monoids, or both (default)")
     args = p.parse_args(argv)
     if args.quick:
         queries, max_range, steps, rounds, laps = [1, 5, 17], 256, 512, 2, 1
@@ -193,8 +247,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     params = {"queries": queries, "max_range": max_range, "steps": steps, "rounds": rounds, "laps": laps,
               "seed": args.seed}
     run = Run("multi_query", args, params)
-    figures = {fig: figure(run, fig, queries, max_range, steps, rounds, laps, args.seed) for fig in FIGURES}
+    figures = {fig: figure(run, fig, queries, max_range, steps, rounds, laps, args.seed) for fig in FIGURES
+               if args.part != "monoids"}
     run.data["figures"] = figures
+    if args.part != "figures":
+        run.data["monoids"] = more_monoids(run, [queries[0], queries[-1]], max_range, steps, rounds, laps, args.seed)
     csv_rows = [[fig, entry["queries"], name, c["steps_per_s"], c["ratio_vs_baseline"], c["combines_per_step"]]
                 for fig, data in figures.items() for entry in data["results"]
                 for name, c in entry["competitors"].items()]

@@ -87,8 +87,8 @@ VARIANCE, ARGMIN, ARGMAX = _VARIANCE, _ARGMIN, _ARGMAX
 FLOAT, INT = _FLOAT, _INT
 
 _OPS = {Sum: SUM, Count: SUM, Min: MIN, Max: MAX, Mean: MEAN}
-#: Ops beyond :func:`op_of`'s, which the typed algorithms serve but the multi-query
-#: aggregators' twins do not (the Stream engine's ingest: ``typed_ingest.op_for``): MinCount and MaxCount (partial ``(value,
+#: Ops beyond :func:`op_of`'s, which the typed algorithms serve too (the Stream engine's
+#: ingest: ``typed_ingest.op_for``; the multi-query aggregators' twins: ``typed_mq.twin``): MinCount and MaxCount (partial ``(value,
 #: count)``), First and Last (partial: the value; identity the private ``_EMPTY``), Variance
 #: and StdDev (partial ``(count, mean, M2)``), ArgMin and ArgMax (partial ``(value, key)``,
 #: identity ``None``).
@@ -119,8 +119,8 @@ def op_of(monoid: Monoid) -> int | None:
 
 def wide_op_of(monoid: Monoid) -> int | None:
     """:func:`op_of`, or the op of MinCount / MaxCount / First / Last / Variance / StdDev /
-    ArgMin / ArgMax, which the typed algorithms serve too (the multi-query aggregators'
-    twins take :func:`op_of`'s only)."""
+    ArgMin / ArgMax, which the typed algorithms (and the multi-query aggregators' twins)
+    serve too."""
     op = _OPS.get(type(monoid))
     return op if op is not None else _WIDE_OPS.get(type(monoid))
 

@@ -2,16 +2,26 @@
 
 The twins of the multi-query aggregators (:mod:`mta.algorithms.multi_query`) that carry
 the load of ``benchmarks.multi_query`` (the SlideSide paper's Fig. 3), for the built-in
-numeric monoids (:func:`mta.algorithms.typed.op_of`):
+numeric monoids (:func:`mta.algorithms.typed.wide_op_of`), each where the object
+aggregator's own rule (invertible, selection) sends it:
 
 - :class:`TypedSlideSide`: :class:`~mta.algorithms.slideside.InvertibleSlideSide`, for
-  ``Sum``/``Count`` and ``Mean`` (what ``SlideSide`` picks for an invertible monoid);
+  ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev`` (what ``SlideSide`` picks for
+  an invertible monoid);
 - :class:`TypedOverlaidSlideSide`: :class:`~mta.algorithms.slideside.OverlaidSlideSide`,
-  for ``Min`` and ``Max`` (what ``SlideSide`` picks for them);
+  for ``Min``, ``Max``, ``MinCount``, ``MaxCount``, ``First``, ``Last``, ``ArgMin`` and
+  ``ArgMax`` (what ``SlideSide`` picks for them);
 - :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
-  (Alg. 3), for ``Min`` and ``Max``;
+  (Alg. 3), for the selections ``Min``, ``Max``, ``First``, ``Last``, ``ArgMin``, ``ArgMax``;
 - :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
-  (Alg. 2), for ``Sum``/``Count`` and ``Mean``.
+  (Alg. 2), for ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev``.
+
+``MinCount``/``MaxCount``, First/Last and ArgMin/ArgMax rows are :data:`Part` (value, and
+a count, a key or an identity mark), Variance rows :data:`Var` (count, mean, M2 and flags
+for the ints the object's partial holds), combined (and inverted) by C functions that
+follow the monoid's Python in its order of operations. The other typed cores have the
+same functions (``typed._combined_rows``, ``typed_amta._chan``): compiled modules share
+no C functions without ``.pxd`` files, so each holds its own copy.
 
 :func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
 ``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
@@ -24,9 +34,12 @@ partials, so none overflows). Every combine and invert happens in the object
 algorithm's order on the same operands, so results are the object algorithm's, ints
 exact and floats bit for bit. Min's identity ``+inf`` (Max's ``-inf``), which the shared
 final inserts for an empty stretch, is held in INT columns too, as the int64 at that end.
-A partial it cannot hold (another type, the other kind, an int beyond int64, a Mean
-count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for Min/Max the int64 that
-stands for the identity) makes :meth:`insert` raise :class:`~mta.algorithms.typed.Untyped` before anything
+Every monoid's identity (the shared final's empty partial) is held too, and a window of
+identities only takes either kind. A partial it cannot hold (another type, the other kind,
+an int beyond int64, a count outside ``0 .. 2**32 - 1``, a sum beyond the INT bound, for
+Min/Max/MinCount/MaxCount the int64 that stands for the identity, NaN where the monoid
+compares it, another kind of ArgMin key, a Variance int beyond 2**25) makes :meth:`insert`
+raise :class:`~mta.algorithms.typed.Untyped` before anything
 changes; :meth:`to_object` then gives the object aggregator in the same state, which
 takes it (the caller demotes, as ``mta.stream.shared`` does).
 
@@ -36,7 +49,9 @@ memoryviews; interpreted, the same code runs (slowly) on ``array.array`` columns
 
 from __future__ import annotations
 
+import struct
 from array import array
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 try:
@@ -47,7 +62,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
-from mta.algorithms.typed import FLOAT, INT, MAX, MEAN, MIN, SUM, Untyped, op_of
+from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM,
+                                  VARIANCE, Untyped, wide_op_of)
 from mta.monoid import Monoid
 
 COMPILED: bool = cython.compiled
@@ -58,6 +74,13 @@ _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
 _MAX = cython.declare(cython.int, MAX)
 _MEAN = cython.declare(cython.int, MEAN)
+_MINCOUNT = cython.declare(cython.int, MINCOUNT)
+_MAXCOUNT = cython.declare(cython.int, MAXCOUNT)
+_FIRST = cython.declare(cython.int, FIRST)
+_LAST = cython.declare(cython.int, LAST)
+_ARGMIN = cython.declare(cython.int, ARGMIN)
+_ARGMAX = cython.declare(cython.int, ARGMAX)
+_VARIANCE = cython.declare(cython.int, VARIANCE)
 _FLOAT = cython.declare(cython.int, FLOAT)
 _INT = cython.declare(cython.int, INT)
 #: what _scalar returns for Min's or Max's identity bound for the INT columns (see _TypedMQ)
@@ -68,6 +91,7 @@ _I64_MAX = 2 ** 63 - 1
 #: The INT bound: the sum of |v| over the held partials (SUM, MEAN).
 _LIMIT = cython.declare(cython.ulonglong, 2 ** 63 - 1)
 _COUNT_LIMIT = 2 ** 32
+_INF = cython.declare(cython.double, float("inf"))
 
 
 def _doubles(n: cython.Py_ssize_t) -> array:
@@ -98,6 +122,204 @@ def _comb(op: cython.int, a: _Number, b: _Number) -> _Number:
     return a if a >= b else b
 
 
+#: A row of the wide ops (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX): the value in
+#: ``d`` (FLOAT kind) or ``i`` (INT kind); ``c`` a MinCount / MaxCount count, an ArgMin /
+#: ArgMax key (an int64, or a float key's bits), or -1 for First's and Last's identity.
+#: ArgMin's and ArgMax's identity (None) has 1 in both ``d`` and ``i``, every other row 0
+#: in the one its kind leaves unused; MinCount's (MaxCount's) ``(inf, 0)`` has ``inf``
+#: in ``d`` and the int64 at that end in ``i`` (as Min's). So an identity row is right for
+#: either kind, and a window of identities only takes either.
+Part = cython.struct(d=cython.double, i=cython.longlong, c=cython.longlong)
+if not cython.compiled:  # Cython's own pure-mode struct checks every field of every value: 100x slower
+    globals()["Part"] = SimpleNamespace
+
+_Bits = cython.union(d=cython.double, i=cython.longlong)
+_DOUBLE_BYTES, _INT64_BYTES = struct.Struct("<d").pack, struct.Struct("<q").pack
+_DOUBLE_OF_INT64, _INT64_OF_DOUBLE = struct.Struct("<d").unpack, struct.Struct("<q").unpack
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _bits(x: cython.double) -> cython.longlong:
+    """The bits of a double as an int64 (a float key in the ``c`` column)."""
+    if cython.compiled:
+        u: _Bits
+        u.d = x
+        return u.i
+    return _INT64_OF_DOUBLE(_DOUBLE_BYTES(x))[0]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _double(b: cython.longlong) -> cython.double:
+    """The double whose bits :func:`_bits` gave."""
+    if cython.compiled:
+        u: _Bits
+        u.i = b
+        return u.d
+    return _DOUBLE_OF_INT64(_INT64_BYTES(b))[0]
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _part_at(d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], k: cython.Py_ssize_t) -> Part:
+    """Row ``k`` of wide-op columns: values ``d`` / ``i``, and ``c``."""
+    return Part(d=d[k], i=i[k], c=c[k])
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _part_put(d: cython.double[:], i: cython.longlong[:], c: cython.longlong[:], k: cython.Py_ssize_t,
+              p: Part) -> cython.void:
+    """Row ``k`` of wide-op columns (see :func:`_part_at`) = ``p``."""
+    d[k], i[k], c[k] = p.d, p.i, p.c
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def _empty(fl: cython.bint, p: Part) -> cython.bint:
+    """Whether an ArgMin / ArgMax row is the identity (see :data:`Part`)."""
+    return p.i != 0 if fl else p.d != 0.0
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
+    """``combine(a, b)`` of a wide op's rows of kind FLOAT (``fl``) or INT, as the monoid's:
+    ``_first``, ``_last``, ``_mincount`` (the smaller value wins, equal ones add their counts,
+    keeping the left value), ``_argmin`` (ties keep the left)."""
+    if op == _FIRST:
+        return b if a.c < 0 else a
+    if op == _LAST:
+        return a if b.c < 0 else b
+    if op == _MINCOUNT:
+        if (a.d < b.d) if fl else (a.i < b.i):
+            return a
+        if (b.d < a.d) if fl else (b.i < a.i):
+            return b
+        return Part(d=a.d, i=a.i, c=a.c + b.c)
+    if op == _MAXCOUNT:
+        if (a.d > b.d) if fl else (a.i > b.i):
+            return a
+        if (b.d > a.d) if fl else (b.i > a.i):
+            return b
+        return Part(d=a.d, i=a.i, c=a.c + b.c)
+    if _empty(fl, a):
+        return b
+    if _empty(fl, b):
+        return a
+    if op == _ARGMIN:
+        if (a.d <= b.d) if fl else (a.i <= b.i):
+            return a
+        return b
+    if (a.d >= b.d) if fl else (a.i >= b.i):
+        return a
+    return b
+
+
+#: A Variance / StdDev row ``(count, mean, M2)``: ``c``, ``d``, ``m``, and in ``f`` the flags
+#: of what the object partial holds as an int: the mean (``_MEAN_INT``: a count-1 partial of an
+#: int of at most 2**25, as lifted) and M2 (``_M2_INT``: the int 0 of a lifted partial, of
+#: ``invert``'s one-value rest and of its rounding clamp). Python's arithmetic turns those ints
+#: into the same doubles (exactly), so the flags change the partials' types only.
+Var = cython.struct(c=cython.longlong, d=cython.double, m=cython.double, f=cython.longlong)
+if not cython.compiled:
+    globals()["Var"] = SimpleNamespace
+_MEAN_INT = cython.declare(cython.longlong, 1)
+_M2_INT = cython.declare(cython.longlong, 2)
+#: Variance takes int means up to this magnitude: the merge of two in doubles is Python's of
+#: the ints, bit for bit (a difference squared is below 2**53).
+_VARIANCE_INT = 2 ** 25
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _var_at(d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
+            k: cython.Py_ssize_t) -> Var:
+    """Row ``k`` of Variance columns: means ``d``, M2 ``m``, counts ``c``, flags ``f``."""
+    return Var(c=c[k], d=d[k], m=m[k], f=f[k])
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _var_put(d: cython.double[:], m: cython.double[:], c: cython.longlong[:], f: cython.longlong[:],
+             k: cython.Py_ssize_t, v: Var) -> cython.void:
+    """Row ``k`` of Variance columns (see :func:`_var_at`) = ``v``."""
+    d[k], m[k], c[k], f[k] = v.d, v.m, v.c, v.f
+
+
+@cython.cfunc
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _chan(a: Var, b: Var) -> Var:
+    """``mta.monoid._chan``, in its order of operations (counts below 2**53 are exact doubles)."""
+    if a.c == 0:
+        return b
+    if b.c == 0:
+        return a
+    n: cython.longlong = a.c + b.c
+    na: cython.double = a.c
+    nb: cython.double = b.c
+    nn: cython.double = n
+    delta: cython.double = b.d - a.d
+    return Var(c=n, d=a.d + (delta * nb) / nn, m=(a.m + b.m) + (((delta * delta) * na) * nb) / nn, f=0)
+
+
+@cython.cfunc
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _var_invert(t: Var, front: Var) -> Var:
+    """``Variance.invert(t, front)``, in its order of operations: the rest after ``front``
+    (the identity when nothing is left, ``t`` when ``front`` is empty)."""
+    nb: cython.longlong = t.c - front.c
+    if nb <= 0:
+        return Var(c=0, d=0.0, m=0.0, f=0)
+    if front.c == 0:
+        return t
+    na: cython.double = front.c
+    nn: cython.double = t.c
+    mb: cython.double = front.d + ((t.d - front.d) * nn) / cython.cast(cython.double, nb)
+    delta: cython.double = mb - front.d
+    if nb == 1:
+        return Var(c=1, d=mb, m=0.0, f=_M2_INT)
+    m2b: cython.double = (t.m - front.m) - (((delta * delta) * na) * cython.cast(cython.double, nb)) / nn
+    if m2b < 0:
+        return Var(c=nb, d=mb, m=0.0, f=_M2_INT)
+    return Var(c=nb, d=mb, m=m2b, f=0)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _weq(op: cython.int, fl: cython.bint, fkey: cython.bint, a: Part, b: Part) -> cython.bint:
+    """``a == b`` of the Python partials of two FIRST / LAST / ARGMIN / ARGMAX rows (Alg. 3's
+    domination test): an identity equals an identity only; values (and keys) as Python
+    compares them, NaN unequal (ArgMin / ArgMax hold no NaN value or key)."""
+    if op == _FIRST or op == _LAST:
+        if a.c < 0 or b.c < 0:
+            return a.c < 0 and b.c < 0
+    else:
+        if _empty(fl, a) or _empty(fl, b):
+            return _empty(fl, a) and _empty(fl, b)
+        if (_double(a.c) != _double(b.c)) if fkey else (a.c != b.c):
+            return False
+    return (a.d == b.d) if fl else (a.i == b.i)
+
+
 @cython.cclass
 class _TypedMQ:
     """What the twins share: monoid, ranges and capacity as the object aggregator has them,
@@ -110,7 +332,7 @@ class _TypedMQ:
     _op: cython.int
     _kind: cython.int
     _n: cython.Py_ssize_t  # partials held, <= capacity
-    _zero_float: cython.bint  # SUM: the int 0 goes to FLOAT columns as 0.0 (see TypedSlickDequeInv)
+    _zero_float: cython.bint  # SUM, MEAN: a sum that is the int 0 goes to FLOAT columns as 0.0 (_sum_kind)
     _magnitude: cython.ulonglong  # INT kind, SUM and MEAN: sum of |v| over the held partials
     # MIN/MAX: the identity (+inf for Min, -inf for Max), held in INT columns as the int64 at
     # the same end (``_sentinel``: an int partial equal to it is refused), which orders
@@ -125,9 +347,18 @@ class _TypedMQ:
     _xi: cython.longlong
     _xc: cython.longlong
     _xu: cython.ulonglong
+    _xzero: cython.bint  # _sum_kind: the sum is the int 0
+    # the wide ops (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX): rows are Parts, in the
+    # ``*c`` columns too; ``_commutative``: the monoid's (which way SlideSide's scans combine);
+    # ``_kind2``: ArgMin / ArgMax, the keys' kind (-1: none yet, chosen with the values' kind)
+    _wide: cython.bint
+    _commutative: cython.bint
+    _kind2: cython.int
+    _xk2: cython.int
+    _xm: cython.double  # VARIANCE: M2 (its flags in _xi)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int], ops: tuple) -> None:
-        op = op_of(monoid)
+        op = wide_op_of(monoid)
         if op is None or op not in ops:
             raise TypeError(f"{type(self).__name__} does not serve {type(monoid).__name__}")
         self.monoid = monoid
@@ -139,8 +370,12 @@ class _TypedMQ:
         self._xd = 0.0
         self._xi = self._xc = self._xu = 0
         self._undecided = True
-        self._sentinel = _I64_MAX if op == _MIN else _I64_MIN
-        self._ident = float("inf") if op == _MIN else float("-inf")
+        low: cython.bint = op == _MIN or op == _MINCOUNT
+        self._sentinel = _I64_MAX if low else _I64_MIN
+        self._ident = float("inf") if low else float("-inf")
+        self._wide = op >= _MINCOUNT
+        self._commutative = monoid.commutative
+        self._kind2 = self._xk2 = -1
         self._n = 0
         self._zero_float = False
 
@@ -149,6 +384,7 @@ class _TypedMQ:
         self._magnitude = 0
         self._undecided = True
         self._kind = _FLOAT
+        self._kind2 = -1
         self._reset()
 
     @cython.cfunc
@@ -167,6 +403,11 @@ class _TypedMQ:
         its magnitude leaves the INT bound's sum)."""
         if self._op == _MIN or self._op == _MAX:
             return self._selection_kind(partial)
+        if self._op == _VARIANCE:
+            self._scalar_var(partial)
+            return _FLOAT
+        if self._wide:
+            return self._wide_kind(partial)
         kind: cython.int
         if self._zero_float:
             kind = self._sum_kind(partial)
@@ -180,22 +421,23 @@ class _TypedMQ:
     @cython.cfunc
     @cython.final  # a direct call (not through the vtable)
     def _sum_kind(self, partial: object) -> cython.int:
-        """SUM: decode ``partial`` and return the kind of the columns it goes to, the int 0
-        going to FLOAT ones as 0.0 when the twin holds floats, a float to FLOAT ones when the
-        twin holds int zeros only (their columns, both zero since clear, agree)."""
-        if type(partial) is int and partial == 0:
-            self._xi = 0
+        """SUM and MEAN: decode ``partial`` and return the kind of the columns it goes to, a
+        sum that is the int 0 going to FLOAT ones as 0.0 when the twin holds floats, a float
+        to FLOAT ones when the twin holds int zero sums only (their columns, both zero since
+        clear, agree). A float less or plus the int 0 is the float less or plus 0.0, bit for
+        bit, so the object's answers are the same."""
+        k: cython.int = self._scalar(partial, -1)
+        self._xzero = k == _INT and self._xi == 0
+        if self._xzero:
             self._xd = 0.0
-            self._xu = 0
             return _FLOAT if self._n and self._kind == _FLOAT else _INT
-        k: cython.int
-        if self._undecided and type(partial) is float:
-            k = self._scalar(partial, _FLOAT)
+        if self._undecided and k == _FLOAT:
             if self._n and self._kind == _INT:
                 self._identities_to_float()
             self._undecided = False
             return k
-        k = self._scalar(partial, self._kind if self._n else -1)
+        if self._n and k != self._kind:
+            raise Untyped(partial)
         self._undecided = False
         return k
 
@@ -252,6 +494,150 @@ class _TypedMQ:
         return k
 
     @cython.cfunc
+    def _scalar_var(self, p: object) -> cython.void:
+        """Decode a Variance / StdDev partial into ``_xc``/``_xd``/``_xm`` and its flags in
+        ``_xi`` (see :data:`Var`): the identity ``(0, 0.0, 0.0)``; ``(1, v, 0)``, v a finite
+        float or an int of at most 2**25; ``(n, mean, M2)``, n in [2, 2**32), a finite float
+        mean and M2 a finite float or the int 0. :class:`Untyped` for anything else."""
+        x: cython.double
+        if type(p) is not tuple or len(p) != 3:
+            raise Untyped(p)
+        count, mean, m2 = p
+        if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+            raise Untyped(p)
+        flags: cython.longlong = 0
+        if type(m2) is int and m2 == 0 and count:
+            flags = _M2_INT
+            self._xm = 0.0
+        elif type(m2) is float and count != 1:
+            x = m2
+            if not -_INF < x < _INF:
+                raise Untyped(p)
+            self._xm = x
+        else:
+            raise Untyped(p)
+        if type(mean) is int and count == 1 and -_VARIANCE_INT <= mean <= _VARIANCE_INT:
+            flags |= _MEAN_INT
+            self._xd = float(mean)
+        elif type(mean) is float:
+            x = mean
+            if not -_INF < x < _INF:
+                raise Untyped(p)
+            self._xd = x
+        else:
+            raise Untyped(p)
+        if count == 0 and (_bits(self._xd) != 0 or _bits(self._xm) != 0):
+            raise Untyped(p)  # no values: the identity only (+0.0s)
+        self._xc = count
+        self._xi = flags
+        self._xu = 0
+
+    @cython.cfunc
+    @cython.inline
+    @cython.final
+    @cython.exceptval(check=False)
+    def _xvar(self) -> Var:
+        """The decoded Variance row."""
+        return Var(c=self._xc, d=self._xd, m=self._xm, f=self._xi)
+
+    @cython.cfunc
+    def _var_partial(self, v: Var) -> object:
+        """The Python partial of a Variance row."""
+        if v.c == 0:
+            return self.monoid.identity
+        return (v.c, int(v.d) if v.f & _MEAN_INT else v.d, 0 if v.f & _M2_INT else v.m)
+
+    @cython.cfunc
+    def _wide_kind(self, partial: object) -> cython.int:
+        """The wide ops: decode ``partial`` (:meth:`_scalar_wide`) and return the kind of its
+        row; an identity fits either (its row is right for both), the first other row
+        decides the values' kind (and ArgMin's / ArgMax's keys')."""
+        k: cython.int = self._scalar_wide(partial, -1 if self._undecided else self._kind)
+        if k == _IDENT:
+            return self._kind
+        if self._undecided:
+            self._kind = k
+            self._kind2 = self._xk2
+            self._undecided = False
+        elif self._xk2 != self._kind2:
+            raise Untyped(partial)
+        return k
+
+    @cython.cfunc
+    def _scalar_wide(self, p: object, kind: cython.int) -> cython.int:
+        """Decode a wide op's partial into ``_xd``/``_xi``/``_xc`` (a :data:`Part`; ArgMin's
+        key kind in ``_xk2``) and return its kind, ``_IDENT`` for the identity;
+        :class:`Untyped` if it does not fit a window of ``kind`` (-1: any): MinCount /
+        MaxCount ``(value, count)`` of a finite value (or the identity), First / Last any
+        float or int64, ArgMin / ArgMax ``(value, key)`` of a value but NaN and a key an
+        int64 or a float but NaN (Alg. 3 compares keys: NaN is equal to itself there)."""
+        op: cython.int = self._op
+        x: cython.double
+        self._xu = 0
+        self._xc = 0
+        value: object = p
+        if op == _FIRST or op == _LAST:
+            if p is self.monoid.identity:
+                self._xd, self._xi, self._xc = 0.0, 0, -1
+                return _IDENT
+        elif op == _ARGMIN or op == _ARGMAX:
+            if p is None:
+                self._xd, self._xi = 1.0, 1
+                return _IDENT
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            value, key = p
+            if type(key) is float:
+                x = key
+                if x != x:
+                    raise Untyped(p)
+                self._xc = _bits(x)
+                self._xk2 = _FLOAT
+            elif type(key) is int and _I64_MIN <= key <= _I64_MAX:
+                self._xc = key
+                self._xk2 = _INT
+            else:
+                raise Untyped(p)
+            if type(value) is float:
+                x = value
+                if x != x:
+                    raise Untyped(p)
+        else:
+            if type(p) is not tuple or len(p) != 2:
+                raise Untyped(p)
+            value, count = p
+            if type(count) is not int or not 0 <= count < _COUNT_LIMIT:
+                raise Untyped(p)
+            if type(value) is float:
+                x = value
+                if x == self._ident and count == 0:
+                    self._xd, self._xi = x, self._sentinel
+                    return _IDENT
+                if not -_INF < x < _INF:
+                    raise Untyped(p)  # MinCount and MaxCount lift finite values only
+            self._xc = count
+        if type(value) is float:
+            if kind == _INT:
+                raise Untyped(p)
+            self._xd, self._xi = value, 0
+            return _FLOAT
+        if type(value) is not int or kind == _FLOAT or not _I64_MIN <= value <= _I64_MAX:
+            raise Untyped(p)
+        self._xi = value
+        if (op == _MINCOUNT or op == _MAXCOUNT) and self._xi == self._sentinel:
+            raise Untyped(p)
+        self._xd = 0.0
+        return _INT
+
+    @cython.cfunc
+    @cython.inline
+    @cython.final
+    @cython.exceptval(check=False)
+    def _x(self) -> Part:
+        """The decoded row."""
+        return Part(d=self._xd, i=self._xi, c=self._xc)
+
+    @cython.cfunc
     def _identities_to_float(self) -> cython.void:
         """The INT columns hold identities only (``_sentinel``): the FLOAT ones get ``_ident``."""
 
@@ -268,6 +654,8 @@ class _TypedMQ:
     def _partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
         """The Python partial of value ``d`` (FLOAT kind) or ``i`` (INT) and count ``c`` (MEAN)."""
         value: object
+        if self._wide:
+            return self._wide_partial(d, i, c)
         if self._kind == _FLOAT:
             value = d
         elif i == self._sentinel and (self._op == _MIN or self._op == _MAX):
@@ -277,6 +665,41 @@ class _TypedMQ:
         if self._op == _MEAN:
             return (value, c)
         return value
+
+    @cython.cfunc
+    def _wide_partial(self, d: cython.double, i: cython.longlong, c: cython.longlong) -> object:
+        """The Python partial of a wide op's row (see :data:`Part`)."""
+        op: cython.int = self._op
+        fl: cython.bint = self._kind == _FLOAT
+        if (op == _FIRST or op == _LAST) and c < 0:
+            return self.monoid.identity
+        if (op == _ARGMIN or op == _ARGMAX) and (i != 0 if fl else d != 0.0):
+            return None
+        value: object
+        if fl:
+            value = d
+        elif (op == _MINCOUNT or op == _MAXCOUNT) and i == self._sentinel:
+            value = self._ident
+        else:
+            value = i
+        if op == _FIRST or op == _LAST:
+            return value
+        if op == _MINCOUNT or op == _MAXCOUNT:
+            return (value, c)
+        return (value, _double(c) if self._kind2 == _FLOAT else c)
+
+    @cython.cfunc
+    @cython.final
+    def _pp(self, p: Part) -> object:
+        """The Python partial of row ``p``."""
+        return self._wide_partial(p.d, p.i, p.c)
+
+    @cython.cfunc
+    def _zero(self, c: cython.longlong) -> object:
+        """The Python partial whose sum is the int 0 (SUM; MEAN: with count ``c``)."""
+        if self._op == _MEAN:
+            return (0, c)
+        return 0
 
     def _unknown_range(self, r: Any) -> Any:
         """The object aggregator's ValueError for a range it does not answer."""
@@ -291,10 +714,11 @@ class TypedSlideSide(_TypedMQ):
     (``f[k]``: its newest ``k``), each a column of doubles (``*d``) or int64s (``*i``) with
     counts (``*c``, MEAN).
 
-    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
-    by a FLOAT window (as by :class:`TypedSlickDequeInv`). The object's prefix and suffix
-    sums over int zeros only are the int 0, and so are its answers from them: ``_ez`` marks
-    the slots holding the int 0, ``_bfloat`` is the current lap's first slot holding a float
+    Sum's identity, the int 0 the shared final inserts for an empty stretch (Mean's
+    ``(0, 0)``: its sum), is held as 0.0 by a FLOAT window (as by
+    :class:`TypedSlickDequeInv`). The object's prefix and suffix sums over int zeros only
+    are the int 0, and so are its answers from them: ``_ez`` marks the slots holding the
+    int 0, ``_bfloat`` is the current lap's first slot holding a float
     and ``_ftail`` the number of int zeros the previous lap ends with, so that such an
     answer is the int 0 here too; any other is the same float, bit for bit (``x + 0`` and
     ``x - 0`` are ``x + 0.0`` and ``x - 0.0``)."""
@@ -311,22 +735,28 @@ class TypedSlideSide(_TypedMQ):
     _fd: cython.double[:]
     _fi: cython.longlong[:]
     _fc: cython.longlong[:]
+    _em: cython.double[:]  # VARIANCE: M2 (means in *d, counts in *c, flags in *i: see Var)
+    _bm: cython.double[:]
+    _fm: cython.double[:]
     _rs: cython.longlong[:]  # the ranges, in order
     _pos: cython.Py_ssize_t  # the slot of the next insert
     _wrapped: cython.bint  # the suffix scan was computed since clear (else f holds identities)
-    _ez: cython.longlong[:]  # SUM: 1 where the slot holds the int 0 (see the class docstring)
+    _ez: cython.longlong[:]  # SUM, MEAN: 1 where the slot holds the int 0 (see the class docstring)
     _bfloat: cython.Py_ssize_t
     _ftail: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN, _VARIANCE))
         n: cython.Py_ssize_t = self.capacity
-        m: cython.Py_ssize_t = n + 1 if self._op == _MEAN else 0
+        var: cython.bint = self._op == _VARIANCE
+        m: cython.Py_ssize_t = n + 1 if self._op == _MEAN or var else 0
+        self._em, self._bm, self._fm = _doubles(n if var else 0), _doubles(n + 1 if var else 0), \
+            _doubles(n + 1 if var else 0)
         self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(m)
         self._bd, self._bi, self._bc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._fd, self._fi, self._fc = _doubles(n + 1), _int64s(n + 1), _int64s(m)
         self._rs = array("q", self.ranges)
-        self._zero_float = self._op == _SUM
+        self._zero_float = self._op == _SUM or self._op == _MEAN
         self._ez = _int64s(n if self._zero_float else 0)
         self.clear()
 
@@ -360,14 +790,16 @@ class TypedSlideSide(_TypedMQ):
         if self._zero_float:
             if pos == 0:
                 self._bfloat = n
-            if type(partial) is float:
+            if self._xzero:
+                self._ez[pos] = 1
+            else:
                 self._ez[pos] = 0
                 if self._bfloat == n:
                     self._bfloat = pos
-            else:
-                self._ez[pos] = 1
         # older operand first; the lap's first partial needs no combine
-        if kind == _FLOAT:
+        if self._op == _VARIANCE:
+            self._put_var(pos)
+        elif kind == _FLOAT:
             self._ed[pos] = self._xd
             self._bd[pos + 1] = self._bd[pos] + self._xd if pos else self._xd
         else:
@@ -382,6 +814,36 @@ class TypedSlideSide(_TypedMQ):
             self._n += 1
 
     @cython.cfunc
+    def _put_var(self, pos: cython.Py_ssize_t) -> cython.void:
+        """VARIANCE: the decoded row into slot ``pos`` and the prefix scan (``_chan``, the
+        older operand first)."""
+        x: Var = self._xvar()
+        _var_put(self._ed, self._em, self._ec, self._ei, pos, x)
+        _var_put(self._bd, self._bm, self._bc, self._bi, pos + 1,
+                  _chan(_var_at(self._bd, self._bm, self._bc, self._bi, pos), x) if pos else x)
+
+    @cython.cfunc
+    def _scan_var(self) -> cython.void:
+        """:meth:`_suffix_scan` of VARIANCE rows (``_chan(acc, older)``: Variance is commutative)."""
+        n: cython.Py_ssize_t = self.capacity
+        k: cython.Py_ssize_t
+        _var_put(self._fd, self._fm, self._fc, self._fi, 1, _var_at(self._ed, self._em, self._ec, self._ei, n - 1))
+        for k in range(2, n + 1):
+            _var_put(self._fd, self._fm, self._fc, self._fi, k,
+                      _chan(_var_at(self._fd, self._fm, self._fc, self._fi, k - 1),
+                            _var_at(self._ed, self._em, self._ec, self._ei, n - k)))
+
+    @cython.cfunc
+    def _answer_var(self, end: cython.Py_ssize_t, start: cython.Py_ssize_t) -> object:
+        """:meth:`_answer` of VARIANCE: Alg. 3's case b (``invert``), a, c (``_chan``)."""
+        b: Var = _var_at(self._bd, self._bm, self._bc, self._bi, end)
+        if start > 0:
+            return self._var_partial(_var_invert(b, _var_at(self._bd, self._bm, self._bc, self._bi, start)))
+        if start == 0:
+            return self._var_partial(b)
+        return self._var_partial(_chan(_var_at(self._fd, self._fm, self._fc, self._fi, -start), b))
+
+    @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _suffix_scan(self) -> cython.void:
@@ -389,6 +851,10 @@ class TypedSlideSide(_TypedMQ):
         from the newest: ``f[k] = f[k - 1] + e[n - k]``, as ``accumulate`` does."""
         n: cython.Py_ssize_t = self.capacity
         k: cython.Py_ssize_t
+        self._wrapped = True
+        if self._op == _VARIANCE:
+            self._scan_var()
+            return
         if self._kind == _FLOAT:
             self._fd[1] = self._ed[n - 1]
             for k in range(2, n + 1):
@@ -406,7 +872,6 @@ class TypedSlideSide(_TypedMQ):
             while k < n and self._ez[n - 1 - k]:
                 k += 1
             self._ftail = k
-        self._wrapped = True
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -415,12 +880,14 @@ class TypedSlideSide(_TypedMQ):
         """The newest ``r`` (1 <= r <= held) when the current lap ends at ``end``: Alg. 3's
         case b (the prefix minus its oldest part), a (the prefix), c (suffix, then prefix)."""
         start: cython.Py_ssize_t = end - r
+        if self._op == _VARIANCE:
+            return self._answer_var(end, start)
         c: cython.longlong = 0
         d: cython.double = 0.0
         i: cython.longlong = 0
         mean: cython.bint = self._op == _MEAN
-        if self._zero_float and self._kind == _FLOAT and end <= self._bfloat and (start >= 0 or -start <= self._ftail):
-            return 0  # sums of the int 0 only, as the object's
+        zero: cython.bint = (self._zero_float and self._kind == _FLOAT and end <= self._bfloat
+                             and (start >= 0 or -start <= self._ftail))  # sums of the int 0 only, as the object's
         if start > 0:  # only the kind's column is read (the other is cold)
             if self._kind == _FLOAT:
                 d = self._bd[end] - self._bd[start]
@@ -442,6 +909,8 @@ class TypedSlideSide(_TypedMQ):
                 i = self._fi[-start] + self._bi[end]
             if mean:
                 c = self._fc[-start] + self._bc[end]
+        if zero:
+            return self._zero(c)
         return self._partial(d, i, c)
 
     def query(self, r: Any) -> Any:
@@ -480,15 +949,27 @@ class TypedSlideSide(_TypedMQ):
         twin = InvertibleSlideSide(self.monoid, self.ranges)
         n: cython.Py_ssize_t = self.capacity
         written: cython.Py_ssize_t = self._n  # slots 0 .. count-1 (all once a lap was held)
+        k: cython.Py_ssize_t
+        if self._op == _VARIANCE:
+            twin._elements = [self._var_partial(_var_at(self._ed, self._em, self._ec, self._ei, k))
+                              for k in range(written)]
+            twin._back = [twin._identity, *(self._var_partial(_var_at(self._bd, self._bm, self._bc, self._bi, k))
+                                            for k in range(1, written + 1))]
+            if self._wrapped:
+                twin._front = [twin._identity, *(self._var_partial(_var_at(self._fd, self._fm, self._fc, self._fi, k))
+                                                 for k in range(1, n + 1))]
+            twin._pos = self._pos
+            twin._count = self._n
+            return twin
         c: cython.bint = self._op == _MEAN
         zeros: cython.bint = self._zero_float and self._kind == _FLOAT  # the int 0 where the object has it
-        twin._elements = [0 if zeros and self._ez[k] else
+        twin._elements = [self._zero(self._ec[k] if c else 0) if zeros and self._ez[k] else
                           self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
-        twin._back = [twin._identity, *(0 if zeros and k <= self._bfloat else
+        twin._back = [twin._identity, *(self._zero(self._bc[k] if c else 0) if zeros and k <= self._bfloat else
                                         self._partial(self._bd[k], self._bi[k], self._bc[k] if c else 0)
                                         for k in range(1, written + 1))]
         if self._wrapped:
-            twin._front = [twin._identity, *(0 if zeros and k <= self._ftail else
+            twin._front = [twin._identity, *(self._zero(self._fc[k] if c else 0) if zeros and k <= self._ftail else
                                              self._partial(self._fd[k], self._fi[k], self._fc[k] if c else 0)
                                              for k in range(1, n + 1))]
         twin._pos = self._pos
@@ -499,8 +980,9 @@ class TypedSlideSide(_TypedMQ):
 @cython.cclass
 class TypedSlickDeque(_TypedMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeNonInv` (Alg. 3) over typed columns: the
-    deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``; a power of
-    two >= capacity slots), live from absolute index ``h`` for ``m`` nodes."""
+    deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``, and ``vc`` for
+    First, Last, ArgMin and ArgMax: :data:`Part`; a power of two >= capacity slots), live
+    from absolute index ``h`` for ``m`` nodes."""
 
     name = "slickdeque"
     any_range = True
@@ -508,6 +990,7 @@ class TypedSlickDeque(_TypedMQ):
     _p: cython.longlong[:]
     _vd: cython.double[:]
     _vi: cython.longlong[:]
+    _vc: cython.longlong[:]  # the wide ops' c (see Part)
     _rs: cython.longlong[:]
     _ds: cython.longlong[:]  # the distinct ranges, largest first
     _order: cython.longlong[:]  # for each range, its index in _ds
@@ -517,12 +1000,13 @@ class TypedSlickDeque(_TypedMQ):
     _t: cython.longlong  # sequence number of the newest partial (the first is 1)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _FIRST, _LAST, _ARGMIN, _ARGMAX))
         size: cython.Py_ssize_t = 1
         while size < self.capacity:
             size *= 2
         self._mask = size - 1
         self._p, self._vd, self._vi = _int64s(size), _doubles(size), _int64s(size)
+        self._vc = _int64s(size if self._wide else 0)
         self._rs = array("q", self.ranges)
         distinct = sorted(set(self.ranges), reverse=True)
         self._ds = array("q", distinct)
@@ -559,7 +1043,9 @@ class TypedSlickDeque(_TypedMQ):
             h += 1
             m -= 1
         # a node the new partial dominates (``combine(back, new) == new``) never answers again
-        if kind == _FLOAT:
+        if self._wide:
+            m = self._dominate(h, m, kind == _FLOAT)
+        elif kind == _FLOAT:
             x: cython.double = self._xd
             if self._op == _MIN:
                 while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] <= x else x) == x:
@@ -584,6 +1070,25 @@ class TypedSlickDeque(_TypedMQ):
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
+    def _dominate(self, h: cython.Py_ssize_t, m: cython.Py_ssize_t, fl: cython.bint) -> cython.Py_ssize_t:
+        """A wide op's domination pops (the nodes from ``h``, ``m`` of them) and the decoded
+        row as the newest node's partial; return the number of nodes before it."""
+        mask: cython.Py_ssize_t = self._mask
+        x: Part = self._x()
+        k: cython.Py_ssize_t
+        fkey: cython.bint = self._kind2 == _FLOAT
+        while m:
+            k = (h + m - 1) & mask
+            if not _weq(self._op, fl, fkey, _wcomb(self._op, fl, _part_at(self._vd, self._vi, self._vc, k), x),
+                        x):
+                break
+            m -= 1
+        _part_put(self._vd, self._vi, self._vc, (h + m) & mask, x)
+        return m
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _answer(self, r: cython.Py_ssize_t) -> object:
         """The oldest node inside the newest ``r`` (numbered ``t - r + 1`` or later; the newest
         node always is): a binary search of the ring."""
@@ -599,7 +1104,7 @@ class TypedSlickDeque(_TypedMQ):
             else:
                 hi = mid
         k: cython.Py_ssize_t = (self._h + lo) & mask
-        return self._partial(self._vd[k], self._vi[k], 0)
+        return self._partial(self._vd[k], self._vi[k], self._vc[k] if self._wide else 0)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -629,14 +1134,33 @@ class TypedSlickDeque(_TypedMQ):
         first: cython.longlong
         value: object = None
         by_range: list = [None] * d
+        step: cython.Py_ssize_t
+        hi: cython.Py_ssize_t
+        mid: cython.Py_ssize_t
         for j in range(d):
             first = self._t - self._ds[j] + 1
-            while self._p[(self._h + k) & mask] < first:
-                k += 1
+            if self._p[(self._h + k) & mask] < first:
+                # gallop, then bisect: the first node numbered ``first`` or later is in
+                # (k, hi] (a deque that pops little, First's, is long: no walk over it)
+                step = 1
+                hi = k + 1
+                while hi < self._m - 1 and self._p[(self._h + hi) & mask] < first:
+                    k = hi
+                    step *= 2
+                    hi = k + step
+                if hi > self._m - 1:
+                    hi = self._m - 1
+                while k + 1 < hi:
+                    mid = (k + hi) // 2
+                    if self._p[(self._h + mid) & mask] < first:
+                        k = mid
+                    else:
+                        hi = mid
+                k = hi
             if k != node:
                 node = k
                 slot = (self._h + k) & mask
-                value = self._partial(self._vd[slot], self._vi[slot], 0)
+                value = self._partial(self._vd[slot], self._vi[slot], self._vc[slot] if self._wide else 0)
             by_range[j] = value
         for j in range(n):
             out[j] = by_range[self._order[j]]
@@ -648,7 +1172,7 @@ class TypedSlickDeque(_TypedMQ):
         mask: cython.Py_ssize_t = self._mask
         slots = [(self._h + k) & mask for k in range(self._m)]
         twin._pos = [self._p[k] for k in slots]
-        twin._val = [self._partial(self._vd[k], self._vi[k], 0) for k in slots]
+        twin._val = [self._partial(self._vd[k], self._vi[k], self._vc[k] if self._wide else 0) for k in slots]
         twin._head = 0
         twin._t = self._t
         return twin
@@ -660,8 +1184,9 @@ class TypedSlickDequeInv(_TypedMQ):
     newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
     identity, 0) and one running aggregate (``a``) per distinct range (``_ds``).
 
-    Sum's identity, the int 0 the shared final inserts for an empty stretch, is held as 0.0
-    by a FLOAT window, and a window of nothing but such zeros (``_undecided``) turns FLOAT at
+    Sum's identity, the int 0 the shared final inserts for an empty stretch (Mean's
+    ``(0, 0)``: its sum), is held as 0.0 by a FLOAT window, and a window of nothing but such
+    zeros (``_undecided``) turns FLOAT at
     its first float: every answer takes every insert, so the object's answers are floats from
     the first float on, and a float less or plus the int 0 is the float less or plus 0.0, bit
     for bit (the slots the twin holds as 0.0 are read by those only)."""
@@ -675,23 +1200,27 @@ class TypedSlickDequeInv(_TypedMQ):
     _ad: cython.double[:]
     _ai: cython.longlong[:]
     _ac: cython.longlong[:]
+    _em: cython.double[:]  # VARIANCE: M2 (means in *d, counts in *c, flags in *i: see Var)
+    _am: cython.double[:]
     _ds: cython.longlong[:]  # the distinct ranges, in first-seen order
     _order: cython.longlong[:]  # for each range, its index in _ds
     _slot: dict
     _cur: cython.Py_ssize_t  # the slot of the next partial (the oldest one's)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN))
+        _TypedMQ.__init__(self, monoid, ranges, (_SUM, _MEAN, _VARIANCE))
         distinct = list(dict.fromkeys(self.ranges))
         self._slot = {r: k for k, r in enumerate(distinct)}
         self._ds = array("q", distinct)
         self._order = array("q", [self._slot[r] for r in self.ranges])
         n: cython.Py_ssize_t = self.capacity
         d: cython.Py_ssize_t = len(distinct)
-        mean: cython.bint = self._op == _MEAN
+        var: cython.bint = self._op == _VARIANCE
+        mean: cython.bint = self._op == _MEAN or var
         self._ed, self._ei, self._ec = _doubles(n), _int64s(n), _int64s(n if mean else 0)
         self._ad, self._ai, self._ac = _doubles(d), _int64s(d), _int64s(d if mean else 0)
-        self._zero_float = self._op == _SUM
+        self._em, self._am = _doubles(n if var else 0), _doubles(d if var else 0)
+        self._zero_float = self._op == _SUM or self._op == _MEAN
         self.clear()
 
     @cython.boundscheck(False)
@@ -700,17 +1229,22 @@ class TypedSlickDequeInv(_TypedMQ):
     def _reset(self) -> cython.void:
         # every partial and every range's answer start at the identity
         k: cython.Py_ssize_t
-        mean: cython.bint = self._op == _MEAN
+        var: cython.bint = self._op == _VARIANCE
+        mean: cython.bint = self._op == _MEAN or var
         for k in range(self.capacity):
             self._ed[k] = 0.0
             self._ei[k] = 0
             if mean:
                 self._ec[k] = 0
+            if var:
+                self._em[k] = 0.0
         for k in range(len(self._ds)):
             self._ad[k] = 0.0
             self._ai[k] = 0
             if mean:
                 self._ac[k] = 0
+            if var:
+                self._am[k] = 0.0
         self._cur = 0
 
     @cython.boundscheck(False)
@@ -721,13 +1255,18 @@ class TypedSlickDequeInv(_TypedMQ):
         kind: cython.int = self._take(partial, self._ei[cur])
         k: cython.Py_ssize_t
         old: cython.Py_ssize_t
+        var: cython.bint = self._op == _VARIANCE
         # the partial leaving range r sits r slots back (r == capacity: the slot about to be
         # overwritten); the identity while fewer than r were inserted: invert, then combine
         for k in range(len(self._ds)):
             old = cur - self._ds[k]
             if old < 0:
                 old += n
-            if kind == _FLOAT:
+            if var:
+                _var_put(self._ad, self._am, self._ac, self._ai, k,
+                         _chan(_var_invert(_var_at(self._ad, self._am, self._ac, self._ai, k),
+                                           _var_at(self._ed, self._em, self._ec, self._ei, old)), self._xvar()))
+            elif kind == _FLOAT:
                 self._ad[k] = (self._ad[k] - self._ed[old]) + self._xd
             else:
                 self._ai[k] = (self._ai[k] - self._ei[old]) + self._xi
@@ -737,8 +1276,11 @@ class TypedSlickDequeInv(_TypedMQ):
             self._ed[cur] = self._xd
         else:
             self._ei[cur] = self._xi
-        if self._op == _MEAN:
+        if self._op == _MEAN or var:
             self._ec[cur] = self._xc
+        if var:
+            self._ei[cur] = self._xi
+            self._em[cur] = self._xm
         cur += 1
         self._cur = 0 if cur == n else cur
         if self._n < n:
@@ -748,6 +1290,8 @@ class TypedSlickDequeInv(_TypedMQ):
     def _answer(self, k: cython.Py_ssize_t) -> object:
         if not self._n:
             return self.monoid.identity
+        if self._op == _VARIANCE:
+            return self._var_partial(_var_at(self._ad, self._am, self._ac, self._ai, k))
         return self._partial(self._ad[k], self._ai[k], self._ac[k] if self._op == _MEAN else 0)
 
     def query(self, r: Any) -> Any:
@@ -772,7 +1316,11 @@ class TypedSlickDequeInv(_TypedMQ):
         twin = SlickDequeInv(self.monoid, self.ranges)
         c: cython.bint = self._op == _MEAN
         written: cython.Py_ssize_t = self._n  # slots 0 .. size-1 (all once full)
-        twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
+        if self._op == _VARIANCE:
+            twin._partials = [self._var_partial(_var_at(self._ed, self._em, self._ec, self._ei, k))
+                              for k in range(written)]
+        else:
+            twin._partials = [self._partial(self._ed[k], self._ei[k], self._ec[k] if c else 0) for k in range(written)]
         twin._answers = [self._answer(k) for k in range(len(self._ds))]
         twin._cur = self._cur
         twin._size = self._n
@@ -781,8 +1329,9 @@ class TypedSlickDequeInv(_TypedMQ):
 
 @cython.cclass
 class TypedOverlaidSlideSide(_TypedMQ):
-    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``
-    and ``Max``: per level ``l`` (period ``per[l]``, largest range ``top[l]``) the count
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``,
+    ``Max`` and the wide ops (rows in the ``*c`` columns too; :data:`Part`): per level ``l``
+    (period ``per[l]``, largest range ``top[l]``) the count
     ``bs[l]`` and aggregate ``back[l]`` of its back part; the suffix scans in one column,
     scan ``j`` (the one a flip whose highest level is ``j`` computes, ``top[j] + 1`` rows
     from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
@@ -797,6 +1346,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _bi: cython.longlong[:]
     _sd: cython.double[:]  # the scans
     _si: cython.longlong[:]
+    _ec: cython.longlong[:]  # the wide ops' c (see Part), of the elements, backs and scans
+    _bc: cython.longlong[:]
+    _sc: cython.longlong[:]
     _bs: cython.longlong[:]
     _per: cython.longlong[:]
     _top: cython.longlong[:]
@@ -809,7 +1361,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _pos: cython.Py_ssize_t
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX))
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _MINCOUNT, _MAXCOUNT, _FIRST, _LAST, _ARGMIN, _ARGMAX))
         by_level: dict = {}
         for r in sorted(set(self.ranges)):
             by_level.setdefault(r.bit_length() - 1, []).append(r)
@@ -829,6 +1381,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._bd, self._bi = _doubles(L), _int64s(L)
         self._sd, self._si = _doubles(offsets[-1]), _int64s(offsets[-1])
         self._ed, self._ei = _doubles(self.capacity), _int64s(self.capacity)
+        w: cython.bint = self._wide
+        self._ec, self._bc, self._sc = _int64s(self.capacity if w else 0), _int64s(L if w else 0), \
+            _int64s(offsets[-1] if w else 0)
         self.clear()
 
     @cython.cfunc
@@ -869,21 +1424,57 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 self._src[i] = j
                 self._bd[i] = self._xd
                 self._bi[i] = self._xi
+                if self._wide:
+                    self._bc[i] = self._xc
                 self._bs[i] = 1
         for i in range(j + 1, self._levels):
-            if kind == _FLOAT:
+            if self._wide:
+                _part_put(self._bd, self._bi, self._bc, i,
+                          _wcomb(self._op, kind == _FLOAT, _part_at(self._bd, self._bi, self._bc, i), self._x())
+                          if self._bs[i] else self._x())
+            elif kind == _FLOAT:
                 self._bd[i] = _comb(self._op, self._bd[i], self._xd) if self._bs[i] else self._xd
             else:
                 self._bi[i] = _comb(self._op, self._bi[i], self._xi) if self._bs[i] else self._xi
             self._bs[i] += 1
         n: cython.Py_ssize_t = self.capacity
-        if kind == _FLOAT:
+        if self._wide:
+            self._ed[self._pos] = self._xd
+            self._ei[self._pos] = self._xi
+            self._ec[self._pos] = self._xc
+        elif kind == _FLOAT:
             self._ed[self._pos] = self._xd
         else:
             self._ei[self._pos] = self._xi
         self._pos = 0 if self._pos + 1 == n else self._pos + 1
         if self._n < n:
             self._n += 1
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _scan_wide(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
+        """:meth:`_scan` of wide rows, which combine as ``SlideSide._suffix_scan`` does:
+        ``combine(acc, older)`` for a commutative monoid, ``combine(older, acc)`` else."""
+        off: cython.Py_ssize_t = self._off[j]
+        n: cython.Py_ssize_t = self.capacity
+        fl: cython.bint = self._kind == _FLOAT
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        acc: Part
+        x: Part
+        for m in range(1, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            x = _part_at(self._ed, self._ei, self._ec, e)
+            if m == 1:
+                acc = x
+            elif self._commutative:
+                acc = _wcomb(self._op, fl, acc, x)
+            else:
+                acc = _wcomb(self._op, fl, x, acc)
+            _part_put(self._sd, self._si, self._sc, off + m, acc)
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -896,6 +1487,10 @@ class TypedOverlaidSlideSide(_TypedMQ):
         n: cython.Py_ssize_t = self.capacity
         m: cython.Py_ssize_t
         e: cython.Py_ssize_t
+        self._slen[j] = k + 1
+        if self._wide:
+            self._scan_wide(j, k)
+            return
         for m in range(1, k + 1):
             e = self._pos - m
             if e < 0:
@@ -904,7 +1499,6 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._sd[off + m - 1], self._ed[e])
             else:
                 self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._si[off + m - 1], self._ei[e])
-        self._slen[j] = k + 1
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -921,6 +1515,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
             s = self._src[i]
             if 0 <= k < self._slen[s]:
                 s = self._off[s] + k
+                if self._wide:
+                    return self._joined(s, i, k)
                 if self._kind == _FLOAT:
                     return self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
                 return self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
@@ -929,6 +1525,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if first < 0:
             first += n
         e: cython.Py_ssize_t
+        if self._wide:
+            return self._fold(first, r)
         md: cython.double = 0.0
         mi: cython.longlong = 0
         for k in range(1, r):
@@ -944,6 +1542,29 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if self._kind == _FLOAT:
             return self._ed[first] if r == 1 else _comb(self._op, self._ed[first], md)
         return self._partial(0.0, self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi), 0)
+
+    @cython.cfunc
+    def _joined(self, s: cython.Py_ssize_t, i: cython.Py_ssize_t, k: cython.Py_ssize_t) -> object:
+        """A wide op's ``combine(scan row s, back i)`` (the back alone when ``k`` is 0)."""
+        if not k:
+            return self._pp(_part_at(self._bd, self._bi, self._bc, i))
+        return self._pp(_wcomb(self._op, self._kind == _FLOAT, _part_at(self._sd, self._si, self._sc, s),
+                               _part_at(self._bd, self._bi, self._bc, i)))
+
+    @cython.cfunc
+    def _fold(self, first: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
+        """A wide op's ``monoid.fold`` of the ``r`` elements from slot ``first``: left to right."""
+        n: cython.Py_ssize_t = self.capacity
+        fl: cython.bint = self._kind == _FLOAT
+        acc: Part = _part_at(self._ed, self._ei, self._ec, first)
+        k: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for k in range(1, r):
+            e = first + k
+            if e >= n:
+                e -= n
+            acc = _wcomb(self._op, fl, acc, _part_at(self._ed, self._ei, self._ec, e))
+        return self._pp(acc)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -981,7 +1602,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
             i = self._lv[j]
             k = self._rs[j] - self._bs[i]
             s = self._off[self._src[i]] + k
-            if self._kind == _FLOAT:
+            if self._wide:
+                out[j] = self._joined(s, i, k)
+            elif self._kind == _FLOAT:
                 out[j] = self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
             else:
                 out[j] = self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
@@ -996,15 +1619,18 @@ class TypedOverlaidSlideSide(_TypedMQ):
         i: cython.Py_ssize_t
         k: cython.Py_ssize_t
         scans: dict = {}
+        w: cython.bint = self._wide
         for i in range(L):
             s = self._src[i]
             if s not in scans:
-                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k], 0)
+                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k],
+                                                      self._sc[self._off[s] + k] if w else 0)
                                         for k in range(1, self._slen[s]))]
         twin._bs = [self._bs[i] for i in range(L)]
-        twin._backs = [self._partial(self._bd[i], self._bi[i], 0) if self._bs[i] else identity for i in range(L)]
+        twin._backs = [self._partial(self._bd[i], self._bi[i], self._bc[i] if w else 0) if self._bs[i] else identity
+                       for i in range(L)]
         twin._scans = [scans[self._src[i]] for i in range(L)]
-        twin._elements = [self._partial(self._ed[k], self._ei[k], 0) for k in range(self._n)]
+        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if w else 0) for k in range(self._n)]
         twin._pos = self._pos
         twin._count = self._n
         return twin
@@ -1015,10 +1641,13 @@ for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlick
 
 #: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
 _TWINS: dict[tuple[str, int], type] = {
-    ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide,
+    ("slideside", SUM): TypedSlideSide, ("slideside", MEAN): TypedSlideSide, ("slideside", VARIANCE): TypedSlideSide,
     ("slideside", MIN): TypedOverlaidSlideSide, ("slideside", MAX): TypedOverlaidSlideSide,
     ("slickdeque", MIN): TypedSlickDeque, ("slickdeque", MAX): TypedSlickDeque,
     ("slickdeque", SUM): TypedSlickDequeInv, ("slickdeque", MEAN): TypedSlickDequeInv,
+    ("slickdeque", VARIANCE): TypedSlickDequeInv,
+    **{("slideside", op): TypedOverlaidSlideSide for op in (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX)},
+    **{("slickdeque", op): TypedSlickDeque for op in (FIRST, LAST, ARGMIN, ARGMAX)},
 }
 
 
@@ -1031,7 +1660,7 @@ def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
     """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
     (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
     then refuses them, or grows as it fills)."""
-    op = op_of(monoid)
+    op = wide_op_of(monoid)
     if op is None or (name, op) not in _TWINS:
         return None
     try:
