@@ -23,6 +23,7 @@ same state.
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, Iterator, Sequence
 
 from mta.algorithms.base import Aggregator
@@ -47,6 +48,44 @@ def _plain(t: Any) -> bool:
     NaN nor -0.0 (which would read back as 0.0)."""
     kind = type(t)
     return kind is int or (kind is float and t == t and (t or math.copysign(1.0, t) > 0))
+
+
+#: Before pair keys, a key was ``(timestamp code - base) << 28 | (arrival - first)``.
+_PACKED_ARRIVAL_BITS = 28
+_D, _Q = struct.Struct("d"), struct.Struct("q")
+
+
+def _unpacked(state: dict[str, Any]) -> dict[str, Any]:
+    """The pickled state of a window from before pair keys (one packed int64 key per entry,
+    float timestamps coded by their order-preserving bits) with pair keys, node for node:
+    the same shape, so the same results from here on."""
+    state = dict(state)
+    base, first = state.pop("_base"), state.pop("_first")
+    if state.get("_journaled"):
+        raise ValueError("a window pickled inside a batch by an earlier version cannot be read")
+    floats, mask = state["_float"], (1 << _PACKED_ARRIVAL_BITS) - 1
+
+    def key(k: int) -> tuple[Any, int]:
+        code = base + (k >> _PACKED_ARRIVAL_BITS)
+        if floats:
+            code = _D.unpack(_Q.pack(code ^ _I64_MAX if code < 0 else code))[0]
+        return (code, first + (k & mask))
+
+    def rekeyed(fields: tuple) -> tuple:
+        keys, values, agg, size, left, right, suffix, children = fields
+        return ([key(k) for k in keys], values, agg, size, left, right, suffix,
+                None if children is None else [rekeyed(child) for child in children])
+
+    def retree(tree: Any) -> Any:
+        make, (cls, monoid, min_arity, (_, *head, journal, nodes), *_) = tree.__reduce__()
+        return make(cls, monoid, min_arity, (floats, *head, journal, rekeyed(nodes)), True)
+
+    tree = state["tree"]
+    if isinstance(tree, TypedRecordFiBA):
+        tree.trees = [retree(field) for field in tree.trees]
+    else:
+        state["tree"] = retree(tree)
+    return state
 
 
 class TypedTimeOrdered(Aggregator):
@@ -78,6 +117,8 @@ class TypedTimeOrdered(Aggregator):
         self._journaled = False
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_base" in state:  # pickled before pair keys
+            state = _unpacked(state)
         super().__setstate__(state)
         self._shape = _shape_of(self.tree)  # (a pickle from before it was kept)
 

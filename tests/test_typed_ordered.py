@@ -7,7 +7,9 @@ the compiled and the pure path (where the same source runs interpreted)."""
 
 from __future__ import annotations
 
+import base64
 import math
+import pickle
 from functools import reduce
 from typing import Any
 
@@ -18,8 +20,11 @@ from hypothesis import strategies as st
 from conftest import hsettings
 from mta import Window
 from mta.algorithms import typed
-from mta.monoid import ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum, Variance
+from mta.monoid import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Sum,
+                        Variance)
 from mta.policy import MaxSize, TimeRange, all_of, any_of
+from mta.ordered_window import TimeOrdered
+from mta.typed_ordered import TypedTimeOrdered
 
 MONOIDS = {"sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean, "mincount": MinCount, "maxcount": MaxCount,
            "first": First, "last": Last, "variance": Variance, "stddev": lambda: StdDev(ddof=1), "argmin": ArgMin,
@@ -380,3 +385,93 @@ def test_wide_monoids_empty_and_evicted_windows(monoid: str) -> None:
     for w in (typed_window, object_window):
         w.insert(5, given_as(monoid, 2))
     assert norm(typed_window.query()) == norm(object_window.query()) and typed_window._typed
+
+
+# -- pickles from before pair keys --------------------------------------------------------
+
+#: Windows pickled by commit b563cec's compiled build (packed int64 keys), made by inserting
+#: _OLD_HISTORY[name] into _OLD_WINDOWS[name]() (see test_a_window_pickled_with_packed_keys_goes_on).
+_OLD_PICKLES = {
+    "int_sum": (
+        "gASVvgIAAAAAAACMCm10YS53aW5kb3eUjAZXaW5kb3eUk5QpgZR9lCiMBm1vbm9pZJSMCm10YS5tb25vaWSUjANTdW2Uk5QpgZSM"
+        "BnBvbGljeZSMCm10YS5wb2xpY3mUjAlUaW1lUmFuZ2WUk5QpgZR9lIwFd2lkdGiUSxlzYowJX21heF9zaXpllE6MCF9vcmRlcmVk"
+        "lIiMBl90aW1lZJSIjAZfc3RvcmWUTowFX3NhZmWUiIwGX3R5cGVklIiMBV9tYWtllIwJZnVuY3Rvb2xzlIwHcGFydGlhbJSTlIwR"
+        "bXRhLnR5cGVkX29yZGVyZWSUjBBUeXBlZFRpbWVPcmRlcmVklJOUhZRSlChoHWgJaACMBl9UaW1lZJSTlGgJhZRSlGgOh5R9lE50"
+        "lGKMCl9mbHVzaF9kdWWUiYwRX2NvdW50c19hbmRfdGltZXOUiIwKX2FsZ29yaXRobZRoHSmBlH2UKIwEdHJlZZSMGW10YS5hbGdv"
+        "cml0aG1zLnR5cGVkX2ZpYmGUjApfdW5waWNrbGVklJOUKGgtjAlUeXBlZEZpQkGUk5RoCUsQKImJiUseiU4oXZQoigUEAADQAYoF"
+        "AwAA4AGKBQcAADACigUFAACAAooFBgAAgAJlXZQoSwVLBEsISwZLB2VLHksFiYldlChLB0sNSxVLGUseZU50lHSUdJRSlIwGX3No"
+        "YXBllGg4aAVoI4wEbGF0ZZSMBnJlZnVzZZSMB19wb2xpY3mUaA6MBV9wbGFulEsBSxlHQDkAAAAAAACHlIwJX2Fycml2YWxzlEsI"
+        "jAhmcm9udGllcpRLDIwGX2Zsb2F0lImMBV9iYXNllEsAjAZfZmlyc3SUSwCMCl9qb3VybmFsZWSUiXVijAdfbmV3ZXN0lEsjjAVu"
+        "b3Rlc5R9lIwCaWSUTowHYmFja2VuZJROjAZsYWJlbHOUfZR1Yi4="),
+    "float_mean": (
+        "gASVYwcAAAAAAACMCm10YS53aW5kb3eUjAZXaW5kb3eUk5QpgZR9lCiMBm1vbm9pZJSMCm10YS5tb25vaWSUjARNZWFulJOUKYGU"
+        "jAZwb2xpY3mUTowJX21heF9zaXpllE6MCF9vcmRlcmVklIiMBl90aW1lZJSIjAZfc3RvcmWUTowFX3NhZmWUiIwGX3R5cGVklIiM"
+        "BV9tYWtllIwJZnVuY3Rvb2xzlIwHcGFydGlhbJSTlIwRbXRhLnR5cGVkX29yZGVyZWSUjBBUeXBlZFRpbWVPcmRlcmVklJOUhZRS"
+        "lChoF2gJaACMBl9UaW1lZJSTlGgJhZRSlE6HlH2UjAltaW5fYXJpdHmUSwRzTnSUYowKX2ZsdXNoX2R1ZZSJjBFfY291bnRzX2Fu"
+        "ZF90aW1lc5SIjApfYWxnb3JpdGhtlGgXKYGUfZQojAR0cmVllIwZbXRhLmFsZ29yaXRobXMudHlwZWRfZmliYZSMCl91bnBpY2ts"
+        "ZWSUk5QoaCiMCVR5cGVkRmlCQZSTlGgJSwQoiYiJSwCJTihdlEsAYV2URwAAAAAAAAAASwGGlGFHAAAAAAAAAABLAYaUSwGJiU5d"
+        "lCgoXZQoigcfAAAAAADhigcXAAAAAADpigcPAAAAAADxigcHAAAAAAD5ZV2UKEdACMzMzMzMzUsBhpRHQAJmZmZmZmdLAYaURz/4"
+        "AAAAAAAASwGGlEc/5mZmZmZmZ0sBhpRlR0A5mZmZmZmaSxCGlEsQiIlOXZQoKF2UKIoHJwAAAAAA2YoHJQAAAAAA24oHIwAAAAAA"
+        "3YoHIQAAAAAA32VdlChHQA8zMzMzMzRLAYaUR0ANmZmZmZmaSwGGlEdADAAAAAAAAEsBhpRHQApmZmZmZmdLAYaUZUdARAAAAAAA"
+        "AEsUhpRLFIiJXZQoR0AKZmZmZmZnSwGGlEdAGzMzMzMzNEsChpRHQCUAAAAAAABLA4aUR0AszMzMzMzNSwSGlGVOdJQoXZQoigcd"
+        "AAAAAADjigcbAAAAAADligcZAAAAAADnZV2UKEdABzMzMzMzNEsBhpRHQAWZmZmZmZpLAYaUR0AEAAAAAAAASwGGlGVHQCAzMzMz"
+        "MzRLA4aUSwOJiU5OdJQoXZQoigcVAAAAAADrigcTAAAAAADtigcRAAAAAADvZV2UKEdAAMzMzMzMzUsBhpRHP/5mZmZmZmdLAYaU"
+        "Rz/7MzMzMzM0SwGGlGVHQBbMzMzMzM1LA4aUSwOJiU5OdJQoXZQoigcNAAAAAADzigcLAAAAAAD1igcJAAAAAAD3ZV2UKEc/9MzM"
+        "zMzMzUsBhpRHP/GZmZmZmZpLAYaURz/szMzMzMzNSwGGlGVHQApmZmZmZmdLA4aUSwOJiU5OdJQoXZQoigcFAAAAAAD7igcDAAAA"
+        "AAD9igcBAAAAAAD/ZV2UKEc/4AAAAAAAAEsBhpRHP9MzMzMzMzRLAYaURz+5mZmZmZmaSwGGlGVHP+zMzMzMzM1LA4aUSwOJiU5O"
+        "dJRldJQoXZQoigcKAAAAAAAKigcUAAAAAAAUigceAAAAAAAeZV2UKEc/8AAAAAAAAEsBhpRHQAAAAAAAAABLAYaUR0AIAAAAAAAA"
+        "SwGGlGVHQDgAAAAAAABLD4aUSw+JiE5dlCgoXZQoigcCAAAAAAACigcEAAAAAAAEigcGAAAAAAAGigcIAAAAAAAIZV2UKEc/yZmZ"
+        "mZmZmksBhpRHP9mZmZmZmZpLAYaURz/jMzMzMzM0SwGGlEc/6ZmZmZmZmksBhpRlR0AAAAAAAAAASwSGlEsEiYlOTnSUKF2UKIoH"
+        "DAAAAAAADIoHDgAAAAAADooHEAAAAAAAEIoHEgAAAAAAEmVdlChHP/MzMzMzMzRLAYaURz/2ZmZmZmZnSwGGlEc/+ZmZmZmZmksB"
+        "hpRHP/zMzMzMzM1LAYaUZUdAGAAAAAAAAUsEhpRLBImJTk50lChdlCiKBxYAAAAAABaKBxgAAAAAABiKBxoAAAAAABqKBxwAAAAA"
+        "ABxlXZQoR0ABmZmZmZmaSwGGlEdAAzMzMzMzNEsBhpRHQATMzMzMzM1LAYaUR0AGZmZmZmZnSwGGlGVHQCQAAAAAAAFLBIaUSwSJ"
+        "iU5OdJQoXZQoigcgAAAAAAAgigciAAAAAAAiigckAAAAAAAkigcmAAAAAAAmZV2UKEdACZmZmZmZmksBhpRHQAszMzMzMzRLAYaU"
+        "R0AMzMzMzMzNSwGGlEdADmZmZmZmZ0sBhpRlR0BDAAAAAAAASxOGlEsTiYhOTnSUZXSUZXSUdJR0lFKUjAZfc2hhcGWUaI9oBWgd"
+        "jARsYXRllIwGcmVmdXNllIwHX3BvbGljeZROjAVfcGxhbpROjAlfYXJyaXZhbHOUSyiMCGZyb250aWVylE6MBl9mbG9hdJSIjAVf"
+        "YmFzZZSKCAAAAED8VNlBjAZfZmlyc3SUSwCMCl9qb3VybmFsZWSUiXVijAdfbmV3ZXN0lEdB2VT8PZAAAIwFbm90ZXOUfZSMAmlk"
+        "lE6MB2JhY2tlbmSUTowGbGFiZWxzlH2UdWIu"),
+    "int_record": (
+        "gASVHgQAAAAAAACMCm10YS53aW5kb3eUjAZXaW5kb3eUk5QpgZR9lCiMBm1vbm9pZJSMCm10YS5tb25vaWSUjAZSZWNvcmSUk5R9"
+        "lCiMAW6UaAaMBUNvdW50lJOUKYGUjAJsb5RoBowDTWlulJOUKYGUjAFzlGgGjANTdW2Uk5QpgZR1hZRSlIwGcG9saWN5lIwKbXRh"
+        "LnBvbGljeZSMCVRpbWVSYW5nZZSTlCmBlH2UjAV3aWR0aJRLGXNijAlfbWF4X3NpemWUTowIX29yZGVyZWSUiIwGX3RpbWVklIiM"
+        "Bl9zdG9yZZROjAVfc2FmZZSIjAZfdHlwZWSUiIwFX21ha2WUjAlmdW5jdG9vbHOUjAdwYXJ0aWFslJOUjBFtdGEudHlwZWRfb3Jk"
+        "ZXJlZJSMEFR5cGVkVGltZU9yZGVyZWSUk5SFlFKUKGgraBdoAIwGX1RpbWVklJOUaBeFlFKUaByHlH2UTnSUYowKX2ZsdXNoX2R1"
+        "ZZSJjBFfY291bnRzX2FuZF90aW1lc5SIjApfYWxnb3JpdGhtlGgrKYGUfZQojAR0cmVllIwgbXRhLmFsZ29yaXRobXMudHlwZWRf"
+        "cmVjb3JkX2ZpYmGUjA9UeXBlZFJlY29yZEZpQkGUk5QpgZR9lChoBWgXjAV0cmVlc5RdlCiMGW10YS5hbGdvcml0aG1zLnR5cGVk"
+        "X2ZpYmGUjApfdW5waWNrbGVklJOUKGhCjAlUeXBlZEZpQkGUk5RoDUsQKImJiUsFiU4oXZQoigUEAADQAYoFAwAA4AGKBQcAADAC"
+        "igUFAACAAooFBgAAgAJlXZQoSwFLAUsBSwFLAWVLBUsFiYldlChLAUsCSwNLBEsFZU50lHSUdJRSlGhEKGhGaBFLECiJiYlLAIlO"
+        "KF2UKIoFBAAA0AGKBQMAAOABigUHAAAwAooFBQAAgAKKBQYAAIACZV2UKEsFSwRLCEsGSwdlSwRLBYmJXZQoSwdLBksGSwRLBGVO"
+        "dJR0lHSUUpRoRChoRmgVSxAoiYmJSx6JTihdlCiKBQQAANABigUDAADgAYoFBwAAMAKKBQUAAIACigUGAACAAmVdlChLBUsESwhL"
+        "BksHZUseSwWJiV2UKEsHSw1LFUsZSx5lTnSUdJR0lFKUZYwGX3dpZHRolEsDdWKMBl9zaGFwZZRoTWgFaDGMBGxhdGWUjAZyZWZ1"
+        "c2WUjAdfcG9saWN5lGgcjAVfcGxhbpRLAUsZR0A5AAAAAAAAh5SMCV9hcnJpdmFsc5RLCIwIZnJvbnRpZXKUSwyMBl9mbG9hdJSJ"
+        "jAVfYmFzZZRLAIwGX2ZpcnN0lEsAjApfam91cm5hbGVklIl1YowHX25ld2VzdJRLI4wFbm90ZXOUfZSMAmlklE6MB2JhY2tlbmSU"
+        "TowGbGFiZWxzlH2UdWIu"),
+}
+_INTS = [(10, 1), (12, 2), (11, 3), (30, 4), (29, 5), (40, 6), (40, 7), (35, 8)]
+_OLD_HISTORY = {"int_sum": _INTS, "float_mean": [(1.7e9 + 0.25 * i * (-1) ** i, i * 0.1) for i in range(40)],
+                "int_record": _INTS}
+_OLD_WINDOWS = {"int_sum": lambda: Window(Sum(), TimeRange(25), algorithm="fiba"),
+                "float_mean": lambda: Window(Mean(), None, algorithm="fiba", min_arity=4),
+                "int_record": lambda: Window(Record(n=Count(), lo=Min(), s=Sum()), TimeRange(25), algorithm="fiba")}
+
+
+@pytest.mark.parametrize("name", sorted(_OLD_PICKLES))
+def test_a_window_pickled_with_packed_keys_goes_on(name):
+    """A typed out-of-order window pickled before pair keys loads with pair keys, node for
+    node: it answers and goes on (late and in-order updates, evictions) as a window fed the
+    same history now does."""
+    old = pickle.loads(base64.b64decode("".join(_OLD_PICKLES[name])))
+    fresh = _OLD_WINDOWS[name]()
+    for t, v in _OLD_HISTORY[name]:
+        fresh.insert(t, v)
+    assert type(old._algorithm) is TypedTimeOrdered  # (on the pure path too: its interpreted twin)
+    assert type(fresh._algorithm) is (TypedTimeOrdered if typed.USE else TimeOrdered)
+    assert repr(old.query()) == repr(fresh.query())
+    newest = _OLD_HISTORY[name][-1][0]
+    for dt in (-3, 5, 2, 20, 1):
+        v = dt * 0.5 if name == "float_mean" else dt
+        assert old.insert(newest + dt, v) == fresh.insert(newest + dt, v)
+        assert repr(old.query()) == repr(fresh.query())
+    assert type(old._algorithm) is TypedTimeOrdered
+    if typed.USE:  # node for node: the same entries in the same tree
+        assert old._algorithm.tree.dump(lambda *fields: fields) == fresh._algorithm.tree.dump(lambda *fields: fields)
