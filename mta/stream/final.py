@@ -37,7 +37,6 @@ from mta.algorithms import typed, typed_record
 from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed_amta import TypedAMTA
-from mta.algorithms.typed_record import TypedRecord
 from mta.algorithms.typed_record_fiba import typed_tree
 from mta.monoid import Mean, Sum
 from mta.stream.slices import TimeSlices
@@ -73,13 +72,14 @@ class FinalAggregation(ABC):
         self.added: tuple | None = {Sum: (-1,), Mean: (0, 1)}.get(type(self.monoid)) if self.typed else None
 
     def structure(self, kind: str) -> Any:
-        """A new ``"fiba"`` (arity 4) or ``"amta"``: the typed twin if :attr:`typed` (one per
-        field of a Record, in lockstep), else the object one."""
+        """A new ``"fiba"`` (arity 4) or ``"amta"``: the typed twin if :attr:`typed` (a
+        TypedRecordFiBA for a Record's tree), else the object one (a Record's AMTA too: one
+        TypedAMTA per field took 1.3x the object AMTA's time)."""
         monoid = self.monoid
         if self.typed and kind == "fiba":
             return typed_tree(monoid, _ARITY)  # a TypedRecordFiBA for a Record
-        if self.typed:
-            return TypedRecord(monoid, TypedAMTA) if typed_record.serves(monoid) else TypedAMTA(monoid)
+        if self.typed and not typed_record.serves(monoid):  # a Record's object AMTA: faster (BENCHMARKS.md)
+            return TypedAMTA(monoid)
         return FiBA(monoid, min_arity=_ARITY) if kind == "fiba" else AmortizedMTA(monoid)
 
     @abstractmethod
