@@ -6,7 +6,7 @@ chapter 4. ``SlickDeque(monoid, ranges)`` builds the variant the monoid allows:
 - :class:`SlickDequeNonInv` (Algorithm 3) for a *selection* monoid (combine returns
   one of its operands: Max, Min, ArgMax, First, Last): a deque of the partials that
   can still be an answer, oldest first. Each insert pops the newest nodes the new
-  partial dominates (``back ⊕ new == new``, line 16) and the expired oldest; the
+  partial dominates (``back ⊕ new`` selects ``new``, line 16) and the expired oldest; the
   answer for a range is the oldest node inside it. Under 2 combines per slide
   amortized whatever the number of ranges; answers any range ``1..capacity``.
 - :class:`SlickDequeInv` (Algorithm 2) for an *invertible* monoid: the newest
@@ -29,7 +29,12 @@ Fixes to the printed pseudocode (DESIGN.md, "Known defects"):
   oldest part: ``combine(front, x) == total``), so non-commutative groups work;
 - Alg. 3 line 16 (the equality pop) is valid for selection monoids only
   ("non-invertible" does not imply it: Bloom filters, concatenation), hence the
-  refusal of every other monoid;
+  refusal of every other monoid; and even there equality is the wrong test: a node
+  must go when the combine *selected* the new operand, not when its result equals
+  it (``nan != nan`` kept an empty node before a NaN, so Last answered empty;
+  ``0.0 == -0.0`` popped First's 0.0 and Min's / Max's / ArgMin's older signed zero,
+  so the newer answered). Here a node is popped iff ``r = back ⊕ new`` is ``new``
+  itself, or is neither operand (a combine returning copies) and ``r == new``;
 - Alg. 3's answer loops are off by one (``startPos = currPos - range`` is the slot
   just before the range, and Answer Loop 1 stops on it: Example 6 step 4 would answer
   6, not 5, for Q1). Nodes here carry the sequence number of their partial (no
@@ -176,9 +181,23 @@ class SlickDequeNonInv(SlickDeque):
         # lines 13-15: the oldest node expires when it falls out of the largest range
         if head < end and pos[head] == t - self.capacity:
             head += 1
-        # lines 16-18: a node the new partial dominates never answers again (selection only)
+        # Alg. 3 lines 16-18 (dissertation ch. 4): a node the new partial dominates never
+        # answers again (selection monoids only).
+        # Invariant: a node's partial is the fold of the partials from its own through the
+        # newest (a selection returns one of its operands), so the oldest node in a range
+        # answers it. With ``new`` that fold becomes ``back ⊕ new`` for the newest node:
+        # if it selects ``new``, the ranges reaching back's node answer ``new``: pop it and
+        # try the next; if it selects ``back``, back's fold and so every older node's (the
+        # fold before back's node ⊕ back's) is unchanged: stop, even when ``back == new``
+        # (0.0 and -0.0, an ArgMin tie's keys). The printed test, ``back ⊕ new == new``, is
+        # wrong for NaN (never equal) and signed zeros: ``r is new`` decides, ``r == new``
+        # only for a combine that returns neither operand (equal copies).
         combine = self._combine
-        while end > head and combine(val[-1], partial) == partial:
+        while end > head:
+            back = val[-1]
+            r = combine(back, partial)
+            if r is not partial and (r is back or not r == partial):
+                break
             pos.pop()
             val.pop()
             end -= 1

@@ -304,20 +304,35 @@ def _var_invert(t: Var, front: Var) -> Var:
 
 
 @cython.cfunc
+@cython.inline
 @cython.exceptval(check=False)
-def _weq(op: cython.int, fl: cython.bint, fkey: cython.bint, a: Part, b: Part) -> cython.bint:
-    """``a == b`` of the Python partials of two FIRST / LAST / ARGMIN / ARGMAX rows (Alg. 3's
-    domination test): an identity equals an identity only; values (and keys) as Python
-    compares them, NaN unequal (ArgMin / ArgMax hold no NaN value or key)."""
-    if op == _FIRST or op == _LAST:
-        if a.c < 0 or b.c < 0:
-            return a.c < 0 and b.c < 0
-    else:
-        if _empty(fl, a) or _empty(fl, b):
-            return _empty(fl, a) and _empty(fl, b)
-        if (_double(a.c) != _double(b.c)) if fkey else (a.c != b.c):
-            return False
-    return (a.d == b.d) if fl else (a.i == b.i)
+def _same(fl: cython.bint, a: Part, b: Part) -> cython.bint:
+    """Whether two rows of one kind are the same partial: value and ``c`` bit for bit."""
+    return a.c == b.c and (_bits(a.d) == _bits(b.d) if fl else a.i == b.i)
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _wpops(op: cython.int, fl: cython.bint, back: Part, x: Part) -> cython.bint:
+    """Alg. 3's domination test for FIRST / LAST / ARGMIN / ARGMAX rows, as the object's
+    (:meth:`~mta.algorithms.slickdeque.SlickDequeNonInv.insert`): whether ``combine(back, x)``
+    (:func:`_wcomb`) selects ``x``, or selects ``back`` that is ``x`` bit for bit (then which
+    one answers is not seen, and the deque stays short; an equal row of another sign or key
+    stays)."""
+    if op == _FIRST:
+        return back.c < 0 or (x.c >= 0 and _same(fl, back, x))
+    if op == _LAST:
+        return x.c >= 0 or back.c < 0  # an identity ``x`` selects ``back``: the same if empty too
+    if _empty(fl, back):
+        return True
+    if _empty(fl, x):
+        return False
+    if op == _ARGMIN:
+        if not ((back.d <= x.d) if fl else (back.i <= x.i)):
+            return True
+    elif not ((back.d >= x.d) if fl else (back.i >= x.i)):
+        return True
+    return _same(fl, back, x)
 
 
 @cython.cclass
@@ -1042,25 +1057,35 @@ class TypedSlickDeque(_TypedMQ):
         if m and self._p[h & mask] == t - self.capacity:
             h += 1
             m -= 1
-        # a node the new partial dominates (``combine(back, new) == new``) never answers again
+        # Alg. 3 line 16: a node the new partial dominates never answers again; popped when
+        # ``combine(back, new)`` selects ``new`` (see SlickDequeNonInv.insert: not when it
+        # merely equals it), or selects ``back`` of the same bits (which then answers is not
+        # seen). Min's ``combine(b, x)`` selects ``x`` iff ``not b <= x``; NaN is not held.
         if self._wide:
             m = self._dominate(h, m, kind == _FLOAT)
         elif kind == _FLOAT:
             x: cython.double = self._xd
+            b: cython.double
             if self._op == _MIN:
-                while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] <= x else x) == x:
+                while m:
+                    b = self._vd[(h + m - 1) & mask]
+                    if b <= x and not (b == x and _bits(b) == _bits(x)):
+                        break
                     m -= 1
             else:
-                while m and (self._vd[(h + m - 1) & mask] if self._vd[(h + m - 1) & mask] >= x else x) == x:
+                while m:
+                    b = self._vd[(h + m - 1) & mask]
+                    if b >= x and not (b == x and _bits(b) == _bits(x)):
+                        break
                     m -= 1
             self._vd[(h + m) & mask] = x
-        else:
+        else:  # equal ints are the same partial
             y: cython.longlong = self._xi
             if self._op == _MIN:
-                while m and (self._vi[(h + m - 1) & mask] if self._vi[(h + m - 1) & mask] <= y else y) == y:
+                while m and self._vi[(h + m - 1) & mask] >= y:
                     m -= 1
             else:
-                while m and (self._vi[(h + m - 1) & mask] if self._vi[(h + m - 1) & mask] >= y else y) == y:
+                while m and self._vi[(h + m - 1) & mask] <= y:
                     m -= 1
             self._vi[(h + m) & mask] = y
         self._p[(h + m) & mask] = t
@@ -1075,13 +1100,7 @@ class TypedSlickDeque(_TypedMQ):
         row as the newest node's partial; return the number of nodes before it."""
         mask: cython.Py_ssize_t = self._mask
         x: Part = self._x()
-        k: cython.Py_ssize_t
-        fkey: cython.bint = self._kind2 == _FLOAT
-        while m:
-            k = (h + m - 1) & mask
-            if not _weq(self._op, fl, fkey, _wcomb(self._op, fl, _part_at(self._vd, self._vi, self._vc, k), x),
-                        x):
-                break
+        while m and _wpops(self._op, fl, _part_at(self._vd, self._vi, self._vc, (h + m - 1) & mask), x):
             m -= 1
         _part_put(self._vd, self._vi, self._vc, (h + m) & mask, x)
         return m
