@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from conftest import CountingMonoid, fold, hsettings
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
+from mta.algorithms.slickdeque import SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide, SlideSide
 from mta.monoid import ArgMax, ArgMin, Collect, First, Last, Max, Min, Monoid, Sum
 
@@ -215,6 +216,20 @@ def test_selection_ties_regressions(name, make, partials) -> None:
         agg.insert(p)
     assert keys(agg.answers()) == keys([naive(monoid, partials, 2), naive(monoid, partials, 1)])
     assert keys(agg.answers()) == keys([partials[0] if make is not Last else math.nan, partials[1]])
+
+
+def test_slickdeque_pops_twins_on_ties() -> None:
+    """Equal partials no one can tell apart (big ints, which are not one object) still pop:
+    a Max of one repeated value keeps one node, and answers() walks one; 0.0 after -0.0 does
+    not pop (Max keeps the older)."""
+    agg = SlickDequeNonInv(Max(), [1, 5, 100])
+    for _ in range(300):
+        agg.insert(int("1000"))  # a new int object each time
+    assert len(agg._pos) - agg._head == 1 and agg.answers() == [1000] * 3
+    agg = SlickDequeNonInv(Max(), [1, 2])
+    agg.insert(-0.0)
+    agg.insert(0.0)
+    assert [math.copysign(1, a) for a in agg.answers()] == [1, -1]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -149,6 +149,12 @@ class SlickDequeInv(SlickDeque):
         return self._size
 
 
+def _alike(a: Any, b: Any) -> bool:
+    """Equal partials that no one can tell apart: of one type and one repr (not 0.0 and -0.0,
+    nor ArgMin pairs whose keys differ so)."""
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
 class SlickDequeNonInv(SlickDeque):
     """Alg. 3: a deque of (sequence number, partial) nodes, each dominating the newer ones."""
 
@@ -189,14 +195,16 @@ class SlickDequeNonInv(SlickDeque):
         # if it selects ``new``, the ranges reaching back's node answer ``new``: pop it and
         # try the next; if it selects ``back``, back's fold and so every older node's (the
         # fold before back's node ⊕ back's) is unchanged: stop, even when ``back == new``
-        # (0.0 and -0.0, an ArgMin tie's keys). The printed test, ``back ⊕ new == new``, is
-        # wrong for NaN (never equal) and signed zeros: ``r is new`` decides, ``r == new``
-        # only for a combine that returns neither operand (equal copies).
+        # (0.0 and -0.0, an ArgMin tie's keys) -- unless back is new's twin (:func:`_alike`),
+        # when either answers the same and popping keeps the deque short on ties (a Max of
+        # repeated ints). The printed test, ``back ⊕ new == new``, is wrong for NaN (never
+        # equal) and signed zeros: ``r is new`` decides, ``r == new`` for a combine that
+        # returns neither operand (equal copies).
         combine = self._combine
         while end > head:
             back = val[-1]
             r = combine(back, partial)
-            if r is not partial and (r is back or not r == partial):
+            if r is not partial and (not r == partial or r is back and not _alike(back, partial)):
                 break
             pos.pop()
             val.pop()
