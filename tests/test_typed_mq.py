@@ -27,7 +27,7 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import Untyped
 from mta.counting import CountingMonoid
-from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum,
+from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev, Sum,
                         Variance)
 from mta.windows import Sliding
 
@@ -598,3 +598,187 @@ def test_a_shared_float_sum_stays_typed_across_empty_stretches(monkeypatch) -> N
         typed_groups = {type(g.mq).__name__.startswith("Typed") for g in s.final.groups.values()}
         assert typed_groups == {use}
     assert results[True] == results[False] and len(results[False]) > 200
+
+
+# -- Records (TypedRecordSlideSide, TypedRecordSlickDeque) ---------------------------------
+
+#: the fields a Record twin serves (invertible, each with a twin)
+RECORD_FIELDS = (Count, Sum, Mean, Variance, StdDev)
+RECORD_PAIRS = {"slideside": (typed_mq.TypedRecordSlideSide, InvertibleSlideSide),
+                "slickdeque": (typed_mq.TypedRecordSlickDeque, SlickDequeInv)}
+
+records = st.lists(st.sampled_from(RECORD_FIELDS), min_size=1, max_size=4).map(
+    lambda makes: Record({f"f{k}": make() for k, make in enumerate(makes)}))
+#: one field's partial replaced by something its twin refuses (and the object takes)
+field_refusals = st.sampled_from([2 ** 63, 10 ** 30, 2 ** 40, True, 0.5, -0.0, 1e308])
+record_steps = st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.tuples(numbers, st.none())),
+    st.tuples(st.just("insert"), st.tuples(st.integers(-9, 9), st.none())),
+    st.tuples(st.just("refuse"), st.tuples(st.integers(-9, 9), field_refusals)),
+    st.tuples(st.just("identity"), st.none()),
+    st.tuples(st.just("clear"), st.none()),
+    st.tuples(st.just("query"), st.integers(-1, 70))), max_size=100)
+
+
+def record_partial(monoid: Record, value: Any) -> tuple:
+    """The Record partial of one value (a bool, or a float beyond a Variance field's reach,
+    goes in as each field's raw partial: the object aggregators take them)."""
+    return tuple(partial_of(m, value) if not isinstance(m, Count) else 1 for m in monoid.fields.values())
+
+
+def state(agg: Any) -> dict:
+    """An object aggregator's attributes, lists and tuples item by item, floats by ``hex()``."""
+    def deep(x: Any) -> Any:
+        return [deep(y) for y in x] if isinstance(x, list) else key(x)
+    return {name: deep(value) for name, value in vars(agg).items()}
+
+
+def exact_fields(monoid: Record, partials: list, r: int, answer: tuple) -> None:
+    """The naive fold of the newest ``r`` of ``partials`` (all since clear), field by field,
+    where it is exact: Count, Sum and Mean fields of ints only since clear (the invertible
+    aggregators subtract what they added: ints in any order give the same int)."""
+    for k, m in enumerate(monoid.fields.values()):
+        column = [p[k] for p in partials]
+        ints = [x[0] if isinstance(m, Mean) else x for x in column]
+        if isinstance(m, (Count, Sum, Mean)) and all(type(x) is int for x in ints):
+            assert answer[k] == naive(m, column, r)
+
+
+@pytest.mark.parametrize("final", sorted(RECORD_PAIRS))
+@hsettings(max_examples=150)
+@given(monoid=records, ranges=range_sets(), ops=record_steps)
+def test_record_twins_match_the_object_aggregator(final, monoid, ranges, ops) -> None:
+    """A Record twin against the object aggregator over the Record, step by step: answers,
+    ``query``, ``len`` and the state ``to_object`` hands over, bit for bit; a partial one
+    field refuses raises Untyped with nothing changed, then the twin demotes and goes on
+    equal. Int answers of Count, Sum and Mean fields equal the naive fold too."""
+    cls, obj_cls = RECORD_PAIRS[final]
+    assert typed_mq.twin(final, monoid, ranges) is cls
+    twin, obj = cls(monoid, ranges), obj_cls(monoid, ranges)
+    held: list = []
+    for op, arg in ops:
+        if op in ("insert", "refuse", "identity"):
+            if op == "identity":
+                p = monoid.identity
+            else:
+                p = record_partial(monoid, arg[0])
+                if op == "refuse":
+                    k = arg[0] % len(p)
+                    m = list(monoid.fields.values())[k]
+                    p = p[:k] + (partial_of(m, arg[1]) if not isinstance(m, Count) else arg[1],) + p[k + 1:]
+            obj.insert(p)
+            if type(twin) is cls:
+                before = keys(twin.answers()), len(twin)
+                try:
+                    twin.insert(p)
+                except Untyped:
+                    assert (keys(twin.answers()), len(twin)) == before  # nothing changed
+                    twin = twin.to_object()
+                    assert type(twin) is obj_cls
+                    twin.insert(p)
+            else:
+                twin.insert(p)
+            held.append(p)
+        elif op == "clear":
+            twin.clear()
+            obj.clear()
+            held = []
+        else:
+            assert query_or_error(twin, arg) == query_or_error(obj, arg)
+        same(twin, obj)
+        if type(twin) is cls:
+            # SlickDequeInv's slots: a float Sum's twin holds the int 0 as 0.0, which only
+            # answers that take a float read (TypedSlickDequeInv's docstring)
+            assert {**state(twin.to_object()), "_partials": None} == {**state(obj), "_partials": None}
+        for r, answer in zip(twin.ranges, twin.answers()):
+            exact_fields(monoid, held, min(r, len(twin)), answer)
+
+
+def test_record_twins_are_built_for_invertible_fields_with_twins(monkeypatch) -> None:
+    """The factory gives a Record twin where the object aggregator is InvertibleSlideSide or
+    SlickDequeInv; a Record with a field that is not invertible (OverlaidSlideSide: it
+    combines its scans in the Record's direction and folds as the Record does) or without a
+    twin, a subclass of Record, or another final gets the object aggregator."""
+    monkeypatch.setattr(typed, "USE", True)
+    mixed = Record(n=Count(), s=Sum(), m=Mean())
+    assert type(multi_query_aggregator("slideside", mixed, [2, 5])) is typed_mq.TypedRecordSlideSide
+    assert type(multi_query_aggregator("slickdeque", mixed, [2, 5])) is typed_mq.TypedRecordSlickDeque
+    assert type(multi_query_aggregator("slideside", Record(v=Variance(), d=StdDev()), [3])) \
+        is typed_mq.TypedRecordSlideSide
+    for fields in ({"a": Min(), "f": First(), "g": ArgMin()}, {"v": Variance(), "x": Max()}):
+        assert type(multi_query_aggregator("slideside", Record(fields), [3])) is OverlaidSlideSide
+        with pytest.raises(TypeError, match="invertible"):
+            multi_query_aggregator("slickdeque", Record(fields), [3])
+    assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3])) is InvertibleSlideSide
+
+    class MyRecord(Record):
+        pass
+
+    assert type(multi_query_aggregator("slideside", MyRecord(s=Sum()), [3])) is InvertibleSlideSide
+    assert type(multi_query_aggregator("flatfit", mixed, [3])) is MULTI_QUERY["flatfit"]
+    assert typed_mq.twin("slideside", mixed, [typed_mq.MAX_CAPACITY + 1]) is None
+    with pytest.raises(TypeError):
+        typed_mq.TypedRecordSlideSide(Record(x=Max()), [3])
+
+
+def test_a_record_partial_of_the_wrong_shape_is_untyped_with_nothing_changed() -> None:
+    monoid = Record(n=Count(), s=Sum())
+    for cls in (typed_mq.TypedRecordSlideSide, typed_mq.TypedRecordSlickDeque):
+        twin = cls(monoid, [1, 3])
+        twin.insert((1, 5))
+        for bad in ((1,), (1, 2, 3), [1, 2], 7, (1, "x"), ("x", 2), (1, 2.5)):
+            with pytest.raises(Untyped):
+                twin.insert(bad)
+            assert twin.answers() == [(1, 5), (1, 5)] and len(twin) == 1
+        with pytest.raises(ValueError, match="ranges"):
+            twin.query(4)
+
+
+def test_a_refused_field_after_a_kind_change_leaves_the_other_fields_undecided() -> None:
+    """A float Sum field beside an int Sum field that refuses: the check of the first field
+    (which would turn its int zeros to floats) is undone, so the twin still takes ints."""
+    monoid = Record(a=Sum(), b=Sum())
+    for cls, obj_cls in RECORD_PAIRS.values():
+        twin, obj = cls(monoid, [2, 4]), obj_cls(monoid, [2, 4])
+        for p in ((0, 0), (0, 0)):
+            twin.insert(p)
+            obj.insert(p)
+        with pytest.raises(Untyped):
+            twin.insert((2.5, 2 ** 63))
+        for p in ((3, 4), (5, 6)):
+            twin.insert(p)
+            obj.insert(p)
+            same(twin, obj)
+        assert twin.answers() == [(8, 10), (8, 10)] and all(type(x) is int for a in twin.answers() for x in a)
+
+
+@pytest.mark.parametrize("final", ["slideside", "slickdeque"])
+def test_shared_streams_of_records_stay_typed(monkeypatch, final) -> None:
+    """A Record of Count, Sum and Mean over ints with gaps (the identity for empty partials)
+    keeps its Record twin to the end, with the object aggregators' results; then floats
+    (the shared final re-plans a subtracting group at a float: Rounding) match too."""
+    from test_stream_shared import forced
+
+    monoid = Record(n=Count(), s=Sum(), m=Mean())
+    for floats in (False, True):
+        results = {}
+        for use in (True, False):
+            monkeypatch.setattr(typed, "USE", use)
+            s = Stream(monoid, final="shared", optimizer=forced("pairs", final))
+            s.add("a", Sliding(8, 1))
+            s.add("b", Sliding(20, 2))
+            out = []
+            for t in range(10, 300):
+                if t % 50 < 35:
+                    s.insert(t, (t % 17 - 8) * (0.5 if floats and t > 150 else 1))
+                if t % 5 == 0:
+                    out += s.advance(t)
+            out += s.advance(math.inf)
+            results[use] = [(r.query, r.start, r.end, key(tuple(r.value.values())), r.count) for r in out]
+            kinds_held = {type(g.mq).__name__ for g in s.final.groups.values()}
+            if use and not floats:
+                assert kinds_held == {typed_mq.TypedRecordSlideSide.__name__ if final == "slideside"
+                                      else typed_mq.TypedRecordSlickDeque.__name__}
+            if not use:
+                assert not any(name.startswith("Typed") for name in kinds_held)
+        assert results[True] == results[False] and len(results[False]) > 200

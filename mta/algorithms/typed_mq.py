@@ -23,6 +23,14 @@ follow the monoid's Python in its order of operations. The other typed cores hav
 same functions (``typed._combined_rows``, ``typed_amta._chan``): compiled modules share
 no C functions without ``.pxd`` files, so each holds its own copy.
 
+:class:`TypedRecordSlideSide` and :class:`TypedRecordSlickDeque` serve a
+:class:`~mta.monoid.Record` of ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev``
+fields (invertible: the object aggregators' Alg. 2 and InvertibleSlideSide), one field twin
+per field in lockstep. A Record with another field is not a selection, so ``SlideSide``
+gives it the OverlaidSlideSide, whose scans combine in the Record's direction (not its
+fields') and whose fold between levels is the Record's (a left fold of fewer than four):
+it has no twin.
+
 :func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
 ``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
 
@@ -64,11 +72,12 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM,
                                   VARIANCE, Untyped, wide_op_of)
-from mta.monoid import Monoid
+from mta.monoid import Monoid, Record
 
 COMPILED: bool = cython.compiled
 
-__all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "Untyped", "twin"]
+__all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "TypedRecordSlideSide",
+           "TypedRecordSlickDeque", "Untyped", "twin"]
 
 _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
@@ -393,6 +402,28 @@ class _TypedMQ:
 
     def __len__(self) -> int:
         return self._n
+
+    @cython.ccall
+    def fits(self, partial: object) -> cython.bint:
+        """Whether :meth:`insert` takes ``partial``, nothing changed either way (a Record twin
+        checks every field before any inserts): :meth:`_take`, its state put back. The
+        columns :meth:`_identities_to_float` may fill are unread while the kind stays INT."""
+        kind: cython.int = self._kind
+        kind2: cython.int = self._kind2
+        undecided: cython.bint = self._undecided
+        magnitude: cython.ulonglong = self._magnitude
+        try:
+            self._take(partial, self._outgoing())
+        except Untyped:
+            return False
+        finally:
+            self._kind, self._kind2, self._undecided, self._magnitude = kind, kind2, undecided, magnitude
+        return True
+
+    @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        """The INT slot the next insert overwrites (:meth:`_take`'s ``old``)."""
+        return 0
 
     @cython.cfunc
     @cython.final  # a direct call (not through the vtable)
@@ -778,6 +809,10 @@ class TypedSlideSide(_TypedMQ):
         for k in range(self.capacity + 1):
             self._bd[k] = 0.0
             self._fd[k] = 0.0
+
+    @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        return self._ei[self._pos]
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -1247,6 +1282,10 @@ class TypedSlickDequeInv(_TypedMQ):
                 self._am[k] = 0.0
         self._cur = 0
 
+    @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        return self._ei[self._cur]
+
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
@@ -1636,7 +1675,107 @@ class TypedOverlaidSlideSide(_TypedMQ):
         return twin
 
 
-for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv):
+@cython.cclass
+class _TypedRecordMQ:
+    """A twin for a :class:`~mta.monoid.Record` whose every field is invertible and has a
+    twin (Sum, Count, Mean, Variance, StdDev): one field twin of class ``_field`` per field,
+    in lockstep. The object aggregator over such a Record (invertible: never a selection)
+    combines and inverts field by field in the order it would over each field alone, so
+    each field twin's answers are that field's, and a Record answer is their tuple.
+
+    :meth:`insert` checks every field (:meth:`_TypedMQ.fits`) before any field twin
+    changes: :class:`Untyped`, nothing changed, if one cannot hold its partial (or the
+    partial is not a tuple of the fields' partials); :meth:`to_object` then gives the object
+    aggregator over the Record in this state, its lists the field twins' zipped."""
+
+    monoid = cython.declare(object, visibility="public")
+    ranges = cython.declare(tuple, visibility="public")
+    capacity = cython.declare(cython.Py_ssize_t, visibility="public")
+    _width: cython.Py_ssize_t
+    _twins: list
+    _fits: list  # the field twins' bound methods
+    _inserts: list
+
+    def __init__(self, monoid: Record, ranges: Sequence[int]) -> None:
+        if _record_ops(monoid) is None:
+            raise TypeError(f"{type(self).__name__} does not serve {monoid!r}")
+        field: type = type(self)._field
+        self._twins = [field(m, ranges) for m in monoid.fields.values()]
+        self.monoid = monoid
+        self.ranges = self._twins[0].ranges
+        self.capacity = self._twins[0].capacity
+        self._width = len(self._twins)
+        self._fits = [t.fits for t in self._twins]
+        self._inserts = [t.insert for t in self._twins]
+
+    def insert(self, partial: Any) -> None:
+        if type(partial) is not tuple or len(partial) != self._width:
+            raise Untyped(partial)
+        j: cython.Py_ssize_t
+        # the first field is inserted unchecked: it raises Untyped before it changes anything
+        for j in range(1, self._width):
+            if not self._fits[j](partial[j]):
+                raise Untyped(partial[j])
+        for j in range(self._width):
+            self._inserts[j](partial[j])
+
+    def query(self, r: Any) -> tuple:
+        return tuple([t.query(r) for t in self._twins])
+
+    def answers(self) -> list:
+        return list(zip(*[t.answers() for t in self._twins]))
+
+    def __len__(self) -> int:
+        return len(self._twins[0])
+
+    def clear(self) -> None:
+        for t in self._twins:
+            t.clear()
+
+    def to_object(self) -> MultiQueryAggregator:
+        """The object aggregator over the Record in this state: each field twin's object
+        aggregator gives its lists (zipped into the Record's partials) and positions."""
+        fields = [t.to_object() for t in self._twins]
+        twin = type(fields[0])(self.monoid, self.ranges)
+        for key in type(self)._state:
+            value = getattr(fields[0], key)
+            setattr(twin, key, list(zip(*[getattr(f, key) for f in fields])) if type(value) is list else value)
+        return twin
+
+
+@cython.cclass
+class TypedRecordSlideSide(_TypedRecordMQ):
+    """:class:`~mta.algorithms.slideside.InvertibleSlideSide` over a Record: a
+    :class:`TypedSlideSide` per field."""
+
+    name = "slideside"
+    any_range = True
+    _field = TypedSlideSide
+    _state = ("_elements", "_back", "_front", "_pos", "_count")
+
+
+@cython.cclass
+class TypedRecordSlickDeque(_TypedRecordMQ):
+    """:class:`~mta.algorithms.slickdeque.SlickDequeInv` over a Record: a
+    :class:`TypedSlickDequeInv` per field."""
+
+    name = "slickdeque"
+    any_range = False
+    _field = TypedSlickDequeInv
+    _state = ("_partials", "_answers", "_cur", "_size")
+
+
+def _record_ops(monoid: Monoid) -> list | None:
+    """The ops of a Record's fields when each is invertible with a twin (exact type: a
+    subclass of Record may combine otherwise), else None."""
+    if type(monoid) is not Record:
+        return None
+    ops = [wide_op_of(m) for m in monoid.fields.values()]
+    return ops if all(op == SUM or op == MEAN or op == VARIANCE for op in ops) else None
+
+
+for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv, TypedRecordSlideSide,
+             TypedRecordSlickDeque):
     MultiQueryAggregator.register(_cls)
 
 #: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
@@ -1650,6 +1789,8 @@ _TWINS: dict[tuple[str, int], type] = {
     **{("slickdeque", op): TypedSlickDeque for op in (FIRST, LAST, ARGMIN, ARGMAX)},
 }
 
+#: MULTI_QUERY name -> the twin for a Record of invertible fields with twins (:func:`_record_ops`)
+_RECORD_TWINS: dict[str, type] = {"slideside": TypedRecordSlideSide, "slickdeque": TypedRecordSlickDeque}
 
 #: The largest range a twin serves: it allocates its columns for the largest range up front,
 #: where the object aggregators grow with what they hold.
@@ -1660,11 +1801,16 @@ def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
     """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
     (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
     then refuses them, or grows as it fills)."""
-    op = wide_op_of(monoid)
-    if op is None or (name, op) not in _TWINS:
+    cls: Any
+    if _record_ops(monoid) is not None:
+        cls = _RECORD_TWINS.get(name)
+    else:
+        op = wide_op_of(monoid)
+        cls = _TWINS.get((name, op)) if op is not None else None
+    if cls is None:
         return None
     try:
         fits = max(check_ranges(ranges)) <= MAX_CAPACITY
     except (TypeError, ValueError):
         return None
-    return _TWINS[(name, op)] if fits else None
+    return cls if fits else None
