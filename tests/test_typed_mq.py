@@ -696,19 +696,22 @@ def test_record_twins_match_the_object_aggregator(final, monoid, ranges, ops) ->
 
 def test_record_twins_are_built_for_invertible_fields_with_twins(monkeypatch) -> None:
     """The factory gives a Record twin where the object aggregator is InvertibleSlideSide or
-    SlickDequeInv; a Record with a field that is not invertible (OverlaidSlideSide: it
-    combines its scans in the Record's direction and folds as the Record does) or without a
-    twin, a subclass of Record, or another final gets the object aggregator."""
+    SlickDequeInv, or OverlaidSlideSide with every field served by its twin; a Record with a
+    field without such a twin, a subclass of Record, or another final gets the object
+    aggregator."""
     monkeypatch.setattr(typed, "USE", True)
     mixed = Record(n=Count(), s=Sum(), m=Mean())
     assert type(multi_query_aggregator("slideside", mixed, [2, 5])) is typed_mq.TypedRecordSlideSide
     assert type(multi_query_aggregator("slickdeque", mixed, [2, 5])) is typed_mq.TypedRecordSlickDeque
     assert type(multi_query_aggregator("slideside", Record(v=Variance(), d=StdDev()), [3])) \
         is typed_mq.TypedRecordSlideSide
-    for fields in ({"a": Min(), "f": First(), "g": ArgMin()}, {"v": Variance(), "x": Max()}):
+    selections = Record(a=Min(), f=First(), g=ArgMin())
+    assert type(multi_query_aggregator("slideside", selections, [3])) is typed_mq.TypedRecordOverlaidSlideSide
+    for fields in ({"v": Variance(), "x": Max()}, {"s": Sum(), "x": Min()}):  # no OverlaidSlideSide twin for v, s
         assert type(multi_query_aggregator("slideside", Record(fields), [3])) is OverlaidSlideSide
+    for monoid in (selections, Record(v=Variance(), x=Max())):
         with pytest.raises(TypeError, match="invertible"):
-            multi_query_aggregator("slickdeque", Record(fields), [3])
+            multi_query_aggregator("slickdeque", monoid, [3])
     assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3])) is InvertibleSlideSide
 
     class MyRecord(Record):
@@ -782,3 +785,71 @@ def test_shared_streams_of_records_stay_typed(monkeypatch, final) -> None:
             if not use:
                 assert not any(name.startswith("Typed") for name in kinds_held)
         assert results[True] == results[False] and len(results[False]) > 200
+
+
+#: the fields an OverlaidSlideSide Record twin serves
+OVERLAID_FIELDS = (Min, Max, MinCount, MaxCount, First, Last, ArgMin, ArgMax)
+overlaid_records = st.lists(st.sampled_from(OVERLAID_FIELDS), min_size=1, max_size=4).map(
+    lambda makes: Record({f"f{k}": make() for k, make in enumerate(makes)}))
+overlaid_steps = st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.tuples(numbers, auxes)),
+    st.tuples(st.just("insert"), st.tuples(st.sampled_from([0.0, -0.0, 1.0, 2.0, 0, 1]),
+                                           st.sampled_from(["id", 0, 1, 2, 0.0, -0.0]))),
+    st.tuples(st.just("clear"), st.none()),
+    st.tuples(st.just("query"), st.integers(-1, 70))), max_size=100)
+
+
+@hsettings(max_examples=200)
+@given(monoid=overlaid_records, ranges=range_sets(), ops=overlaid_steps)
+def test_overlaid_record_twins_match_the_object_aggregator(monoid, ranges, ops) -> None:
+    """A Record of the selections and MinCount/MaxCount against the object OverlaidSlideSide
+    over it, step by step (signed zeros tie: the scans combine in the Record's direction,
+    older first unless every field is commutative; any range 1..capacity, between the
+    levels too: the Record's fold), bit for bit, and ``to_object``'s state; a partial a
+    field refuses raises Untyped with nothing changed, then the twin demotes. Answers of
+    partials the fields' lifts make equal the naive fold (``==``: zeros' signs aside)."""
+    cls = typed_mq.TypedRecordOverlaidSlideSide
+    assert typed_mq.twin("slideside", monoid, ranges) is cls
+    twin, obj = cls(monoid, ranges), OverlaidSlideSide(monoid, ranges)
+    held: list = []
+    for op, arg in ops:
+        if op == "insert":
+            p = tuple(partial_of(m, arg[0], arg[1]) for m in monoid.fields.values())
+            obj.insert(p)
+            if type(twin) is cls:
+                before = keys(twin.answers()), len(twin)
+                try:
+                    twin.insert(p)
+                except Untyped:
+                    assert (keys(twin.answers()), len(twin)) == before  # nothing changed
+                    twin = twin.to_object()
+                    assert type(twin) is OverlaidSlideSide
+                    twin.insert(p)
+            else:
+                twin.insert(p)
+            held = (held + [p])[-twin.capacity:]
+        elif op == "clear":
+            twin.clear()
+            obj.clear()
+            held = []
+        else:
+            assert query_or_error(twin, arg) == query_or_error(obj, arg)
+            if 0 < arg <= twin.capacity and all(lawful(m, p[k]) for p in held
+                                                for k, m in enumerate(monoid.fields.values())):
+                assert twin.query(arg) == naive(monoid, held, min(arg, len(held)))
+        same(twin, obj)
+        if type(twin) is cls:
+            assert state(twin.to_object()) == state(obj)
+
+
+def test_overlaid_record_scans_keep_the_older_of_signed_zeros() -> None:
+    """Min beside First (not commutative): SlideSide's scans combine older first, so a tie
+    of 0.0 and -0.0 keeps the older, where the Min twin alone keeps the newer."""
+    monoid = Record(m=Min(), f=First())
+    twin, obj = typed_mq.TypedRecordOverlaidSlideSide(monoid, [3, 5]), OverlaidSlideSide(monoid, [3, 5])
+    for v in (1.0, 0.0, -0.0, 0.0, -0.0, 5.0, 6.0, 0.0, -0.0):
+        twin.insert((v, v))
+        obj.insert((v, v))
+        same(twin, obj)
+        for r in range(1, 6):
+            assert key(twin.query(r)) == key(obj.query(r))

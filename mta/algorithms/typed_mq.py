@@ -26,10 +26,12 @@ no C functions without ``.pxd`` files, so each holds its own copy.
 :class:`TypedRecordSlideSide` and :class:`TypedRecordSlickDeque` serve a
 :class:`~mta.monoid.Record` of ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev``
 fields (invertible: the object aggregators' Alg. 2 and InvertibleSlideSide), one field twin
-per field in lockstep. A Record with another field is not a selection, so ``SlideSide``
-gives it the OverlaidSlideSide, whose scans combine in the Record's direction (not its
-fields') and whose fold between levels is the Record's (a left fold of fewer than four):
-it has no twin.
+per field in lockstep. A Record with another field is not invertible, nor ever a
+selection: ``SlideSide`` gives it the OverlaidSlideSide, whose scans combine in the
+Record's direction (not its fields'), and :class:`TypedRecordOverlaidSlideSide` serves it
+when every field has an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount, First, Last,
+ArgMin, ArgMax); SlickDeque refuses it. (The Record's fold between levels, a left fold of
+fewer than four, picks what the fields' folds pick: the oldest of equal Min values.)
 
 :func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
 ``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
@@ -77,7 +79,7 @@ from mta.monoid import Monoid, Record
 COMPILED: bool = cython.compiled
 
 __all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "TypedRecordSlideSide",
-           "TypedRecordSlickDeque", "Untyped", "twin"]
+           "TypedRecordSlickDeque", "TypedRecordOverlaidSlideSide", "Untyped", "twin"]
 
 _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
@@ -424,6 +426,12 @@ class _TypedMQ:
     def _outgoing(self) -> cython.longlong:
         """The INT slot the next insert overwrites (:meth:`_take`'s ``old``)."""
         return 0
+
+    @cython.cfunc
+    def _directed(self, commutative: cython.bint) -> cython.void:
+        """A Record twin's field twin: SlideSide's scans combine in the Record's direction
+        (``commutative``: all its fields are), not the field's."""
+        self._commutative = commutative
 
     @cython.cfunc
     @cython.final  # a direct call (not through the vtable)
@@ -1518,6 +1526,24 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
+    def _scan_older_first(self, off: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
+        """:meth:`_scan` of Min or Max rows as ``combine(older, acc)`` (ties keep the older:
+        -0.0 against 0.0), as SlideSide scans for a monoid that is not commutative."""
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for m in range(1, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            if self._kind == _FLOAT:
+                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._ed[e], self._sd[off + m - 1])
+            else:
+                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._ei[e], self._si[off + m - 1])
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _scan(self, j: cython.Py_ssize_t) -> cython.void:
         """Scan ``j``: ``[identity, newest, newest two, ...]`` over the newest
         ``min(top[j], count)``, accumulated from the newest (``combine(acc, older)``)."""
@@ -1529,6 +1555,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._slen[j] = k + 1
         if self._wide:
             self._scan_wide(j, k)
+            return
+        if not self._commutative:  # a Min or Max field of a Record that is not commutative
+            self._scan_older_first(off, k)
             return
         for m in range(1, k + 1):
             e = self._pos - m
@@ -1697,10 +1726,13 @@ class _TypedRecordMQ:
     _inserts: list
 
     def __init__(self, monoid: Record, ranges: Sequence[int]) -> None:
-        if _record_ops(monoid) is None:
+        if _record_twin(type(self).name, monoid) is not type(self):
             raise TypeError(f"{type(self).__name__} does not serve {monoid!r}")
         field: type = type(self)._field
         self._twins = [field(m, ranges) for m in monoid.fields.values()]
+        t: _TypedMQ
+        for t in self._twins:
+            t._directed(monoid.commutative)
         self.monoid = monoid
         self.ranges = self._twins[0].ranges
         self.capacity = self._twins[0].capacity
@@ -1734,12 +1766,25 @@ class _TypedRecordMQ:
 
     def to_object(self) -> MultiQueryAggregator:
         """The object aggregator over the Record in this state: each field twin's object
-        aggregator gives its lists (zipped into the Record's partials) and positions."""
+        aggregator gives its lists of partials (zipped into the Record's), lists of such
+        lists (SlideSide's scans: one Record list per list of the first field's, shared as
+        they are) and counts and positions (the first field's)."""
         fields = [t.to_object() for t in self._twins]
         twin = type(fields[0])(self.monoid, self.ranges)
-        for key in type(self)._state:
-            value = getattr(fields[0], key)
-            setattr(twin, key, list(zip(*[getattr(f, key) for f in fields])) if type(value) is list else value)
+        for key, how in type(self)._state:
+            columns = [getattr(f, key) for f in fields]
+            if how == "zip":
+                value = list(zip(*columns))
+            elif how == "nested":
+                made: dict = {}
+                value = []
+                for k, first in enumerate(columns[0]):
+                    if id(first) not in made:
+                        made[id(first)] = list(zip(*[column[k] for column in columns]))
+                    value.append(made[id(first)])
+            else:
+                value = columns[0]
+            setattr(twin, key, value)
         return twin
 
 
@@ -1751,7 +1796,7 @@ class TypedRecordSlideSide(_TypedRecordMQ):
     name = "slideside"
     any_range = True
     _field = TypedSlideSide
-    _state = ("_elements", "_back", "_front", "_pos", "_count")
+    _state = (("_elements", "zip"), ("_back", "zip"), ("_front", "zip"), ("_pos", "copy"), ("_count", "copy"))
 
 
 @cython.cclass
@@ -1762,20 +1807,44 @@ class TypedRecordSlickDeque(_TypedRecordMQ):
     name = "slickdeque"
     any_range = False
     _field = TypedSlickDequeInv
-    _state = ("_partials", "_answers", "_cur", "_size")
+    _state = (("_partials", "zip"), ("_answers", "zip"), ("_cur", "copy"), ("_size", "copy"))
 
 
-def _record_ops(monoid: Monoid) -> list | None:
-    """The ops of a Record's fields when each is invertible with a twin (exact type: a
-    subclass of Record may combine otherwise), else None."""
+@cython.cclass
+class TypedRecordOverlaidSlideSide(_TypedRecordMQ):
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over a Record: a
+    :class:`TypedOverlaidSlideSide` per field, its scans combining in the Record's direction."""
+
+    name = "slideside"
+    any_range = True
+    _field = TypedOverlaidSlideSide
+    _state = (("_bs", "copy"), ("_backs", "zip"), ("_scans", "nested"), ("_elements", "zip"), ("_pos", "copy"),
+              ("_count", "copy"))
+
+
+_INVERTIBLE_OPS = frozenset((SUM, MEAN, VARIANCE))
+_OVERLAID_OPS = frozenset((MIN, MAX, MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX))
+
+
+def _record_twin(name: str, monoid: Monoid) -> type | None:
+    """The Record twin of ``MULTI_QUERY[name](monoid, ...)`` for a Record (exact type: a
+    subclass may combine otherwise), or None. The object aggregator a Record gets: Alg. 2 or
+    InvertibleSlideSide when every field is invertible (Sum, Count, Mean, Variance, StdDev
+    have twins), OverlaidSlideSide otherwise (a Record is never a selection), whose twin
+    needs every field to have an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount,
+    First, Last, ArgMin, ArgMax: not Sum beside Min, nor Variance beside Max)."""
     if type(monoid) is not Record:
         return None
-    ops = [wide_op_of(m) for m in monoid.fields.values()]
-    return ops if all(op == SUM or op == MEAN or op == VARIANCE for op in ops) else None
+    ops = {wide_op_of(m) for m in monoid.fields.values()}
+    if ops <= _INVERTIBLE_OPS:
+        return _RECORD_TWINS.get(name)
+    if ops <= _OVERLAID_OPS and name == "slideside":
+        return TypedRecordOverlaidSlideSide
+    return None
 
 
 for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv, TypedRecordSlideSide,
-             TypedRecordSlickDeque):
+             TypedRecordSlickDeque, TypedRecordOverlaidSlideSide):
     MultiQueryAggregator.register(_cls)
 
 #: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
@@ -1789,7 +1858,7 @@ _TWINS: dict[tuple[str, int], type] = {
     **{("slickdeque", op): TypedSlickDeque for op in (FIRST, LAST, ARGMIN, ARGMAX)},
 }
 
-#: MULTI_QUERY name -> the twin for a Record of invertible fields with twins (:func:`_record_ops`)
+#: MULTI_QUERY name -> the twin for a Record of invertible fields with twins (:func:`_record_twin`)
 _RECORD_TWINS: dict[str, type] = {"slideside": TypedRecordSlideSide, "slickdeque": TypedRecordSlickDeque}
 
 #: The largest range a twin serves: it allocates its columns for the largest range up front,
@@ -1802,8 +1871,8 @@ def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
     (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
     then refuses them, or grows as it fills)."""
     cls: Any
-    if _record_ops(monoid) is not None:
-        cls = _RECORD_TWINS.get(name)
+    if type(monoid) is Record:
+        cls = _record_twin(name, monoid)
     else:
         op = wide_op_of(monoid)
         cls = _TWINS.get((name, op)) if op is not None else None
