@@ -755,14 +755,17 @@ def test_a_refused_field_after_a_kind_change_leaves_the_other_fields_undecided()
         assert twin.answers() == [(8, 10), (8, 10)] and all(type(x) is int for a in twin.answers() for x in a)
 
 
-@pytest.mark.parametrize("final", ["slideside", "slickdeque"])
-def test_shared_streams_of_records_stay_typed(monkeypatch, final) -> None:
-    """A Record of Count, Sum and Mean over ints with gaps (the identity for empty partials)
-    keeps its Record twin to the end, with the object aggregators' results; then floats
-    (the shared final re-plans a subtracting group at a float: Rounding) match too."""
+@pytest.mark.parametrize("final,fields,twin", [
+    ("slideside", "nsm", typed_mq.TypedRecordSlideSide), ("slickdeque", "nsm", typed_mq.TypedRecordSlickDeque),
+    ("slideside", "mfx", typed_mq.TypedRecordOverlaidSlideSide)])
+def test_shared_streams_of_records_stay_typed(monkeypatch, final, fields, twin) -> None:
+    """A Record of Count, Sum and Mean (or of Min, First and Max) over ints with gaps (the
+    identity for empty partials) keeps its Record twin to the end, with the object
+    aggregators' results; then floats (the shared final re-plans a subtracting group at a
+    float: Rounding; the selections' twins demote) match too."""
     from test_stream_shared import forced
 
-    monoid = Record(n=Count(), s=Sum(), m=Mean())
+    monoid = Record(n=Count(), s=Sum(), m=Mean()) if fields == "nsm" else Record(m=Min(), f=First(), x=Max())
     for floats in (False, True):
         results = {}
         for use in (True, False):
@@ -780,8 +783,7 @@ def test_shared_streams_of_records_stay_typed(monkeypatch, final) -> None:
             results[use] = [(r.query, r.start, r.end, key(tuple(r.value.values())), r.count) for r in out]
             kinds_held = {type(g.mq).__name__ for g in s.final.groups.values()}
             if use and not floats:
-                assert kinds_held == {typed_mq.TypedRecordSlideSide.__name__ if final == "slideside"
-                                      else typed_mq.TypedRecordSlickDeque.__name__}
+                assert kinds_held == {twin.__name__}
             if not use:
                 assert not any(name.startswith("Typed") for name in kinds_held)
         assert results[True] == results[False] and len(results[False]) > 200
