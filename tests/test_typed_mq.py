@@ -212,14 +212,19 @@ def run_steps(pair: str, make: type, ranges: list, ops: list, mixed: bool) -> No
                 held = held + [p] if lawful(monoid, p) and not nan else None
             if not demoted:
                 before = keys(twin.answers())
+                fits = twin.fits(p)  # the Record twins' check: changes nothing, says what insert does
+                assert keys(twin.answers()) == before
                 try:
                     twin.insert(p)
                 except Untyped:
+                    assert not fits
                     assert keys(twin.answers()) == before  # nothing changed
                     twin = twin.to_object()
                     assert type(twin) is obj_cls
                     demoted = True
                     twin.insert(p)
+                else:
+                    assert fits
             else:
                 twin.insert(p)
             obj.insert(p)

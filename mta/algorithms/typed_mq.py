@@ -1722,8 +1722,7 @@ class _TypedRecordMQ:
     capacity = cython.declare(cython.Py_ssize_t, visibility="public")
     _width: cython.Py_ssize_t
     _twins: list
-    _fits: list  # the field twins' bound methods
-    _inserts: list
+    _inserts: list  # the field twins' bound methods
 
     def __init__(self, monoid: Record, ranges: Sequence[int]) -> None:
         if _record_twin(type(self).name, monoid) is not type(self):
@@ -1737,16 +1736,17 @@ class _TypedRecordMQ:
         self.ranges = self._twins[0].ranges
         self.capacity = self._twins[0].capacity
         self._width = len(self._twins)
-        self._fits = [t.fits for t in self._twins]
         self._inserts = [t.insert for t in self._twins]
 
     def insert(self, partial: Any) -> None:
         if type(partial) is not tuple or len(partial) != self._width:
             raise Untyped(partial)
         j: cython.Py_ssize_t
+        t: _TypedMQ
         # the first field is inserted unchecked: it raises Untyped before it changes anything
         for j in range(1, self._width):
-            if not self._fits[j](partial[j]):
+            t = self._twins[j]
+            if not t.fits(partial[j]):
                 raise Untyped(partial[j])
         for j in range(self._width):
             self._inserts[j](partial[j])
