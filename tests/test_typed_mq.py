@@ -743,21 +743,22 @@ def test_a_record_partial_of_the_wrong_shape_is_untyped_with_nothing_changed() -
 
 
 def test_a_refused_field_after_a_kind_change_leaves_the_other_fields_undecided() -> None:
-    """A float Sum field beside an int Sum field that refuses: the check of the first field
-    (which would turn its int zeros to floats) is undone, so the twin still takes ints."""
-    monoid = Record(a=Sum(), b=Sum())
+    """A float in a Sum field of int zeros (whose check turns its twin to floats) beside a
+    later field that refuses: the check is undone, so the twin still takes ints there."""
+    monoid = Record(a=Sum(), b=Sum(), c=Sum())
     for cls, obj_cls in RECORD_PAIRS.values():
         twin, obj = cls(monoid, [2, 4]), obj_cls(monoid, [2, 4])
-        for p in ((0, 0), (0, 0)):
+        for p in ((0, 0, 0), (0, 0, 0)):
             twin.insert(p)
             obj.insert(p)
         with pytest.raises(Untyped):
-            twin.insert((2.5, 2 ** 63))
-        for p in ((3, 4), (5, 6)):
-            twin.insert(p)
+            twin.insert((1, 2.5, 2 ** 63))
+        for p in ((3, 4, 5), (5, 6, 7)):
+            twin.insert(p)  # Untyped if b's twin had kept the FLOAT kind of its check
             obj.insert(p)
             same(twin, obj)
-        assert twin.answers() == [(8, 10), (8, 10)] and all(type(x) is int for a in twin.answers() for x in a)
+        assert twin.answers() == [(8, 10, 12), (8, 10, 12)]
+        assert all(type(x) is int for a in twin.answers() for x in a)
 
 
 @pytest.mark.parametrize("final,fields,twin", [
