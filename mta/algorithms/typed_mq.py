@@ -1706,11 +1706,12 @@ class TypedOverlaidSlideSide(_TypedMQ):
 
 @cython.cclass
 class _TypedRecordMQ:
-    """A twin for a :class:`~mta.monoid.Record` whose every field is invertible and has a
-    twin (Sum, Count, Mean, Variance, StdDev): one field twin of class ``_field`` per field,
-    in lockstep. The object aggregator over such a Record (invertible: never a selection)
-    combines and inverts field by field in the order it would over each field alone, so
-    each field twin's answers are that field's, and a Record answer is their tuple.
+    """A twin for a :class:`~mta.monoid.Record` (:func:`_record_twin`): one field twin of
+    class ``_field`` per field, in lockstep. The object aggregator over the Record combines
+    (and inverts) field by field, in the order it would over each field alone but for
+    OverlaidSlideSide's scans, which combine in the Record's direction (the field twins are
+    told it: :meth:`_TypedMQ._directed`), so each field twin's answers are that field's,
+    and a Record answer is their tuple.
 
     :meth:`insert` checks every field (:meth:`_TypedMQ.fits`) before any field twin
     changes: :class:`Untyped`, nothing changed, if one cannot hold its partial (or the
