@@ -16,7 +16,8 @@ the timed steps are that lap, twice over, and the faster pass counts.
 A second part (``--part monoids``) times the typed twins against their object aggregators
 for the other monoids they serve (MinCount/MaxCount, First/Last, ArgMin/ArgMax,
 Variance/StdDev: the workload's ints as their partials, ArgMin's keyed by position,
-StdDev's halved into floats), the same way.
+StdDev's halved into floats; Records of Count, Sum and Mean, of Sum and Variance, and of
+Min, First and ArgMin), the same way (``--monoids`` picks some of them by name).
 
     python -m benchmarks.multi_query            # full: ~6 minutes
     python -m benchmarks.multi_query --quick    # smoke run, seconds
@@ -31,7 +32,8 @@ from typing import Any, Callable
 from benchmarks.common import Run, gc_paused, num, parser, ratio
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, typed_mq
 from mta.counting import CountingMonoid
-from mta.monoid import ArgMax, ArgMin, First, Last, MaxCount, Min, MinCount, Monoid, StdDev, Sum, Variance
+from mta.monoid import (ArgMax, ArgMin, Count, First, Last, MaxCount, Mean, Min, MinCount, Monoid, Record, StdDev,
+                        Sum, Variance)
 
 #: figure -> (aggregation, monoid, replicated baseline)
 FIGURES: dict[str, tuple[str, Callable[[], Monoid], str]] = {
@@ -58,6 +60,10 @@ MONOIDS: dict[str, tuple[Callable[[], Monoid], Callable[[int, int], Any]]] = {
     "ArgMax": (ArgMax, lambda i, v: (v, i)),
     "Variance": (Variance, lambda i, v: (1, v, 0)),
     "StdDev": (StdDev, lambda i, v: (1, v * 0.5, 0)),
+    # Records of invertible fields (the twins run one field twin per field in lockstep)
+    "Record(Count, Sum, Mean)": (lambda: Record(n=Count(), s=Sum(), m=Mean()), lambda i, v: (1, v, (v, 1))),
+    "Record(Sum, Variance)": (lambda: Record(s=Sum(), v=Variance()), lambda i, v: (v, (1, v, 0))),
+    "Record(Min, First, ArgMin)": (lambda: Record(m=Min(), f=First(), a=ArgMin()), lambda i, v: (v, v, (v, i))),
 }
 
 
@@ -197,13 +203,14 @@ def figure(run: Run, fig: str, queries: list[int], max_range: int, steps: int, r
 
 
 def more_monoids(run: Run, queries: list[int], max_range: int, steps: int, rounds: int, laps: int,
-                 seed: int) -> dict[str, Any]:
+                 seed: int, labels: list[str]) -> dict[str, Any]:
     """The second part: per monoid of :data:`MONOIDS` and query count, each twin against its
     object aggregator (steps/s and the ratio), alternated within rounds, answers checked
     (pair by pair: SlideSide's and SlickDeque's Variance floats differ in their last bits)."""
     out: dict[str, Any] = {}
     rows = []
-    for label, (make, shape) in MONOIDS.items():
+    for label in labels:
+        make, shape = MONOIDS[label]
         multi = [n for n in MULTI[:2] if typed_mq.twin(n, make(), [1])]
         out[label] = []
         for q in queries:
@@ -227,7 +234,8 @@ def more_monoids(run: Run, queries: list[int], max_range: int, steps: int, round
     run.table(f"The typed twins ({_HOW}) against their object aggregators: more monoids, ranges uniform in "
               f"[1, {max_range:,}], slide 1, {steps:,} steps", headers, rows,
               "Same process, same stream, alternated within rounds; answers checked equal every round. "
-              "SlickDeque serves no MinCount / MaxCount (neither invertible nor a selection).")
+              "SlickDeque serves no MinCount / MaxCount, nor a Record of selections (neither invertible nor "
+              "a selection).")
     return out
 
 
@@ -237,7 +245,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seed", type=int, default=2020)
     p.add_argument("--part", choices=["all", "figures", "monoids"], default="all",
                    help="Fig. 3a/3b, the twins on more monoids, or both (default)")
+    p.add_argument("--monoids", default=None,
+                   help=f"semicolon-separated monoids of the second part (default all: {'; '.join(MONOIDS)})")
     args = p.parse_args(argv)
+    labels = list(MONOIDS) if args.monoids is None else [m.strip() for m in args.monoids.split(";")]
+    unknown = [m for m in labels if m not in MONOIDS]
+    if unknown:
+        p.error(f"unknown monoid {unknown[0]!r} (choose from: {'; '.join(MONOIDS)})")
     if args.quick:
         queries, max_range, steps, rounds, laps = [1, 5, 17], 256, 512, 2, 1
     else:
@@ -245,13 +259,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.queries:
         queries = [int(q) for q in args.queries.split(",")]
     params = {"queries": queries, "max_range": max_range, "steps": steps, "rounds": rounds, "laps": laps,
-              "seed": args.seed}
+              "seed": args.seed, "monoids": labels}
     run = Run("multi_query", args, params)
     figures = {fig: figure(run, fig, queries, max_range, steps, rounds, laps, args.seed) for fig in FIGURES
                if args.part != "monoids"}
     run.data["figures"] = figures
     if args.part != "figures":
-        run.data["monoids"] = more_monoids(run, [queries[0], queries[-1]], max_range, steps, rounds, laps, args.seed)
+        run.data["monoids"] = more_monoids(run, [queries[0], queries[-1]], max_range, steps, rounds, laps, args.seed,
+                                           labels)
     csv_rows = [[fig, entry["queries"], name, c["steps_per_s"], c["ratio_vs_baseline"], c["combines_per_step"]]
                 for fig, data in figures.items() for entry in data["results"]
                 for name, c in entry["competitors"].items()]

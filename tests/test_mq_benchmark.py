@@ -28,11 +28,15 @@ def test_multi_query_quick(tmp_path):
         assert last["slideside"]["combines_per_step"] < last[fig["baseline"]]["combines_per_step"]
     # the second part: every twin against its object aggregator on the other monoids
     monoids = data["monoids"]
-    assert set(monoids) == {"MinCount", "MaxCount", "First", "Last", "ArgMin", "ArgMax", "Variance", "StdDev"}
+    assert set(monoids) == {"MinCount", "MaxCount", "First", "Last", "ArgMin", "ArgMax", "Variance", "StdDev",
+                            "Record(Count, Sum, Mean)", "Record(Sum, Variance)", "Record(Min, First, ArgMin)"}
     for label, points in monoids.items():
         assert [p["queries"] for p in points] == [data["params"]["queries"][0], data["params"]["queries"][-1]]
         for p in points:
-            expected = {"slideside:typed", "slideside"} | (set() if "Count" in label else {"slickdeque:typed", "slickdeque"})
+            no_slickdeque = label in ("MinCount", "MaxCount", "Record(Min, First, ArgMin)")
+            expected = {"slideside:typed", "slideside"}
+            if not no_slickdeque:
+                expected |= {"slickdeque:typed", "slickdeque"}
             assert set(p["competitors"]) == expected
             assert all(c["checked"] and c["steps_per_s"] > 0 for c in p["competitors"].values())
     markdown = (tmp_path / "multi_query_quick.md").read_text()

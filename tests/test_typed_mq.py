@@ -27,8 +27,8 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import Untyped
 from mta.counting import CountingMonoid
-from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, StdDev, Sum,
-                        Variance)
+from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev,
+                        Sum, Variance)
 from mta.windows import Sliding
 
 #: twin, the object class it mirrors, the monoids it serves
@@ -237,14 +237,19 @@ def run_steps(pair: str, make: type, ranges: list, ops: list, mixed: bool) -> No
                 held = held + [p] if lawful(monoid, p) else None
             if not demoted:
                 before = keys(twin.answers())
+                fits = twin.fits(p)  # the Record twins' check: changes nothing, says what insert does
+                assert keys(twin.answers()) == before
                 try:
                     twin.insert(p)
                 except Untyped:
+                    assert not fits
                     assert keys(twin.answers()) == before  # nothing changed
                     twin = twin.to_object()
                     assert type(twin) is obj_cls
                     demoted = True
                     twin.insert(p)
+                else:
+                    assert fits
             else:
                 twin.insert(p)
             obj.insert(p)
@@ -626,3 +631,273 @@ def test_a_shared_float_sum_stays_typed_across_empty_stretches(monkeypatch) -> N
         typed_groups = {type(g.mq).__name__.startswith("Typed") for g in s.final.groups.values()}
         assert typed_groups == {use}
     assert results[True] == results[False] and len(results[False]) > 200
+
+
+# -- Records (TypedRecordSlideSide, TypedRecordSlickDeque) ---------------------------------
+
+#: the fields a Record twin serves (invertible, each with a twin)
+RECORD_FIELDS = (Count, Sum, Mean, Variance, StdDev)
+RECORD_PAIRS = {"slideside": (typed_mq.TypedRecordSlideSide, InvertibleSlideSide),
+                "slickdeque": (typed_mq.TypedRecordSlickDeque, SlickDequeInv)}
+
+records = st.lists(st.sampled_from(RECORD_FIELDS), min_size=1, max_size=4).map(
+    lambda makes: Record({f"f{k}": make() for k, make in enumerate(makes)}))
+#: one field's partial replaced by something its twin refuses (and the object takes)
+field_refusals = st.sampled_from([2 ** 63, 10 ** 30, 2 ** 40, True, 0.5, -0.0, 1e308])
+record_steps = st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.tuples(numbers, st.none())),
+    st.tuples(st.just("insert"), st.tuples(st.integers(-9, 9), st.none())),
+    st.tuples(st.just("refuse"), st.tuples(st.integers(-9, 9), field_refusals)),
+    st.tuples(st.just("late"), st.tuples(st.integers(-9, 9), field_refusals)),
+    st.tuples(st.just("identity"), st.none()),
+    st.tuples(st.just("clear"), st.none()),
+    st.tuples(st.just("query"), st.integers(-1, 70))), max_size=100)
+
+
+def record_partial(monoid: Record, value: Any) -> tuple:
+    """The Record partial of one value (a bool, or a float beyond a Variance field's reach,
+    goes in as each field's raw partial: the object aggregators take them)."""
+    return tuple(partial_of(m, value) if not isinstance(m, Count) else 1 for m in monoid.fields.values())
+
+
+def state(agg: Any) -> dict:
+    """An object aggregator's attributes, lists and tuples item by item, floats by ``hex()``."""
+    def deep(x: Any) -> Any:
+        return [deep(y) for y in x] if isinstance(x, list) else key(x)
+    return {name: deep(value) for name, value in vars(agg).items()}
+
+
+def loose_state(agg: Any) -> dict:
+    """:func:`state` but SlickDequeInv's slots: a float Sum's twin holds the int 0 there as
+    0.0, which only answers that take a float read (TypedSlickDequeInv's docstring)."""
+    return {**state(agg), "_partials": None}
+
+
+def exact_fields(monoid: Record, partials: list, r: int, answer: tuple) -> None:
+    """The naive fold of the newest ``r`` of ``partials`` (all since clear), field by field,
+    where it is exact: Count, Sum and Mean fields of ints only since clear (the invertible
+    aggregators subtract what they added: ints in any order give the same int)."""
+    for k, m in enumerate(monoid.fields.values()):
+        column = [p[k] for p in partials]
+        ints = [x[0] if isinstance(m, Mean) else x for x in column]
+        if isinstance(m, (Count, Sum, Mean)) and all(type(x) is int for x in ints):
+            assert answer[k] == naive(m, column, r)
+
+
+@pytest.mark.parametrize("final", sorted(RECORD_PAIRS))
+@hsettings(max_examples=150)
+@given(monoid=records, ranges=range_sets(), ops=record_steps)
+def test_record_twins_match_the_object_aggregator(final, monoid, ranges, ops) -> None:
+    """A Record twin against the object aggregator over the Record, step by step: answers,
+    ``query``, ``len`` and the state ``to_object`` hands over, bit for bit; a partial one
+    field refuses raises Untyped with nothing changed, then the twin demotes and goes on
+    equal. Int answers of Count, Sum and Mean fields equal the naive fold too."""
+    cls, obj_cls = RECORD_PAIRS[final]
+    assert typed_mq.twin(final, monoid, ranges) is cls
+    twin, obj = cls(monoid, ranges), obj_cls(monoid, ranges)
+    held: list = []
+    for op, arg in ops:
+        if op in ("insert", "refuse", "late", "identity"):
+            if op == "identity":
+                p = monoid.identity
+            elif op == "late":  # floats in the middle fields (their checks may change kinds), then a refusal
+                last = list(monoid.fields.values())[-1]
+                refused = arg[1] if isinstance(last, Count) else partial_of(last, arg[1])
+                p = (record_partial(monoid, arg[0])[:1] + record_partial(monoid, arg[0] + 0.5)[1:-1]
+                     + (refused,))[-len(monoid.fields):]
+            else:
+                p = record_partial(monoid, arg[0])
+                if op == "refuse":
+                    k = arg[0] % len(p)
+                    m = list(monoid.fields.values())[k]
+                    p = p[:k] + (partial_of(m, arg[1]) if not isinstance(m, Count) else arg[1],) + p[k + 1:]
+            if type(twin) is cls:
+                before = keys(twin.answers()), len(twin), loose_state(obj)
+                obj.insert(p)
+                try:
+                    twin.insert(p)
+                except Untyped:  # nothing changed: answers, and the state handed over
+                    assert (keys(twin.answers()), len(twin), loose_state(twin.to_object())) == before
+                    twin = twin.to_object()
+                    assert type(twin) is obj_cls
+                    twin.insert(p)
+            else:
+                obj.insert(p)
+                twin.insert(p)
+            held.append(p)
+        elif op == "clear":
+            twin.clear()
+            obj.clear()
+            held = []
+        else:
+            assert query_or_error(twin, arg) == query_or_error(obj, arg)
+        same(twin, obj)
+        if type(twin) is cls:
+            assert loose_state(twin.to_object()) == loose_state(obj)
+        for r, answer in zip(twin.ranges, twin.answers()):
+            exact_fields(monoid, held, min(r, len(twin)), answer)
+
+
+def test_record_twins_are_built_for_invertible_fields_with_twins(monkeypatch) -> None:
+    """The factory gives a Record twin where the object aggregator is InvertibleSlideSide or
+    SlickDequeInv, or OverlaidSlideSide with every field served by its twin; a Record with a
+    field without such a twin, a subclass of Record, or another final gets the object
+    aggregator."""
+    monkeypatch.setattr(typed, "USE", True)
+    mixed = Record(n=Count(), s=Sum(), m=Mean())
+    assert type(multi_query_aggregator("slideside", mixed, [2, 5])) is typed_mq.TypedRecordSlideSide
+    assert type(multi_query_aggregator("slickdeque", mixed, [2, 5])) is typed_mq.TypedRecordSlickDeque
+    assert type(multi_query_aggregator("slideside", Record(v=Variance(), d=StdDev()), [3])) \
+        is typed_mq.TypedRecordSlideSide
+    selections = Record(a=Min(), f=First(), g=ArgMin())
+    assert type(multi_query_aggregator("slideside", selections, [3])) is typed_mq.TypedRecordOverlaidSlideSide
+    for fields in ({"v": Variance(), "x": Max()}, {"s": Sum(), "x": Min()}):  # no OverlaidSlideSide twin for v, s
+        assert type(multi_query_aggregator("slideside", Record(fields), [3])) is OverlaidSlideSide
+    for monoid in (selections, Record(v=Variance(), x=Max())):
+        with pytest.raises(TypeError, match="invertible"):
+            multi_query_aggregator("slickdeque", monoid, [3])
+    assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3])) is InvertibleSlideSide
+
+    class MyRecord(Record):
+        pass
+
+    assert type(multi_query_aggregator("slideside", MyRecord(s=Sum()), [3])) is InvertibleSlideSide
+    assert type(multi_query_aggregator("flatfit", mixed, [3])) is MULTI_QUERY["flatfit"]
+    assert typed_mq.twin("slideside", mixed, [typed_mq.MAX_CAPACITY + 1]) is None
+    with pytest.raises(TypeError):
+        typed_mq.TypedRecordSlideSide(Record(x=Max()), [3])
+
+
+def test_a_record_partial_of_the_wrong_shape_is_untyped_with_nothing_changed() -> None:
+    monoid = Record(n=Count(), s=Sum())
+    for cls in (typed_mq.TypedRecordSlideSide, typed_mq.TypedRecordSlickDeque):
+        twin = cls(monoid, [1, 3])
+        twin.insert((1, 5))
+        for bad in ((1,), (1, 2, 3), [1, 2], 7, (1, "x"), ("x", 2), (1, 2.5)):
+            with pytest.raises(Untyped):
+                twin.insert(bad)
+            assert twin.answers() == [(1, 5), (1, 5)] and len(twin) == 1
+        with pytest.raises(ValueError, match="ranges"):
+            twin.query(4)
+
+
+def test_a_refused_field_after_a_kind_change_leaves_the_other_fields_undecided() -> None:
+    """A float in a Sum field of int zeros (whose check turns its twin to floats) beside a
+    later field that refuses: the check is undone, so the twin still takes ints there."""
+    monoid = Record(a=Sum(), b=Sum(), c=Sum())
+    for cls, obj_cls in RECORD_PAIRS.values():
+        twin, obj = cls(monoid, [2, 4]), obj_cls(monoid, [2, 4])
+        for p in ((0, 0, 0), (0, 0, 0)):
+            twin.insert(p)
+            obj.insert(p)
+        with pytest.raises(Untyped):
+            twin.insert((1, 2.5, 2 ** 63))
+        for p in ((3, 4, 5), (5, 6, 7)):
+            twin.insert(p)  # Untyped if b's twin had kept the FLOAT kind of its check
+            obj.insert(p)
+            same(twin, obj)
+        assert twin.answers() == [(8, 10, 12), (8, 10, 12)]
+        assert all(type(x) is int for a in twin.answers() for x in a)
+
+
+@pytest.mark.parametrize("final,fields,twin", [
+    ("slideside", "nsm", typed_mq.TypedRecordSlideSide), ("slickdeque", "nsm", typed_mq.TypedRecordSlickDeque),
+    ("slideside", "mfx", typed_mq.TypedRecordOverlaidSlideSide)])
+def test_shared_streams_of_records_stay_typed(monkeypatch, final, fields, twin) -> None:
+    """A Record of Count, Sum and Mean (or of Min, First and Max) over ints with gaps (the
+    identity for empty partials) keeps its Record twin to the end, with the object
+    aggregators' results; then floats (the shared final re-plans a subtracting group at a
+    float: Rounding; the selections' twins demote) match too."""
+    from test_stream_shared import forced
+
+    monoid = Record(n=Count(), s=Sum(), m=Mean()) if fields == "nsm" else Record(m=Min(), f=First(), x=Max())
+    for floats in (False, True):
+        results = {}
+        for use in (True, False):
+            monkeypatch.setattr(typed, "USE", use)
+            s = Stream(monoid, final="shared", optimizer=forced("pairs", final))
+            s.add("a", Sliding(8, 1))
+            s.add("b", Sliding(20, 2))
+            out = []
+            for t in range(10, 300):
+                if t % 50 < 35:
+                    s.insert(t, (t % 17 - 8) * (0.5 if floats and t > 150 else 1))
+                if t % 5 == 0:
+                    out += s.advance(t)
+            out += s.advance(math.inf)
+            results[use] = [(r.query, r.start, r.end, key(tuple(r.value.values())), r.count) for r in out]
+            kinds_held = {type(g.mq).__name__ for g in s.final.groups.values()}
+            if use and not floats:
+                assert kinds_held == {twin.__name__}
+            if not use:
+                assert not any(name.startswith("Typed") for name in kinds_held)
+        assert results[True] == results[False] and len(results[False]) > 200
+
+
+#: the fields an OverlaidSlideSide Record twin serves
+OVERLAID_FIELDS = (Min, Max, MinCount, MaxCount, First, Last, ArgMin, ArgMax)
+overlaid_records = st.lists(st.sampled_from(OVERLAID_FIELDS), min_size=1, max_size=4).map(
+    lambda makes: Record({f"f{k}": make() for k, make in enumerate(makes)}))
+overlaid_steps = st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.tuples(numbers, auxes)),
+    st.tuples(st.just("insert"), st.tuples(st.sampled_from([0.0, -0.0, 1.0, 2.0, 0, 1]),
+                                           st.sampled_from(["id", 0, 1, 2, 0.0, -0.0]))),
+    st.tuples(st.just("clear"), st.none()),
+    st.tuples(st.just("query"), st.integers(-1, 70))), max_size=100)
+
+
+@hsettings(max_examples=200)
+@given(monoid=overlaid_records, ranges=range_sets(), ops=overlaid_steps)
+def test_overlaid_record_twins_match_the_object_aggregator(monoid, ranges, ops) -> None:
+    """A Record of the selections and MinCount/MaxCount against the object OverlaidSlideSide
+    over it, step by step (signed zeros tie: the scans combine in the Record's direction,
+    older first unless every field is commutative; any range 1..capacity, between the
+    levels too: the Record's fold), bit for bit, and ``to_object``'s state; a partial a
+    field refuses raises Untyped with nothing changed, then the twin demotes. Answers of
+    partials the fields' lifts make equal the naive fold (``==``: zeros' signs aside)."""
+    cls = typed_mq.TypedRecordOverlaidSlideSide
+    assert typed_mq.twin("slideside", monoid, ranges) is cls
+    twin, obj = cls(monoid, ranges), OverlaidSlideSide(monoid, ranges)
+    held: list = []
+    for op, arg in ops:
+        if op == "insert":
+            p = tuple(partial_of(m, arg[0], arg[1]) for m in monoid.fields.values())
+            if type(twin) is cls:
+                before = keys(twin.answers()), len(twin), state(obj)
+                obj.insert(p)
+                try:
+                    twin.insert(p)
+                except Untyped:  # nothing changed: answers, and the state handed over
+                    assert (keys(twin.answers()), len(twin), state(twin.to_object())) == before
+                    twin = twin.to_object()
+                    assert type(twin) is OverlaidSlideSide
+                    twin.insert(p)
+            else:
+                obj.insert(p)
+                twin.insert(p)
+            held = (held + [p])[-twin.capacity:]
+        elif op == "clear":
+            twin.clear()
+            obj.clear()
+            held = []
+        else:
+            assert query_or_error(twin, arg) == query_or_error(obj, arg)
+            if 0 < arg <= twin.capacity and all(lawful(m, p[k]) for p in held
+                                                for k, m in enumerate(monoid.fields.values())):
+                assert twin.query(arg) == naive(monoid, held, min(arg, len(held)))
+        same(twin, obj)
+        if type(twin) is cls:
+            assert state(twin.to_object()) == state(obj)
+
+
+def test_overlaid_record_scans_keep_the_older_of_signed_zeros() -> None:
+    """Min beside First (not commutative): SlideSide's scans combine older first, so a tie
+    of 0.0 and -0.0 keeps the older, where the Min twin alone keeps the newer."""
+    monoid = Record(m=Min(), f=First())
+    twin, obj = typed_mq.TypedRecordOverlaidSlideSide(monoid, [3, 5]), OverlaidSlideSide(monoid, [3, 5])
+    for v in (1.0, 0.0, -0.0, 0.0, -0.0, 5.0, 6.0, 0.0, -0.0):
+        twin.insert((v, v))
+        obj.insert((v, v))
+        same(twin, obj)
+        for r in range(1, 6):
+            assert key(twin.query(r)) == key(obj.query(r))

@@ -23,6 +23,16 @@ follow the monoid's Python in its order of operations. The other typed cores hav
 same functions (``typed._combined_rows``, ``typed_amta._chan``): compiled modules share
 no C functions without ``.pxd`` files, so each holds its own copy.
 
+:class:`TypedRecordSlideSide` and :class:`TypedRecordSlickDeque` serve a
+:class:`~mta.monoid.Record` of ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev``
+fields (invertible: the object aggregators' Alg. 2 and InvertibleSlideSide), one field twin
+per field in lockstep. A Record with another field is not invertible, nor ever a
+selection: ``SlideSide`` gives it the OverlaidSlideSide, whose scans combine in the
+Record's direction (not its fields'), and :class:`TypedRecordOverlaidSlideSide` serves it
+when every field has an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount, First, Last,
+ArgMin, ArgMax); SlickDeque refuses it. (The Record's fold between levels, a left fold of
+fewer than four, picks what the fields' folds pick: the oldest of equal Min values.)
+
 :func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
 ``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
 
@@ -64,11 +74,12 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM,
                                   VARIANCE, Untyped, wide_op_of)
-from mta.monoid import Monoid
+from mta.monoid import Monoid, Record
 
 COMPILED: bool = cython.compiled
 
-__all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "Untyped", "twin"]
+__all__ = ["TypedSlideSide", "TypedOverlaidSlideSide", "TypedSlickDeque", "TypedSlickDequeInv", "TypedRecordSlideSide",
+           "TypedRecordSlickDeque", "TypedRecordOverlaidSlideSide", "Untyped", "twin"]
 
 _SUM = cython.declare(cython.int, SUM)
 _MIN = cython.declare(cython.int, MIN)
@@ -408,6 +419,34 @@ class _TypedMQ:
 
     def __len__(self) -> int:
         return self._n
+
+    @cython.ccall
+    def fits(self, partial: object) -> cython.bint:
+        """Whether :meth:`insert` takes ``partial``, nothing changed either way (a Record twin
+        checks every field before any inserts): :meth:`_take`, its state put back. The
+        columns :meth:`_identities_to_float` may fill are unread while the kind stays INT."""
+        kind: cython.int = self._kind
+        kind2: cython.int = self._kind2
+        undecided: cython.bint = self._undecided
+        magnitude: cython.ulonglong = self._magnitude
+        try:
+            self._take(partial, self._outgoing())
+        except Untyped:
+            return False
+        finally:
+            self._kind, self._kind2, self._undecided, self._magnitude = kind, kind2, undecided, magnitude
+        return True
+
+    @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        """The INT slot the next insert overwrites (:meth:`_take`'s ``old``)."""
+        return 0
+
+    @cython.cfunc
+    def _directed(self, commutative: cython.bint) -> cython.void:
+        """A Record twin's field twin: SlideSide's scans combine in the Record's direction
+        (``commutative``: all its fields are), not the field's."""
+        self._commutative = commutative
 
     @cython.cfunc
     @cython.final  # a direct call (not through the vtable)
@@ -793,6 +832,10 @@ class TypedSlideSide(_TypedMQ):
         for k in range(self.capacity + 1):
             self._bd[k] = 0.0
             self._fd[k] = 0.0
+
+    @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        return self._ei[self._pos]
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
@@ -1266,6 +1309,10 @@ class TypedSlickDequeInv(_TypedMQ):
                 self._am[k] = 0.0
         self._cur = 0
 
+    @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        return self._ei[self._cur]
+
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
@@ -1498,6 +1545,24 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
+    def _scan_older_first(self, off: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
+        """:meth:`_scan` of Min or Max rows as ``combine(older, acc)`` (ties keep the older:
+        -0.0 against 0.0), as SlideSide scans for a monoid that is not commutative."""
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for m in range(1, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            if self._kind == _FLOAT:
+                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._ed[e], self._sd[off + m - 1])
+            else:
+                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._ei[e], self._si[off + m - 1])
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def _scan(self, j: cython.Py_ssize_t) -> cython.void:
         """Scan ``j``: ``[identity, newest, newest two, ...]`` over the newest
         ``min(top[j], count)``, accumulated from the newest (``combine(acc, older)``)."""
@@ -1509,6 +1574,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._slen[j] = k + 1
         if self._wide:
             self._scan_wide(j, k)
+            return
+        if not self._commutative:  # a Min or Max field of a Record that is not commutative
+            self._scan_older_first(off, k)
             return
         for m in range(1, k + 1):
             e = self._pos - m
@@ -1655,7 +1723,148 @@ class TypedOverlaidSlideSide(_TypedMQ):
         return twin
 
 
-for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv):
+@cython.cclass
+class _TypedRecordMQ:
+    """A twin for a :class:`~mta.monoid.Record` (:func:`_record_twin`): one field twin of
+    class ``_field`` per field, in lockstep. The object aggregator over the Record combines
+    (and inverts) field by field, in the order it would over each field alone but for
+    OverlaidSlideSide's scans, which combine in the Record's direction (the field twins are
+    told it: :meth:`_TypedMQ._directed`), so each field twin's answers are that field's,
+    and a Record answer is their tuple.
+
+    :meth:`insert` checks every field (:meth:`_TypedMQ.fits`) before any field twin
+    changes: :class:`Untyped`, nothing changed, if one cannot hold its partial (or the
+    partial is not a tuple of the fields' partials); :meth:`to_object` then gives the object
+    aggregator over the Record in this state, its lists the field twins' zipped."""
+
+    monoid = cython.declare(object, visibility="public")
+    ranges = cython.declare(tuple, visibility="public")
+    capacity = cython.declare(cython.Py_ssize_t, visibility="public")
+    _width: cython.Py_ssize_t
+    _twins: list
+    _inserts: list  # the field twins' bound methods
+
+    def __init__(self, monoid: Record, ranges: Sequence[int]) -> None:
+        if _record_twin(type(self).name, monoid) is not type(self):
+            raise TypeError(f"{type(self).__name__} does not serve {monoid!r}")
+        field: type = type(self)._field
+        self._twins = [field(m, ranges) for m in monoid.fields.values()]
+        t: _TypedMQ
+        for t in self._twins:
+            t._directed(monoid.commutative)
+        self.monoid = monoid
+        self.ranges = self._twins[0].ranges
+        self.capacity = self._twins[0].capacity
+        self._width = len(self._twins)
+        self._inserts = [t.insert for t in self._twins]
+
+    def insert(self, partial: Any) -> None:
+        if type(partial) is not tuple or len(partial) != self._width:
+            raise Untyped(partial)
+        j: cython.Py_ssize_t
+        t: _TypedMQ
+        # the first field is inserted unchecked: it raises Untyped before it changes anything
+        for j in range(1, self._width):
+            t = self._twins[j]
+            if not t.fits(partial[j]):
+                raise Untyped(partial[j])
+        for j in range(self._width):
+            self._inserts[j](partial[j])
+
+    def query(self, r: Any) -> tuple:
+        return tuple([t.query(r) for t in self._twins])
+
+    def answers(self) -> list:
+        return list(zip(*[t.answers() for t in self._twins]))
+
+    def __len__(self) -> int:
+        return len(self._twins[0])
+
+    def clear(self) -> None:
+        for t in self._twins:
+            t.clear()
+
+    def to_object(self) -> MultiQueryAggregator:
+        """The object aggregator over the Record in this state: each field twin's object
+        aggregator gives its lists of partials (zipped into the Record's), lists of such
+        lists (SlideSide's scans: one Record list per list of the first field's, shared as
+        they are) and counts and positions (the first field's)."""
+        fields = [t.to_object() for t in self._twins]
+        twin = type(fields[0])(self.monoid, self.ranges)
+        for key, how in type(self)._state:
+            columns = [getattr(f, key) for f in fields]
+            if how == "zip":
+                value = list(zip(*columns))
+            elif how == "nested":
+                made: dict = {}
+                value = []
+                for k, first in enumerate(columns[0]):
+                    if id(first) not in made:
+                        made[id(first)] = list(zip(*[column[k] for column in columns]))
+                    value.append(made[id(first)])
+            else:
+                value = columns[0]
+            setattr(twin, key, value)
+        return twin
+
+
+@cython.cclass
+class TypedRecordSlideSide(_TypedRecordMQ):
+    """:class:`~mta.algorithms.slideside.InvertibleSlideSide` over a Record: a
+    :class:`TypedSlideSide` per field."""
+
+    name = "slideside"
+    any_range = True
+    _field = TypedSlideSide
+    _state = (("_elements", "zip"), ("_back", "zip"), ("_front", "zip"), ("_pos", "copy"), ("_count", "copy"))
+
+
+@cython.cclass
+class TypedRecordSlickDeque(_TypedRecordMQ):
+    """:class:`~mta.algorithms.slickdeque.SlickDequeInv` over a Record: a
+    :class:`TypedSlickDequeInv` per field."""
+
+    name = "slickdeque"
+    any_range = False
+    _field = TypedSlickDequeInv
+    _state = (("_partials", "zip"), ("_answers", "zip"), ("_cur", "copy"), ("_size", "copy"))
+
+
+@cython.cclass
+class TypedRecordOverlaidSlideSide(_TypedRecordMQ):
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over a Record: a
+    :class:`TypedOverlaidSlideSide` per field, its scans combining in the Record's direction."""
+
+    name = "slideside"
+    any_range = True
+    _field = TypedOverlaidSlideSide
+    _state = (("_bs", "copy"), ("_backs", "zip"), ("_scans", "nested"), ("_elements", "zip"), ("_pos", "copy"),
+              ("_count", "copy"))
+
+
+_INVERTIBLE_OPS = frozenset((SUM, MEAN, VARIANCE))
+_OVERLAID_OPS = frozenset((MIN, MAX, MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX))
+
+
+def _record_twin(name: str, monoid: Monoid) -> type | None:
+    """The Record twin of ``MULTI_QUERY[name](monoid, ...)`` for a Record (exact type: a
+    subclass may combine otherwise), or None. The object aggregator a Record gets: Alg. 2 or
+    InvertibleSlideSide when every field is invertible (Sum, Count, Mean, Variance, StdDev
+    have twins), OverlaidSlideSide otherwise (a Record is never a selection), whose twin
+    needs every field to have an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount,
+    First, Last, ArgMin, ArgMax: not Sum beside Min, nor Variance beside Max)."""
+    if type(monoid) is not Record:
+        return None
+    ops = {wide_op_of(m) for m in monoid.fields.values()}
+    if ops <= _INVERTIBLE_OPS:
+        return _RECORD_TWINS.get(name)
+    if ops <= _OVERLAID_OPS and name == "slideside":
+        return TypedRecordOverlaidSlideSide
+    return None
+
+
+for _cls in (TypedSlideSide, TypedOverlaidSlideSide, TypedSlickDeque, TypedSlickDequeInv, TypedRecordSlideSide,
+             TypedRecordSlickDeque, TypedRecordOverlaidSlideSide):
     MultiQueryAggregator.register(_cls)
 
 #: (MULTI_QUERY name, op) -> the twin of the object aggregator that name builds for the op
@@ -1669,6 +1878,8 @@ _TWINS: dict[tuple[str, int], type] = {
     **{("slickdeque", op): TypedSlickDeque for op in (FIRST, LAST, ARGMIN, ARGMAX)},
 }
 
+#: MULTI_QUERY name -> the twin for a Record of invertible fields with twins (:func:`_record_twin`)
+_RECORD_TWINS: dict[str, type] = {"slideside": TypedRecordSlideSide, "slickdeque": TypedRecordSlickDeque}
 
 #: The largest range a twin serves: it allocates its columns for the largest range up front,
 #: where the object aggregators grow with what they hold.
@@ -1679,11 +1890,16 @@ def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
     """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
     (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
     then refuses them, or grows as it fills)."""
-    op = wide_op_of(monoid)
-    if op is None or (name, op) not in _TWINS:
+    cls: Any
+    if type(monoid) is Record:
+        cls = _record_twin(name, monoid)
+    else:
+        op = wide_op_of(monoid)
+        cls = _TWINS.get((name, op)) if op is not None else None
+    if cls is None:
         return None
     try:
         fits = max(check_ranges(ranges)) <= MAX_CAPACITY
     except (TypeError, ValueError):
         return None
-    return _TWINS[(name, op)] if fits else None
+    return cls if fits else None
