@@ -275,7 +275,9 @@ class TypedTimeOrdered(Aggregator):
                 return 0, None
             newest = self._ts(self._shape.newest()[0])
             oldest_key = self._shape.oldest()[0]
-            width = node[2] if self._float else node[1]
+            # int timestamps: differences reach 2**64 - 1, beyond the plan's int64 width: the
+            # exact one, ceil(w) (int widths are at most 2**53: the double holds them)
+            width = node[2] if self._float else math.ceil(node[2])
             if not newest - self._ts(oldest_key) >= width:
                 return 0, None
             count, last = self._shape.count_range(oldest_key, self._above(newest - width))

@@ -475,3 +475,22 @@ def test_a_window_pickled_with_packed_keys_goes_on(name):
     assert type(old._algorithm) is TypedTimeOrdered
     if typed.USE:  # node for node: the same entries in the same tree
         assert old._algorithm.tree.dump(lambda *fields: fields) == fresh._algorithm.tree.dump(lambda *fields: fields)
+
+
+@pytest.mark.parametrize("width", [1e19, 2.0 ** 63, 1.5e300, 2 ** 53, 9.5e18])
+def test_int_timestamps_spanning_beyond_int64_against_a_float_width(width):
+    """Int timestamps whose differences exceed int64 (up to 2**64 - 1) keep exactly the
+    updates with ``newest - t < width``, one by one and in batches, under any_of too."""
+    stamps = [-(2 ** 63), -1, 2 ** 63 - 1, 2 ** 63 - 5, 5 * 10 ** 18]  # (none late)
+    for policy in (TimeRange(width), any_of(TimeRange(width), MaxSize(100))):
+        one, batch = Window(Sum(), policy, algorithm="fiba"), Window(Sum(), policy, algorithm="fiba")
+        batch.insert_many([(t, 1) for t in stamps])
+        seen = []
+        for t in stamps:
+            one.insert(t, 1)
+            seen.append(t)
+            newest = max(seen)
+            seen = [s for s in seen if newest - s < width]
+            assert len(one) == len(seen) and one.query() == len(seen), (t, policy)
+        assert type(one._algorithm) is (TypedTimeOrdered if typed.USE else TimeOrdered)
+        assert len(batch) == len(seen) and batch.query() == len(seen)
