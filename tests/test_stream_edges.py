@@ -117,3 +117,37 @@ def test_thousand_sliding_queries_match_one_at_a_time():
         for s in alone.values():
             want += [(r.query, r.start, r.end, r.value, r.count) for r in s.advance(second * 1000 + 500)]
     assert got and sorted(got) == sorted(want)
+
+
+@hsettings(max_examples=200)
+@given(ops=st.lists(st.tuples(st.sampled_from(["append", "late", "cut", "drop", "load"]), st.integers(0, 60)),
+                    max_size=80))
+def test_slice_counts_by_prefix_sums(ops: list) -> None:
+    """``TimeSlices.count(i, j)`` is ``sum(counts[i:j])`` after appends, late tuples (into old
+    slices and gaps), cuts (splits), drops, a load from state, and the newest slice's count
+    written in place as the typed ingest writes it."""
+    from mta.stream.slices import TimeSlices
+    from mta import Collect
+    edges = EdgeSet([Sliding(7, 5), Sliding(4, 4, 1)])
+    slices = TimeSlices(Collect(), edges.around, keep_tuples=True)
+    newest = 0
+    for op, x in ops:
+        if op == "append":
+            newest += x % 5
+            slices.append(newest, [newest])
+            if x % 3 == 0:  # the typed ingest folds into the newest slice without append
+                slices.counts[-1] += 1
+        elif op == "late" and len(slices):
+            ts = newest - x % 20
+            if ts >= slices.low:
+                slices.insert_late(ts, [ts])
+        elif op == "cut" and len(slices) and slices.starts[0] < newest - x % 20 >= slices.low:
+            slices.cut(newest - x % 20)
+        elif op == "drop":
+            slices.drop_before(newest - x)
+        elif op == "load":
+            slices.load(slices.state())
+        n = len(slices)
+        for i in range(n + 1):
+            for j in range(i, n + 1):
+                assert slices.count(i, j) == sum(slices.counts[i:j]), (i, j, slices.counts)
