@@ -17,6 +17,7 @@ its edges otherwise is asked through its own ``floor_edge``/``next_edge`` (:clas
 
 from __future__ import annotations
 
+import functools
 import heapq
 from bisect import bisect_right
 from math import floor
@@ -74,7 +75,11 @@ class SpecEdges:
 
 def plain(spec: Sliding) -> bool:
     """Whether ``spec`` computes its windows with ``Sliding``'s own arithmetic."""
-    cls = type(spec)
+    return _plain_class(type(spec))
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_class(cls: type) -> bool:
     return all(getattr(cls, name) is getattr(Sliding, name)
                for name in ("start", "end", "floor_edge", "next_edge", "first_starting_after", "first_ending_after"))
 
@@ -92,12 +97,28 @@ def first_needed(specs: Iterable[Sliding]) -> list[Sliding]:
 
 
 class EdgeSet:
-    """The union of the edges of ``specs`` (context-free window specs): :meth:`around`."""
+    """The union of the edges of ``specs`` (context-free window specs): :meth:`around`.
+
+    The groups are made at the first time asked (a stream reconfigures at every query added)."""
 
     def __init__(self, specs: Iterable[Sliding]) -> None:
+        self.specs = specs
+        self._groups: list | None = None
+        self._heap: list | None = None  # (next edge, group index), once a time was asked
+        self._at: Any = -_INF  # the time last asked (in order)
+        self._floor: Any = -_INF  # the largest edge <= it
+
+    @property
+    def groups(self) -> list:
+        """The progressions merged per period and scale (and the specs with their own arithmetic)."""
+        if self._groups is None:
+            self._groups = self._group()
+        return self._groups
+
+    def _group(self) -> list:
         residues: dict[tuple, set] = {}
         groups: list = []
-        for spec in specs:
+        for spec in self.specs:
             if not plain(spec):
                 groups.append(SpecEdges(spec))
                 continue
@@ -108,18 +129,16 @@ class EdgeSet:
                 p, q, size, slide, offset = exact
                 scale = (p, q)
             residues.setdefault((scale, slide), set()).update((offset % slide, (offset + size) % slide))
-        groups += [Progressions(scale, period, rs) for (scale, period), rs in residues.items()]
-        self.groups = groups
-        self._heap: list | None = None  # (next edge, group index), once a time was asked
-        self._at: Any = -_INF  # the time last asked (in order)
-        self._floor: Any = -_INF  # the largest edge <= it
+        return groups + [Progressions(scale, period, rs) for (scale, period), rs in residues.items()]
 
     def around(self, t: Any) -> tuple[Any, Any]:
         """The largest edge <= t and the smallest > t (-inf and inf without specs).
 
         For times in order, the heap of each group's next edge is moved on past t, touching
         only the groups with an edge in between; an earlier time asks every group."""
-        groups = self.groups
+        groups = self._groups
+        if groups is None:
+            groups = self.groups
         if len(groups) == 1:
             return groups[0].around(t)
         if not groups:

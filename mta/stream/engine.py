@@ -220,8 +220,8 @@ class Stream:
         # per context-free spec that may need the oldest slice (edges.first_needed), (lo, hi,
         # start): for a horizon in [lo, hi), the start of the first window ending after it
         # (what ``_retain`` keeps from)
-        self._cf_first = first_needed(self._cf)
-        self._cf_need: list[tuple] = [(_INF, -_INF, None)] * len(self._cf_first)
+        self._cf_first: list | None = None  # made at the first horizon asked
+        self._cf_need: list[tuple] = []
         # Queries asking for the same windows from the same start are computed once, by the
         # first of them, and their results copied to the others (fusing equal queries).
         groups: dict = {}
@@ -602,6 +602,9 @@ class Stream:
     def _cf_needed(self, horizon: Any) -> list:
         """Per spec of ``_cf_first``, the start of its first window ending after ``horizon``; each
         recomputed only when the horizon left the span between the window ends around it."""
+        if self._cf_first is None:
+            self._cf_first = first_needed(self._cf)
+            self._cf_need = [(_INF, -_INF, None)] * len(self._cf_first)
         if horizon == _INF:
             return [_INF] * len(self._cf_first)
         needs = self._cf_need
