@@ -28,7 +28,6 @@ arrive before the watermark (they are sorted, not shifted).
 from __future__ import annotations
 
 import functools
-import heapq
 import math
 import numbers
 from bisect import bisect_left, bisect_right
@@ -43,6 +42,7 @@ from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
 from mta.stream.counted import CountSlices
+from mta.stream.edges import EdgeSet, first_needed
 from mta.stream.fanout import close_windows
 from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
@@ -216,12 +216,12 @@ class Stream:
         self._sliding = [r for r in runners if isinstance(r, SlidingRunner)]
         # distinct context-free specs: their edges cut the slices (queries often repeat a window)
         self._cf = list({(r.spec.size, r.spec.slide, r.spec.offset): r.spec for r in self._sliding}.values())
-        self._edge_heap: list | None = None  # rebuilt at the next edge asked for
-        # per context-free spec, (lo, hi, start): for a horizon in [lo, hi), the start of the
-        # first window ending after it (what ``_retain`` keeps from)
-        self._cf_need: list[tuple] = [(_INF, -_INF, None)] * len(self._cf)
-        self._edge_at: Any = -_INF
-        self._edge_floor: Any = -_INF
+        self._edge_set = EdgeSet(self._cf)
+        # per context-free spec that may need the oldest slice (edges.first_needed), (lo, hi,
+        # start): for a horizon in [lo, hi), the start of the first window ending after it
+        # (what ``_retain`` keeps from)
+        self._cf_first: list | None = None  # made at the first horizon asked
+        self._cf_need: list[tuple] = []
         # Queries asking for the same windows from the same start are computed once, by the
         # first of them, and their results copied to the others (fusing equal queries).
         groups: dict = {}
@@ -291,29 +291,8 @@ class Stream:
             self._newest = max(self._newest, held[-1][0])
 
     def _edges(self, t: Any) -> tuple[Any, Any]:
-        """The largest context-free window edge <= t and the smallest > t.
-
-        The Stream Slicer caches the next edge (paper section 5.3): for times in order, a
-        heap of each spec's next edge is moved on past t, touching only the specs with an
-        edge in between; an earlier time asks every spec."""
-        cf = self._cf
-        if not cf:
-            return -_INF, _INF
-        heap = self._edge_heap
-        if heap is None or t < self._edge_at:
-            floor = max(s.floor_edge(t) for s in cf)
-            if heap is None:
-                self._edge_heap = heap = [(s.next_edge(t), n) for n, s in enumerate(cf)]
-                heapq.heapify(heap)
-                self._edge_at, self._edge_floor = t, floor
-            return floor, (min(s.next_edge(t) for s in cf) if t < self._edge_at else heap[0][0])
-        floor = self._edge_floor
-        while heap[0][0] <= t:  # the specs with an edge in (last t, t]
-            n = heap[0][1]
-            floor = max(floor, cf[n].floor_edge(t))
-            heapq.heapreplace(heap, (cf[n].next_edge(t), n))
-        self._edge_at, self._edge_floor = t, floor
-        return floor, heap[0][0]
+        """The largest context-free window edge <= t and the smallest > t (:mod:`mta.stream.edges`)."""
+        return self._edge_set.around(t)
 
     def _count_edge(self, begin: Any, p: int) -> int:
         """The next count-window edge after position p, for the count windows starting at begin."""
@@ -621,14 +600,17 @@ class Stream:
             del self.buffer_partials[:keep]
 
     def _cf_needed(self, horizon: Any) -> list:
-        """Per context-free spec, the start of its first window ending after ``horizon``; each
+        """Per spec of ``_cf_first``, the start of its first window ending after ``horizon``; each
         recomputed only when the horizon left the span between the window ends around it."""
+        if self._cf_first is None:
+            self._cf_first = first_needed(self._cf)
+            self._cf_need = [(_INF, -_INF, None)] * len(self._cf_first)
         if horizon == _INF:
-            return [_INF] * len(self._cf)
+            return [_INF] * len(self._cf_first)
         needs = self._cf_need
         for n, (lo, hi, _) in enumerate(needs):
             if not lo <= horizon < hi:
-                spec = self._cf[n]
+                spec = self._cf_first[n]
                 k = spec.first_ending_after(horizon)  # end(k - 1) <= horizon < end(k)
                 needs[n] = (spec.end(k - 1), spec.end(k), spec.start(k))
         return [start for _, _, start in needs]

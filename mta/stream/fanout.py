@@ -180,7 +180,6 @@ def _close_sliding(runner: object, prev: object, wm: object, closes: list) -> cy
     starts: list = slices.starts
     if not starts or prev == _INF:
         return
-    counts: list = slices.counts
     spec = runner.spec
     final, monoid, name, order = stream.final, stream.monoid, runner.name, runner.order
     ints: cython.bint = spec._exact is None and type(spec).start is _START and type(spec).end is _END
@@ -208,7 +207,7 @@ def _close_sliding(runner: object, prev: object, wm: object, closes: list) -> cy
             after = spec.first_ending_after(starts[i])
             k = after if after > k + 1 else k + 1
             continue
-        count = sum(counts[i:j])
+        count = slices.count(i, j)
         if count:
             value = final.aggregate(name, i, j, False, e)
             closes.append(((e, order, s), _result(name, s, e, monoid.lower(value), count, True, ())))

@@ -62,12 +62,12 @@ class Runner:
         if prefix is None:
             value = stream.final.aggregate(self.name, i, j, again, end)
             if count is None:
-                count = sum(stream.slices.counts[i:j])
+                count = stream.slices.count(i, j)
         else:
             value, count = prefix
             if i < j:
                 value = stream.monoid.combine(value, stream.final.aggregate(self.name, i, j, again, end))
-                count += sum(stream.slices.counts[i:j])
+                count += stream.slices.count(i, j)
         out.append(((end, self.order, start),
                     Result(self.name, start, end, stream.monoid.lower(value), count, final, replaces)))
 
@@ -219,7 +219,7 @@ class SessionRunner(Runner):
             i, j = slices.span(upto, _INF)
             j = bisect_right(slices.ends, limit, i)
             if i < j:
-                agg, count = self.stream.final.aggregate(self.name, i, j, True), sum(slices.counts[i:j])
+                agg, count = self.stream.final.aggregate(self.name, i, j, True), slices.count(i, j)
                 if self.prefix is not None:
                     agg, count = self.stream.monoid.combine(self.prefix[0], agg), self.prefix[1] + count
                 self.prefix = (agg, count, slices.ends[j - 1])

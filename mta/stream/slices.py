@@ -46,6 +46,11 @@ class TimeSlices:
         #: called with the start of a slice changed out of order (late tuple, split, new slice
         #: between others) so that the final aggregation can refresh what it derived from it
         self.on_change: Callable[[Any], None] = lambda start: None
+        #: prefix sums of ``counts`` for :meth:`count`: ``_cum[m]`` is the number of tuples in
+        #: slices ``0..m-1`` plus a constant (those of dropped slices), for every ``m <
+        #: len(_cum) <= max(1, len(self))``. Never the newest slice's count: that one grows in
+        #: place (appends, the typed ingest); a change to an older slice cuts ``_cum`` after it.
+        self._cum: list[int] = [0]
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -60,6 +65,8 @@ class TimeSlices:
         self._add_last(-1, ts, partial)
 
     def _add_last(self, i: int, ts: Any, partial: Any) -> None:
+        if i >= 0:
+            del self._cum[i + 1:]
         if self.counts[i]:
             self.aggs[i] = self.monoid.combine(self.aggs[i], partial)
         else:
@@ -72,6 +79,7 @@ class TimeSlices:
             tuples.append((ts, partial))
 
     def _new(self, i: int, start: Any, end: Any) -> None:
+        del self._cum[i + 1:]
         self.starts.insert(i, start)
         self.ends.insert(i, end)
         self.aggs.insert(i, self.monoid.identity)
@@ -118,6 +126,7 @@ class TimeSlices:
         self.on_change(t)
 
     def _swap(self, i: int, j: int) -> None:
+        del self._cum[min(i, j) + 1:]
         for column in (self.aggs, self.counts, self.firsts, self.lasts):
             column[i], column[j] = column[j], column[i]
         if self.keep_tuples:
@@ -126,6 +135,7 @@ class TimeSlices:
     def _set(self, i: int, tuples: list) -> None:
         """Recompute slice i from its tuples (in order)."""
         monoid = self.monoid
+        del self._cum[i + 1:]
         self.tuples[i] = tuples
         self.counts[i] = len(tuples)
         self.aggs[i] = monoid.fold(monoid.identity, [p for _, p in tuples])
@@ -147,6 +157,7 @@ class TimeSlices:
             self._add_last(i, ts, partial)
         else:
             tuples = self.tuples[i]
+            del self._cum[i + 1:]
             if ts < self.firsts[i]:
                 self.aggs[i] = self.monoid.combine(partial, self.aggs[i])
                 self.firsts[i] = ts
@@ -173,11 +184,27 @@ class TimeSlices:
         starts = self.starts
         return bisect_left(starts, start), bisect_left(starts, end)
 
+    def count(self, i: int, j: int) -> int:
+        """The number of tuples in slices ``i:j`` (``sum(self.counts[i:j])``, by prefix sums)."""
+        if i >= j:
+            return 0
+        counts, cum = self.counts, self._cum
+        last = j - 1
+        m = len(cum)
+        while m <= last:
+            cum.append(cum[m - 1] + counts[m - 1])
+            m += 1
+        return cum[last] - cum[i] + counts[last]
+
     def drop_before(self, t: Any) -> int:
         """Forget the slices that end at or before ``t``; return how many."""
         k = bisect_right(self.ends, t)
         if k:
             self.low = max(self.low, self.ends[k - 1])
+            if k < len(self._cum):
+                del self._cum[:k]
+            else:
+                self._cum = [0]
             for column in (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, self.tuples):
                 del column[:k]
         return k
@@ -196,6 +223,7 @@ class TimeSlices:
 
     def load(self, state: tuple) -> None:
         *columns, self.low = state
+        self._cum = [0]
         (self.starts, self.ends, self.aggs, self.counts, self.firsts, self.lasts, tuples) = (list(c) for c in columns)
         self.tuples = [None if t is None else [tuple(x) for x in t] for t in tuples]
 
