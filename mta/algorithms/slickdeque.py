@@ -34,7 +34,8 @@ Fixes to the printed pseudocode (DESIGN.md, "Known defects"):
   it (``nan != nan`` kept an empty node before a NaN, so Last answered empty;
   ``0.0 == -0.0`` popped First's 0.0 and Min's / Max's / ArgMin's older signed zero,
   so the newer answered). Here a node is popped iff ``r = back ⊕ new`` is ``new``
-  itself, or is neither operand (a combine returning copies) and ``r == new``;
+  itself, or is neither operand (a combine returning copies) and ``r == new``, or is
+  ``back`` and cannot be told from ``new`` (:func:`_alike`: either answers the same);
 - Alg. 3's answer loops are off by one (``startPos = currPos - range`` is the slot
   just before the range, and Answer Loop 1 stops on it: Example 6 step 4 would answer
   6, not 5, for Q1). Nodes here carry the sequence number of their partial (no
@@ -152,7 +153,8 @@ class SlickDequeInv(SlickDeque):
 def _alike(a: Any, b: Any) -> bool:
     """Equal partials that no one can tell apart: of one type and one repr (not 0.0 and -0.0,
     nor ArgMin pairs whose keys differ so)."""
-    return type(a) is type(b) and repr(a) == repr(b)
+    kind = type(a)
+    return kind is type(b) and (kind is int or repr(a) == repr(b))
 
 
 class SlickDequeNonInv(SlickDeque):
