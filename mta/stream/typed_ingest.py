@@ -62,8 +62,8 @@ try:
 except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
-from mta.algorithms.typed import op_of
-from mta.monoid import ArgMax, ArgMin, Count, First, Last, MaxCount, MinCount, Monoid, Record, StdDev, Variance
+from mta.algorithms.typed import wide_op_of
+from mta.monoid import Count, Monoid, Record
 
 COMPILED: bool = cython.compiled
 
@@ -101,18 +101,17 @@ _ANY = cython.declare(cython.int, 0)
 _NOT_NAN = cython.declare(cython.int, 1)
 _FINITE = cython.declare(cython.int, 2)
 
-_WIDE = {MinCount: _MINCOUNT, MaxCount: _MAXCOUNT, First: _FIRST, Last: _LAST, Variance: _VARIANCE,
-         StdDev: _VARIANCE, ArgMin: _ARGMIN, ArgMax: _ARGMAX}
 
 
 def op_for(monoid: Monoid) -> int | None:
-    """The op of a monoid the typed ingest takes (exact types), or None. A Record takes it when
-    every field does, but ArgMin, ArgMax and Records (their values are no numbers)."""
+    """The op of a monoid the typed ingest takes (exact types: ``typed.wide_op_of``, whose op
+    numbers this module's constants are), or None. A Record takes it when every field does, but
+    ArgMin, ArgMax and Records (their values are no numbers)."""
     if type(monoid) is Record:
         ops = [op_for(m) for m in monoid.fields.values()]
-        return _RECORD if all(op is not None and op < _ARGMIN for op in ops) else None
-    op = op_of(monoid)
-    return op if op is not None else _WIDE.get(type(monoid))
+        return _RECORD if all(op is not None and op != _ARGMIN and op != _ARGMAX and op != _RECORD
+                              for op in ops) else None
+    return wide_op_of(monoid)
 
 
 @cython.cfunc
