@@ -395,10 +395,7 @@ class AmortizedMTA(TreeAggregator):
         is ``((j + 1) 2^l - head, its newest timestamp, None)``."""
         h, t = self._head, self._tail
         stamp = self._stamp
-        top = (pos ^ t).bit_length() - 1
-        tiles = [(0, pos)]
-        tiles += [(n, (pos >> n) + 1) for n in range(top) if not (pos >> n) & 1]
-        tiles += [(n, (t >> n) - 1) for n in range(top - 1, -1, -1) if (t >> n) & 1]
+        tiles = self._tiles(pos)
         remote = self.store.durable
         if remote:
             self._gather(tiles)
@@ -416,20 +413,27 @@ class AmortizedMTA(TreeAggregator):
             return index
         return t
 
-    def _search(self, wsp: Policy, total: Any, pos: int, acc: Any) -> int:
-        """End of the longest prefix that must go, starting at ``pos`` with ``acc`` = agg[head, pos).
-
-        Walks the nodes that tile ``[pos, tail)`` left to right (the leaf ``pos``,
-        the right siblings of its ancestors inside its tree, then the roots of the
-        following trees) and descends into the first one the policy keeps (Algorithm 2).
-        """
-        combine = self._combine
-        node = self._node
+    def _tiles(self, pos: int) -> list[tuple[int, int]]:
+        """The nodes ``(level, index)`` that tile ``[pos, tail)`` left to right: the leaf
+        ``pos``, the right siblings of its ancestors inside its tree, then the roots of the
+        following trees."""
         t = self._tail
         top = (pos ^ t).bit_length() - 1
         tiles = [(0, pos)]
         tiles += [(n, (pos >> n) + 1) for n in range(top) if not (pos >> n) & 1]
         tiles += [(n, (t >> n) - 1) for n in range(top - 1, -1, -1) if (t >> n) & 1]
+        return tiles
+
+    def _search(self, wsp: Policy, total: Any, pos: int, acc: Any) -> int:
+        """End of the longest prefix that must go, starting at ``pos`` with ``acc`` = agg[head, pos).
+
+        Walks the nodes that tile ``[pos, tail)`` (:meth:`_tiles`) and descends into the
+        first one the policy keeps (Algorithm 2).
+        """
+        combine = self._combine
+        node = self._node
+        t = self._tail
+        tiles = self._tiles(pos)
         remote = self.store.durable
         if remote:
             self._gather(tiles)
