@@ -5,8 +5,9 @@ Positions count tuples in ``(timestamp, arrival)`` order from the store's origin
 move the edges, it shifts tuples across them. It goes into the slice that covers its
 place and every later slice hands its last tuple to the next one (paper section 5.2,
 Fig. 6). Removing that last tuple inverts it out where the monoid is commutative and
-invertible, costs nothing where the monoid is a selection and the tuple was not the
-selected one, and recomputes the slice from its tuples otherwise (section 6.3.2).
+invertible and the invert is exact (no float in the aggregate or the tuple:
+:func:`rounding_test`), costs nothing where the monoid is a selection and the tuple was
+surely not the selected one, and recomputes the slice from its tuples otherwise (section 6.3.2).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import Any, Callable
+
+from mta.stream.shared import rounding_test
 
 
 class CountSlices:
@@ -32,6 +35,8 @@ class CountSlices:
         #: tuples ever added (the position the next in-order tuple gets)
         self.n = 0
         self._invert = monoid.invertible and monoid.commutative
+        #: whether inverting a partial out (or out of) may round: then the slice is recomputed
+        self._rounds = rounding_test(monoid)
 
     def append(self, key: tuple, partial: Any) -> None:
         """Add the newest tuple (its key greater than every key here)."""
@@ -104,9 +109,9 @@ class CountSlices:
         tuples = self.tuples[i]
         if not tuples:
             self.aggs[i] = monoid.identity
-        elif self._invert:
+        elif self._invert and not (self._rounds(self.aggs[i]) or self._rounds(partial)):
             self.aggs[i] = monoid.invert(self.aggs[i], partial)
-        elif not (monoid.selection and self.aggs[i] != partial):  # a selection kept another tuple: unchanged
+        elif not (monoid.selection and _other(self.aggs[i], partial)):  # a selection kept another tuple: unchanged
             self._recompute(i)
         if tuples:
             self.lasts[i] = tuples[-1][0][0]
@@ -154,6 +159,12 @@ class CountSlices:
 
 
 _key = itemgetter(0)
+
+
+def _other(agg: Any, partial: Any) -> bool:
+    """Whether a selection's aggregate is surely not the removed partial: it differs and equals
+    itself (a NaN differs from itself, so a NaN aggregate may be the removed NaN)."""
+    return agg is not partial and agg != partial and agg == agg
 
 
 def _ts(entry: tuple) -> Any:
