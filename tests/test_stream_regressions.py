@@ -375,3 +375,17 @@ def test_count_window_shift_of_last_recomputes_a_nan_aggregate():
     got = {(r.start, r.end): r.value for r in s.advance(60)}
     assert got[(0, 2)] == 1.5 and got[(0, 3)] == 2 and got[(1, 4)] == 3
     assert math.isnan(got[(2, 5)])
+
+
+@pytest.mark.parametrize("late", [(10, 1e16), (5, 1e16)], ids=["middle", "first"])
+def test_count_slice_gaining_a_late_float_is_the_fold_in_order(late):
+    """Count(3) of a float Sum, tuples -1e16 at 0 (or 10) and 0.5 at 20, then a late 1e16 before
+    the 0.5: the window is the fold -1e16 + 1e16 + 0.5 (or 1e16 - 1e16 + 0.5) = 0.5; the late
+    tuple was combined out of order ((-1e16 + 0.5) + 1e16, or 1e16 + (-1e16 + 0.5)) giving 0.0."""
+    s = Stream(Sum(), allowed_lateness=100)
+    s.add("c", Count(3))
+    s.insert(0 if late[0] == 10 else 10, -1e16)
+    s.insert(20, 0.5)
+    assert s.advance(30) == []
+    s.insert(*late)
+    assert rows(s.advance(30)) == [("c", 0, 3, 0.5, 3, False, ())]
