@@ -6,10 +6,12 @@ windows on one stream", has them now)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kvs import connect
-from mta import Collect, MaxSize, Stream, Sum
+from mta import Collect, Last, MaxSize, Stream, Sum
 from mta.windows import Count, Policy, Punctuation, Session, Sliding, Tumbling
 
 
@@ -342,3 +344,48 @@ def test_float_slides_give_the_exact_decimal_windows(final):
     got = {(r.start, r.end): (r.value, r.count) for r in s.advance(5)}
     assert got[(0.3, 1.3)] == ([0.3, 0.5, 1.2, 1.25], 4)
     assert got[(0.2, 1.2)] == ([0.2, 0.3, 0.5], 3)
+
+
+def test_count_window_shift_does_not_invert_a_float_out():
+    """Count(3, 1) of a float Sum, tuples 1e16, 1, 1, 1 then a late 1 first: the shift
+    inverted 1e16 out of the slice [0, 1) (1e16 + 1 - 1e16 is 0.0) and reported it as 0.0;
+    it holds only the late 1."""
+    s = Stream(Sum(), allowed_lateness=100)
+    s.add("c", Count(3, 1))
+    for ts, v in [(10, 1e16), (20, 1), (30, 1), (40, 1)]:
+        s.insert(ts, v)
+    s.advance(50)
+    s.insert(5, 1)
+    got = [(r.start, r.end, r.value) for r in s.advance(60)]
+    assert got == [(0, 1, 1), (0, 2, 1e16), (0, 3, 1e16), (1, 4, 1e16), (2, 5, 3)]
+    assert type(got[0][2]) is int and type(got[-1][2]) is int  # a fold of ints stays an int
+
+
+def test_count_window_shift_of_last_recomputes_a_nan_aggregate():
+    """Last over Count(3, 1), tuples nan, 2, 3, nan, then a late 1.5 at 15: the slice that
+    handed its NaN on kept NaN (NaN != NaN read as "the selection kept another tuple"), so
+    [1, 4) (tuples 1.5, 2, 3) was reported as nan instead of 3."""
+    nan = float("nan")
+    s = Stream(Last(), allowed_lateness=100)
+    s.add("c", Count(3, 1))
+    for ts, v in [(10, nan), (20, 2), (30, 3), (40, nan)]:
+        s.insert(ts, v)
+    s.advance(50)
+    s.insert(15, 1.5)
+    got = {(r.start, r.end): r.value for r in s.advance(60)}
+    assert got[(0, 2)] == 1.5 and got[(0, 3)] == 2 and got[(1, 4)] == 3
+    assert math.isnan(got[(2, 5)])
+
+
+@pytest.mark.parametrize("late", [(10, 1e16), (5, 1e16)], ids=["middle", "first"])
+def test_count_slice_gaining_a_late_float_is_the_fold_in_order(late):
+    """Count(3) of a float Sum, tuples -1e16 at 0 (or 10) and 0.5 at 20, then a late 1e16 before
+    the 0.5: the window is the fold -1e16 + 1e16 + 0.5 (or 1e16 - 1e16 + 0.5) = 0.5; the late
+    tuple was combined out of order ((-1e16 + 0.5) + 1e16, or 1e16 + (-1e16 + 0.5)) giving 0.0."""
+    s = Stream(Sum(), allowed_lateness=100)
+    s.add("c", Count(3))
+    s.insert(0 if late[0] == 10 else 10, -1e16)
+    s.insert(20, 0.5)
+    assert s.advance(30) == []
+    s.insert(*late)
+    assert rows(s.advance(30)) == [("c", 0, 3, 0.5, 3, False, ())]

@@ -4,9 +4,12 @@ Positions count tuples in ``(timestamp, arrival)`` order from the store's origin
 ``i`` always covers positions ``[starts[i], starts[i + 1])``: a late tuple does not
 move the edges, it shifts tuples across them. It goes into the slice that covers its
 place and every later slice hands its last tuple to the next one (paper section 5.2,
-Fig. 6). Removing that last tuple inverts it out where the monoid is commutative and
-invertible, costs nothing where the monoid is a selection and the tuple was not the
-selected one, and recomputes the slice from its tuples otherwise (section 6.3.2).
+Fig. 6). Each slice's aggregate is the fold of its tuples in order: a tuple that does not go
+last is combined in only where that is exact (no float: :func:`rounding_test`), else the slice
+is recomputed. Removing that last tuple inverts it out where the monoid is commutative and
+invertible and the invert is exact (no float in the aggregate or the tuple:
+:func:`rounding_test`), costs nothing where the monoid is a selection and the tuple was
+surely not the selected one, and recomputes the slice from its tuples otherwise (section 6.3.2).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import Any, Callable
+
+from mta.stream.shared import rounding_test
 
 
 class CountSlices:
@@ -32,6 +37,8 @@ class CountSlices:
         #: tuples ever added (the position the next in-order tuple gets)
         self.n = 0
         self._invert = monoid.invertible and monoid.commutative
+        #: whether a partial may round when combined or inverted out of order: then the slice is recomputed
+        self._rounds = rounding_test(monoid)
 
     def append(self, key: tuple, partial: Any) -> None:
         """Add the newest tuple (its key greater than every key here)."""
@@ -76,7 +83,10 @@ class CountSlices:
             self._remove_last(i, moved[1])
             nxt = self.tuples[i + 1]
             nxt.insert(0, moved)
-            self.aggs[i + 1] = monoid.combine(moved[1], self.aggs[i + 1])
+            if self._exact(moved[1], self.aggs[i + 1]):
+                self.aggs[i + 1] = monoid.combine(moved[1], self.aggs[i + 1])
+            else:
+                self._recompute(i + 1)
             self.firsts[i + 1] = moved[0]
         if self.starts[last] + len(self.tuples[last]) > self.ends[last]:  # the newest slice overflowed
             moved = self.tuples[last].pop()
@@ -89,6 +99,8 @@ class CountSlices:
         """Slice i gained ``partial`` at index k of its tuples."""
         if k == len(tuples) - 1:
             self.aggs[i] = self.monoid.combine(self.aggs[i], partial)
+        elif not self._exact(partial, self.aggs[i]):  # floats: only a fold in order gives the fold's result
+            self._recompute(i)
         elif k == 0:
             self.aggs[i] = self.monoid.combine(partial, self.aggs[i])
         elif self.monoid.commutative:
@@ -98,15 +110,20 @@ class CountSlices:
         self.firsts[i] = tuples[0][0]
         self.lasts[i] = tuples[-1][0][0]
 
+    def _exact(self, a: Any, b: Any) -> bool:
+        """Whether combining or inverting partials a and b out of a fold's order gives the fold's
+        result: neither holds a float (:func:`rounding_test`)."""
+        return not (self._rounds(a) or self._rounds(b))
+
     def _remove_last(self, i: int, partial: Any) -> None:
         """Slice i lost its last tuple, ``partial`` (its tuples list is already updated)."""
         monoid = self.monoid
         tuples = self.tuples[i]
         if not tuples:
             self.aggs[i] = monoid.identity
-        elif self._invert:
+        elif self._invert and self._exact(self.aggs[i], partial):
             self.aggs[i] = monoid.invert(self.aggs[i], partial)
-        elif not (monoid.selection and self.aggs[i] != partial):  # a selection kept another tuple: unchanged
+        elif not (monoid.selection and _other(self.aggs[i], partial)):  # a selection kept another tuple: unchanged
             self._recompute(i)
         if tuples:
             self.lasts[i] = tuples[-1][0][0]
@@ -154,6 +171,12 @@ class CountSlices:
 
 
 _key = itemgetter(0)
+
+
+def _other(agg: Any, partial: Any) -> bool:
+    """Whether a selection's aggregate is surely not the removed partial: it differs and equals
+    itself (a NaN differs from itself, so a NaN aggregate may be the removed NaN)."""
+    return agg is not partial and agg != partial and agg == agg
 
 
 def _ts(entry: tuple) -> Any:
