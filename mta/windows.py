@@ -76,7 +76,7 @@ class Sliding(WindowType):
             exact = (p, q) + tuple(int(f * q) // p for f in fractions)
         object.__setattr__(self, "_exact", exact)
 
-    # Window k is [start(k), end(k)). The loops correct the float rounding of k's estimate.
+    # Window k is [start(k), end(k)). first_above corrects the float rounding of k's estimate.
     def start(self, k: int) -> Any:
         exact = self._exact
         if exact is None:
@@ -93,24 +93,20 @@ class Sliding(WindowType):
 
     def first_starting_after(self, t: Any) -> int:
         """The smallest k with start(k) > t."""
-        k = int((t - self.offset) // self.slide) + 1
+        k = floor_quotient(t - self.offset, self.slide) + 1
         if type(t) is int and self._exact is None:  # integers: the floor division is exact
             return k
-        while self.start(k - 1) > t:
-            k -= 1
-        while self.start(k) <= t:
-            k += 1
+        if self.start(k - 1) > t or self.start(k) <= t:
+            k = first_above(self.start, t, k)
         return k
 
     def first_ending_after(self, t: Any) -> int:
         """The smallest k with end(k) > t."""
-        k = int((t - self.size - self.offset) // self.slide) + 1
+        k = floor_quotient(t - self.size - self.offset, self.slide) + 1
         if type(t) is int and self._exact is None:  # integers: the floor division is exact
             return k
-        while self.end(k - 1) > t:
-            k -= 1
-        while self.end(k) <= t:
-            k += 1
+        if self.end(k - 1) > t or self.end(k) <= t:
+            k = first_above(self.end, t, k)
         return k
 
     def next_edge(self, t: Any) -> Any:
@@ -120,6 +116,42 @@ class Sliding(WindowType):
     def floor_edge(self, t: Any) -> Any:
         """The largest window start or end <= t."""
         return max(self.start(self.first_starting_after(t) - 1), self.end(self.first_ending_after(t) - 1))
+
+
+def floor_quotient(x: Any, d: Any) -> int:
+    """``x // d`` as an int, exact for ints; for floats whose quotient overflows (1e308 // 0.5),
+    the exact quotient of their values (an estimate for :func:`first_above` either way)."""
+    q = x // d
+    if type(q) is float and not math.isfinite(q):
+        return int(Fraction(x) // Fraction(d))
+    return int(q)
+
+
+def first_above(bound: Callable[[int], Any], t: Any, k: int) -> int:
+    """The smallest integer j with ``bound(j) > t``, for a non-decreasing ``bound`` (a spec's
+    ``start`` or ``end``: rounding keeps them monotone) and ``k`` an estimate of j.
+
+    A float's estimate may be off by ulp(t) / slide windows (about 1e290 at t = 1e307), so
+    the search gallops from ``k`` (steps doubling) and then bisects: O(log error) calls."""
+    if bound(k) <= t:  # j > k
+        lo, step = k, 1
+        hi = k + 1
+        while bound(hi) <= t:
+            lo, step = hi, step * 2
+            hi = lo + step
+    else:  # j <= k
+        hi, step = k, 1
+        lo = k - 1
+        while bound(lo) > t:
+            hi, step = lo, step * 2
+            lo = hi - step
+    while hi - lo > 1:  # bound(lo) <= t < bound(hi)
+        mid = (lo + hi) // 2
+        if bound(mid) <= t:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def as_fraction(v: int | float) -> Fraction:

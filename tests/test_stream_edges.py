@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from conftest import hsettings
 from mta import Collect, Stream, Sum
 from mta.stream.edges import EdgeSet, first_needed
+from mta.stream.shared import Ticks
 from mta.stream.slices import TimeSlices
 from mta.windows import Sliding, Tumbling
 from test_stream_properties import FINALS, MONOIDS, Run, scenarios
@@ -151,3 +152,56 @@ def test_slice_counts_by_prefix_sums(monoid: Any, ops: list) -> None:
         for i in range(n + 1):
             for j in range(i, n + 1):
                 assert slices.count(i, j) == sum(slices.counts[i:j]), (i, j, slices.counts)
+
+
+# ---------------------------------------------------------------- window index search (the huge-time hang)
+
+search_specs = int_specs | float_specs | st.builds(Tumbling, st.integers(1, 30)) | st.builds(Tumbling, st.sampled_from([0.5, 0.1, 1 / 3]))
+moderate_times = st.integers(-10**6, 10**6) | st.integers(-10**7, 10**7).map(lambda n: n / 10) | st.floats(-1e6, 1e6)
+huge_times = st.floats(1e15, 1e308) | st.floats(-1e308, -1e15)
+
+
+def brute_edges(spec: Sliding, t: Any) -> tuple:
+    """Every window index near t scanned: the smallest k with start(k) > t, with end(k) > t,
+    and the largest start or end <= t and smallest > t (moderate t: the float estimate of k
+    is within a window or two, so +-8 windows around it hold every edge near t)."""
+    lo = int((t - spec.size - spec.offset) // spec.slide) - 8
+    hi = int((t - spec.offset) // spec.slide) + 8
+    assert spec.start(lo) <= t < spec.start(hi) and spec.end(lo) <= t < spec.end(hi)
+    ks = range(lo, hi + 1)
+    edges = [spec.start(k) for k in ks] + [spec.end(k) for k in ks]
+    return (min(k for k in ks if spec.start(k) > t), min(k for k in ks if spec.end(k) > t),
+            max(e for e in edges if e <= t), min(e for e in edges if e > t))
+
+
+def searched(spec: Sliding, t: Any) -> tuple:
+    return spec.first_starting_after(t), spec.first_ending_after(t), spec.floor_edge(t), spec.next_edge(t)
+
+
+@hsettings(max_examples=300)
+@given(search_specs, moderate_times)
+def test_window_index_search_is_the_brute_force_one(spec: Sliding, t: Any) -> None:
+    got, want = searched(spec, t), brute_edges(spec, t)
+    assert got[:2] == want[:2]
+    assert same(got[2], want[2]) and same(got[3], want[3])
+    assert all(same(a, b) for a, b in zip(EdgeSet([spec]).around(t), want[2:]))
+
+
+@hsettings(max_examples=300)
+@given(search_specs, huge_times)
+def test_window_index_search_at_huge_times_brackets_t_with_the_spec_own_edges(spec: Sliding, t: float) -> None:
+    """At |t| up to 1e308 (the estimate off by up to ulp(t) / slide windows) the indexes found
+    bracket t by the spec's own start(k)/end(k), the merged progressions give the same floats,
+    and ``shared.Ticks`` finds the tick whose edge is the last <= t."""
+    k = spec.first_starting_after(t)
+    assert spec.start(k - 1) <= t < spec.start(k)
+    j = spec.first_ending_after(t)
+    assert spec.end(j - 1) <= t < spec.end(j)
+    below = max(spec.start(k - 1), spec.end(j - 1))
+    above = min(spec.start(k), spec.end(j))
+    assert same(spec.floor_edge(t), below) and same(spec.next_edge(t), above)
+    assert all(same(a, b) for a, b in zip(EdgeSet([spec]).around(t), (below, above)))
+    ticks = Ticks([spec.size, spec.slide, spec.offset])
+    n = ticks(t)
+    unit = ticks.unit
+    assert n * unit.numerator / unit.denominator <= t < (n + 1) * unit.numerator / unit.denominator

@@ -389,3 +389,56 @@ def test_count_slice_gaining_a_late_float_is_the_fold_in_order(late):
     assert s.advance(30) == []
     s.insert(*late)
     assert rows(s.advance(30)) == [("c", 0, 3, 0.5, 3, False, ())]
+
+
+_GUARDED = r'''
+import sys
+from mta import Stream, Sum
+from mta.stream.edges import EdgeSet
+from mta.stream.shared import Ticks
+from mta.windows import Sliding, Tumbling
+
+for t in (1e302, 1e306, 1e307, 8.5e307, 1e308, -1e307, -1e302):
+    for spec in (Tumbling(10), Sliding(30, 1), Tumbling(0.5), Sliding(1.5, 0.1, 0.05), Sliding(7, 3, -2)):
+        k = spec.first_starting_after(t)
+        assert spec.start(k - 1) <= t < spec.start(k), (t, spec)
+        k = spec.first_ending_after(t)
+        assert spec.end(k - 1) <= t < spec.end(k), (t, spec)
+        assert spec.floor_edge(t) <= t < spec.next_edge(t), (t, spec)
+        s = Stream(Sum())
+        s.add("w", spec)
+        s.insert(t, 1)
+        assert s.advance(t) == [], (t, spec)
+        out = s.advance(spec.end(k))
+        assert out and all(r.value == 1 and r.start <= t < r.end <= spec.end(k) for r in out), (t, spec, out)
+    edges = EdgeSet([Tumbling(0.5), Sliding(1.5, 0.1, 0.05), Tumbling(10)])
+    below, above = edges.around(t)
+    assert below <= t < above, t
+    for unit in (0.5, 0.1, 1 / 3):
+        n = Ticks([unit])(t)
+        p, q = Ticks([unit])._p, Ticks([unit])._q
+        assert n * p / q <= t < (n + 1) * p / q, (t, unit)
+print("ok")
+'''
+
+
+def test_huge_float_times_do_not_hang_the_window_index_search():
+    """An outside tester's hang: ``Stream(Sum())`` with ``Tumbling(10)``, ``insert(1e307, 1)``,
+    ``advance(1e307)`` never returned (also at 1e302..1e304, 1e306, 8.5e307, 1e308). The
+    correction of a window index's float estimate stepped by one window, and at such a time
+    the estimate is off by about ulp(t) / slide windows; ``edges.Progressions.around`` and
+    ``shared.Ticks`` had the same loop. Run in a fresh interpreter with a timeout so that a
+    hang fails the test instead of stopping the run."""
+    import os
+    import subprocess
+    import sys
+
+    import mta
+
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(mta.__file__))))
+    try:
+        done = subprocess.run([sys.executable, "-c", _GUARDED], capture_output=True, text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a window index search at a huge float time did not return in 60 s")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -23,7 +23,7 @@ from bisect import bisect_right
 from math import floor
 from typing import Any, Iterable
 
-from mta.windows import Sliding
+from mta.windows import Sliding, first_above
 
 _INF = float("inf")
 
@@ -49,8 +49,8 @@ class Progressions:
             p, q = scale
             num, den = t.as_integer_ratio()
             u = num * q // (den * p)  # exact: u * p / q <= t < (u + 1) * p / q as reals
-            while (u + 1) * p / q <= t:  # the quotient may round down onto t
-                u += 1
+            if (u + 1) * p / q <= t:  # the quotient may round down onto t (by many units at a huge t)
+                u = first_above(lambda n: n * p / q, t, u + 1) - 1
         period, residues = self.period, self.residues
         base = u - u % period
         i = bisect_right(residues, u - base)

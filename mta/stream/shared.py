@@ -38,7 +38,7 @@ from mta.optimizer import Plan
 from mta.monoid import Count, GeometricMean, Mean, Record, StdDev, Sum, Variance
 from mta.stream.final import FinalAggregation
 from mta.stream.slices import TimeSlices
-from mta.windows import as_fraction
+from mta.windows import as_fraction, first_above, floor_quotient
 
 #: a group whose composite slide has more edges than this is not shared (its table would be large)
 MAX_POINTS = 1 << 16
@@ -70,11 +70,9 @@ class Ticks:
         if unit is not None and type(t) is int:
             return t // unit
         p, q = self._p, self._q
-        n = math.floor(t / self._float_unit)
-        while (n + 1) * p / q <= t:
-            n += 1
-        while n * p / q > t:
-            n -= 1
+        n = floor_quotient(t, self._float_unit)
+        if (n + 1) * p / q <= t or n * p / q > t:  # off by up to ulp(t) / unit at a huge t
+            n = first_above(lambda m: m * p / q, t, n + 1) - 1
         return n
 
 
