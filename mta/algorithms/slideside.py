@@ -118,10 +118,17 @@ class SlideSide(MultiQueryAggregator):
         newest.reverse()
         combine = self._combine
         if self._newer_first and self.monoid.commutative:
-            scan = accumulate(newest, combine)
-        else:
-            scan = accumulate(newest, lambda acc, value: combine(value, acc))
-        return [self._identity, *scan]
+            return [self._identity, *accumulate(newest, combine)]
+        # a loop, not accumulate with a swapping lambda: one Python call per combine, not two
+        scan = [self._identity]
+        if newest:
+            append = scan.append
+            acc = newest[0]
+            append(acc)
+            for value in newest[1:]:
+                acc = combine(value, acc)
+                append(acc)
+        return scan
 
     def __len__(self) -> int:
         return self._count
