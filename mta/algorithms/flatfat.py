@@ -127,11 +127,7 @@ class FlatFAT(Aggregator):
         one combine fewer than its nodes."""
         size = self._size
         if k >= size:
-            if self._head + size <= self._cap:  # not wrapped: the root (free leaves are the identity)
-                return self._tree[1]
-            # wrapped: the cover even for a commutative monoid (unlike :meth:`query`), whose
-            # ties keep one operand (Min of 0.0 and -0.0 or of 2 and 2.0): oldest first
-            k = size
+            return self.query()
         cap = self._cap
         lo = (self._head + size - k) & (cap - 1)
         nodes: list[Any] = []
