@@ -39,7 +39,7 @@ Two variants, chosen by the monoid (``SlideSide(monoid, ranges)`` returns one of
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from mta.algorithms.multi_query import MultiQueryAggregator, check_ranges
 from mta.monoid import Monoid
@@ -51,6 +51,12 @@ class SlideSide(MultiQueryAggregator):
 
     name = "slideside"
     any_range = True
+    #: whether :meth:`_suffix_scan` may put the newer operand first for a commutative monoid
+    #: (``accumulate`` with ``combine`` itself, no wrapper call): the same answer for the sums
+    #: and moments of the invertible variant, not for the overlaid variant's selections and
+    #: extremes, whose ties keep the OLDER operand (Min of 0.0 and -0.0, MinCount's value, a
+    #: Record of them): there the scan takes the older operand first always
+    _newer_first: ClassVar[bool] = True
 
     def __new__(cls, monoid: Monoid, ranges: Sequence[int], *, inverse: bool | None = None) -> SlideSide:
         if cls is SlideSide:
@@ -106,15 +112,23 @@ class SlideSide(MultiQueryAggregator):
 
     def _suffix_scan(self, k: int) -> list[Any]:
         """``[identity, newest, newest two, ..., newest k]``, each combined oldest first:
-        ``k - 1`` combines (the older operand first, unlike Alg. 2 line 4)."""
+        ``k - 1`` combines (the older operand first, unlike Alg. 2 line 4, but for a
+        commutative monoid when :attr:`_newer_first`)."""
         newest = self._newest(k)
         newest.reverse()
         combine = self._combine
-        if self.monoid.commutative:
-            scan = accumulate(newest, combine)
-        else:
-            scan = accumulate(newest, lambda acc, value: combine(value, acc))
-        return [self._identity, *scan]
+        if self._newer_first and self.monoid.commutative:
+            return [self._identity, *accumulate(newest, combine)]
+        # a loop, not accumulate with a swapping lambda: one Python call per combine, not two
+        scan = [self._identity]
+        if newest:
+            append = scan.append
+            acc = newest[0]
+            append(acc)
+            for value in newest[1:]:
+                acc = combine(value, acc)
+                append(acc)
+        return scan
 
     def __len__(self) -> int:
         return self._count
@@ -206,6 +220,8 @@ class OverlaidSlideSide(SlideSide):
     just before the boundary (``_scans[i][0]`` is the identity). A range ``r`` of the
     level is ``scans[r - b] (+) back``: ``r >= period >= b``, so one combine.
     """
+
+    _newer_first = False
 
     def clear(self) -> None:
         by_level: dict[int, list[int]] = {}

@@ -27,8 +27,8 @@ no C functions without ``.pxd`` files, so each holds its own copy.
 :class:`~mta.monoid.Record` of ``Sum``/``Count``, ``Mean`` and ``Variance``/``StdDev``
 fields (invertible: the object aggregators' Alg. 2 and InvertibleSlideSide), one field twin
 per field in lockstep. A Record with another field is not invertible, nor ever a
-selection: ``SlideSide`` gives it the OverlaidSlideSide, whose scans combine in the
-Record's direction (not its fields'), and :class:`TypedRecordOverlaidSlideSide` serves it
+selection: ``SlideSide`` gives it the OverlaidSlideSide, whose scans combine the older
+operand first, and :class:`TypedRecordOverlaidSlideSide` serves it
 when every field has an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount, First, Last,
 ArgMin, ArgMax); SlickDeque refuses it. (The Record's fold between levels, a left fold of
 fewer than four, picks what the fields' folds pick: the oldest of equal Min values.)
@@ -375,10 +375,9 @@ class _TypedMQ:
     _xu: cython.ulonglong
     _xzero: cython.bint  # _sum_kind: the sum is the int 0
     # the wide ops (MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX): rows are Parts, in the
-    # ``*c`` columns too; ``_commutative``: the monoid's (which way SlideSide's scans combine);
+    # ``*c`` columns too;
     # ``_kind2``: ArgMin / ArgMax, the keys' kind (-1: none yet, chosen with the values' kind)
     _wide: cython.bint
-    _commutative: cython.bint
     _kind2: cython.int
     _xk2: cython.int
     _xm: cython.double  # VARIANCE: M2 (its flags in _xi)
@@ -400,7 +399,6 @@ class _TypedMQ:
         self._sentinel = _I64_MAX if low else _I64_MIN
         self._ident = float("inf") if low else float("-inf")
         self._wide = op >= _MINCOUNT
-        self._commutative = monoid.commutative
         self._kind2 = self._xk2 = -1
         self._n = 0
         self._zero_float = False
@@ -441,12 +439,6 @@ class _TypedMQ:
     def _outgoing(self) -> cython.longlong:
         """The INT slot the next insert overwrites (:meth:`_take`'s ``old``)."""
         return 0
-
-    @cython.cfunc
-    def _directed(self, commutative: cython.bint) -> cython.void:
-        """A Record twin's field twin: SlideSide's scans combine in the Record's direction
-        (``commutative``: all its fields are), not the field's."""
-        self._commutative = commutative
 
     @cython.cfunc
     @cython.final  # a direct call (not through the vtable)
@@ -1520,8 +1512,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _scan_wide(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
-        """:meth:`_scan` of wide rows, which combine as ``SlideSide._suffix_scan`` does:
-        ``combine(acc, older)`` for a commutative monoid, ``combine(older, acc)`` else."""
+        """:meth:`_scan` of wide rows, which combine as ``OverlaidSlideSide._suffix_scan``
+        does: ``combine(older, acc)`` (ties keep the older: -0.0 against 0.0, First's equal
+        values)."""
         off: cython.Py_ssize_t = self._off[j]
         n: cython.Py_ssize_t = self.capacity
         fl: cython.bint = self._kind == _FLOAT
@@ -1534,38 +1527,16 @@ class TypedOverlaidSlideSide(_TypedMQ):
             if e < 0:
                 e += n
             x = _part_at(self._ed, self._ei, self._ec, e)
-            if m == 1:
-                acc = x
-            elif self._commutative:
-                acc = _wcomb(self._op, fl, acc, x)
-            else:
-                acc = _wcomb(self._op, fl, x, acc)
+            acc = x if m == 1 else _wcomb(self._op, fl, x, acc)
             _part_put(self._sd, self._si, self._sc, off + m, acc)
-
-    @cython.cfunc
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    def _scan_older_first(self, off: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
-        """:meth:`_scan` of Min or Max rows as ``combine(older, acc)`` (ties keep the older:
-        -0.0 against 0.0), as SlideSide scans for a monoid that is not commutative."""
-        n: cython.Py_ssize_t = self.capacity
-        m: cython.Py_ssize_t
-        e: cython.Py_ssize_t
-        for m in range(1, k + 1):
-            e = self._pos - m
-            if e < 0:
-                e += n
-            if self._kind == _FLOAT:
-                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._ed[e], self._sd[off + m - 1])
-            else:
-                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._ei[e], self._si[off + m - 1])
 
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _scan(self, j: cython.Py_ssize_t) -> cython.void:
         """Scan ``j``: ``[identity, newest, newest two, ...]`` over the newest
-        ``min(top[j], count)``, accumulated from the newest (``combine(acc, older)``)."""
+        ``min(top[j], count)``, as ``OverlaidSlideSide._suffix_scan``: ``combine(older, acc)``
+        (ties keep the older: -0.0 against 0.0)."""
         k: cython.Py_ssize_t = self._top[j] if self._top[j] < self._n else self._n
         off: cython.Py_ssize_t = self._off[j]
         n: cython.Py_ssize_t = self.capacity
@@ -1575,17 +1546,14 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if self._wide:
             self._scan_wide(j, k)
             return
-        if not self._commutative:  # a Min or Max field of a Record that is not commutative
-            self._scan_older_first(off, k)
-            return
         for m in range(1, k + 1):
             e = self._pos - m
             if e < 0:
                 e += n
             if self._kind == _FLOAT:
-                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._sd[off + m - 1], self._ed[e])
+                self._sd[off + m] = self._ed[e] if m == 1 else _comb(self._op, self._ed[e], self._sd[off + m - 1])
             else:
-                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._si[off + m - 1], self._ei[e])
+                self._si[off + m] = self._ei[e] if m == 1 else _comb(self._op, self._ei[e], self._si[off + m - 1])
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -1727,10 +1695,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
 class _TypedRecordMQ:
     """A twin for a :class:`~mta.monoid.Record` (:func:`_record_twin`): one field twin of
     class ``_field`` per field, in lockstep. The object aggregator over the Record combines
-    (and inverts) field by field, in the order it would over each field alone but for
-    OverlaidSlideSide's scans, which combine in the Record's direction (the field twins are
-    told it: :meth:`_TypedMQ._directed`), so each field twin's answers are that field's,
-    and a Record answer is their tuple.
+    (and inverts) field by field, in the order it would over each field alone (the scans
+    of OverlaidSlideSide combine the older operand first, whatever the monoid), so each
+    field twin's answers are that field's, and a Record answer is their tuple.
 
     :meth:`insert` checks every field (:meth:`_TypedMQ.fits`) before any field twin
     changes: :class:`Untyped`, nothing changed, if one cannot hold its partial (or the
@@ -1749,9 +1716,6 @@ class _TypedRecordMQ:
             raise TypeError(f"{type(self).__name__} does not serve {monoid!r}")
         field: type = type(self)._field
         self._twins = [field(m, ranges) for m in monoid.fields.values()]
-        t: _TypedMQ
-        for t in self._twins:
-            t._directed(monoid.commutative)
         self.monoid = monoid
         self.ranges = self._twins[0].ranges
         self.capacity = self._twins[0].capacity
@@ -1833,7 +1797,7 @@ class TypedRecordSlickDeque(_TypedRecordMQ):
 @cython.cclass
 class TypedRecordOverlaidSlideSide(_TypedRecordMQ):
     """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over a Record: a
-    :class:`TypedOverlaidSlideSide` per field, its scans combining in the Record's direction."""
+    :class:`TypedOverlaidSlideSide` per field."""
 
     name = "slideside"
     any_range = True

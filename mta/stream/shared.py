@@ -189,7 +189,7 @@ class SharedGroup:
         self.mq.clear()
         self.answers.clear()
         self.next_point: int | None = None  # index (in ``points``) of the next point to pass
-        self.open: Any = None  # the open partial (None: no slice in it yet)
+        self.open: Any = _NO_PART  # the open partial (_NO_PART: no slice in it yet; None is a value)
         self.last_start: Any = None  # start of the last slice folded in
         self.empty = 0  # partials inserted in a row with no slice in them
 
@@ -240,12 +240,12 @@ class SharedGroup:
             if p > upto:
                 break
             while i < n and ticks(starts[i]) < p:
-                part = aggs[i] if part is None else combine(part, aggs[i])
+                part = aggs[i] if part is _NO_PART else combine(part, aggs[i])
                 i += 1
             pos = k % size
             if is_bound[pos]:
-                value = identity if part is None else part
-                if rounds is not None and part is not None and rounds(part):
+                value = identity if part is _NO_PART else part
+                if rounds is not None and part is not _NO_PART and rounds(part):
                     raise Rounding(part)
                 try:
                     insert(value)
@@ -253,19 +253,19 @@ class SharedGroup:
                     mq = self.mq = mq.to_object()
                     insert, query = mq.insert, mq.query
                     insert(value)
-                if part is None:
+                if part is _NO_PART:
                     empty += 1
                 else:
-                    part = None
+                    part = _NO_PART
                     empty = 0
             if p >= answer_from:
                 for name, closed, open_part in ends_at[pos]:
                     value = query(closed) if closed else identity
-                    if open_part and part is not None:
+                    if open_part and part is not _NO_PART:
                         value = combine(value, part) if closed else part
                     answers[(name, p)] = value
             k += 1
-            if empty >= capacity and part is None:
+            if empty >= capacity and part is _NO_PART:
                 # every window until the next slice holds no tuple: jump to the partial of that slice
                 nxt = ticks(starts[i]) if i < n else upto + 1
                 bound = self.bounds.point(self.bounds.count_upto(nxt) - 1)
@@ -284,6 +284,8 @@ class SharedGroup:
 
 
 _MISSING = object()
+#: the open partial of a group before a slice is folded into it (a slice's aggregate may be None: First, Last)
+_NO_PART = object()
 
 
 class SharedFinal(FinalAggregation):
