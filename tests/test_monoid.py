@@ -415,7 +415,7 @@ BAD = ["1", None, True, False, [1], (1,), 1 + 2j, Decimal("1"), float("nan"), ob
 
 
 @pytest.mark.parametrize("m", NUMERIC, ids=repr)
-@pytest.mark.parametrize("bad", BAD, ids=repr)
+@pytest.mark.parametrize("bad", BAD, ids=lambda bad: "object()" if type(bad) is object else repr(bad))
 def test_numeric_monoids_refuse_bad_values(m, bad):
     with pytest.raises(MonoidError) as info:
         m.lift(bad)
