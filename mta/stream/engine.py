@@ -48,12 +48,12 @@ from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
                                 SlidingRunner, _EveryRunner, runner_class)
-from mta.stream import typed_ingest
+from mta.stream import final_state, typed_ingest
 from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
 _INF = math.inf
-_SNAPSHOT_VERSION = 3
+_SNAPSHOT_VERSION = 4  # 4: the final aggregation's state (final_state); 3 loads, rebuilding it
 
 
 _ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
@@ -637,21 +637,23 @@ class Stream:
             [[begin, store.state()] for begin, store in self._counts.items()],
             [self.buffer_ts, self.buffer_partials],
             [[name, r.begin, r.order, getattr(r, "bit", 0), r.state()] for name, r in self._runners.items()],
+            final_state.dump(self),
         ])
 
     def restore(self, data: bytes) -> None:
         """Continue from :meth:`snapshot` bytes. This stream must have the same monoid,
         allowed lateness and queries (names and windows, in the same order)."""
         state = codec.unpack(data)
-        if not isinstance(state, tuple) or not state or state[0] != _SNAPSHOT_VERSION:
+        if not isinstance(state, tuple) or not state or state[0] not in (3, _SNAPSHOT_VERSION):
             raise ValueError("not a Stream snapshot (or one of another version)")
         fingerprint = _listify(state[1])
         if fingerprint != self._fingerprint():
             raise ValueError(f"the snapshot is of a stream {fingerprint!r}; this one is {self._fingerprint()!r}")
         if self._ingest is not None:
             self._ingest.flush()  # the snapshot's tuples replace them
+        final = state[14] if state[0] == _SNAPSHOT_VERSION else None
         (_, _, self.watermark, self.horizon, self.dropped, self._arrival, self._newest, self._order, pending,
-         slices, late_slices, counts, buffer, runners) = state
+         slices, late_slices, counts, buffer, runners) = state[:14]
         order_next = self._order
         old = self._runners
         self._runners, self._counts = {}, {}
@@ -671,6 +673,9 @@ class Stream:
         for (name, _, _, _, runner_state) in runners:
             self._runners[name].load(runner_state)
         self._configure()
+        if final is not None:  # the structures as they were: the same combine order (floats bit for bit)
+            self.final = final_state.load(self, final)
+            self.slices.on_change = self.final.changed
 
     def save(self, store: Backend | str, stream_id: str) -> None:
         """Write the state to a ``kvs`` backend (or URL) as ``stream_id``, all or nothing.

@@ -1,0 +1,156 @@
+"""The final aggregation's state in a Stream snapshot, so that a restored stream answers bit for bit.
+
+A FiBA tree's shape, an AMTA's stacks and a multi-query aggregator's partials decide the
+order in which its answers combine the slices; floats round differently in another
+order (``(1e16 + 0.1) - 1e16`` is not ``(1e16 - 1e16) + 0.1``). Rebuilt from the slices
+alone, a final would answer windows of the restored stream in the last bits differently
+from the stream that was never snapshotted. So the snapshot carries the final
+aggregation object itself, as a pickle read back by a restricted unpickler:
+
+- only classes and functions defined in the modules of :data:`_MODULES` (the aggregators,
+  the finals, the built-in monoids, the optimizer's plans) and the few standard ones of
+  :data:`_GLOBALS` load; anything else is refused (``pickle.UnpicklingError``), so loading
+  a snapshot constructs nothing but these (no code from the store runs);
+- the stream's own objects are not in it but named (persistent ids): its slices, its
+  monoid and the monoids of a Record's fields (and their combine functions), the
+  optimizer's planner, the shared final's markers, and values of a type with a
+  ``kvs.codec`` codec (a user's partials), which go through that codec.
+
+A final that holds something else (a user optimizer's own plan object, a partial of a
+type without a codec) is not stored: :func:`dump` returns None and the restored stream
+rebuilds that final from its slices (exact for ``lazy``; the others may differ in the
+last bits, as before this module).
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import pickle
+import types
+from typing import Any
+
+from kvs import codec
+from mta.monoid import Monoid, Record
+from mta.stream import shared
+
+#: modules whose own classes and functions a stored final may be built of
+_MODULES = frozenset({"mta.stream.final", "mta.stream.shared", "mta.monoid", "mta.windows", "mta.optimizer"})
+#: the packages likewise (every module in them but those of _EXCLUDED)
+_PACKAGES = ("mta.algorithms.", "mta.optimizer.")
+#: aggregators that reach outside the process (a stored FiBA reads and writes its store)
+_EXCLUDED = frozenset({"mta.algorithms.fiba_store"})
+#: the standard library's globals a pickle of these may name
+_GLOBALS = frozenset({("copyreg", "_reconstructor"), ("builtins", "object"), ("builtins", "set"),
+                      ("builtins", "frozenset"), ("builtins", "slice"), ("builtins", "bytearray"),
+                      ("builtins", "complex"), ("builtins", "float"), ("builtins", "int"),
+                      ("array", "array"), ("array", "_array_reconstructor"), ("collections", "deque"),
+                      ("collections", "OrderedDict"), ("fractions", "Fraction"), ("decimal", "Decimal"),
+                      # where an object AMTA keeps its levels
+                      ("kvs.memory", "MemoryStore"), ("kvs.memory", "MemoryLevel")})
+#: types a pickle holds as they are (no persistent id to look for)
+_PLAIN = frozenset({float, int, bool, str, bytes, tuple, list, dict, set, type(None)})
+_FUNCTIONS = frozenset({types.FunctionType, types.BuiltinFunctionType})
+_SENTINELS = {"missing": shared._MISSING, "no_part": shared._NO_PART}
+
+
+class _NotStored(Exception):
+    """The final holds an object that a snapshot cannot name or load back."""
+
+
+def _monoids(monoid: Monoid, path: tuple = ()) -> list[tuple[tuple, Monoid]]:
+    """``monoid`` and, for a Record, its fields' monoids (recursively), each with its path."""
+    found = [(path, monoid)]
+    if isinstance(monoid, Record):
+        for name, field in monoid.fields.items():
+            found.extend(_monoids(field, path + (name,)))
+    return found
+
+
+def _loadable(module: str) -> bool:
+    return module not in _EXCLUDED and (module in _MODULES or module.startswith(_PACKAGES))
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, stream: Any) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.ids: dict[int, Any] = {id(stream.slices): ("slices",)}
+        self.combines: list[tuple[Any, tuple]] = []
+        for path, monoid in _monoids(stream.monoid):
+            self.ids[id(monoid)] = ("monoid", path)
+            combine = monoid.combine
+            if getattr(combine, "__self__", None) is not monoid:  # a function (Sum's operator.add, a Record's)
+                self.ids[id(combine)] = ("combine", path)
+        for name, sentinel in _SENTINELS.items():
+            self.ids[id(sentinel)] = ("sentinel", name)
+        self.planner = stream._plan_for
+
+    def persistent_id(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind in _PLAIN:
+            return None
+        named = self.ids.get(id(obj))
+        if named is not None:
+            return named
+        if kind is types.MethodType:
+            if obj == self.planner:
+                return ("planner",)
+            owner = self.ids.get(id(obj.__self__))  # a method of a monoid (an AMTA's monoid.fold)
+            if owner is not None and owner[0] == "monoid":
+                return ("method", owner[1], obj.__func__.__name__)
+        if codec.registered(kind):
+            return ("codec", codec.pack(obj))
+        if isinstance(obj, type) or kind in _FUNCTIONS:  # a global: what the unpickler loads
+            module, name = obj.__module__, obj.__qualname__
+            if not (_loadable(module) and "." not in name) and (module, name) not in _GLOBALS:
+                raise _NotStored(f"{module}.{name}")
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, stream: Any) -> None:
+        super().__init__(file)
+        self.stream = stream
+        self.monoids = dict(_monoids(stream.monoid))
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _GLOBALS:
+            return super().find_class(module, name)
+        if _loadable(module) and "." not in name:
+            found = getattr(importlib.import_module(module), name, None)
+            if getattr(found, "__module__", None) == module and (isinstance(found, type) or callable(found)):
+                return found
+        raise pickle.UnpicklingError(f"a stored final aggregation may not hold {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        kind = pid[0]
+        if kind == "slices":
+            return self.stream.slices
+        if kind == "monoid":
+            return self.monoids[tuple(pid[1])]
+        if kind == "method" and not pid[2].startswith("_"):
+            return getattr(self.monoids[tuple(pid[1])], pid[2])
+        if kind == "combine":
+            return self.monoids[tuple(pid[1])].combine
+        if kind == "sentinel":
+            return _SENTINELS[pid[1]]
+        if kind == "planner":
+            return self.stream._plan_for
+        if kind == "codec":
+            return codec.unpack(pid[1])
+        raise pickle.UnpicklingError(f"unknown persistent id {pid!r} in a stored final aggregation")
+
+
+def dump(stream: Any) -> bytes | None:
+    """``stream.final`` as bytes for :func:`load`, or None if it holds what cannot be stored."""
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, stream).dump(stream.final)
+    except (_NotStored, pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return buffer.getvalue()
+
+
+def load(stream: Any, data: bytes) -> Any:
+    """The final aggregation :func:`dump` stored, over ``stream``'s slices and monoid."""
+    return _Unpickler(io.BytesIO(data), stream).load()
