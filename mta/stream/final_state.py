@@ -11,6 +11,8 @@ aggregation object itself, as a pickle read back by a restricted unpickler:
   the finals, the built-in monoids, the optimizer's plans) and the few standard ones of
   :data:`_GLOBALS` load; anything else is refused (``pickle.UnpicklingError``), so loading
   a snapshot constructs nothing but these (no code from the store runs);
+- a typed multi-query aggregator (compiled, it has no pickle form) is stored as its
+  object twin in the same state: after a restore the shared group runs on that one;
 - the stream's own objects are not in it but named (persistent ids): its slices, its
   monoid and the monoids of a Record's fields (and their combine functions), the
   optimizer's planner, the shared final's markers, and values of a type with a
@@ -24,6 +26,7 @@ last bits, as before this module).
 
 from __future__ import annotations
 
+import copyreg
 import importlib
 import io
 import pickle
@@ -50,6 +53,8 @@ _GLOBALS = frozenset({("copyreg", "_reconstructor"), ("builtins", "object"), ("b
                       ("kvs.memory", "MemoryStore"), ("kvs.memory", "MemoryLevel")})
 #: types a pickle holds as they are (no persistent id to look for)
 _PLAIN = frozenset({float, int, bool, str, bytes, tuple, list, dict, set, type(None)})
+#: the typed multi-query aggregators: stored as their object twins (same partials, same order)
+_TYPED_MQ = "mta.algorithms.typed_mq"
 _FUNCTIONS = frozenset({types.FunctionType, types.BuiltinFunctionType})
 _SENTINELS = {"missing": shared._MISSING, "no_part": shared._NO_PART}
 
@@ -84,6 +89,12 @@ class _Pickler(pickle.Pickler):
         for name, sentinel in _SENTINELS.items():
             self.ids[id(sentinel)] = ("sentinel", name)
         self.planner = stream._plan_for
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj).__module__ == _TYPED_MQ:  # compiled, it does not pickle: its object twin, in its state
+            twin = obj.to_object()
+            return copyreg._reconstructor, (type(twin), object, None), twin.__getstate__()
+        return NotImplemented
 
     def persistent_id(self, obj: Any) -> Any:
         kind = type(obj)
