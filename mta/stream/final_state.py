@@ -34,6 +34,7 @@ import types
 from typing import Any
 
 from kvs import codec
+from mta.algorithms.multi_query import MultiQueryAggregator
 from mta.monoid import Monoid, Record
 from mta.stream import shared
 
@@ -92,9 +93,11 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj).__module__ == _TYPED_MQ:  # compiled, it does not pickle: its object twin, in its state
-            twin = obj.to_object()
-            return copyreg._reconstructor, (type(twin), object, None), twin.__getstate__()
-        return NotImplemented
+            obj = obj.to_object()
+        elif not isinstance(obj, MultiQueryAggregator):
+            return NotImplemented
+        # made without its __new__ (SlickDeque's picks the variant from arguments it would not get)
+        return copyreg._reconstructor, (type(obj), object, None), obj.__getstate__()
 
     def persistent_id(self, obj: Any) -> Any:
         kind = type(obj)
