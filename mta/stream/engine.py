@@ -629,7 +629,9 @@ class Stream:
         return [repr(self.monoid), self.allowed_lateness, [[name, repr(r.spec)] for name, r in self._runners.items()]]
 
     def snapshot(self) -> bytes:
-        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec)."""
+        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec),
+        the final aggregation's structures included (:mod:`mta.stream.final_state`): a stream
+        restored from it answers as this one does, floats bit for bit."""
         self._flush_typed()
         self._retype()
         return codec.pack([

@@ -7,10 +7,11 @@ alone, a final would answer windows of the restored stream in the last bits diff
 from the stream that was never snapshotted. So the snapshot carries the final
 aggregation object itself, as a pickle read back by a restricted unpickler:
 
-- only classes and functions defined in the modules of :data:`_MODULES` (the aggregators,
-  the finals, the built-in monoids, the optimizer's plans) and the few standard ones of
-  :data:`_GLOBALS` load; anything else is refused (``pickle.UnpicklingError``), so loading
-  a snapshot constructs nothing but these (no code from the store runs);
+- only classes defined in the modules of :data:`_MODULES` and :data:`_PACKAGES` (the
+  aggregators, the finals, the built-in monoids, the optimizer's plans) and the few
+  reconstructors and standard classes of :data:`_GLOBALS` load; anything else is refused
+  (``pickle.UnpicklingError``), so loading a snapshot constructs nothing but these (no code
+  from the store runs);
 - a typed multi-query aggregator (compiled, it has no pickle form) is stored as its
   object twin in the same state: after a restore the shared group runs on that one;
 - the stream's own objects are not in it but named (persistent ids): its slices, its
@@ -26,7 +27,6 @@ last bits, as before this module).
 
 from __future__ import annotations
 
-import copyreg
 import importlib
 import io
 import pickle
@@ -38,20 +38,19 @@ from mta.algorithms.multi_query import MultiQueryAggregator
 from mta.monoid import Monoid, Record
 from mta.stream import shared
 
-#: modules whose own classes and functions a stored final may be built of
+#: modules whose classes a stored final may be built of (their functions are not loaded: a
+#: generic one, such as final.call's getattr, would let a pickle reach any attribute)
 _MODULES = frozenset({"mta.stream.final", "mta.stream.shared", "mta.monoid", "mta.windows", "mta.optimizer"})
 #: the packages likewise (every module in them but those of _EXCLUDED)
 _PACKAGES = ("mta.algorithms.", "mta.optimizer.")
 #: aggregators that reach outside the process (a stored FiBA reads and writes its store)
 _EXCLUDED = frozenset({"mta.algorithms.fiba_store"})
-#: the standard library's globals a pickle of these may name
-_GLOBALS = frozenset({("copyreg", "_reconstructor"), ("builtins", "object"), ("builtins", "set"),
-                      ("builtins", "frozenset"), ("builtins", "slice"), ("builtins", "bytearray"),
-                      ("builtins", "complex"), ("builtins", "float"), ("builtins", "int"),
+#: the functions a pickle of these may name: the typed cores' and this module's reconstructors,
+#: the standard library's arrays; and the standard classes an object AMTA's levels are made of
+_GLOBALS = frozenset({("mta.algorithms.typed", "_restored"), ("mta.algorithms.typed", "_columns"),
+                      ("mta.algorithms.typed_fiba", "_unpickled"), ("mta.stream.final_state", "_new"),
                       ("array", "array"), ("array", "_array_reconstructor"), ("collections", "deque"),
-                      ("collections", "OrderedDict"), ("fractions", "Fraction"), ("decimal", "Decimal"),
-                      # where an object AMTA keeps its levels
-                      ("kvs.memory", "MemoryStore"), ("kvs.memory", "MemoryLevel")})
+                      ("collections", "OrderedDict"), ("kvs.memory", "MemoryStore"), ("kvs.memory", "MemoryLevel")})
 #: types a pickle holds as they are (no persistent id to look for)
 _PLAIN = frozenset({float, int, bool, str, bytes, tuple, list, dict, set, type(None)})
 #: the typed multi-query aggregators: stored as their object twins (same partials, same order)
@@ -73,8 +72,17 @@ def _monoids(monoid: Monoid, path: tuple = ()) -> list[tuple[tuple, Monoid]]:
     return found
 
 
-def _loadable(module: str) -> bool:
-    return module not in _EXCLUDED and (module in _MODULES or module.startswith(_PACKAGES))
+def _loadable(module: str, name: str, found: Any) -> bool:
+    """Whether the global ``module.name`` (``found``) may be in a stored final."""
+    if (module, name) in _GLOBALS:
+        return True
+    return (isinstance(found, type) and getattr(found, "__module__", None) == module and "." not in name
+            and module not in _EXCLUDED and (module in _MODULES or module.startswith(_PACKAGES)))
+
+
+def _new(cls: type) -> Any:
+    """An instance of ``cls`` made without its ``__new__`` and ``__init__`` (its state is set next)."""
+    return object.__new__(cls)
 
 
 class _Pickler(pickle.Pickler):
@@ -97,7 +105,7 @@ class _Pickler(pickle.Pickler):
         elif not isinstance(obj, MultiQueryAggregator):
             return NotImplemented
         # made without its __new__ (SlickDeque's picks the variant from arguments it would not get)
-        return copyreg._reconstructor, (type(obj), object, None), obj.__getstate__()
+        return _new, (type(obj),), obj.__getstate__()
 
     def persistent_id(self, obj: Any) -> Any:
         kind = type(obj)
@@ -116,7 +124,7 @@ class _Pickler(pickle.Pickler):
             return ("codec", codec.pack(obj))
         if isinstance(obj, type) or kind in _FUNCTIONS:  # a global: what the unpickler loads
             module, name = obj.__module__, obj.__qualname__
-            if not (_loadable(module) and "." not in name) and (module, name) not in _GLOBALS:
+            if not _loadable(module, name, obj):
                 raise _NotStored(f"{module}.{name}")
         return None
 
@@ -128,11 +136,12 @@ class _Unpickler(pickle.Unpickler):
         self.monoids = dict(_monoids(stream.monoid))
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _GLOBALS:
-            return super().find_class(module, name)
-        if _loadable(module) and "." not in name:
-            found = getattr(importlib.import_module(module), name, None)
-            if getattr(found, "__module__", None) == module and (isinstance(found, type) or callable(found)):
+        if (module, name) in _GLOBALS or module.startswith(_PACKAGES) or module in _MODULES:
+            try:
+                found = getattr(importlib.import_module(module), name, None)
+            except ImportError:
+                found = None
+            if _loadable(module, name, found):
                 return found
         raise pickle.UnpicklingError(f"a stored final aggregation may not hold {module}.{name}")
 
