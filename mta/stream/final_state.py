@@ -16,8 +16,8 @@ aggregation object itself, as a pickle read back by a restricted unpickler:
   object twin in the same state: after a restore the shared group runs on that one;
 - the stream's own objects are not in it but named (persistent ids): its slices, its
   monoid and the monoids of a Record's fields (and their combine functions), the
-  optimizer's planner, the shared final's markers, and values of a type with a
-  ``kvs.codec`` codec (a user's partials), which go through that codec.
+  optimizer's planner, the markers (the shared final's, First's and Last's empty), and
+  values of a type with a ``kvs.codec`` codec (a user's partials), which go through it.
 
 A final that holds something else (a user optimizer's own plan object, a partial of a
 type without a codec) is not stored: :func:`dump` returns None and the restored stream
@@ -35,6 +35,7 @@ from typing import Any
 
 from kvs import codec
 from mta.algorithms.multi_query import MultiQueryAggregator
+from mta import monoid as monoid_module
 from mta.monoid import Monoid, Record
 from mta.stream import shared
 
@@ -56,7 +57,7 @@ _PLAIN = frozenset({float, int, bool, str, bytes, tuple, list, dict, set, type(N
 #: the typed multi-query aggregators: stored as their object twins (same partials, same order)
 _TYPED_MQ = "mta.algorithms.typed_mq"
 _FUNCTIONS = frozenset({types.FunctionType, types.BuiltinFunctionType})
-_SENTINELS = {"missing": shared._MISSING, "no_part": shared._NO_PART}
+_SENTINELS = {"missing": shared._MISSING, "no_part": shared._NO_PART, "empty": monoid_module._EMPTY}
 
 
 class _NotStored(Exception):
