@@ -93,3 +93,8 @@ def unpack_chunks(data: bytes) -> list[Any]:
     if unpacker.tell() != len(data):
         raise StoreError(f"stored block is truncated ({unpacker.tell()} of {len(data)} bytes readable)")
     return out
+
+
+def registered(cls: type) -> bool:
+    """Whether instances of exactly ``cls`` have a codec (:func:`register`)."""
+    return cls in _ENCODERS

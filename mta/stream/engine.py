@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from kvs import codec
 from kvs.blocks import Backend
-from kvs.urls import connect
+from kvs.base import MissingWindow
+from kvs.urls import connect, normalise
 from mta.arrays import as_list
 from mta.monoid import Monoid
 from mta.optimizer import PeriodicQuery, optimize
@@ -48,12 +49,12 @@ from mta.stream.final import FinalAggregation, final_aggregation
 from mta.stream.shared import MAX_POINTS, SharedFinal
 from mta.stream.queries import (CountRunner, PolicyRunner, PunctuationRunner, Result, Runner, SessionRunner,
                                 SlidingRunner, _EveryRunner, runner_class)
-from mta.stream import typed_ingest
+from mta.stream import final_state, typed_ingest
 from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
 _INF = math.inf
-_SNAPSHOT_VERSION = 3
+_SNAPSHOT_VERSION = 4  # 4: the final aggregation's state (final_state); 3 loads, rebuilding it
 
 
 _ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
@@ -628,7 +629,9 @@ class Stream:
         return [repr(self.monoid), self.allowed_lateness, [[name, repr(r.spec)] for name, r in self._runners.items()]]
 
     def snapshot(self) -> bytes:
-        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec)."""
+        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec),
+        the final aggregation's structures included (:mod:`mta.stream.final_state`): a stream
+        restored from it answers as this one does, floats bit for bit."""
         self._flush_typed()
         self._retype()
         return codec.pack([
@@ -637,21 +640,25 @@ class Stream:
             [[begin, store.state()] for begin, store in self._counts.items()],
             [self.buffer_ts, self.buffer_partials],
             [[name, r.begin, r.order, getattr(r, "bit", 0), r.state()] for name, r in self._runners.items()],
+            final_state.dump(self),
         ])
 
     def restore(self, data: bytes) -> None:
         """Continue from :meth:`snapshot` bytes. This stream must have the same monoid,
         allowed lateness and queries (names and windows, in the same order)."""
         state = codec.unpack(data)
-        if not isinstance(state, tuple) or not state or state[0] != _SNAPSHOT_VERSION:
+        if not isinstance(state, tuple) or not state or state[0] not in (3, _SNAPSHOT_VERSION):
             raise ValueError("not a Stream snapshot (or one of another version)")
         fingerprint = _listify(state[1])
         if fingerprint != self._fingerprint():
             raise ValueError(f"the snapshot is of a stream {fingerprint!r}; this one is {self._fingerprint()!r}")
+        # the stored final (version 4) over this stream's slices and monoid, loaded first: a
+        # refused one (pickle.UnpicklingError) leaves this stream as it was
+        final = final_state.load(self, state[14]) if state[0] == _SNAPSHOT_VERSION and state[14] is not None else None
         if self._ingest is not None:
             self._ingest.flush()  # the snapshot's tuples replace them
         (_, _, self.watermark, self.horizon, self.dropped, self._arrival, self._newest, self._order, pending,
-         slices, late_slices, counts, buffer, runners) = state
+         slices, late_slices, counts, buffer, runners) = state[:14]
         order_next = self._order
         old = self._runners
         self._runners, self._counts = {}, {}
@@ -671,6 +678,17 @@ class Stream:
         for (name, _, _, _, runner_state) in runners:
             self._runners[name].load(runner_state)
         self._configure()
+        if final is not None:  # the structures as they were: the same combine order (floats bit for bit)
+            self.final = final
+            self.slices.on_change = final.changed
+
+    def __reduce__(self) -> tuple:
+        # pickle and copy.deepcopy, the same on both paths: the options, the queries and the
+        # snapshot (the typed ingest and the compiled stores have no pickle form of their own);
+        # the copy holds no stored stream (save/load)
+        options = {"allowed_lateness": self.allowed_lateness, "final": self._final_name, "on_late": self.on_late,
+                   "ordered": self.ordered, "optimizer": self.optimizer}
+        return _unpickled, (self.monoid, options, [(name, r.spec) for name, r in self._runners.items()], self.snapshot())
 
     def save(self, store: Backend | str, stream_id: str) -> None:
         """Write the state to a ``kvs`` backend (or URL) as ``stream_id``, all or nothing.
@@ -688,6 +706,10 @@ class Stream:
 
     def load(self, store: Backend | str, stream_id: str, *, take_over: bool = False) -> None:
         """Continue from the state saved as ``stream_id``; this stream becomes its writer."""
+        if not isinstance(store, Backend) and normalise(store) == "memory://":
+            raise MissingWindow(f"cannot load stream {stream_id!r} from 'memory://': bare memory:// is a new empty "
+                                "store each time; use memory://NAME to share one within a process (or pass the "
+                                "backend object of one kvs.connect('memory://') to save and load)")
         backend = store if isinstance(store, Backend) else connect(store)
         level_store = backend.store(stream_id, take_over=take_over)
         try:
@@ -710,6 +732,15 @@ class Stream:
     def __repr__(self) -> str:
         return (f"Stream({self.monoid!r}, allowed_lateness={self.allowed_lateness!r}, "
                 f"queries={list(self._runners)!r}, watermark={self.watermark!r})")
+
+
+def _unpickled(monoid: Monoid, options: dict, queries: list, snapshot: bytes) -> Stream:
+    """The Stream that :meth:`Stream.__reduce__` pickled."""
+    stream = Stream(monoid, **options)
+    for name, window in queries:
+        stream.add(name, window)
+    stream.restore(snapshot)
+    return stream
 
 
 @functools.lru_cache(maxsize=256)  # every key of a KeyedStream plans the same queries

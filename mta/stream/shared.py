@@ -184,6 +184,16 @@ class SharedGroup:
         self.answers: dict[tuple[str, int], Any] = {}
         self.reset()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a Stream snapshot (mta.stream.final_state): ``rounds`` is a closure, made again on load
+        state = self.__dict__.copy()
+        state["rounds"] = self.rounds is not None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.rounds = rounding_test(self.monoid) if state["rounds"] else None
+
     def reset(self) -> None:
         """Forget the partials (a slice changed behind them): restart at the next window asked."""
         self.mq.clear()
