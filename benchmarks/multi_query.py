@@ -16,8 +16,9 @@ the timed steps are that lap, twice over, and the faster pass counts.
 A second part (``--part monoids``) times the typed twins against their object aggregators
 for the other monoids they serve (MinCount/MaxCount, First/Last, ArgMin/ArgMax,
 Variance/StdDev: the workload's ints as their partials, ArgMin's keyed by position,
-StdDev's halved into floats; Records of Count, Sum and Mean, of Sum and Variance, and of
-Min, First and ArgMin), the same way (``--monoids`` picks some of them by name).
+StdDev's halved into floats; Records of Count, Sum and Mean, of Sum and Variance, of
+Min, First and ArgMin, and mixing sums and selections), the same way (``--monoids`` picks
+some of them by name).
 
     python -m benchmarks.multi_query            # full: ~6 minutes
     python -m benchmarks.multi_query --quick    # smoke run, seconds
@@ -32,7 +33,7 @@ from typing import Any, Callable
 from benchmarks.common import Run, gc_paused, num, parser, ratio
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, typed_mq
 from mta.counting import CountingMonoid
-from mta.monoid import (ArgMax, ArgMin, Count, First, Last, MaxCount, Mean, Min, MinCount, Monoid, Record, StdDev,
+from mta.monoid import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, Record, StdDev,
                         Sum, Variance)
 
 #: figure -> (aggregation, monoid, replicated baseline)
@@ -64,6 +65,12 @@ MONOIDS: dict[str, tuple[Callable[[], Monoid], Callable[[int, int], Any]]] = {
     "Record(Count, Sum, Mean)": (lambda: Record(n=Count(), s=Sum(), m=Mean()), lambda i, v: (1, v, (v, 1))),
     "Record(Sum, Variance)": (lambda: Record(s=Sum(), v=Variance()), lambda i, v: (v, (1, v, 0))),
     "Record(Min, First, ArgMin)": (lambda: Record(m=Min(), f=First(), a=ArgMin()), lambda i, v: (v, v, (v, i))),
+    # Records mixing sums and selections: OverlaidSlideSide, a TypedOverlaidSlideSide per field
+    "Record(Count, Sum, Min, First)": (lambda: Record(n=Count(), s=Sum(), lo=Min(), f=First()),
+                                       lambda i, v: (1, v, v, v)),
+    "Record(Count, Sum, Min, Max, Mean, Variance, First, ArgMin)": (
+        lambda: Record(n=Count(), s=Sum(), lo=Min(), hi=Max(), m=Mean(), v=Variance(), f=First(), a=ArgMin()),
+        lambda i, v: (1, v, v, v, (v, 1), (1, v, 0), v, (v, i))),
 }
 
 
@@ -234,8 +241,8 @@ def more_monoids(run: Run, queries: list[int], max_range: int, steps: int, round
     run.table(f"The typed twins ({_HOW}) against their object aggregators: more monoids, ranges uniform in "
               f"[1, {max_range:,}], slide 1, {steps:,} steps", headers, rows,
               "Same process, same stream, alternated within rounds; answers checked equal every round. "
-              "SlickDeque serves no MinCount / MaxCount, nor a Record of selections (neither invertible nor "
-              "a selection).")
+              "SlickDeque serves no MinCount / MaxCount, nor a Record of selections or mixing sums and "
+              "selections (neither invertible nor a selection).")
     return out
 
 
