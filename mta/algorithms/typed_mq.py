@@ -213,10 +213,6 @@ def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
     keeping the left value), ``_argmin`` (ties keep the left); Sum's and Mean's rows of
     :class:`TypedOverlaidSlideSide` add (``a + b``; in a FLOAT row ``i`` says the sum is a
     float, 0 the int 0)."""
-    if op == _SUM or op == _MEAN:
-        if fl:
-            return Part(d=a.d + b.d, i=a.i | b.i, c=a.c + b.c)
-        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
     if op == _FIRST:
         return b if a.c < 0 else a
     if op == _LAST:
@@ -233,6 +229,10 @@ def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
         if (b.d > a.d) if fl else (b.i > a.i):
             return b
         return Part(d=a.d, i=a.i, c=a.c + b.c)
+    if op == _SUM or op == _MEAN:
+        if fl:
+            return Part(d=a.d + b.d, i=a.i | b.i, c=a.c + b.c)
+        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
     if _empty(fl, a):
         return b
     if _empty(fl, b):
