@@ -468,6 +468,7 @@ def test_the_factory_gives_a_twin_when_the_typed_cores_are_in_use(monkeypatch) -
     assert type(multi_query_aggregator("slideside", CountingMonoid(Sum()), [3])) is InvertibleSlideSide
     monkeypatch.setattr(typed, "USE", False)
     assert type(multi_query_aggregator("slideside", Sum(), [3])) is InvertibleSlideSide
+    assert type(multi_query_aggregator("slideside", Sum(), [3], inverse=False)) is OverlaidSlideSide
 
 
 @pytest.mark.parametrize("final,make", [("slideside", Sum), ("slideside", Mean), ("slideside", Min), ("slickdeque", Sum),
@@ -482,8 +483,8 @@ def test_shared_streams_demote_and_match_the_object_aggregators(monkeypatch, fin
     built = []
     real = multi_query_aggregator
 
-    def spy(name, monoid, ranges):
-        agg = real(name, monoid, ranges)
+    def spy(name, monoid, ranges, **how):
+        agg = real(name, monoid, ranges, **how)
         built.append(agg)
         return agg
 
@@ -777,6 +778,21 @@ def test_record_twins_are_built_for_invertible_fields_with_twins(monkeypatch) ->
         with pytest.raises(TypeError, match="invertible"):
             multi_query_aggregator("slickdeque", monoid, [3])
     assert typed_mq.twin("slickdeque", stats, [3]) is None
+    # SlideSide built with inverse=False (the shared final once it may not subtract): the overlaid twins
+    sums = Record(n=Count(), s=Sum(), v=Variance())
+    for monoid, cls in ((Sum(), typed_mq.TypedOverlaidSlideSide), (Variance(), typed_mq.TypedOverlaidSlideSide),
+                        (Min(), typed_mq.TypedOverlaidSlideSide), (sums, typed_mq.TypedRecordOverlaidSlideSide),
+                        (stats, typed_mq.TypedRecordOverlaidSlideSide)):
+        assert type(multi_query_aggregator("slideside", monoid, [3], inverse=False)) is cls
+        assert typed_mq.twin("slideside", monoid, [3], inverse=True) is (
+            typed_mq.TypedSlideSide if monoid.invertible and type(monoid) is not Record else
+            typed_mq.TypedRecordSlideSide if monoid.invertible else None)
+    assert type(typed_mq.TypedRecordOverlaidSlideSide(sums, [3])) is typed_mq.TypedRecordOverlaidSlideSide
+    assert typed_mq.twin("slickdeque", Sum(), [3], inverse=False) is None
+    assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3], inverse=False)) \
+        is OverlaidSlideSide
+    with pytest.raises(TypeError, match="invertible"):
+        multi_query_aggregator("slideside", stats, [3], inverse=True)
     assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3])) is InvertibleSlideSide
 
     class MyRecord(Record):
@@ -939,6 +955,37 @@ def test_a_shared_float_stats_record_stays_typed_across_empty_stretches(monkeypa
         held = {type(g.mq).__name__ for g in s.final.groups.values()}
         assert held == {"TypedRecordOverlaidSlideSide" if use else "OverlaidSlideSide"}
     assert results[True] == results[False] and len(results[False]) > 300
+
+
+@pytest.mark.parametrize("monoid,twin", [
+    (Sum(), "TypedOverlaidSlideSide"), (Mean(), "TypedOverlaidSlideSide"), (Variance(), "TypedOverlaidSlideSide"),
+    (Record(n=Count(), s=Sum(), v=StdDev()), "TypedRecordOverlaidSlideSide")])
+def test_a_shared_float_sum_replanned_to_combine_only_stays_typed(monkeypatch, monoid, twin) -> None:
+    """Floats (with gaps: the identity's int zeros) make a subtracting SlideSide group re-plan
+    (``Rounding``: Variance's at once) to SlideSide's overlaid variant, built with
+    ``inverse=False``: its twin (TypedOverlaidSlideSide serves the sums too) holds to the
+    end, with the object aggregator's results bit for bit."""
+    from test_stream_shared import forced
+
+    results = {}
+    for use in (True, False):
+        monkeypatch.setattr(typed, "USE", use)
+        s = Stream(monoid, final="shared", optimizer=forced("pairs", "slideside"))
+        s.add("a", Sliding(8, 1))
+        s.add("b", Sliding(20, 2))
+        out = []
+        for t in range(10, 300):
+            if t % 50 < 35:
+                s.insert(t, (t % 13) * 0.1 - 0.5 if t % 7 else -0.0)
+            if t % 5 == 0:
+                out += s.advance(t)
+        out += s.advance(math.inf)
+        results[use] = [(r.query, r.start, r.end, key(r.value if type(monoid) is not Record
+                                                          else tuple(r.value.values())), r.count) for r in out]
+        assert not s.final.invert  # re-planned
+        held = {type(g.mq).__name__ for g in s.final.groups.values()}
+        assert held == {twin if use else "OverlaidSlideSide"}
+    assert results[True] == results[False] and len(results[False]) > 200
 
 
 def test_overlaid_record_scans_keep_the_older_of_signed_zeros() -> None:

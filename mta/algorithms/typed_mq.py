@@ -1850,7 +1850,7 @@ class _TypedRecordMQ:
     _inserts: list  # the field twins' bound methods
 
     def __init__(self, monoid: Record, ranges: Sequence[int]) -> None:
-        if _record_twin(type(self).name, monoid) is not type(self):
+        if _record_twin(type(self).name, monoid, type(self)._overlaid) is not type(self):
             raise TypeError(f"{type(self).__name__} does not serve {monoid!r}")
         field: type = type(self)._field
         self._twins = [field(m, ranges) for m in monoid.fields.values()]
@@ -1918,6 +1918,7 @@ class TypedRecordSlideSide(_TypedRecordMQ):
     name = "slideside"
     any_range = True
     _field = TypedSlideSide
+    _overlaid = False
     _state = (("_elements", "zip"), ("_back", "zip"), ("_front", "zip"), ("_pos", "copy"), ("_count", "copy"))
 
 
@@ -1929,6 +1930,7 @@ class TypedRecordSlickDeque(_TypedRecordMQ):
     name = "slickdeque"
     any_range = False
     _field = TypedSlickDequeInv
+    _overlaid = False
     _state = (("_partials", "zip"), ("_answers", "zip"), ("_cur", "copy"), ("_size", "copy"))
 
 
@@ -1940,6 +1942,7 @@ class TypedRecordOverlaidSlideSide(_TypedRecordMQ):
     name = "slideside"
     any_range = True
     _field = TypedOverlaidSlideSide
+    _overlaid = True  # served also where SlideSide is built with inverse=False
     _state = (("_bs", "copy"), ("_backs", "zip"), ("_scans", "nested"), ("_elements", "zip"), ("_pos", "copy"),
               ("_count", "copy"))
 
@@ -1948,17 +1951,18 @@ _INVERTIBLE_OPS = frozenset((SUM, MEAN, VARIANCE))
 _OVERLAID_OPS = frozenset((MIN, MAX, MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX)) | _INVERTIBLE_OPS
 
 
-def _record_twin(name: str, monoid: Monoid) -> type | None:
+def _record_twin(name: str, monoid: Monoid, overlaid: bool = False) -> type | None:
     """The Record twin of ``MULTI_QUERY[name](monoid, ...)`` for a Record (exact type: a
     subclass may combine otherwise), or None. The object aggregator a Record gets: Alg. 2 or
     InvertibleSlideSide when every field is invertible (Sum, Count, Mean, Variance, StdDev
     have twins), OverlaidSlideSide otherwise (a Record is never a selection; SlickDeque
-    refuses it), whose twin needs every field to have a TypedOverlaidSlideSide (all of
-    these and Min, Max, MinCount, MaxCount, First, Last, ArgMin, ArgMax)."""
+    refuses it) or when ``overlaid`` (SlideSide with ``inverse=False``), whose twin needs
+    every field to have a TypedOverlaidSlideSide (all of these and Min, Max, MinCount,
+    MaxCount, First, Last, ArgMin, ArgMax)."""
     if type(monoid) is not Record:
         return None
     ops = {wide_op_of(m) for m in monoid.fields.values()}
-    if ops <= _INVERTIBLE_OPS:
+    if ops <= _INVERTIBLE_OPS and not overlaid:
         return _RECORD_TWINS.get(name)
     if ops <= _OVERLAID_OPS and name == "slideside":
         return TypedRecordOverlaidSlideSide
@@ -1988,17 +1992,27 @@ _RECORD_TWINS: dict[str, type] = {"slideside": TypedRecordSlideSide, "slickdeque
 MAX_CAPACITY = 2 ** 22
 
 
-def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
-    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
-    (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
-    then refuses them, or grows as it fills)."""
+def twin(name: str, monoid: Monoid, ranges: Sequence[int], *, inverse: bool | None = None) -> type | None:
+    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)`` (with SlideSide's ``inverse``
+    when not None: False builds the overlaid variant for any monoid, as the shared final does
+    once it may not subtract; True the invertible one), or None when there is none (or the
+    ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator then
+    refuses them, or grows as it fills)."""
     cls: Any
+    if inverse is not None and name != "slideside":
+        return None  # the object aggregator takes no ``inverse``
+    overlaid = inverse is False
     if type(monoid) is Record:
-        cls = _record_twin(name, monoid)
+        cls = _record_twin(name, monoid, overlaid)
     else:
         op = wide_op_of(monoid)
-        cls = _TWINS.get((name, op)) if op is not None else None
-    if cls is None:
+        if op is None:
+            cls = None
+        elif overlaid:
+            cls = TypedOverlaidSlideSide if op in _OVERLAID_OPS else None
+        else:
+            cls = _TWINS.get((name, op))
+    if cls is None or (inverse and cls is not TypedSlideSide and cls is not TypedRecordSlideSide):
         return None
     try:
         fits = max(check_ranges(ranges)) <= MAX_CAPACITY
