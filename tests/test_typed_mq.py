@@ -893,8 +893,24 @@ overlaid_steps = st.lists(st.one_of(
     st.tuples(st.just("query"), st.integers(-1, 70))), max_size=100)
 
 
+def one_kind_steps(values: Any, keys_: Any) -> Any:
+    """Steps of one kind of values (and of ArgMin keys), with identities: long typed runs."""
+    return st.lists(st.one_of(
+        st.tuples(st.just("insert"), st.tuples(values, keys_)),
+        st.tuples(st.just("identity"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("query"), st.integers(-1, 70))), min_size=20, max_size=100)
+
+
+typed_runs = st.one_of(
+    overlaid_steps,
+    one_kind_steps(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=64),
+                             st.sampled_from([0.0, -0.0, 0.1, 1e16, 1.0, 2.0])), st.sampled_from(["id", 0.0, -0.0, 1.5])),
+    one_kind_steps(st.integers(-50, 50), st.sampled_from(["id", 0, 1, 2])))
+
+
 @hsettings(max_examples=200)
-@given(monoid=overlaid_records, ranges=range_sets(), ops=overlaid_steps)
+@given(monoid=overlaid_records, ranges=range_sets(), ops=typed_runs)
 def test_overlaid_record_twins_match_the_object_aggregator(monoid, ranges, ops) -> None:
     """A Record of the selections and MinCount/MaxCount, and of them mixed with Count, Sum,
     Mean, Variance and StdDev, against the object OverlaidSlideSide over it, step by step
