@@ -326,6 +326,10 @@ def test_int_bound_and_kinds(pair, make) -> None:
         with pytest.raises(Untyped):
             twin.insert(p(refused))
     twin.clear()
+    if make is Count and twin_cls is typed_mq.TypedOverlaidSlideSide:  # Count's ints only (its fold)
+        with pytest.raises(Untyped):
+            twin.insert(p(1.5))
+        return
     twin.insert(p(1.5))  # an empty twin takes either kind
     with pytest.raises(Untyped):
         twin.insert(p(1))
@@ -927,7 +931,7 @@ def test_overlaid_record_twins_match_the_object_aggregator(monoid, ranges, ops) 
     for op, arg in ops:
         if op in ("insert", "identity"):
             p = monoid.identity if op == "identity" else \
-                tuple(partial_of(m, arg[0], arg[1]) for m in monoid.fields.values())
+                tuple(1 if isinstance(m, Count) else partial_of(m, arg[0], arg[1]) for m in monoid.fields.values())
             twin = record_insert(twin, obj, p, state)
             held = (held + [p])[-twin.capacity:]
         elif op == "clear":
@@ -1002,6 +1006,33 @@ def test_a_shared_float_sum_replanned_to_combine_only_stays_typed(monkeypatch, m
         held = {type(g.mq).__name__ for g in s.final.groups.values()}
         assert held == {twin if use else "OverlaidSlideSide"}
     assert results[True] == results[False] and len(results[False]) > 200
+
+
+def test_an_overlaid_count_takes_ints_only() -> None:
+    """Count's fold (``acc + sum(rest)``, the object's answer to a range between the levels)
+    adds floats in another order than the left fold: the overlaid Count twin refuses a float
+    partial (Count's lift makes ints), nothing changed, and the object aggregator it demotes
+    to answers as one that saw everything."""
+    partials = [0.1, 0.7, 0.2, 0.3, 1e16, 0.9]
+    obj = OverlaidSlideSide(Count(), [1, 16])
+    for p in partials:
+        obj.insert(p)
+    rest = partials[-4:]
+    assert obj.query(5) == Count().fold(partials[1], rest) != naive(Sum(), partials, 5)  # not the left fold
+    twin = typed_mq.TypedOverlaidSlideSide(Count(), [1, 16])
+    for p in (1, 1, 2):
+        twin.insert(p)
+    for bad in (0.5, -0.0, True):
+        assert not twin.fits(bad)
+        with pytest.raises(Untyped):
+            twin.insert(bad)
+        assert twin.answers() == [2, 4] and len(twin) == 3
+    handed, reference = twin.to_object(), OverlaidSlideSide(Count(), [1, 16])
+    for p in (1, 1, 2, *partials):
+        reference.insert(p)
+    for p in partials:
+        handed.insert(p)
+    assert keys([handed.query(r) for r in range(1, 17)]) == keys([reference.query(r) for r in range(1, 17)])
 
 
 def test_overlaid_record_scans_keep_the_older_of_signed_zeros() -> None:

@@ -77,7 +77,7 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM,
                                   VARIANCE, Untyped, wide_op_of)
-from mta.monoid import Monoid, Record
+from mta.monoid import Count, Monoid, Record
 
 COMPILED: bool = cython.compiled
 
@@ -1438,6 +1438,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _pos: cython.Py_ssize_t
     _rows: cython.bint  # rows are Parts: the wide ops, SUM, MEAN
     _var: cython.bint  # rows are Vars: VARIANCE
+    _ints: cython.bint  # Count: int partials only (see _scalar)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
         _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _MINCOUNT, _MAXCOUNT, _FIRST, _LAST, _ARGMIN, _ARGMAX,
@@ -1464,6 +1465,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._zero_float = self._op == _SUM or self._op == _MEAN
         self._var = self._op == _VARIANCE
         self._rows = self._zero_float or (self._wide and not self._var)
+        self._ints = type(monoid) is Count
         w: cython.bint = self._rows or self._var
         self._ec, self._bc, self._sc = _int64s(self.capacity if w else 0), _int64s(L if w else 0), \
             _int64s(offsets[-1] if w else 0)
@@ -1484,6 +1486,15 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.cfunc
     def _outgoing(self) -> cython.longlong:
         return self._ei[self._pos]
+
+    @cython.cfunc
+    def _scalar(self, p: object, kind: cython.int) -> cython.int:
+        """:meth:`_TypedMQ._scalar`, but Count takes ints only (its lift's): ``Count.fold``,
+        which the object answers a range between the levels with, adds the floats of a
+        Count in another order than the left fold (``acc + sum(rest)``)."""
+        if self._ints and type(p) is not int:
+            raise Untyped(p)
+        return _TypedMQ._scalar(self, p, kind)
 
     @cython.cfunc
     @cython.boundscheck(False)
