@@ -10,8 +10,9 @@ aggregator's own rule (invertible, selection) sends it:
   an invertible monoid);
 - :class:`TypedOverlaidSlideSide`: :class:`~mta.algorithms.slideside.OverlaidSlideSide`,
   for ``Min``, ``Max``, ``MinCount``, ``MaxCount``, ``First``, ``Last``, ``ArgMin`` and
-  ``ArgMax`` (what ``SlideSide`` picks for them), and for the fields of a Record mixing
-  them with ``Sum``/``Count``, ``Mean`` or ``Variance``/``StdDev``;
+  ``ArgMax`` (what ``SlideSide`` picks for them), and for ``Sum``/``Count``, ``Mean`` and
+  ``Variance``/``StdDev`` where ``SlideSide`` is built with ``inverse=False`` or as fields
+  of a Record mixing them with the others;
 - :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
   (Alg. 3), for the selections ``Min``, ``Max``, ``First``, ``Last``, ``ArgMin``, ``ArgMax``;
 - :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
@@ -1400,10 +1401,11 @@ class TypedOverlaidSlideSide(_TypedMQ):
     from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
     ``l`` with ``src[l] == j`` (the overlaid stacks: the object's shared scan list).
 
-    The overlaid stacks combine and never invert, so they serve any of these monoids; a
+    The overlaid stacks combine and never invert, so they serve any of these monoids: a
     lone Sum, Mean or Variance gets :class:`TypedSlideSide` (:data:`_TWINS`: ``SlideSide``
-    gives it the invertible variant), a Record mixing them with selections this twin per
-    field (:class:`TypedRecordOverlaidSlideSide`).
+    gives it the invertible variant) but this twin where SlideSide is built with
+    ``inverse=False`` (the shared final once it may not subtract), and a Record mixing them
+    with selections this twin per field (:class:`TypedRecordOverlaidSlideSide`).
 
     Sum's and Mean's rows: an INT window has the sum in ``i``; a FLOAT one the sum in ``d``
     and in ``i`` whether the object's sum is a float (1) or the int 0 (0: a sum of int
