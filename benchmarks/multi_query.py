@@ -16,8 +16,9 @@ the timed steps are that lap, twice over, and the faster pass counts.
 A second part (``--part monoids``) times the typed twins against their object aggregators
 for the other monoids they serve (MinCount/MaxCount, First/Last, ArgMin/ArgMax,
 Variance/StdDev: the workload's ints as their partials, ArgMin's keyed by position,
-StdDev's halved into floats; Records of Count, Sum and Mean, of Sum and Variance, and of
-Min, First and ArgMin), the same way (``--monoids`` picks some of them by name).
+StdDev's halved into floats; Records of Count, Sum and Mean, of Sum and Variance, of
+Min, First and ArgMin, and mixing sums and selections; float Sum, Mean and Variance on
+SlideSide's overlaid variant), the same way (``--monoids`` picks some of them by name).
 
     python -m benchmarks.multi_query            # full: ~6 minutes
     python -m benchmarks.multi_query --quick    # smoke run, seconds
@@ -32,7 +33,7 @@ from typing import Any, Callable
 from benchmarks.common import Run, gc_paused, num, parser, ratio
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator, typed_mq
 from mta.counting import CountingMonoid
-from mta.monoid import (ArgMax, ArgMin, Count, First, Last, MaxCount, Mean, Min, MinCount, Monoid, Record, StdDev,
+from mta.monoid import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Monoid, Record, StdDev,
                         Sum, Variance)
 
 #: figure -> (aggregation, monoid, replicated baseline)
@@ -64,7 +65,20 @@ MONOIDS: dict[str, tuple[Callable[[], Monoid], Callable[[int, int], Any]]] = {
     "Record(Count, Sum, Mean)": (lambda: Record(n=Count(), s=Sum(), m=Mean()), lambda i, v: (1, v, (v, 1))),
     "Record(Sum, Variance)": (lambda: Record(s=Sum(), v=Variance()), lambda i, v: (v, (1, v, 0))),
     "Record(Min, First, ArgMin)": (lambda: Record(m=Min(), f=First(), a=ArgMin()), lambda i, v: (v, v, (v, i))),
+    # Records mixing sums and selections: OverlaidSlideSide, a TypedOverlaidSlideSide per field
+    "Record(Count, Sum, Min, First)": (lambda: Record(n=Count(), s=Sum(), lo=Min(), f=First()),
+                                       lambda i, v: (1, v, v, v)),
+    "Record(Count, Sum, Min, Max, Mean, Variance, First, ArgMin)": (
+        lambda: Record(n=Count(), s=Sum(), lo=Min(), hi=Max(), m=Mean(), v=Variance(), f=First(), a=ArgMin()),
+        lambda i, v: (1, v, v, v, (v, 1), (1, v, 0), v, (v, i))),
+    # SlideSide built with inverse=False (:data:`OVERLAID`: the shared final's, once it may not
+    # subtract floats), floats: TypedOverlaidSlideSide serves the sums too
+    "Sum, floats (inverse=False)": (Sum, lambda i, v: v * 0.5),
+    "Mean, floats (inverse=False)": (Mean, lambda i, v: (v * 0.5, 1)),
+    "Variance, floats (inverse=False)": (Variance, lambda i, v: (1, v * 0.5, 0)),
 }
+#: a :data:`MONOIDS` label ending so runs SlideSide's overlaid variant (``inverse=False``)
+OVERLAID = " (inverse=False)"
 
 
 def competitors(monoid: Monoid, baseline: str) -> list[str]:
@@ -90,9 +104,14 @@ def workload(seed: int, queries: int, max_range: int, steps: int) -> tuple[list[
     return ranges, values
 
 
-def build(name: str, monoid: Monoid, ranges: list[int], fill: list[int]) -> MultiQueryAggregator:
-    cls = typed_mq.twin(name.removesuffix(TYPED), monoid, ranges) if name.endswith(TYPED) else MULTI_QUERY[name]
-    agg = cls(monoid, ranges)
+def build(name: str, monoid: Monoid, ranges: list[int], fill: list[int],
+          inverse: bool | None = None) -> MultiQueryAggregator:
+    """The competitor ``name`` (SlideSide's ``inverse`` when not None), filled with ``fill``."""
+    how = {} if inverse is None else {"inverse": inverse}
+    if name.endswith(TYPED):
+        agg = typed_mq.twin(name.removesuffix(TYPED), monoid, ranges, **how)(monoid, ranges)
+    else:
+        agg = MULTI_QUERY[name](monoid, ranges, **how)
     insert = agg.insert
     for v in fill:
         insert(v)
@@ -129,13 +148,13 @@ def counted(name: str, make: Callable[[], Monoid], ranges: list[int], values: li
 
 
 def one_point(make: Callable[[], Monoid], names: list[str], ranges: list[int], values: list[Any],
-              rounds: int, laps: int, count: bool = True) -> dict[str, dict[str, Any]]:
+              rounds: int, laps: int, count: bool = True, inverse: bool | None = None) -> dict[str, dict[str, Any]]:
     """Every competitor on the same stream, ``laps`` times over (the best lap counts: each
     lap holds every amortized rescan once); rounds alternate the competitors, and their
     answers are compared after each round."""
     n = max(ranges)
     monoid = make()
-    aggs = {name: build(name, monoid, ranges, values[:n]) for name in names}
+    aggs = {name: build(name, monoid, ranges, values[:n], inverse) for name in names}
     stream = values[n:]
     chunk = -(-len(stream) // rounds)
     best = dict.fromkeys(names, float("inf"))
@@ -211,14 +230,16 @@ def more_monoids(run: Run, queries: list[int], max_range: int, steps: int, round
     rows = []
     for label in labels:
         make, shape = MONOIDS[label]
-        multi = [n for n in MULTI[:2] if typed_mq.twin(n, make(), [1])]
+        inverse = False if label.endswith(OVERLAID) else None
+        multi = [n for n in MULTI[:2] if typed_mq.twin(n, make(), [1], inverse=inverse)]
         out[label] = []
         for q in queries:
             ranges, values = workload(seed, q, max_range, steps)
             partials = [shape(i, v) for i, v in enumerate(values)]
             point = {}
             for n in multi:
-                point.update(one_point(make, [n + TYPED, n], ranges, partials, rounds, laps, count=False))
+                point.update(one_point(make, [n + TYPED, n], ranges, partials, rounds, laps, count=False,
+                                       inverse=inverse))
             out[label].append({"queries": q, "competitors": point})
             cells = []
             for n in MULTI[:2]:
@@ -234,8 +255,8 @@ def more_monoids(run: Run, queries: list[int], max_range: int, steps: int, round
     run.table(f"The typed twins ({_HOW}) against their object aggregators: more monoids, ranges uniform in "
               f"[1, {max_range:,}], slide 1, {steps:,} steps", headers, rows,
               "Same process, same stream, alternated within rounds; answers checked equal every round. "
-              "SlickDeque serves no MinCount / MaxCount, nor a Record of selections (neither invertible nor "
-              "a selection).")
+              "SlickDeque serves no MinCount / MaxCount, nor a Record of selections or mixing sums and "
+              "selections (neither invertible nor a selection).")
     return out
 
 

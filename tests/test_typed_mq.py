@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-from functools import reduce
 from typing import Any
 
 import pytest
@@ -30,12 +29,16 @@ from mta.counting import CountingMonoid
 from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev,
                         Sum, Variance)
 from mta.windows import Sliding
+from test_multi_query import naive
 
 #: twin, the object class it mirrors, the monoids it serves
 PAIRS = {
     "slideside": (typed_mq.TypedSlideSide, InvertibleSlideSide, (Sum, Count, Mean, Variance, StdDev)),
     "slideside-overlaid": (typed_mq.TypedOverlaidSlideSide, OverlaidSlideSide,
                            (Min, Max, MinCount, MaxCount, First, Last, ArgMin, ArgMax)),
+    # the fields of a Record mixing them with the above (a lone one gets "slideside")
+    "slideside-overlaid-sums": (typed_mq.TypedOverlaidSlideSide, OverlaidSlideSide,
+                                (Sum, Count, Mean, Variance, StdDev)),
     "slickdeque-noninv": (typed_mq.TypedSlickDeque, SlickDequeNonInv, (Min, Max, First, Last, ArgMin, ArgMax)),
     "slickdeque-inv": (typed_mq.TypedSlickDequeInv, SlickDequeInv, (Sum, Count, Mean, Variance, StdDev)),
 }
@@ -94,7 +97,14 @@ def kinds(monoid: Any, value: Any, aux: Any) -> Any:
 
 def lawful(monoid: Any, partial: Any) -> bool:
     """Whether the monoid's lift (or combine) makes ``partial``: then a fold in any order is
-    the left fold (the wide monoids' combines are exactly associative on such partials)."""
+    the left fold (the wide monoids' combines are exactly associative on such partials; sums
+    on ints only, Variance's never)."""
+    if isinstance(monoid, (Sum, Count)):
+        return type(partial) is int
+    if isinstance(monoid, Mean):
+        return type(partial[0]) is int
+    if isinstance(monoid, Variance):
+        return False
     if partial == monoid.identity or partial is monoid.identity:
         return True
     value = partial[0] if isinstance(monoid, (MinCount, MaxCount, ArgMin, ArgMax)) else partial
@@ -105,11 +115,6 @@ def lawful(monoid: Any, partial: Any) -> bool:
     return not isinstance(monoid, (MinCount, MaxCount)) or math.isfinite(value)
 
 
-def naive(monoid: Any, partials: list, r: int) -> Any:
-    """The left fold of the newest ``r`` partials, oldest first."""
-    return reduce(monoid.combine, partials[-r:] if r else [], monoid.identity)
-
-
 def key(x: Any) -> Any:
     """Bit-exact identity of an answer: floats by ``hex()``, types kept."""
     if isinstance(x, float):
@@ -117,6 +122,13 @@ def key(x: Any) -> Any:
     if isinstance(x, tuple):
         return tuple(key(y) for y in x)
     return (type(x).__name__, x)
+
+
+def has_nan(x: Any) -> bool:
+    """Whether a partial holds a NaN (which ``==`` tells from an equal fold's)."""
+    if isinstance(x, float):
+        return x != x
+    return isinstance(x, tuple) and any(map(has_nan, x))
 
 
 def keys(xs: list) -> list:
@@ -314,6 +326,10 @@ def test_int_bound_and_kinds(pair, make) -> None:
         with pytest.raises(Untyped):
             twin.insert(p(refused))
     twin.clear()
+    if make is Count and twin_cls is typed_mq.TypedOverlaidSlideSide:  # Count's ints only (its fold)
+        with pytest.raises(Untyped):
+            twin.insert(p(1.5))
+        return
     twin.insert(p(1.5))  # an empty twin takes either kind
     with pytest.raises(Untyped):
         twin.insert(p(1))
@@ -385,7 +401,7 @@ def test_wide_twins_refuse_what_they_cannot_hold(pair, make) -> None:
 
 
 @pytest.mark.parametrize("make", [Variance, StdDev])
-@pytest.mark.parametrize("pair", ["slideside", "slickdeque-inv"])
+@pytest.mark.parametrize("pair", ["slideside", "slickdeque-inv", "slideside-overlaid-sums"])
 def test_variance_keeps_the_objects_ints_and_refuses_what_it_cannot_hold(pair, make) -> None:
     """Variance's partials keep their ints where the object's do (a lifted int's mean and M2,
     ``invert``'s one-value rest ``(1, mean, 0)`` and its rounding clamp to the int 0), int
@@ -410,7 +426,7 @@ def test_variance_keeps_the_objects_ints_and_refuses_what_it_cannot_hold(pair, m
         fresh_obj.insert(p)
         same(fresh, fresh_obj)
         clamped = clamped or any(a[0] == 2 and type(a[2]) is int for a in fresh_obj.answers())
-    assert clamped
+    assert clamped or obj_cls is OverlaidSlideSide  # (which never inverts)
     held = keys(twin.answers())
     for bad in [(1, 2 ** 25 + 1, 0), (1, True, 0), (1, 1.0, 0.0), (2, 1, 0.0), (2, 1.0, 1), (1, math.inf, 0),
                 (2, math.nan, 0.0), (2, 1.0, math.inf), (0, -0.0, 0.0), (0, 0.0, 0), (2 ** 32, 1.0, 1.0), (1, 1.0),
@@ -456,6 +472,7 @@ def test_the_factory_gives_a_twin_when_the_typed_cores_are_in_use(monkeypatch) -
     assert type(multi_query_aggregator("slideside", CountingMonoid(Sum()), [3])) is InvertibleSlideSide
     monkeypatch.setattr(typed, "USE", False)
     assert type(multi_query_aggregator("slideside", Sum(), [3])) is InvertibleSlideSide
+    assert type(multi_query_aggregator("slideside", Sum(), [3], inverse=False)) is OverlaidSlideSide
 
 
 @pytest.mark.parametrize("final,make", [("slideside", Sum), ("slideside", Mean), ("slideside", Min), ("slickdeque", Sum),
@@ -470,8 +487,8 @@ def test_shared_streams_demote_and_match_the_object_aggregators(monkeypatch, fin
     built = []
     real = multi_query_aggregator
 
-    def spy(name, monoid, ranges):
-        agg = real(name, monoid, ranges)
+    def spy(name, monoid, ranges, **how):
+        agg = real(name, monoid, ranges, **how)
         built.append(agg)
         return agg
 
@@ -541,7 +558,7 @@ def test_ranges_too_large_for_a_twin_get_the_object_aggregator():
 
 
 @pytest.mark.parametrize("make", [Sum, Mean])
-@pytest.mark.parametrize("pair", ["slickdeque-inv", "slideside"])
+@pytest.mark.parametrize("pair", ["slickdeque-inv", "slideside", "slideside-overlaid-sums"])
 @hsettings(max_examples=150)
 @given(ranges=range_sets(), ops=st.lists(st.one_of(
     st.tuples(st.just("insert"), st.one_of(st.just(0), st.just(0), st.floats(allow_nan=False, width=64),
@@ -549,7 +566,7 @@ def test_ranges_too_large_for_a_twin_get_the_object_aggregator():
     st.tuples(st.just("clear"), st.none())), max_size=120))
 def test_a_float_sum_holds_the_int_identity_without_demoting(pair, make, ranges, ops) -> None:
     """Sum's int 0 (the shared final's empty partial; Mean's ``(0, 0)``) among floats, before
-    them and after a clear: the slickdeque and slideside twins stay typed, their answers the
+    them and after a clear: the slickdeque and slideside twins (the overlaid one too) stay typed, their answers the
     object's bit for bit (``0 + -0.0``, ``-0.0 - 0`` and the ints 0 of sums of zeros only
     included), and so are the answers of the object aggregator ``to_object`` hands on."""
     twin_cls, obj_cls, _ = PAIRS[pair]
@@ -670,6 +687,27 @@ def loose_state(agg: Any) -> dict:
     return {**state(agg), "_partials": None}
 
 
+def record_insert(twin: Any, obj: Any, p: tuple, state_of: Any) -> Any:
+    """``p`` into the object aggregator and into ``twin``, a Record twin or the object
+    aggregator it demoted to; return the one that took it. A twin that refuses ``p`` raises
+    Untyped with nothing changed (answers, ``len``, the state ``to_object`` hands over by
+    ``state_of``) and demotes to an object aggregator of ``obj``'s class."""
+    if not type(twin).__name__.startswith("Typed"):
+        obj.insert(p)
+        twin.insert(p)
+        return twin
+    before = keys(twin.answers()), len(twin), state_of(obj)
+    obj.insert(p)
+    try:
+        twin.insert(p)
+    except Untyped:
+        assert (keys(twin.answers()), len(twin), state_of(twin.to_object())) == before
+        twin = twin.to_object()
+        assert type(twin) is type(obj)
+        twin.insert(p)
+    return twin
+
+
 def exact_fields(monoid: Record, partials: list, r: int, answer: tuple) -> None:
     """The naive fold of the newest ``r`` of ``partials`` (all since clear), field by field,
     where it is exact: Count, Sum and Mean fields of ints only since clear (the invertible
@@ -708,19 +746,7 @@ def test_record_twins_match_the_object_aggregator(final, monoid, ranges, ops) ->
                     k = arg[0] % len(p)
                     m = list(monoid.fields.values())[k]
                     p = p[:k] + (partial_of(m, arg[1]) if not isinstance(m, Count) else arg[1],) + p[k + 1:]
-            if type(twin) is cls:
-                before = keys(twin.answers()), len(twin), loose_state(obj)
-                obj.insert(p)
-                try:
-                    twin.insert(p)
-                except Untyped:  # nothing changed: answers, and the state handed over
-                    assert (keys(twin.answers()), len(twin), loose_state(twin.to_object())) == before
-                    twin = twin.to_object()
-                    assert type(twin) is obj_cls
-                    twin.insert(p)
-            else:
-                obj.insert(p)
-                twin.insert(p)
+            twin = record_insert(twin, obj, p, loose_state)
             held.append(p)
         elif op == "clear":
             twin.clear()
@@ -737,9 +763,9 @@ def test_record_twins_match_the_object_aggregator(final, monoid, ranges, ops) ->
 
 def test_record_twins_are_built_for_invertible_fields_with_twins(monkeypatch) -> None:
     """The factory gives a Record twin where the object aggregator is InvertibleSlideSide or
-    SlickDequeInv, or OverlaidSlideSide with every field served by its twin; a Record with a
-    field without such a twin, a subclass of Record, or another final gets the object
-    aggregator."""
+    SlickDequeInv, or OverlaidSlideSide (fields mixing selections and sums too); a Record
+    with a field without a twin, a subclass of Record, or another final gets the object
+    aggregator, and SlickDeque refuses a mixed Record as it does without the twins."""
     monkeypatch.setattr(typed, "USE", True)
     mixed = Record(n=Count(), s=Sum(), m=Mean())
     assert type(multi_query_aggregator("slideside", mixed, [2, 5])) is typed_mq.TypedRecordSlideSide
@@ -748,11 +774,29 @@ def test_record_twins_are_built_for_invertible_fields_with_twins(monkeypatch) ->
         is typed_mq.TypedRecordSlideSide
     selections = Record(a=Min(), f=First(), g=ArgMin())
     assert type(multi_query_aggregator("slideside", selections, [3])) is typed_mq.TypedRecordOverlaidSlideSide
-    for fields in ({"v": Variance(), "x": Max()}, {"s": Sum(), "x": Min()}):  # no OverlaidSlideSide twin for v, s
-        assert type(multi_query_aggregator("slideside", Record(fields), [3])) is OverlaidSlideSide
-    for monoid in (selections, Record(v=Variance(), x=Max())):
+    stats = Record(n=Count(), s=Sum(), lo=Min(), f=First())
+    for monoid in (stats, Record(v=Variance(), x=Max()), Record(m=Mean(), d=StdDev(), a=ArgMax())):
+        assert type(multi_query_aggregator("slideside", monoid, [3])) is typed_mq.TypedRecordOverlaidSlideSide
+    assert type(multi_query_aggregator("slideside", Record(s=Sum(), x=Min(), c=Collect()), [3])) is OverlaidSlideSide
+    for monoid in (selections, Record(v=Variance(), x=Max()), stats):
         with pytest.raises(TypeError, match="invertible"):
             multi_query_aggregator("slickdeque", monoid, [3])
+    assert typed_mq.twin("slickdeque", stats, [3]) is None
+    # SlideSide built with inverse=False (the shared final once it may not subtract): the overlaid twins
+    sums = Record(n=Count(), s=Sum(), v=Variance())
+    for monoid, cls in ((Sum(), typed_mq.TypedOverlaidSlideSide), (Variance(), typed_mq.TypedOverlaidSlideSide),
+                        (Min(), typed_mq.TypedOverlaidSlideSide), (sums, typed_mq.TypedRecordOverlaidSlideSide),
+                        (stats, typed_mq.TypedRecordOverlaidSlideSide)):
+        assert type(multi_query_aggregator("slideside", monoid, [3], inverse=False)) is cls
+        assert typed_mq.twin("slideside", monoid, [3], inverse=True) is (
+            typed_mq.TypedSlideSide if monoid.invertible and type(monoid) is not Record else
+            typed_mq.TypedRecordSlideSide if monoid.invertible else None)
+    assert type(typed_mq.TypedRecordOverlaidSlideSide(sums, [3])) is typed_mq.TypedRecordOverlaidSlideSide
+    assert typed_mq.twin("slickdeque", Sum(), [3], inverse=False) is None
+    assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3], inverse=False)) \
+        is OverlaidSlideSide
+    with pytest.raises(TypeError, match="invertible"):
+        multi_query_aggregator("slideside", stats, [3], inverse=True)
     assert type(multi_query_aggregator("slideside", Record(s=Sum(), c=Collect()), [3])) is InvertibleSlideSide
 
     class MyRecord(Record):
@@ -799,7 +843,8 @@ def test_a_refused_field_after_a_kind_change_leaves_the_other_fields_undecided()
 
 @pytest.mark.parametrize("final,fields,twin", [
     ("slideside", "nsm", typed_mq.TypedRecordSlideSide), ("slickdeque", "nsm", typed_mq.TypedRecordSlickDeque),
-    ("slideside", "mfx", typed_mq.TypedRecordOverlaidSlideSide)])
+    ("slideside", "mfx", typed_mq.TypedRecordOverlaidSlideSide),
+    ("slideside", "nslf", typed_mq.TypedRecordOverlaidSlideSide)])
 def test_shared_streams_of_records_stay_typed(monkeypatch, final, fields, twin) -> None:
     """A Record of Count, Sum and Mean (or of Min, First and Max) over ints with gaps (the
     identity for empty partials) keeps its Record twin to the end, with the object
@@ -807,7 +852,8 @@ def test_shared_streams_of_records_stay_typed(monkeypatch, final, fields, twin) 
     float: Rounding; the selections' twins demote) match too."""
     from test_stream_shared import forced
 
-    monoid = Record(n=Count(), s=Sum(), m=Mean()) if fields == "nsm" else Record(m=Min(), f=First(), x=Max())
+    monoid = {"nsm": Record(n=Count(), s=Sum(), m=Mean()), "mfx": Record(m=Min(), f=First(), x=Max()),
+              "nslf": Record(n=Count(), s=Sum(), lo=Min(), f=First())}[fields]
     for floats in (False, True):
         results = {}
         for use in (True, False):
@@ -831,47 +877,62 @@ def test_shared_streams_of_records_stay_typed(monkeypatch, final, fields, twin) 
         assert results[True] == results[False] and len(results[False]) > 200
 
 
-#: the fields an OverlaidSlideSide Record twin serves
+#: the fields an OverlaidSlideSide Record twin serves: the selections and MinCount/MaxCount,
+#: and beside one of them the invertible fields (alone, those get InvertibleSlideSide's twin)
 OVERLAID_FIELDS = (Min, Max, MinCount, MaxCount, First, Last, ArgMin, ArgMax)
-overlaid_records = st.lists(st.sampled_from(OVERLAID_FIELDS), min_size=1, max_size=4).map(
-    lambda makes: Record({f"f{k}": make() for k, make in enumerate(makes)}))
+SUM_FIELDS = (Count, Sum, Mean, Variance, StdDev)
+#: the common "stats" Record, mixing them
+STATS = (Count, Sum, Min, Max, Mean, Variance, First, ArgMin)
+overlaid_records = st.one_of(
+    st.lists(st.sampled_from(OVERLAID_FIELDS), min_size=1, max_size=4),
+    st.tuples(st.lists(st.sampled_from(OVERLAID_FIELDS + SUM_FIELDS), max_size=4), st.sampled_from(OVERLAID_FIELDS),
+              st.integers(0, 4)).map(lambda t: t[0][:t[2]] + [t[1]] + t[0][t[2]:]),
+    st.just(list(STATS))).map(lambda makes: Record({f"f{k}": make() for k, make in enumerate(makes)}))
 overlaid_steps = st.lists(st.one_of(
     st.tuples(st.just("insert"), st.tuples(numbers, auxes)),
-    st.tuples(st.just("insert"), st.tuples(st.sampled_from([0.0, -0.0, 1.0, 2.0, 0, 1]),
+    st.tuples(st.just("insert"), st.tuples(st.sampled_from([0.0, -0.0, 1.0, 2.0, 0, 1, 0.1, 1e16, math.nan]),
                                            st.sampled_from(["id", 0, 1, 2, 0.0, -0.0]))),
+    st.tuples(st.just("identity"), st.none()),  # the shared final's empty partial: Sum's int 0 among floats
     st.tuples(st.just("clear"), st.none()),
     st.tuples(st.just("query"), st.integers(-1, 70))), max_size=100)
 
 
+def one_kind_steps(values: Any, keys_: Any) -> Any:
+    """Steps of one kind of values (and of ArgMin keys), with identities: long typed runs."""
+    return st.lists(st.one_of(
+        st.tuples(st.just("insert"), st.tuples(values, keys_)),
+        st.tuples(st.just("identity"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("query"), st.integers(-1, 70))), min_size=20, max_size=100)
+
+
+typed_runs = st.one_of(
+    overlaid_steps,
+    one_kind_steps(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=64),
+                             st.sampled_from([0.0, -0.0, 0.1, 1e16, 1.0, 2.0])), st.sampled_from(["id", 0.0, -0.0, 1.5])),
+    one_kind_steps(st.integers(-50, 50), st.sampled_from(["id", 0, 1, 2])))
+
+
 @hsettings(max_examples=200)
-@given(monoid=overlaid_records, ranges=range_sets(), ops=overlaid_steps)
+@given(monoid=overlaid_records, ranges=range_sets(), ops=typed_runs)
 def test_overlaid_record_twins_match_the_object_aggregator(monoid, ranges, ops) -> None:
-    """A Record of the selections and MinCount/MaxCount against the object OverlaidSlideSide
-    over it, step by step (signed zeros tie: the scans combine in the Record's direction,
-    older first unless every field is commutative; any range 1..capacity, between the
-    levels too: the Record's fold), bit for bit, and ``to_object``'s state; a partial a
-    field refuses raises Untyped with nothing changed, then the twin demotes. Answers of
-    partials the fields' lifts make equal the naive fold (``==``: zeros' signs aside)."""
+    """A Record of the selections and MinCount/MaxCount, and of them mixed with Count, Sum,
+    Mean, Variance and StdDev, against the object OverlaidSlideSide over it, step by step
+    (signed zeros tie: the scans combine in the Record's direction, older first unless
+    every field is commutative; any range 1..capacity, between the levels too: the
+    Record's fold; the identity's int zeros among float sums; NaN), bit for bit, and
+    ``to_object``'s state; a partial a field refuses raises Untyped with nothing changed,
+    then the twin demotes. Answers of partials the fields' lifts make (sums: of ints) equal
+    the naive fold (``==``: zeros' signs aside)."""
     cls = typed_mq.TypedRecordOverlaidSlideSide
     assert typed_mq.twin("slideside", monoid, ranges) is cls
     twin, obj = cls(monoid, ranges), OverlaidSlideSide(monoid, ranges)
     held: list = []
     for op, arg in ops:
-        if op == "insert":
-            p = tuple(partial_of(m, arg[0], arg[1]) for m in monoid.fields.values())
-            if type(twin) is cls:
-                before = keys(twin.answers()), len(twin), state(obj)
-                obj.insert(p)
-                try:
-                    twin.insert(p)
-                except Untyped:  # nothing changed: answers, and the state handed over
-                    assert (keys(twin.answers()), len(twin), state(twin.to_object())) == before
-                    twin = twin.to_object()
-                    assert type(twin) is OverlaidSlideSide
-                    twin.insert(p)
-            else:
-                obj.insert(p)
-                twin.insert(p)
+        if op in ("insert", "identity"):
+            p = monoid.identity if op == "identity" else \
+                tuple(1 if isinstance(m, Count) else partial_of(m, arg[0], arg[1]) for m in monoid.fields.values())
+            twin = record_insert(twin, obj, p, state)
             held = (held + [p])[-twin.capacity:]
         elif op == "clear":
             twin.clear()
@@ -879,12 +940,99 @@ def test_overlaid_record_twins_match_the_object_aggregator(monoid, ranges, ops) 
             held = []
         else:
             assert query_or_error(twin, arg) == query_or_error(obj, arg)
-            if 0 < arg <= twin.capacity and all(lawful(m, p[k]) for p in held
-                                                for k, m in enumerate(monoid.fields.values())):
+            if 0 < arg <= twin.capacity and not any(map(has_nan, held)) and all(
+                    lawful(m, p[k]) for p in held for k, m in enumerate(monoid.fields.values())):
                 assert twin.query(arg) == naive(monoid, held, min(arg, len(held)))
         same(twin, obj)
         if type(twin) is cls:
             assert state(twin.to_object()) == state(obj)
+
+
+def test_a_shared_float_stats_record_stays_typed_across_empty_stretches(monkeypatch) -> None:
+    """A Record mixing sums and selections over floats with gaps (each empty partial inserts
+    the identity: Count's and Sum's int 0, Mean's ``(0, 0)``, Min's inf, First's empty,
+    ArgMin's None) keeps its TypedRecordOverlaidSlideSide to the end, with the object
+    aggregator's results bit for bit."""
+    from test_stream_shared import forced
+
+    monoid = Record(n=Count(), s=Sum(), lo=Min(), hi=Max(), m=Mean(), v=Variance(), f=First(), a=ArgMin())
+    results = {}
+    for use in (True, False):
+        monkeypatch.setattr(typed, "USE", use)
+        s = Stream(monoid, final="shared", optimizer=forced("pairs", "slideside"))
+        s.add("a", Sliding(8, 1))
+        s.add("b", Sliding(20, 2))
+        s.add("c", Sliding(9, 3))
+        out = []
+        for t in range(10, 300):
+            if t % 50 < 35:
+                v = (t % 13) * 0.1 - 0.5 if t % 7 else -0.0
+                s.insert(t, {"n": v, "s": v, "lo": v, "hi": v, "m": v, "v": v, "f": v, "a": (t, v)})
+            if t % 5 == 0:
+                out += s.advance(t)
+        out += s.advance(math.inf)
+        results[use] = [(r.query, r.start, r.end, key(tuple(r.value.values())), r.count) for r in out]
+        held = {type(g.mq).__name__ for g in s.final.groups.values()}
+        assert held == {"TypedRecordOverlaidSlideSide" if use else "OverlaidSlideSide"}
+    assert results[True] == results[False] and len(results[False]) > 300
+
+
+@pytest.mark.parametrize("monoid,twin", [
+    (Sum(), "TypedOverlaidSlideSide"), (Mean(), "TypedOverlaidSlideSide"), (Variance(), "TypedOverlaidSlideSide"),
+    (Record(n=Count(), s=Sum(), v=StdDev()), "TypedRecordOverlaidSlideSide")])
+def test_a_shared_float_sum_replanned_to_combine_only_stays_typed(monkeypatch, monoid, twin) -> None:
+    """Floats (with gaps: the identity's int zeros) make a subtracting SlideSide group re-plan
+    (``Rounding``: Variance's at once) to SlideSide's overlaid variant, built with
+    ``inverse=False``: its twin (TypedOverlaidSlideSide serves the sums too) holds to the
+    end, with the object aggregator's results bit for bit."""
+    from test_stream_shared import forced
+
+    results = {}
+    for use in (True, False):
+        monkeypatch.setattr(typed, "USE", use)
+        s = Stream(monoid, final="shared", optimizer=forced("pairs", "slideside"))
+        s.add("a", Sliding(8, 1))
+        s.add("b", Sliding(20, 2))
+        out = []
+        for t in range(10, 300):
+            if t % 50 < 35:
+                s.insert(t, (t % 13) * 0.1 - 0.5 if t % 7 else -0.0)
+            if t % 5 == 0:
+                out += s.advance(t)
+        out += s.advance(math.inf)
+        results[use] = [(r.query, r.start, r.end, key(r.value if type(monoid) is not Record
+                                                          else tuple(r.value.values())), r.count) for r in out]
+        assert not s.final.invert  # re-planned
+        held = {type(g.mq).__name__ for g in s.final.groups.values()}
+        assert held == {twin if use else "OverlaidSlideSide"}
+    assert results[True] == results[False] and len(results[False]) > 200
+
+
+def test_an_overlaid_count_takes_ints_only() -> None:
+    """Count's fold (``acc + sum(rest)``, the object's answer to a range between the levels)
+    adds floats in another order than the left fold: the overlaid Count twin refuses a float
+    partial (Count's lift makes ints), nothing changed, and the object aggregator it demotes
+    to answers as one that saw everything."""
+    partials = [0.1, 0.7, 0.2, 0.3, 1e16, 0.9]
+    obj = OverlaidSlideSide(Count(), [1, 16])
+    for p in partials:
+        obj.insert(p)
+    rest = partials[-4:]
+    assert obj.query(5) == Count().fold(partials[1], rest) != naive(Sum(), partials, 5)  # not the left fold
+    twin = typed_mq.TypedOverlaidSlideSide(Count(), [1, 16])
+    for p in (1, 1, 2):
+        twin.insert(p)
+    for bad in (0.5, -0.0, True):
+        assert not twin.fits(bad)
+        with pytest.raises(Untyped):
+            twin.insert(bad)
+        assert twin.answers() == [2, 4] and len(twin) == 3
+    handed, reference = twin.to_object(), OverlaidSlideSide(Count(), [1, 16])
+    for p in (1, 1, 2, *partials):
+        reference.insert(p)
+    for p in partials:
+        handed.insert(p)
+    assert keys([handed.query(r) for r in range(1, 17)]) == keys([reference.query(r) for r in range(1, 17)])
 
 
 def test_overlaid_record_scans_keep_the_older_of_signed_zeros() -> None:

@@ -45,13 +45,19 @@ MULTI_QUERY: dict[str, type[MultiQueryAggregator]] = {
 }
 
 
-def multi_query_aggregator(name: str, monoid: Monoid, ranges: Sequence[int]) -> MultiQueryAggregator:
-    """``MULTI_QUERY[name](monoid, ranges)``, or its typed twin (:mod:`mta.algorithms.typed_mq`)
-    when the typed cores are in use (``typed.USE``: compiled) and one serves the monoid. The
-    twin's answers are the object aggregator's; its ``insert`` raises ``typed.Untyped``, having
-    changed nothing, for a partial it cannot hold: the caller goes on with ``agg.to_object()``."""
-    cls = typed_mq.twin(name, monoid, ranges) if typed.USE else None
-    return (cls or MULTI_QUERY[name])(monoid, ranges)
+def multi_query_aggregator(name: str, monoid: Monoid, ranges: Sequence[int], *,
+                           inverse: bool | None = None) -> MultiQueryAggregator:
+    """``MULTI_QUERY[name](monoid, ranges)`` (``inverse``: SlideSide's, when not None), or its
+    typed twin (:mod:`mta.algorithms.typed_mq`) when the typed cores are in use (``typed.USE``:
+    compiled) and one serves the monoid. The twin's answers are the object aggregator's; its
+    ``insert`` raises ``typed.Untyped``, having changed nothing, for a partial it cannot hold:
+    the caller goes on with ``agg.to_object()``."""
+    cls = typed_mq.twin(name, monoid, ranges, inverse=inverse) if typed.USE else None
+    if cls is not None:
+        return cls(monoid, ranges)
+    if inverse is None:
+        return MULTI_QUERY[name](monoid, ranges)
+    return MULTI_QUERY[name](monoid, ranges, inverse=inverse)
 
 __all__ = ["ALGORITHMS", "ORDERED_ALGORITHMS", "TYPED_ALGORITHMS", "MULTI_QUERY", "multi_query_aggregator", "Aggregator", "OrderedAggregator", "MultiQueryAggregator",
            "Policy", "AmortizedMTA", "LogMTA", "TwoStacks", "DABA", "FlatFAT", "SubtractOnEvict", "Naive", "FiBA",

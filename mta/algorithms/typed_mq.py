@@ -10,7 +10,9 @@ aggregator's own rule (invertible, selection) sends it:
   an invertible monoid);
 - :class:`TypedOverlaidSlideSide`: :class:`~mta.algorithms.slideside.OverlaidSlideSide`,
   for ``Min``, ``Max``, ``MinCount``, ``MaxCount``, ``First``, ``Last``, ``ArgMin`` and
-  ``ArgMax`` (what ``SlideSide`` picks for them);
+  ``ArgMax`` (what ``SlideSide`` picks for them), and for ``Sum``/``Count``, ``Mean`` and
+  ``Variance``/``StdDev`` where ``SlideSide`` is built with ``inverse=False`` or as fields
+  of a Record mixing them with the others;
 - :class:`TypedSlickDeque`: :class:`~mta.algorithms.slickdeque.SlickDequeNonInv`
   (Alg. 3), for the selections ``Min``, ``Max``, ``First``, ``Last``, ``ArgMin``, ``ArgMax``;
 - :class:`TypedSlickDequeInv`: :class:`~mta.algorithms.slickdeque.SlickDequeInv`
@@ -28,10 +30,12 @@ no C functions without ``.pxd`` files, so each holds its own copy.
 fields (invertible: the object aggregators' Alg. 2 and InvertibleSlideSide), one field twin
 per field in lockstep. A Record with another field is not invertible, nor ever a
 selection: ``SlideSide`` gives it the OverlaidSlideSide, whose scans combine the older
-operand first, and :class:`TypedRecordOverlaidSlideSide` serves it
-when every field has an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount, First, Last,
-ArgMin, ArgMax); SlickDeque refuses it. (The Record's fold between levels, a left fold of
-fewer than four, picks what the fields' folds pick: the oldest of equal Min values.)
+operand first and never invert, and :class:`TypedRecordOverlaidSlideSide` serves it
+when every field has a :class:`TypedOverlaidSlideSide` (Min, Max, MinCount, MaxCount,
+First, Last, ArgMin, ArgMax, and Sum/Count, Mean, Variance/StdDev, which that twin serves
+too: the common "stats" Record of Count, Sum, Min and First); SlickDeque refuses it.
+(The Record's fold between levels, a left fold of fewer than four, picks what the
+fields' folds pick: the oldest of equal Min values, the left fold's sums.)
 
 :func:`twin` names the twin of a ``MULTI_QUERY`` entry for a monoid (None: there is none);
 ``mta.algorithms.multi_query_aggregator`` builds it when the typed cores are in use.
@@ -74,7 +78,7 @@ from mta.algorithms.slickdeque import SlickDequeInv, SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide
 from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, FLOAT, INT, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM,
                                   VARIANCE, Untyped, wide_op_of)
-from mta.monoid import Monoid, Record
+from mta.monoid import Count, Monoid, Record
 
 COMPILED: bool = cython.compiled
 
@@ -207,7 +211,9 @@ def _empty(fl: cython.bint, p: Part) -> cython.bint:
 def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
     """``combine(a, b)`` of a wide op's rows of kind FLOAT (``fl``) or INT, as the monoid's:
     ``_first``, ``_last``, ``_mincount`` (the smaller value wins, equal ones add their counts,
-    keeping the left value), ``_argmin`` (ties keep the left)."""
+    keeping the left value), ``_argmin`` (ties keep the left); Sum's and Mean's rows of
+    :class:`TypedOverlaidSlideSide` add (``a + b``; in a FLOAT row ``i`` says the sum is a
+    float, 0 the int 0)."""
     if op == _FIRST:
         return b if a.c < 0 else a
     if op == _LAST:
@@ -224,6 +230,10 @@ def _wcomb(op: cython.int, fl: cython.bint, a: Part, b: Part) -> Part:
         if (b.d > a.d) if fl else (b.i > a.i):
             return b
         return Part(d=a.d, i=a.i, c=a.c + b.c)
+    if op == _SUM or op == _MEAN:
+        if fl:
+            return Part(d=a.d + b.d, i=a.i | b.i, c=a.c + b.c)
+        return Part(d=0.0, i=a.i + b.i, c=a.c + b.c)
     if _empty(fl, a):
         return b
     if _empty(fl, b):
@@ -733,12 +743,6 @@ class _TypedMQ:
         if op == _MINCOUNT or op == _MAXCOUNT:
             return (value, c)
         return (value, _double(c) if self._kind2 == _FLOAT else c)
-
-    @cython.cfunc
-    @cython.final
-    def _pp(self, p: Part) -> object:
-        """The Python partial of row ``p``."""
-        return self._wide_partial(p.d, p.i, p.c)
 
     @cython.cfunc
     def _zero(self, c: cython.longlong) -> object:
@@ -1387,13 +1391,27 @@ class TypedSlickDequeInv(_TypedMQ):
 
 @cython.cclass
 class TypedOverlaidSlideSide(_TypedMQ):
-    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``,
-    ``Max`` and the wide ops (rows in the ``*c`` columns too; :data:`Part`): per level ``l``
-    (period ``per[l]``, largest range ``top[l]``) the count
+    """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``
+    and ``Max`` (``*d`` / ``*i`` columns), the wide ops, ``Sum``/``Count`` and ``Mean`` (rows
+    in the ``*c`` columns too: :data:`Part`) and ``Variance``/``StdDev`` (:data:`Var` rows:
+    M2 in the ``*m`` columns, the flags in ``*i``): per level ``l`` (period ``per[l]``,
+    largest range ``top[l]``) the count
     ``bs[l]`` and aggregate ``back[l]`` of its back part; the suffix scans in one column,
     scan ``j`` (the one a flip whose highest level is ``j`` computes, ``top[j] + 1`` rows
     from ``off[j]``, ``slen[j]`` of them filled, row 0 the identity) read by every level
-    ``l`` with ``src[l] == j`` (the overlaid stacks: the object's shared scan list)."""
+    ``l`` with ``src[l] == j`` (the overlaid stacks: the object's shared scan list).
+
+    The overlaid stacks combine and never invert, so they serve any of these monoids: a
+    lone Sum, Mean or Variance gets :class:`TypedSlideSide` (:data:`_TWINS`: ``SlideSide``
+    gives it the invertible variant) but this twin where SlideSide is built with
+    ``inverse=False`` (the shared final once it may not subtract), and a Record mixing them
+    with selections this twin per field (:class:`TypedRecordOverlaidSlideSide`).
+
+    Sum's and Mean's rows: an INT window has the sum in ``i``; a FLOAT one the sum in ``d``
+    and in ``i`` whether the object's sum is a float (1) or the int 0 (0: a sum of int
+    zeros only, as the shared final's identity for an empty stretch). ``x + 0`` is
+    ``x + 0.0`` bit for bit, so the flag only keeps the type of a sum of zeros; a window of
+    int zeros that turns FLOAT keeps its ``i`` column (zeros: the flags of the int 0)."""
 
     name = "slideside"
     any_range = True
@@ -1404,9 +1422,12 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _bi: cython.longlong[:]
     _sd: cython.double[:]  # the scans
     _si: cython.longlong[:]
-    _ec: cython.longlong[:]  # the wide ops' c (see Part), of the elements, backs and scans
+    _ec: cython.longlong[:]  # Part's and Var's c, of the elements, backs and scans
     _bc: cython.longlong[:]
     _sc: cython.longlong[:]
+    _em: cython.double[:]  # VARIANCE: M2, of the elements, backs and scans
+    _bm: cython.double[:]
+    _sm: cython.double[:]
     _bs: cython.longlong[:]
     _per: cython.longlong[:]
     _top: cython.longlong[:]
@@ -1417,9 +1438,13 @@ class TypedOverlaidSlideSide(_TypedMQ):
     _lv: cython.longlong[:]  # for each range (in order), its level
     _levels: cython.Py_ssize_t
     _pos: cython.Py_ssize_t
+    _rows: cython.bint  # rows are Parts: the wide ops, SUM, MEAN
+    _var: cython.bint  # rows are Vars: VARIANCE
+    _ints: cython.bint  # Count: int partials only (see _scalar)
 
     def __init__(self, monoid: Monoid, ranges: Sequence[int]) -> None:
-        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _MINCOUNT, _MAXCOUNT, _FIRST, _LAST, _ARGMIN, _ARGMAX))
+        _TypedMQ.__init__(self, monoid, ranges, (_MIN, _MAX, _MINCOUNT, _MAXCOUNT, _FIRST, _LAST, _ARGMIN, _ARGMAX,
+                                                 _SUM, _MEAN, _VARIANCE))
         by_level: dict = {}
         for r in sorted(set(self.ranges)):
             by_level.setdefault(r.bit_length() - 1, []).append(r)
@@ -1439,9 +1464,16 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._bd, self._bi = _doubles(L), _int64s(L)
         self._sd, self._si = _doubles(offsets[-1]), _int64s(offsets[-1])
         self._ed, self._ei = _doubles(self.capacity), _int64s(self.capacity)
-        w: cython.bint = self._wide
+        self._zero_float = self._op == _SUM or self._op == _MEAN
+        self._var = self._op == _VARIANCE
+        self._rows = self._zero_float or (self._wide and not self._var)
+        self._ints = type(monoid) is Count
+        w: cython.bint = self._rows or self._var
         self._ec, self._bc, self._sc = _int64s(self.capacity if w else 0), _int64s(L if w else 0), \
             _int64s(offsets[-1] if w else 0)
+        v: cython.bint = self._var
+        self._em, self._bm, self._sm = _doubles(self.capacity if v else 0), _doubles(L if v else 0), \
+            _doubles(offsets[-1] if v else 0)
         self.clear()
 
     @cython.cfunc
@@ -1454,21 +1486,56 @@ class TypedOverlaidSlideSide(_TypedMQ):
         self._pos = 0
 
     @cython.cfunc
+    def _outgoing(self) -> cython.longlong:
+        return self._ei[self._pos]
+
+    @cython.cfunc
+    def _scalar(self, p: object, kind: cython.int) -> cython.int:
+        """:meth:`_TypedMQ._scalar`, but Count takes ints only (its lift's): ``Count.fold``,
+        which the object answers a range between the levels with, adds the floats of a
+        Count in another order than the left fold (``acc + sum(rest)``)."""
+        if self._ints and type(p) is not int:
+            raise Untyped(p)
+        return _TypedMQ._scalar(self, p, kind)
+
+    @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def _identities_to_float(self) -> cython.void:
+        """Min / Max: the identity in the FLOAT columns; SUM / MEAN: 0.0 (the ``i`` columns,
+        all 0, are the flags of the int 0)."""
+        fill: cython.double = 0.0 if self._zero_float else self._ident
         k: cython.Py_ssize_t
         for k in range(self.capacity):
-            self._ed[k] = self._ident
+            self._ed[k] = fill
         for k in range(self._levels):
-            self._bd[k] = self._ident
+            self._bd[k] = fill
         for k in range(len(self._sd)):
-            self._sd[k] = self._ident
+            self._sd[k] = fill
+
+    @cython.cfunc
+    @cython.inline
+    @cython.exceptval(check=False)
+    def _row(self, fl: cython.bint) -> Part:
+        """The decoded row of a wide op, or SUM's / MEAN's in a FLOAT (``fl``) or INT window."""
+        if not self._zero_float:
+            return self._x()
+        c: cython.longlong = self._xc if self._op == _MEAN else 0
+        if fl:
+            return Part(d=self._xd, i=0 if self._xzero else 1, c=c)
+        return Part(d=0.0, i=self._xi, c=c)
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
     def insert(self, partial: Any) -> None:
-        kind: cython.int = self._take(partial, 0)
+        kind: cython.int = self._take(partial, self._ei[self._pos])
+        fl: cython.bint = kind == _FLOAT
+        x: Part
+        v: Var
+        if self._rows:
+            x = self._row(fl)
+        elif self._var:
+            v = self._xvar()
         i: cython.Py_ssize_t
         j: cython.Py_ssize_t = -1  # the highest level that flips (-1: none)
         if self._bs[0] == self._per[0]:
@@ -1480,27 +1547,32 @@ class TypedOverlaidSlideSide(_TypedMQ):
             self._scan(j)
             for i in range(j + 1):
                 self._src[i] = j
-                self._bd[i] = self._xd
-                self._bi[i] = self._xi
-                if self._wide:
-                    self._bc[i] = self._xc
+                if self._rows:
+                    _part_put(self._bd, self._bi, self._bc, i, x)
+                elif self._var:
+                    _var_put(self._bd, self._bm, self._bc, self._bi, i, v)
+                else:
+                    self._bd[i] = self._xd
+                    self._bi[i] = self._xi
                 self._bs[i] = 1
         for i in range(j + 1, self._levels):
-            if self._wide:
+            if self._rows:
                 _part_put(self._bd, self._bi, self._bc, i,
-                          _wcomb(self._op, kind == _FLOAT, _part_at(self._bd, self._bi, self._bc, i), self._x())
-                          if self._bs[i] else self._x())
-            elif kind == _FLOAT:
+                          _wcomb(self._op, fl, _part_at(self._bd, self._bi, self._bc, i), x) if self._bs[i] else x)
+            elif self._var:
+                _var_put(self._bd, self._bm, self._bc, self._bi, i,
+                         _chan(_var_at(self._bd, self._bm, self._bc, self._bi, i), v) if self._bs[i] else v)
+            elif fl:
                 self._bd[i] = _comb(self._op, self._bd[i], self._xd) if self._bs[i] else self._xd
             else:
                 self._bi[i] = _comb(self._op, self._bi[i], self._xi) if self._bs[i] else self._xi
             self._bs[i] += 1
         n: cython.Py_ssize_t = self.capacity
-        if self._wide:
-            self._ed[self._pos] = self._xd
-            self._ei[self._pos] = self._xi
-            self._ec[self._pos] = self._xc
-        elif kind == _FLOAT:
+        if self._rows:
+            _part_put(self._ed, self._ei, self._ec, self._pos, x)
+        elif self._var:
+            _var_put(self._ed, self._em, self._ec, self._ei, self._pos, v)
+        elif fl:
             self._ed[self._pos] = self._xd
         else:
             self._ei[self._pos] = self._xi
@@ -1511,24 +1583,51 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.cfunc
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def _scan_wide(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
-        """:meth:`_scan` of wide rows, which combine as ``OverlaidSlideSide._suffix_scan``
+    def _scan_rows(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
+        """:meth:`_scan` of :data:`Part` rows, which combine as ``OverlaidSlideSide._suffix_scan``
         does: ``combine(older, acc)`` (ties keep the older: -0.0 against 0.0, First's equal
-        values)."""
+        values; sums add in the object's order)."""
         off: cython.Py_ssize_t = self._off[j]
         n: cython.Py_ssize_t = self.capacity
         fl: cython.bint = self._kind == _FLOAT
         m: cython.Py_ssize_t
         e: cython.Py_ssize_t
-        acc: Part
+        if not k:
+            return
+        e = self._pos - 1 if self._pos else n - 1
+        acc: Part = _part_at(self._ed, self._ei, self._ec, e)
         x: Part
-        for m in range(1, k + 1):
+        _part_put(self._sd, self._si, self._sc, off + 1, acc)
+        for m in range(2, k + 1):
             e = self._pos - m
             if e < 0:
                 e += n
             x = _part_at(self._ed, self._ei, self._ec, e)
-            acc = x if m == 1 else _wcomb(self._op, fl, x, acc)
+            acc = _wcomb(self._op, fl, x, acc)
             _part_put(self._sd, self._si, self._sc, off + m, acc)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _scan_var(self, j: cython.Py_ssize_t, k: cython.Py_ssize_t) -> cython.void:
+        """:meth:`_scan` of :data:`Var` rows: ``_chan(older, acc)``, the object's order."""
+        off: cython.Py_ssize_t = self._off[j]
+        n: cython.Py_ssize_t = self.capacity
+        m: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        if not k:
+            return
+        e = self._pos - 1 if self._pos else n - 1
+        acc: Var = _var_at(self._ed, self._em, self._ec, self._ei, e)
+        x: Var
+        _var_put(self._sd, self._sm, self._sc, self._si, off + 1, acc)
+        for m in range(2, k + 1):
+            e = self._pos - m
+            if e < 0:
+                e += n
+            x = _var_at(self._ed, self._em, self._ec, self._ei, e)
+            acc = _chan(x, acc)
+            _var_put(self._sd, self._sm, self._sc, self._si, off + m, acc)
 
     @cython.cfunc
     @cython.boundscheck(False)
@@ -1543,8 +1642,11 @@ class TypedOverlaidSlideSide(_TypedMQ):
         m: cython.Py_ssize_t
         e: cython.Py_ssize_t
         self._slen[j] = k + 1
-        if self._wide:
-            self._scan_wide(j, k)
+        if self._rows:
+            self._scan_rows(j, k)
+            return
+        if self._var:
+            self._scan_var(j, k)
             return
         for m in range(1, k + 1):
             e = self._pos - m
@@ -1560,8 +1662,9 @@ class TypedOverlaidSlideSide(_TypedMQ):
     @cython.wraparound(False)
     def _answer(self, r: cython.Py_ssize_t) -> object:
         """The newest ``r`` (1 <= r <= held): one combine from the highest level whose parts
-        cover it, else a fold as ``monoid.fold`` does (the builtin min/max of all but the
-        oldest, keeping the first of equals, then combined with the oldest)."""
+        cover it, else a fold as ``monoid.fold`` does (Min's and Max's: the builtin min/max of
+        all but the oldest, keeping the first of equals, then combined with the oldest; the
+        others': the left fold)."""
         i: cython.Py_ssize_t
         k: cython.Py_ssize_t
         s: cython.Py_ssize_t
@@ -1570,8 +1673,10 @@ class TypedOverlaidSlideSide(_TypedMQ):
             s = self._src[i]
             if 0 <= k < self._slen[s]:
                 s = self._off[s] + k
-                if self._wide:
-                    return self._joined(s, i, k)
+                if self._rows:
+                    return self._joined(s, i, k != 0)
+                if self._var:
+                    return self._joined_var(s, i, k != 0)
                 if self._kind == _FLOAT:
                     return self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
                 return self._partial(0.0, self._bi[i] if not k else _comb(self._op, self._si[s], self._bi[i]), 0)
@@ -1580,8 +1685,10 @@ class TypedOverlaidSlideSide(_TypedMQ):
         if first < 0:
             first += n
         e: cython.Py_ssize_t
-        if self._wide:
+        if self._rows:
             return self._fold(first, r)
+        if self._var:
+            return self._fold_var(first, r)
         md: cython.double = 0.0
         mi: cython.longlong = 0
         for k in range(1, r):
@@ -1599,16 +1706,25 @@ class TypedOverlaidSlideSide(_TypedMQ):
         return self._partial(0.0, self._ei[first] if r == 1 else _comb(self._op, self._ei[first], mi), 0)
 
     @cython.cfunc
-    def _joined(self, s: cython.Py_ssize_t, i: cython.Py_ssize_t, k: cython.Py_ssize_t) -> object:
-        """A wide op's ``combine(scan row s, back i)`` (the back alone when ``k`` is 0)."""
-        if not k:
-            return self._pp(_part_at(self._bd, self._bi, self._bc, i))
-        return self._pp(_wcomb(self._op, self._kind == _FLOAT, _part_at(self._sd, self._si, self._sc, s),
-                               _part_at(self._bd, self._bi, self._bc, i)))
+    def _joined(self, s: cython.Py_ssize_t, i: cython.Py_ssize_t, join: cython.bint) -> object:
+        """A :data:`Part` row's ``combine(scan row s, back i)`` when ``join``, else the back
+        alone (a scan's row 0 is the identity: the same but for Sum's ``0 + -0.0``)."""
+        if not join:
+            return self._rowp(_part_at(self._bd, self._bi, self._bc, i))
+        return self._rowp(_wcomb(self._op, self._kind == _FLOAT, _part_at(self._sd, self._si, self._sc, s),
+                                 _part_at(self._bd, self._bi, self._bc, i)))
+
+    @cython.cfunc
+    def _joined_var(self, s: cython.Py_ssize_t, i: cython.Py_ssize_t, join: cython.bint) -> object:
+        """:meth:`_joined` of :data:`Var` rows."""
+        b: Var = _var_at(self._bd, self._bm, self._bc, self._bi, i)
+        if not join:
+            return self._var_partial(b)
+        return self._var_partial(_chan(_var_at(self._sd, self._sm, self._sc, self._si, s), b))
 
     @cython.cfunc
     def _fold(self, first: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
-        """A wide op's ``monoid.fold`` of the ``r`` elements from slot ``first``: left to right."""
+        """``monoid.fold`` of the ``r`` :data:`Part` rows from slot ``first``: left to right."""
         n: cython.Py_ssize_t = self.capacity
         fl: cython.bint = self._kind == _FLOAT
         acc: Part = _part_at(self._ed, self._ei, self._ec, first)
@@ -1619,7 +1735,41 @@ class TypedOverlaidSlideSide(_TypedMQ):
             if e >= n:
                 e -= n
             acc = _wcomb(self._op, fl, acc, _part_at(self._ed, self._ei, self._ec, e))
-        return self._pp(acc)
+        return self._rowp(acc)
+
+    @cython.cfunc
+    def _fold_var(self, first: cython.Py_ssize_t, r: cython.Py_ssize_t) -> object:
+        """:meth:`_fold` of :data:`Var` rows."""
+        n: cython.Py_ssize_t = self.capacity
+        acc: Var = _var_at(self._ed, self._em, self._ec, self._ei, first)
+        k: cython.Py_ssize_t
+        e: cython.Py_ssize_t
+        for k in range(1, r):
+            e = first + k
+            if e >= n:
+                e -= n
+            acc = _chan(acc, _var_at(self._ed, self._em, self._ec, self._ei, e))
+        return self._var_partial(acc)
+
+    @cython.cfunc
+    def _rowp(self, p: Part) -> object:
+        """The Python partial of a :data:`Part` row (Sum's and Mean's: see the class docstring)."""
+        if not self._zero_float:
+            return self._wide_partial(p.d, p.i, p.c)
+        if self._kind == _FLOAT and not p.i:
+            return self._zero(p.c)
+        return self._partial(p.d, p.i, p.c)
+
+    @cython.cfunc
+    def _obj(self, d: cython.double[:], m: cython.double[:], i: cython.longlong[:], c: cython.longlong[:],
+             k: cython.Py_ssize_t) -> object:
+        """The Python partial of row ``k`` of the columns ``d``, ``m``, ``i``, ``c`` (the
+        elements', the backs' or the scans')."""
+        if self._rows:
+            return self._rowp(_part_at(d, i, c, k))
+        if self._var:
+            return self._var_partial(_var_at(d, m, c, i, k))
+        return self._partial(d[k], i[k], 0)
 
     def query(self, r: Any) -> Any:
         if r.__class__ is not int or not 0 < r <= self.capacity:
@@ -1649,7 +1799,8 @@ class TypedOverlaidSlideSide(_TypedMQ):
                 out[j] = self._answer(r if r <= self._n else self._n)
             return out
         # a full window: each range from its own level, combine(scan, back) (row 0 of a
-        # scan is the identity, whose combine with the back is the back, bit for bit)
+        # scan is the identity, whose combine with the back is the back, bit for bit, but
+        # Sum's and Mean's: ``0 + -0.0`` is 0.0)
         i: cython.Py_ssize_t
         k: cython.Py_ssize_t
         s: cython.Py_ssize_t
@@ -1657,8 +1808,10 @@ class TypedOverlaidSlideSide(_TypedMQ):
             i = self._lv[j]
             k = self._rs[j] - self._bs[i]
             s = self._off[self._src[i]] + k
-            if self._wide:
-                out[j] = self._joined(s, i, k)
+            if self._rows:
+                out[j] = self._joined(s, i, k != 0 or self._zero_float)
+            elif self._var:
+                out[j] = self._joined_var(s, i, k != 0)
             elif self._kind == _FLOAT:
                 out[j] = self._bd[i] if not k else _comb(self._op, self._sd[s], self._bd[i])
             else:
@@ -1674,18 +1827,16 @@ class TypedOverlaidSlideSide(_TypedMQ):
         i: cython.Py_ssize_t
         k: cython.Py_ssize_t
         scans: dict = {}
-        w: cython.bint = self._wide
         for i in range(L):
             s = self._src[i]
             if s not in scans:
-                scans[s] = [identity, *(self._partial(self._sd[self._off[s] + k], self._si[self._off[s] + k],
-                                                      self._sc[self._off[s] + k] if w else 0)
+                scans[s] = [identity, *(self._obj(self._sd, self._sm, self._si, self._sc, self._off[s] + k)
                                         for k in range(1, self._slen[s]))]
         twin._bs = [self._bs[i] for i in range(L)]
-        twin._backs = [self._partial(self._bd[i], self._bi[i], self._bc[i] if w else 0) if self._bs[i] else identity
+        twin._backs = [self._obj(self._bd, self._bm, self._bi, self._bc, i) if self._bs[i] else identity
                        for i in range(L)]
         twin._scans = [scans[self._src[i]] for i in range(L)]
-        twin._elements = [self._partial(self._ed[k], self._ei[k], self._ec[k] if w else 0) for k in range(self._n)]
+        twin._elements = [self._obj(self._ed, self._em, self._ei, self._ec, k) for k in range(self._n)]
         twin._pos = self._pos
         twin._count = self._n
         return twin
@@ -1712,7 +1863,7 @@ class _TypedRecordMQ:
     _inserts: list  # the field twins' bound methods
 
     def __init__(self, monoid: Record, ranges: Sequence[int]) -> None:
-        if _record_twin(type(self).name, monoid) is not type(self):
+        if _record_twin(type(self).name, monoid, type(self)._overlaid) is not type(self):
             raise TypeError(f"{type(self).__name__} does not serve {monoid!r}")
         field: type = type(self)._field
         self._twins = [field(m, ranges) for m in monoid.fields.values()]
@@ -1780,6 +1931,7 @@ class TypedRecordSlideSide(_TypedRecordMQ):
     name = "slideside"
     any_range = True
     _field = TypedSlideSide
+    _overlaid = False
     _state = (("_elements", "zip"), ("_back", "zip"), ("_front", "zip"), ("_pos", "copy"), ("_count", "copy"))
 
 
@@ -1791,6 +1943,7 @@ class TypedRecordSlickDeque(_TypedRecordMQ):
     name = "slickdeque"
     any_range = False
     _field = TypedSlickDequeInv
+    _overlaid = False
     _state = (("_partials", "zip"), ("_answers", "zip"), ("_cur", "copy"), ("_size", "copy"))
 
 
@@ -1802,25 +1955,27 @@ class TypedRecordOverlaidSlideSide(_TypedRecordMQ):
     name = "slideside"
     any_range = True
     _field = TypedOverlaidSlideSide
+    _overlaid = True  # served also where SlideSide is built with inverse=False
     _state = (("_bs", "copy"), ("_backs", "zip"), ("_scans", "nested"), ("_elements", "zip"), ("_pos", "copy"),
               ("_count", "copy"))
 
 
 _INVERTIBLE_OPS = frozenset((SUM, MEAN, VARIANCE))
-_OVERLAID_OPS = frozenset((MIN, MAX, MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX))
+_OVERLAID_OPS = frozenset((MIN, MAX, MINCOUNT, MAXCOUNT, FIRST, LAST, ARGMIN, ARGMAX)) | _INVERTIBLE_OPS
 
 
-def _record_twin(name: str, monoid: Monoid) -> type | None:
+def _record_twin(name: str, monoid: Monoid, overlaid: bool = False) -> type | None:
     """The Record twin of ``MULTI_QUERY[name](monoid, ...)`` for a Record (exact type: a
     subclass may combine otherwise), or None. The object aggregator a Record gets: Alg. 2 or
     InvertibleSlideSide when every field is invertible (Sum, Count, Mean, Variance, StdDev
-    have twins), OverlaidSlideSide otherwise (a Record is never a selection), whose twin
-    needs every field to have an OverlaidSlideSide twin (Min, Max, MinCount, MaxCount,
-    First, Last, ArgMin, ArgMax: not Sum beside Min, nor Variance beside Max)."""
+    have twins), OverlaidSlideSide otherwise (a Record is never a selection; SlickDeque
+    refuses it) or when ``overlaid`` (SlideSide with ``inverse=False``), whose twin needs
+    every field to have a TypedOverlaidSlideSide (all of these and Min, Max, MinCount,
+    MaxCount, First, Last, ArgMin, ArgMax)."""
     if type(monoid) is not Record:
         return None
     ops = {wide_op_of(m) for m in monoid.fields.values()}
-    if ops <= _INVERTIBLE_OPS:
+    if ops <= _INVERTIBLE_OPS and not overlaid:
         return _RECORD_TWINS.get(name)
     if ops <= _OVERLAID_OPS and name == "slideside":
         return TypedRecordOverlaidSlideSide
@@ -1850,17 +2005,27 @@ _RECORD_TWINS: dict[str, type] = {"slideside": TypedRecordSlideSide, "slickdeque
 MAX_CAPACITY = 2 ** 22
 
 
-def twin(name: str, monoid: Monoid, ranges: Sequence[int]) -> type | None:
-    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)``, or None when there is none
-    (or the ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator
-    then refuses them, or grows as it fills)."""
+def twin(name: str, monoid: Monoid, ranges: Sequence[int], *, inverse: bool | None = None) -> type | None:
+    """The typed twin of ``MULTI_QUERY[name](monoid, ranges)`` (with SlideSide's ``inverse``
+    when not None: False builds the overlaid variant for any monoid, as the shared final does
+    once it may not subtract; True the invertible one), or None when there is none (or the
+    ranges are not positive ints up to :data:`MAX_CAPACITY`: the object aggregator then
+    refuses them, or grows as it fills)."""
     cls: Any
+    if inverse is not None and name != "slideside":
+        return None  # the object aggregator takes no ``inverse``
+    overlaid = inverse is False
     if type(monoid) is Record:
-        cls = _record_twin(name, monoid)
+        cls = _record_twin(name, monoid, overlaid)
     else:
         op = wide_op_of(monoid)
-        cls = _TWINS.get((name, op)) if op is not None else None
-    if cls is None:
+        if op is None:
+            cls = None
+        elif overlaid:
+            cls = TypedOverlaidSlideSide if op in _OVERLAID_OPS else None
+        else:
+            cls = _TWINS.get((name, op))
+    if cls is None or (inverse and cls is not TypedSlideSide and cls is not TypedRecordSlideSide):
         return None
     try:
         fits = max(check_ranges(ranges)) <= MAX_CAPACITY

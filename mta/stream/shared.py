@@ -32,7 +32,6 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from mta.algorithms import multi_query_aggregator
-from mta.algorithms.slideside import SlideSide
 from mta.algorithms.typed import Untyped
 from mta.optimizer import Plan
 from mta.monoid import Count, GeometricMean, Mean, Record, StdDev, Sum, Variance
@@ -172,8 +171,8 @@ class SharedGroup:
         # the aggregator holds closed partials only (a Cutty window's open partial is combined apart)
         ranges = sorted({closed for ends in self.ends_at for _, closed, _ in ends if closed}) or [1]
         #: ``MULTI_QUERY[final]``'s aggregator, or its typed twin until a partial it cannot hold
-        if final == "slideside" and not invert:
-            self.mq = SlideSide(monoid, ranges, inverse=False)
+        if final == "slideside" and not invert:  # its overlaid variant: it combines only
+            self.mq = multi_query_aggregator(final, monoid, ranges, inverse=False)
         else:
             self.mq = multi_query_aggregator(final, monoid, ranges)
         # a group that subtracts checks each partial first (:class:`Rounding`); once re-planned
