@@ -99,9 +99,17 @@ def test_bad_plugins_and_registrations_are_refused(registry) -> None:
 
 def test_registry_errors_say_which_field_of_the_component(registry) -> None:
     cases = [("monoid", "median", {}, "name"), ("policy", "max_size", {}, 'params["n"]'),
-             ("policy", "max_size", {"n": "5"}, 'params["n"]'), ("policy", "max_size", {"n": -1}, "params"),
+             ("policy", "max_size", {"n": "5"}, 'params["n"]'), ("policy", "max_size", {"n": -1}, 'params["n"]'),
              ("policy", "time_range", {"width": 5, 'min"utes': 1}, 'params["min\\"utes"]'),
-             ("monoid", "variance", {"ddof": 2}, "params")]
+             ("policy", "time_range", {"width": -1.0}, 'params["width"]'),
+             ("monoid", "variance", {"ddof": 2}, 'params["ddof"]'), ("policy", "between", {"lo": 2.0, "hi": 1.0}, "params")]
+
+    def between(lo: float, hi: float):
+        if lo > hi:  # which of the two is wrong the factory cannot say: the error names them together
+            raise ValueError(f"lo {lo} > hi {hi}")
+        return lambda total, old: lo <= old.value <= hi
+
+    registry.add_policy("between", between, lo=float, hi=float)
     for kind, name, params, field in cases:
         with pytest.raises(RegistryError) as error:
             getattr(registry, kind)(name, params)

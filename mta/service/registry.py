@@ -97,8 +97,12 @@ class Entry:
                 args[spec.name] = spec.default
         try:
             return self.factory(**args)
-        except (TypeError, ValueError) as error:  # the factory cannot say which parameter
-            raise RegistryError(f"{self.kind} {self.name!r}: {error}", "params") from None
+        except (TypeError, ValueError) as error:
+            # the factory does not say which parameter it refused: the one the request gave, if
+            # it gave one, else the parameters together
+            given = [spec.name for spec in self.params if spec.name in params]
+            field = f"params{map_key(given[0])}" if len(given) == 1 else "params"
+            raise RegistryError(f"{self.kind} {self.name!r}: {error}", field) from None
 
 
 def _check(entry: Entry, spec: ParamSpec, value: Any) -> Any:
