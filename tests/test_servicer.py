@@ -253,7 +253,7 @@ BAD_REQUESTS = [
     (_create(spec("x", policy=("nope", {}))), "INVALID_ARGUMENT", "spec.policy.name"),
     (_create(spec("x", policy=("max_size", {"n": "3"}))), "INVALID_ARGUMENT", 'spec.policy.params["n"]'),
     (_create(spec("x", policy=("max_size", {}))), "INVALID_ARGUMENT", 'spec.policy.params["n"]'),
-    (_create(spec("x", policy=("max_size", {"n": -1}))), "INVALID_ARGUMENT", "spec.policy.params"),
+    (_create(spec("x", policy=("max_size", {"n": -1}))), "INVALID_ARGUMENT", 'spec.policy.params["n"]'),
     (_create(spec("x", policy=("time_range", {"width": NAN}))), "INVALID_ARGUMENT", 'spec.policy.params["width"]'),
     (_create(spec("x", policy=("time_range", {"width": 1.0, 'we"ird': 1}))), "INVALID_ARGUMENT",
      'spec.policy.params["we\\"ird"]'),
@@ -264,7 +264,7 @@ BAD_REQUESTS = [
     (_create(_dims(("a", "sum"), ("b", "variance"), ddof=pb.Param(int_value=1))), "INVALID_ARGUMENT",
      'spec.dimensions[0].monoid.params["ddof"]'),  # sum has no ddof: the first dimension is at fault
     (_create(_dims(("a", "variance"), ("b", "stddev"), ddof=pb.Param(int_value=2))), "INVALID_ARGUMENT",
-     "spec.dimensions[0].monoid.params"),  # Variance(ddof=2) refuses: which parameter is its to say
+     'spec.dimensions[0].monoid.params["ddof"]'),  # Variance(ddof=2) refuses its one parameter
     (_create(_dims(("a", "variance"), ("b", "stddev"), ddof=pb.Param(string_value="1"))), "INVALID_ARGUMENT",
      'spec.dimensions[0].monoid.params["ddof"]'),
     (_create(_dims(("a", "sum"), ("a", "max"))), "INVALID_ARGUMENT", "spec.dimensions[1].name"),
