@@ -3,7 +3,10 @@
 # redis-server and for Node.js, which runs the gRPC client test in another language; the
 # project with its test extras, which compiles the optional core when there is a C
 # compiler), then runs them all, and runs the algorithm property tests again on the
-# pure-Python path (MTA_NO_EXTENSIONS=1). Arguments go to pytest and run that one pass.
+# pure-Python path (MTA_NO_EXTENSIONS=1). Both passes run in two worker processes
+# (pytest-xdist: the machines this runs on have two cores; the tests share no state but
+# their session's servers, which each worker starts for itself). Arguments go to pytest
+# and run that one pass, in this process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -22,10 +25,10 @@ python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ig
 if [ $# -gt 0 ]; then
     exec python3 -m pytest -q -p no:cacheprovider "$@"
 fi
-python3 -m pytest -q -p no:cacheprovider
+python3 -m pytest -q -p no:cacheprovider -n 2
 echo "the algorithm property tests again, on the pure-Python path (MTA_NO_EXTENSIONS=1)" >&2
 # (the staleness check of compiled modules has nothing to check on this path)
-MTA_NO_EXTENSIONS=1 exec python3 -m pytest -q -p no:cacheprovider \
+MTA_NO_EXTENSIONS=1 exec python3 -m pytest -q -p no:cacheprovider -n 2 \
     tests/test_typed_cores.py tests/test_typed_amta.py tests/test_typed_fiba.py tests/test_algorithms.py \
     tests/test_compiled_core.py tests/test_typed_mq.py tests/test_stream_typed.py tests/test_stream_final_typed.py tests/test_stream_edges.py \
     tests/test_stream_snapshot.py \

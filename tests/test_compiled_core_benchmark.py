@@ -17,7 +17,7 @@ from mta.algorithms import typed
 
 @bench_smoke
 def test_compiled_core_quick(tmp_path):
-    run_quick("compiled_core", tmp_path, timeout=120)
+    run_quick("compiled_core", tmp_path)
     data = json.loads((tmp_path / "compiled_core_quick.json").read_text())
     params, cells = data["params"], data["cells"]
     assert set(cells) == {"bare", "per_event", "batches", "memory", "monoids", "batch_monoids"}
@@ -86,7 +86,7 @@ def test_compiled_core_quick(tmp_path):
 def test_compiled_core_quick_batches_cell_alone(tmp_path):
     """``--cells batches`` runs that cell only (of the chosen typed cores) and writes its own
     results file, not over the full run's."""
-    run_quick("compiled_core", tmp_path, timeout=120, args=("--cells", "batches", "--algorithms", "amta"))
+    run_quick("compiled_core", tmp_path, args=("--cells", "batches", "--algorithms", "amta"))
     assert not (tmp_path / "compiled_core_quick.json").exists()
     data = json.loads((tmp_path / "compiled_core_batches_quick.json").read_text())
     assert set(data["cells"]) == {"batches"} and data["params"]["cells"] == ["batches"]

@@ -11,7 +11,7 @@ from conftest import bench_smoke, run_quick
 
 @bench_smoke
 def test_ooo_window_quick(tmp_path):
-    run_quick("ooo_window", tmp_path, timeout=120)
+    run_quick("ooo_window", tmp_path)
     data = json.loads((tmp_path / "ooo_window_quick.json").read_text())
     params, results = data["params"], data["cells"]["per_event"]["results"]
     assert [(e["stamps"], e["d"]) for e in results] == [(s, d) for s in ("int", "epoch float") for d in params["distances"]]

@@ -11,7 +11,7 @@ from conftest import bench_smoke, run_quick
 
 @bench_smoke
 def test_server_decode_quick(tmp_path):
-    run_quick("server_decode", tmp_path, timeout=120)
+    run_quick("server_decode", tmp_path)
     data = json.loads((tmp_path / "server_decode_quick.json").read_text())
     assert data["equal"]
     for cell in ("decode", "ingest"):

@@ -14,7 +14,7 @@ from benchmarks.stream_compiled import COMPETITORS, DEFAULT, FINAL_COMPETITORS, 
 
 @bench_smoke
 def test_stream_compiled_quick(tmp_path):
-    run_quick("stream_compiled", tmp_path, timeout=120)
+    run_quick("stream_compiled", tmp_path)
     data = json.loads((tmp_path / "stream_compiled_quick.json").read_text())
     assert data["command"].endswith("--quick --out " + str(tmp_path))
     results = data["results"]
@@ -37,7 +37,7 @@ def test_stream_compiled_quick(tmp_path):
 @bench_smoke
 def test_stream_compiled_quick_pairs_and_records(tmp_path):
     """``--monoid`` takes ArgMin (pairs: no columns competitor) and a Record; both paths agree."""
-    run_quick("stream_compiled", tmp_path, timeout=120, args=("--monoid", "ArgMin", "--monoid", "Record"))
+    run_quick("stream_compiled", tmp_path, args=("--monoid", "ArgMin", "--monoid", "Record"))
     results = json.loads((tmp_path / "stream_compiled_quick.json").read_text())["results"]
     assert [e["monoid"] for e in results] == ["ArgMin", "Record"]
     for e in results:

@@ -8,7 +8,7 @@ from conftest import bench_smoke, run_quick
 
 @bench_smoke
 def test_typed_amta_quick_writes_its_table(tmp_path):
-    run_quick("typed_amta", tmp_path, timeout=120)
+    run_quick("typed_amta", tmp_path)
     text = (tmp_path / "typed_amta_quick.md").read_text()
     for case in ("Sum float", "Sum int", "Min float", "Max int", "Mean float"):
         assert f"| {case} |" in text
