@@ -2176,12 +2176,28 @@ class TypedTimed:
         # the core pickles itself (in a form both paths load); its raw snapshot may not
         return (_restored, (type(self), (self.core, self.monoid, self._policy), (None, *self.snapshot()[1:])))
 
-    def to_object(self) -> Any:
-        """The object algorithm over the timed monoid in this state (see the core's)."""
+    def to_object(self, store: Any = None) -> Any:
+        """The object algorithm over the timed monoid in this state (see the core's), its
+        levels in ``store`` (default: a new one in memory)."""
         def wrap(first: int, last: int, partial: Any) -> tuple:
             return (last - first + 1, self._timestamp(last), partial)
 
-        return self.core.to_object(self.monoid, wrap)
+        if store is None:  # a Record's core takes no store
+            return self.core.to_object(self.monoid, wrap)
+        return self.core.to_object(self.monoid, wrap, store)
+
+    def timestamps(self, start: int, stop: int) -> list:
+        """The timestamps of the window's elements ``[start, stop)`` (0 the oldest)."""
+        if not 0 <= start <= stop <= self._n:
+            raise IndexError(f"positions [{start}, {stop}) are outside the window of {self._n}")
+        j: cython.Py_ssize_t
+        return [self._timestamp(j) for j in range(start, stop)]
+
+    def timestamp(self, position: int) -> Any:
+        """The timestamp of the window's element ``position`` (0 the oldest)."""
+        if not 0 <= position < self._n:
+            raise IndexError(f"position {position} is outside the window of {self._n}")
+        return self._timestamp(position)
 
 
 # -- Log MTA ------------------------------------------------------------------------------
