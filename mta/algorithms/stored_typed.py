@@ -19,10 +19,10 @@ the background as AmortizedMTA's (a failed one stays queued and is retried by th
 
 Local memory: the core holds the whole window, so a window stays on it only while it has
 fewer than :data:`LOCAL_LIMIT` updates (columns of a few tens of kB, less than the
-AmortizedMTA's own write buffers and level caches of 512 nodes); the next insertion into a
-larger one hands the window over to the stored AmortizedMTA in the same state
-(:meth:`to_object`, exact), which keeps O(log n) of it local from then on. A window
-reopened from its store runs the AmortizedMTA.
+AmortizedMTA's own write buffers and level caches of 512 nodes): an insertion into a window
+of that many, or a batch that would make it that many, first hands the window over to the
+stored AmortizedMTA in the same state (:meth:`to_object`, exact), which keeps O(log n) of
+it local from then on. A window reopened from its store runs the AmortizedMTA.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class StoredTimed(_Stored, TypedTimed):
         return k
 
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
-        return len(self) < LOCAL_LIMIT and TypedTimed.accepts(self, partials, timestamps)
+        return len(self) + len(partials) < LOCAL_LIMIT and TypedTimed.accepts(self, partials, timestamps)
 
     def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
         _timed_columns(self, timestamps, partials)
@@ -192,7 +192,7 @@ class StoredTimed(_Stored, TypedTimed):
             self._moved()
 
     def insert_arrays(self, timestamps: Any, values: Any, keys: Any = None) -> None:
-        if len(self) >= LOCAL_LIMIT:
+        if len(self) + len(values) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         _timed_arrays(self, timestamps, values, keys)
         if self._amta.moves != self._seen and not self.hold:
@@ -227,7 +227,7 @@ class StoredAMTA(_Stored, TypedAMTA):
         return k
 
     def accepts(self, partials: Sequence[Any]) -> bool:
-        return len(self) < LOCAL_LIMIT and TypedAMTA.accepts(self, partials)
+        return len(self) + len(partials) < LOCAL_LIMIT and TypedAMTA.accepts(self, partials)
 
     def insert_many(self, partials: Sequence[Any]) -> None:
         TypedAMTA.insert_many(self, partials)
@@ -235,7 +235,7 @@ class StoredAMTA(_Stored, TypedAMTA):
             self._moved()
 
     def insert_array(self, values: Any, keys: Any = None) -> None:
-        if len(self) >= LOCAL_LIMIT:
+        if len(self) + len(values) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         TypedAMTA.insert_array(self, values, keys)
         if self.moves != self._seen and not self.hold:
