@@ -36,16 +36,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # A worker: reads "cell store n" lines, answers {"us": wall and "cpu_us": CPU microseconds per update, "result": hex}.
 WORKER = r"""
-import gc, json, sys, time, uuid
+import gc, json, os, sys, tempfile, time, uuid
 import mta
 from mta import Window, TimeRange
 from mta.monoid import Sum
 print(json.dumps({"compiled": mta.COMPILED, "file": mta.__file__}), flush=True)
+FILE = os.path.join(tempfile.mkdtemp(prefix="mta-stored-windows-"), "windows.db")
 for line in sys.stdin:
     cell, store, n = line.split()
     n = int(n)
+    store = FILE if store == "file" else store
     w = Window(Sum(), TimeRange(1000)) if store == "none" else Window(Sum(), TimeRange(1000), store=store)
     values = [float(i % 1000) * 0.1 for i in range(n)]
+    trips = w.backend.round_trips if w.backend is not None else None
+    before = (trips.reads, trips.writes) if trips is not None else (0, 0)
     gc.collect(); gc.disable()
     if cell == "per_event":
         insert, query = w.insert, w.query
@@ -61,13 +65,16 @@ for line in sys.stdin:
                 pass
             w.flush(wait=False)
             w.query()
-        w.wait_durable()
+    w.wait_durable()  # the commits sent in the background are done (their CPU time counted)
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.enable()
+    reads, writes = (trips.reads - before[0], trips.writes - before[1]) if trips is not None else (0, 0)
     result = w.query()
+    kind = type(w._algorithm).__name__
     if store != "none":
         w.close()
-    print(json.dumps({"us": elapsed / n * 1e6, "cpu_us": cpu / n * 1e6, "result": result.hex(), "len": len(w)}), flush=True)
+    print(json.dumps({"us": elapsed / n * 1e6, "cpu_us": cpu / n * 1e6, "result": result.hex(), "len": len(w),
+                      "reads": reads, "writes": writes, "algorithm": kind}), flush=True)
 """
 
 

@@ -123,6 +123,49 @@ def test_a_window_past_the_local_limit_goes_on_as_the_stored_amta(monoid, policy
 @pytest.mark.parametrize("kind", ["memory", "file", "redis"])
 def test_the_hand_over_keeps_the_window(kind, file_url, redis_url, monkeypatch) -> None:
     """A window that outgrows the typed core continues as the stored AmortizedMTA, and reopens
+    as such, bit for bit as a window that ran the stored AmortizedMTA all along."""
+    monkeypatch.setattr(stored_typed, "LOCAL_LIMIT", 1000)
+    url = urls(kind, file_url, redis_url)
+    window_id = uuid.uuid4().hex
+    w = Window(Sum(), TimeRange(1500), store=url, window_id=window_id)
+    reference = Window(Sum(), TimeRange(1500), store=url, **OBJECT)
+    for t in range(3000):
+        x = (t % 11) / 3 + (1e16 if t % 97 == 0 else 0.0)
+        assert w.insert(t, x) == reference.insert(t, x)
+        assert exact(w.query()) == exact(reference.query())
+        assert typed_kind(w) is (mta.COMPILED and t < 1000)
+    w.close()
+    again = Window.open(url, window_id, Sum(), TimeRange(1500))
+    assert isinstance(again._algorithm, AmortizedMTA)
+    assert len(again) == len(reference) and again.oldest_timestamp() == 1500
+    assert exact(again.query()) == exact(reference.query())
+    again.close()
+    reference.close()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([1, 3, 10, 40]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
+def test_typed_stored_window_matches_in_memory_windows(monoid, policy, width, sequence, kind, file_url,
+                                                       redis_url) -> None:
+    typed, objects = in_memory_runs(monoid, policy, width, sequence)
+    assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([3, 10, 40, 200]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
+def test_a_window_past_the_local_limit_goes_on_as_the_stored_amta(monoid, policy, width, sequence, kind, file_url,
+                                                                  redis_url) -> None:
+    typed, objects = in_memory_runs(monoid, policy, width, sequence)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stored_typed, "LOCAL_LIMIT", 12)
+        assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+def test_the_hand_over_keeps_the_window(kind, file_url, redis_url, monkeypatch) -> None:
+    """A window that outgrows the typed core continues as the stored AmortizedMTA, and reopens
     as such: bit for bit in memory; on a durable store the AmortizedMTA evicts before it inserts
     (so that a failed store read changes nothing), which may round a float sum differently
     from the in-memory window's insert-then-evict."""
@@ -189,3 +232,28 @@ def test_commits_as_often_as_the_object_algorithm(policy, redis_url) -> None:
         w.close()
     assert counted[0][0] == (0 if mta.COMPILED else counted[1][0])
     assert counted[0][1] == counted[1][1] == 8192 // (512 + 32)  # a move leaves the incomplete chunk
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+@pytest.mark.parametrize("policy", [TimeRange(3), MaxSize(1), MaxSize(0), TimeRange(600), None])
+def test_small_and_large_windows_over_many_buffer_moves(kind, policy, file_url, redis_url) -> None:
+    """Windows whose head runs ahead of the leaf buffer's start (everything moved to the store
+    is evicted) and windows that keep stored leaves, committed and reopened now and then: as
+    a window that runs the stored AmortizedMTA (in memory: as the in-memory window too)."""
+    url = urls(kind, file_url, redis_url)
+    ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+    w = Window(Mean(), policy, store=url, window_id=ids[0])
+    reference = Window(Mean(), policy, store=url, window_id=ids[1], **OBJECT)
+    in_memory = Window(Mean(), policy)
+    for t in range(2500):
+        x = float(t % 13) / 7
+        evicted = in_memory.insert(t // 2, x)
+        assert w.insert(t // 2, x) == reference.insert(t // 2, x) == evicted
+        assert exact(w.query()) == exact(reference.query()) and len(w) == len(reference) == len(in_memory)
+        assert kind != "memory" or exact(w.query()) == exact(in_memory.query())
+        if t % 700 == 699:
+            w.close()
+            reference.close()
+            w, reference = (Window.open(url, i, Mean(), policy) for i in ids)
+    w.close()
+    reference.close()

@@ -16,6 +16,9 @@ identity.
 
 The hot path reads nothing from the store, so nothing in it can fail: a commit is sent in
 the background as AmortizedMTA's (a failed one stays queued and is retried by the next).
+On a durable store an insertion evicts first and then inserts, as ``mta.Window`` drives the
+AmortizedMTA there (the policy searched on the window with the update), so that both paths
+give the same floats.
 
 Local memory: the core holds the whole window, so a window stays on it only while it has
 fewer than :data:`LOCAL_LIMIT` updates (columns of a few tens of kB, less than the
@@ -46,7 +49,9 @@ _BITS = 5
 _timed_push = TypedTimed.push
 _timed_columns = TypedTimed.insert_columns
 _timed_arrays = TypedTimed.insert_arrays
+_timed_evict = TypedTimed.evict
 _bare_push = TypedAMTA.push
+_bare_evict = TypedAMTA.evict
 
 
 class _Stored:
@@ -95,7 +100,8 @@ class _Stored:
     def _leaves(self, start: int, stop: int, head: int) -> list[Any]:
         """Leaves ``[start, stop)`` as AmortizedMTA stores them (the identity before ``head``)."""
         live = max(start, min(head, stop))
-        return [self.monoid.identity] * (live - start) + self._live_leaves(live, stop, head)
+        dead = [self.monoid.identity] * (live - start)
+        return dead + self._live_leaves(live, stop, head) if live < stop else dead
 
     def _live_leaves(self, start: int, stop: int, head: int) -> list[Any]:
         return self._amta.leaves(start, stop)
@@ -176,9 +182,22 @@ class StoredTimed(_Stored, TypedTimed):
         return list(zip(repeat(1), self.timestamps(start - head, stop - head), self._amta.leaves(start, stop)))
 
     def push(self, timestamp: Any, partial: Any) -> int:
-        if len(self) >= LOCAL_LIMIT:
+        n = len(self)
+        if n >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
-        k = _timed_push(self, timestamp, partial)
+        if not self.store.durable:
+            k = _timed_push(self, timestamp, partial)
+        else:  # search first, as the stored AmortizedMTA (mta.Window._apply_first_search)
+            k = self.condemned_at(timestamp)
+            if not self._amta.fits(partial):
+                raise Untyped(partial)
+            if k > n:  # the update goes too: it is never inserted
+                if n:
+                    _timed_evict(self, n)
+                return k
+            if k:
+                _timed_evict(self, k)
+            _timed_push(self, timestamp, partial)  # evicts nothing more: k was the longest prefix
         if self._amta.moves != self._seen and not self.hold:
             self._moved()
         return k
@@ -217,11 +236,24 @@ class StoredAMTA(_Stored, TypedAMTA):
     def __init__(self, monoid: Monoid, store: LevelStore, max_size: int | None = None) -> None:
         TypedAMTA.__init__(self, monoid, max_size)
         self._attach(store, self)
+        self._max = max_size
 
     def push(self, timestamp: Any, partial: Any) -> int:
-        if len(self) >= LOCAL_LIMIT:
+        n = len(self)
+        if n >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
-        k = _bare_push(self, timestamp, partial)
+        k = 0 if self._max is None else n + 1 - self._max
+        if not self.store.durable or k <= 0:
+            k = _bare_push(self, timestamp, partial)
+        else:  # evict first, as the stored AmortizedMTA (mta.Window._apply_first_search)
+            if not self.fits(partial):
+                raise Untyped(partial)
+            if not self._max:  # MaxSize(0): the update goes too, never inserted
+                if k > 1:
+                    _bare_evict(self, k - 1)
+                return k
+            _bare_evict(self, k)
+            _bare_push(self, timestamp, partial)  # evicts nothing more
         if self.moves != self._seen and not self.hold:
             self._moved()
         return k

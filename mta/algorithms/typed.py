@@ -1987,6 +1987,33 @@ class TypedTimed:
         """``monoid.lower`` of the window's partial: the core's result."""
         return self.core.result()
 
+    def condemned_at(self, timestamp: Any) -> int:
+        """How many of the oldest updates the window's policy condemns once an update at
+        ``timestamp`` joins the window (``len + 1``: that one too), changing nothing: the
+        search of ``mta.Window``'s search-first insertion. :class:`Untyped` if the timestamp
+        does not fit."""
+        kind: cython.int = self._tkind_of(timestamp, self._tkind if self._n else -1)
+        old: cython.int = self._tkind
+        k: cython.Py_ssize_t
+        self._room(1)
+        self._tkind = kind
+        if kind == _FLOAT:
+            self._td[self._h + self._n] = timestamp
+        else:
+            self._ti[self._h + self._n] = timestamp
+        self._n += 1
+        try:
+            if self._code == _PLAN_TIME:
+                k = self._expired(self._width_i, self._width_d)
+            elif self._code == _PLAN_SIZE:
+                k = self._n - self._size if self._n > self._size else 0
+            else:
+                k = self._condemned(self._plan)
+        finally:
+            self._n -= 1
+            self._tkind = old
+        return k
+
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
         """Whether a batch of these partials at these timestamps would be taken."""
         kind: cython.int = self._tkind if self._n else -1
