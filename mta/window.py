@@ -439,7 +439,12 @@ class Window:
             raise _unchanged(error) from error
         except typed.Untyped:  # raised by the typed core before it changed anything
             self._demote()
-            return self.insert(timestamp, value)
+        try:  # a stored window on the typed core goes on with the stored AmortizedMTA
+            if self._safe:
+                return self._apply(timestamp, partial)
+            return self._apply_first_search(timestamp, partial)
+        except StoreError as error:
+            raise _unchanged(error) from error
 
     def _demote(self) -> None:
         """Go on with the object algorithm, in the typed core's state (a stored one's levels

@@ -2176,7 +2176,13 @@ class TypedTimed:
     def snapshot(self) -> tuple:
         h: cython.Py_ssize_t = self._h
         end: cython.Py_ssize_t = self._h + self._n
-        return (self.core.snapshot(), array("d", self._td[h:end]), array("q", self._ti[h:end]), self._tkind)
+        td = _doubles(self._n)
+        ti = _int64s(self._n)
+        vd: cython.double[:] = td
+        vi: cython.longlong[:] = ti
+        vd[:] = self._td[h:end]  # one copy each (array() of a typed slice would box every item)
+        vi[:] = self._ti[h:end]
+        return (self.core.snapshot(), td, ti, self._tkind)
 
     def restore(self, snapshot: tuple) -> None:
         core, td, ti, self._tkind = snapshot
