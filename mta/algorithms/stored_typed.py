@@ -49,7 +49,6 @@ _BITS = 5
 _timed_push = TypedTimed.push
 _timed_columns = TypedTimed.insert_columns
 _timed_arrays = TypedTimed.insert_arrays
-_timed_evict = TypedTimed.evict
 _bare_push = TypedAMTA.push
 _bare_evict = TypedAMTA.evict
 
@@ -188,16 +187,7 @@ class StoredTimed(_Stored, TypedTimed):
         if not self.store.durable:
             k = _timed_push(self, timestamp, partial)
         else:  # search first, as the stored AmortizedMTA (mta.Window._apply_first_search)
-            k = self.condemned_at(timestamp)
-            if not self._amta.fits(partial):
-                raise Untyped(partial)
-            if k > n:  # the update goes too: it is never inserted
-                if n:
-                    _timed_evict(self, n)
-                return k
-            if k:
-                _timed_evict(self, k)
-            _timed_push(self, timestamp, partial)  # evicts nothing more: k was the longest prefix
+            k = self.push_first(timestamp, partial)
         if self._amta.moves != self._seen and not self.hold:
             self._moved()
         return k

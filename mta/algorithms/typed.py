@@ -1987,6 +1987,35 @@ class TypedTimed:
         """``monoid.lower`` of the window's partial: the core's result."""
         return self.core.result()
 
+    def push_first(self, timestamp: Any, partial: Any) -> int:
+        """:meth:`push` in the order of ``mta.Window``'s search-first insertion (how it drives
+        the AmortizedMTA on a durable store): the updates the policy condemns once this one
+        joins (:meth:`condemned_at`) are evicted first, then it is inserted, unless it goes
+        too (then it never is). The policy then condemns nothing more (the prefix was the
+        longest), so nothing is enforced after. Returns how many left, this one included;
+        :class:`Untyped`, with nothing changed, if the timestamp or the partial does not fit."""
+        k: cython.Py_ssize_t = self.condemned_at(timestamp)
+        n: cython.Py_ssize_t = self._n
+        if not self.core.fits(partial):
+            raise Untyped(partial)
+        if k > n:  # the update goes too
+            if n:
+                self._drop(n)
+            return k
+        if k:
+            self._drop(k)
+        self._insert(timestamp, partial)
+        return k
+
+    @cython.cfunc
+    def _drop(self, k: cython.Py_ssize_t) -> cython.void:
+        """Evict the ``k`` oldest (``0 < k <= len``)."""
+        self.core.evict(k)
+        self._h += k
+        self._n -= k
+        if not self._n:
+            self._h = 0
+
     def condemned_at(self, timestamp: Any) -> int:
         """How many of the oldest updates the window's policy condemns once an update at
         ``timestamp`` joins the window (``len + 1``: that one too), changing nothing: the
