@@ -157,6 +157,7 @@ class _Stored:
         return moved
 
     def _handover(self, obj: Any) -> Any:
+        """``obj`` (the AmortizedMTA of :meth:`to_object`) with this window's annotations."""
         obj.annotate = self.annotate
         return obj
 
@@ -181,8 +182,7 @@ class StoredTimed(_Stored, TypedTimed):
         return list(zip(repeat(1), self.timestamps(start - head, stop - head), self._amta.leaves(start, stop)))
 
     def push(self, timestamp: Any, partial: Any) -> int:
-        n = len(self)
-        if n >= LOCAL_LIMIT:
+        if len(self) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         if not self.store.durable:
             k = _timed_push(self, timestamp, partial)
