@@ -1,4 +1,4 @@
-"""Issue 20: stored windows (``memory://`` and Redis) per event and in batches, on this
+"""Issue 20: stored windows (``memory://``, a file, Redis) per event and in batches, on this
 checkout compiled, on it pure (``MTA_NO_EXTENSIONS=1``) and on another checkout (``--before``,
 e.g. main before the change).
 
@@ -7,7 +7,10 @@ e.g. main before the change).
 ``Window(Sum(), TimeRange(1000))`` over one update per time unit: ``per_event`` times
 ``insert(t, x); query()``; ``batches`` times what the gRPC server does with a batch of 1,000
 (``check``, ``insert_slices`` in slices of 256, ``flush(wait=False)``, ``query()``), per
-update. ``in memory`` (no store: the typed core when compiled) is the reference.
+update, the commits sent in the background included (``wait_durable`` at the end). ``in
+memory`` (no store: the typed core when compiled) is the reference. The table also gives the
+algorithm a compiled window ran and the store calls it made per 1,000 updates (commits that
+queue up behind one in flight are merged: their number depends on the writer thread's turns).
 
 Each competitor is a worker process (different code cannot share one), kept for the whole
 run; rounds alternate the competitors (the first one changes every round) and a cell's
@@ -36,16 +39,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # A worker: reads "cell store n" lines, answers {"us": wall and "cpu_us": CPU microseconds per update, "result": hex}.
 WORKER = r"""
-import gc, json, sys, time, uuid
+import gc, json, os, sys, tempfile, time, uuid
 import mta
 from mta import Window, TimeRange
 from mta.monoid import Sum
 print(json.dumps({"compiled": mta.COMPILED, "file": mta.__file__}), flush=True)
+FILE = os.path.join(tempfile.mkdtemp(prefix="mta-stored-windows-"), "windows.db")
 for line in sys.stdin:
     cell, store, n = line.split()
     n = int(n)
+    store = FILE if store == "file" else store
     w = Window(Sum(), TimeRange(1000)) if store == "none" else Window(Sum(), TimeRange(1000), store=store)
     values = [float(i % 1000) * 0.1 for i in range(n)]
+    trips = w.backend.round_trips if w.backend is not None else None
+    before = (trips.reads, trips.writes) if trips is not None else (0, 0)
     gc.collect(); gc.disable()
     if cell == "per_event":
         insert, query = w.insert, w.query
@@ -61,13 +68,16 @@ for line in sys.stdin:
                 pass
             w.flush(wait=False)
             w.query()
-        w.wait_durable()
+    w.wait_durable()  # the commits sent in the background are done (their CPU time counted)
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.enable()
+    reads, writes = (trips.reads - before[0], trips.writes - before[1]) if trips is not None else (0, 0)
     result = w.query()
+    kind = type(w._algorithm).__name__
     if store != "none":
         w.close()
-    print(json.dumps({"us": elapsed / n * 1e6, "cpu_us": cpu / n * 1e6, "result": result.hex(), "len": len(w)}), flush=True)
+    print(json.dumps({"us": elapsed / n * 1e6, "cpu_us": cpu / n * 1e6, "result": result.hex(), "len": len(w),
+                      "reads": reads, "writes": writes, "algorithm": kind}), flush=True)
 """
 
 
@@ -114,11 +124,12 @@ def main() -> None:
     if args.before is not None:
         competitors.insert(1, ("before", args.before.resolve(), False))
     workers = [Worker(*c) for c in competitors]
-    stores = {"in memory": "none", "memory://": "memory://", "redis": redis.url}
+    stores = {"in memory": "none", "memory://": "memory://", "file": "file", "redis": redis.url}
     cells = [(cell, store) for cell in ("per_event", "batches") for store in stores]
     times: dict[tuple[str, str, str], list[float]] = {}
     walls: dict[tuple[str, str, str], list[float]] = {}
     finals: dict[tuple[str, str], set] = {}
+    trips: dict[tuple[str, str, str], list[tuple[float, float, str]]] = {}
     try:
         for r in range(rounds):
             order = workers[r % len(workers):] + workers[:r % len(workers)]
@@ -128,6 +139,8 @@ def main() -> None:
                     times.setdefault((cell, store, worker.name), []).append(out["cpu_us"])
                     walls.setdefault((cell, store, worker.name), []).append(out["us"])
                     finals.setdefault((cell, store), set()).add((out["result"], out["len"]))
+                    trips.setdefault((cell, store, worker.name), []).append(
+                        (out["reads"] * 1000 / events, out["writes"] * 1000 / events, out["algorithm"]))
     finally:
         for worker in workers:
             worker.close()
@@ -139,7 +152,12 @@ def main() -> None:
         median = {name: statistics.median(times[(cell, store, name)]) for name in names}
         best = {name: min(times[(cell, store, name)]) for name in names}
         wall = {name: statistics.median(walls[(cell, store, name)]) for name in names}
-        rows.append({"cell": cell, "store": store, "us": median, "best_us": best, "wall_us": wall, "equal": len(finals[(cell, store)]) == 1,
+        # store calls per 1,000 updates (median round) and the algorithm the window ran
+        calls = {name: (statistics.median(r for r, _, _ in trips[(cell, store, name)]),
+                        statistics.median(w for _, w, _ in trips[(cell, store, name)]),
+                        trips[(cell, store, name)][-1][2]) for name in names}
+        rows.append({"cell": cell, "store": store, "us": median, "best_us": best, "wall_us": wall, "calls": calls,
+                     "equal": len(finals[(cell, store)]) == 1,
                      "vs_pure": median["pure"] / median["compiled"],
                      **({"vs_before": median["before"] / median["compiled"]} if "before" in median else {})})
     command = "python -m benchmarks.stored_windows" + (" --quick" if args.quick else "") + (
@@ -153,13 +171,14 @@ def main() -> None:
              f"`{command}`; {rounds} rounds of {events} updates per cell, median (best); "
              f"commit {info['git_commit']}, load {info['loadavg_start']} at the start, {list(map(round, os.getloadavg(), [2] * 3))} at the end", "",
              f"| cell | store | {' | '.join(n + ' CPU µs/update' for n in names)} | pure / compiled"
-             f"{' | before / compiled' if args.before else ''} | same results |",
-             "|" + "---|" * (len(names) + 4 + bool(args.before))]
+             f"{' | before / compiled' if args.before else ''} | same results | compiled: algorithm, store reads + writes per 1,000 updates |",
+             "|" + "---|" * (len(names) + 5 + bool(args.before))]
     for row in rows:
+        reads, writes, algorithm = row["calls"]["compiled"]
         lines.append(f"| {row['cell']} | {row['store']} | "
                      + " | ".join(f"{row['us'][n]:.2f} ({row['best_us'][n]:.2f})" for n in names)
                      + f" | {row['vs_pure']:.2f}x" + (f" | {row['vs_before']:.2f}x" if args.before else "")
-                     + f" | {row['equal']} |")
+                     + f" | {row['equal']} | {algorithm}, {reads:g} + {writes:g} |")
     (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -32,6 +32,7 @@ import numpy as np
 from kvs import Backend, LevelStore, StoreError, connect
 from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Aggregator, OrderedAggregator, typed
 from mta.algorithms import typed_record
+from mta.algorithms.stored_typed import StoredAMTA, StoredTimed
 from mta.arrays import as_list, numeric_array
 from mta.monoid import Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
@@ -303,7 +304,13 @@ class Window:
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
                        and (typed.serves(monoid) or typed_record.serves(monoid))
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
-        if self._ordered:
+        if self._stored_typed(monoid, policy, cls, store, state, options):
+            # Its insertions read nothing from the store: nothing in them can fail.
+            self._typed = self._safe = True
+            core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
+            self._make = (functools.partial(StoredTimed.over, core, inner, policy, store) if self._timed
+                          else functools.partial(StoredAMTA, monoid, store, max_size=self._max_size))
+        elif self._ordered:
             self._typed = _typed_ordered(monoid, policy, cls, self._safe and store is None, options)
             self._make = (functools.partial(TypedTimeOrdered, monoid, inner, policy, **options) if self._typed
                           else functools.partial(TimeOrdered, cls, inner, **options))
@@ -322,6 +329,15 @@ class Window:
         self.id = None
         self.backend = None
         self.labels: dict[str, Any] = {}
+
+    def _stored_typed(self, monoid: Monoid, policy: Any, cls: type, store: LevelStore | None, state: Any,
+                      options: dict[str, Any]) -> bool:
+        """Whether a stored window runs the typed core (:mod:`mta.algorithms.stored_typed`):
+        compiled, a new AMTA window with the default options, a built-in number monoid, no
+        policy or one of ours (as a typed window in memory)."""
+        return (typed.USE and store is not None and state is None and cls.name == "amta" and set(options) == {"store"}
+                and typed.serves(monoid) and _trusted(policy)
+                and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
 
     def _restart(self, state: Any) -> None:
         """Build the algorithm, empty or from a checkpoint of the store."""
@@ -423,12 +439,19 @@ class Window:
             raise _unchanged(error) from error
         except typed.Untyped:  # raised by the typed core before it changed anything
             self._demote()
-            return self._apply(timestamp, partial)
+        try:  # a stored window on the typed core goes on with the stored AmortizedMTA
+            if self._safe:
+                return self._apply(timestamp, partial)
+            return self._apply_first_search(timestamp, partial)
+        except StoreError as error:
+            raise _unchanged(error) from error
 
     def _demote(self) -> None:
-        """Go on with the object algorithm, in the typed core's state."""
+        """Go on with the object algorithm, in the typed core's state (a stored one's levels
+        rewritten to its store)."""
         self._algorithm = self._algorithm.to_object()
         self._typed = False
+        self._safe = _trusted(self.policy) and not (self._store is not None and self._store.durable)
         if self._events is not None:
             self._events.retire()  # a method saved from it goes the checked way from now on
             self._events = None

@@ -33,5 +33,5 @@ MTA_NO_EXTENSIONS=1 exec python3 -m pytest -q -p no:cacheprovider -n 2 \
     tests/test_compiled_core.py tests/test_typed_mq.py tests/test_stream_typed.py tests/test_stream_final_typed.py tests/test_stream_edges.py \
     tests/test_stream_snapshot.py \
     tests/test_typed_ordered.py \
-    tests/test_window.py tests/test_typed_record.py tests/test_typed_record_ooo.py tests/test_stored_compiled.py \
+    tests/test_window.py tests/test_typed_record.py tests/test_typed_record_ooo.py tests/test_stored_compiled.py tests/test_stored_typed.py \
     tests/test_insert_many_columns.py --deselect tests/test_compiled_core.py::test_compiled_modules_are_not_older_than_their_sources

@@ -127,10 +127,11 @@ def in_memory_runs(monoid: str, policy: str, width: int, sequence: list) -> list
     return out
 
 
-def stored_run(url: str, monoid: str, policy: str, width: int, sequence: list) -> list[Any]:
+def stored_run(url: str, monoid: str, policy: str, width: int, sequence: list,
+               options: dict[str, Any] = STORED) -> list[Any]:
     window_id = uuid.uuid4().hex
     make = MONOIDS[monoid]
-    run = Run(Window(make(), POLICIES[policy](width), store=url, window_id=window_id, **STORED))
+    run = Run(Window(make(), POLICIES[policy](width), store=url, window_id=window_id, **options))
     for op in sequence:
         run.apply(op, lambda: Window.open(url, window_id, make(), POLICIES[policy](width)))
     run.window.close()

@@ -21,9 +21,13 @@ def test_stored_windows_quick(tmp_path):
     assert data["workers"]["compiled"]["compiled"] is mta.COMPILED is data["workers"]["before"]["compiled"]
     rows = data["rows"]
     assert {(r["cell"], r["store"]) for r in rows} == {(c, s) for c in ("per_event", "batches")
-                                                        for s in ("in memory", "memory://", "redis")}
+                                                        for s in ("in memory", "memory://", "file", "redis")}
     for row in rows:
         assert row["equal"], row
         assert set(row["us"]) == {"compiled", "pure", "before"} and min(row["us"].values()) > 0
+        reads, writes, algorithm = row["calls"]["compiled"]
+        assert reads >= 0 and writes >= 0 and algorithm
+        if row["store"] == "memory://" and mta.COMPILED:  # a stored window on the typed core
+            assert algorithm == "StoredTimed" and reads == writes == 0
     text = (tmp_path / "stored_windows_quick.md").read_text()
     assert "python -m benchmarks.stored_windows --quick --before" in text and data["machine"]["git_commit"] in text

@@ -465,10 +465,11 @@ def test_window_picks_a_typed_core_only_where_it_applies(use_typed):
                    Window(Sum(), lambda total, old: False),  # a policy of the user's
                    Window(type("MySum", (Sum,), {})()),  # a subclass may combine otherwise
                    Window(GeometricMean()),
-                   Window(Sum(), store="memory://"),
+                   Window(Sum(), store="memory://", buffer_size=512),  # options: the object AMTA's
                    Window(Sum(), buffer_size=8),
                    Window(Sum(), algorithm="fiba")):
         assert not _is_typed(window)
+    assert _is_typed(Window(Sum(), store="memory://")) and _is_typed(Window(Mean(), TimeRange(3), store="memory://"))
     assert _is_typed(Window(MinCount(), MaxSize(3))) and _is_typed(Window(MaxCount(), TimeRange(3)))
     assert _is_typed(Window(First(), MaxSize(3))) and _is_typed(Window(Last(), TimeRange(3)))
     for monoid in (Variance(), Variance(ddof=1), StdDev(), ArgMin(), ArgMax()):

@@ -1987,6 +1987,62 @@ class TypedTimed:
         """``monoid.lower`` of the window's partial: the core's result."""
         return self.core.result()
 
+    def push_first(self, timestamp: Any, partial: Any) -> int:
+        """:meth:`push` in the order of ``mta.Window``'s search-first insertion (how it drives
+        the AmortizedMTA on a durable store): the updates the policy condemns once this one
+        joins (:meth:`condemned_at`) are evicted first, then it is inserted, unless it goes
+        too (then it never is). The policy then condemns nothing more (the prefix was the
+        longest), so nothing is enforced after. Returns how many left, this one included;
+        :class:`Untyped`, with nothing changed, if the timestamp or the partial does not fit."""
+        k: cython.Py_ssize_t = self.condemned_at(timestamp)
+        n: cython.Py_ssize_t = self._n
+        if not self.core.fits(partial):
+            raise Untyped(partial)
+        if k > n:  # the update goes too
+            if n:
+                self._drop(n)
+            return k
+        if k:
+            self._drop(k)
+        self._insert(timestamp, partial)
+        return k
+
+    @cython.cfunc
+    def _drop(self, k: cython.Py_ssize_t) -> cython.void:
+        """Evict the ``k`` oldest (``0 < k <= len``)."""
+        self.core.evict(k)
+        self._h += k
+        self._n -= k
+        if not self._n:
+            self._h = 0
+
+    def condemned_at(self, timestamp: Any) -> int:
+        """How many of the oldest updates the window's policy condemns once an update at
+        ``timestamp`` joins the window (``len + 1``: that one too), changing nothing: the
+        search of ``mta.Window``'s search-first insertion. :class:`Untyped` if the timestamp
+        does not fit."""
+        kind: cython.int = self._tkind_of(timestamp, self._tkind if self._n else -1)
+        old: cython.int = self._tkind
+        k: cython.Py_ssize_t
+        self._room(1)
+        self._tkind = kind
+        if kind == _FLOAT:
+            self._td[self._h + self._n] = timestamp
+        else:
+            self._ti[self._h + self._n] = timestamp
+        self._n += 1
+        try:
+            if self._code == _PLAN_TIME:
+                k = self._expired(self._width_i, self._width_d)
+            elif self._code == _PLAN_SIZE:
+                k = self._n - self._size if self._n > self._size else 0
+            else:
+                k = self._condemned(self._plan)
+        finally:
+            self._n -= 1
+            self._tkind = old
+        return k
+
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
         """Whether a batch of these partials at these timestamps would be taken."""
         kind: cython.int = self._tkind if self._n else -1
@@ -2149,7 +2205,13 @@ class TypedTimed:
     def snapshot(self) -> tuple:
         h: cython.Py_ssize_t = self._h
         end: cython.Py_ssize_t = self._h + self._n
-        return (self.core.snapshot(), array("d", self._td[h:end]), array("q", self._ti[h:end]), self._tkind)
+        td = _doubles(self._n)
+        ti = _int64s(self._n)
+        vd: cython.double[:] = td
+        vi: cython.longlong[:] = ti
+        vd[:] = self._td[h:end]  # one copy each (array() of a typed slice would box every item)
+        vi[:] = self._ti[h:end]
+        return (self.core.snapshot(), td, ti, self._tkind)
 
     def restore(self, snapshot: tuple) -> None:
         core, td, ti, self._tkind = snapshot
@@ -2176,12 +2238,28 @@ class TypedTimed:
         # the core pickles itself (in a form both paths load); its raw snapshot may not
         return (_restored, (type(self), (self.core, self.monoid, self._policy), (None, *self.snapshot()[1:])))
 
-    def to_object(self) -> Any:
-        """The object algorithm over the timed monoid in this state (see the core's)."""
+    def to_object(self, store: Any = None) -> Any:
+        """The object algorithm over the timed monoid in this state (see the core's), its
+        levels in ``store`` (default: a new one in memory)."""
         def wrap(first: int, last: int, partial: Any) -> tuple:
             return (last - first + 1, self._timestamp(last), partial)
 
-        return self.core.to_object(self.monoid, wrap)
+        if store is None:  # a Record's core takes no store
+            return self.core.to_object(self.monoid, wrap)
+        return self.core.to_object(self.monoid, wrap, store)
+
+    def timestamps(self, start: int, stop: int) -> list:
+        """The timestamps of the window's elements ``[start, stop)`` (0 the oldest)."""
+        if not 0 <= start <= stop <= self._n:
+            raise IndexError(f"positions [{start}, {stop}) are outside the window of {self._n}")
+        j: cython.Py_ssize_t
+        return [self._timestamp(j) for j in range(start, stop)]
+
+    def timestamp(self, position: int) -> Any:
+        """The timestamp of the window's element ``position`` (0 the oldest)."""
+        if not 0 <= position < self._n:
+            raise IndexError(f"position {position} is outside the window of {self._n}")
+        return self._timestamp(position)
 
 
 # -- Log MTA ------------------------------------------------------------------------------

@@ -251,6 +251,8 @@ class TypedAMTA:
     hold = cython.declare(cython.bint, visibility="public")
     #: Under TypedTimed (see typed._TypedCore.timed).
     timed = cython.declare(cython.bint, visibility="public")
+    #: How many times the leaf buffer moved (AmortizedMTA's flushes): a stored window commits then.
+    moves = cython.declare(cython.Py_ssize_t, visibility="readonly")
 
     _op: cython.int
     _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
@@ -341,6 +343,7 @@ class TypedAMTA:
         self._count = type(monoid) is Count
         self._flush_due = False
         self._held_head = 0
+        self.moves = 0
         self._svals = _column("d", STACK_SIZE)
         self._sxs = _column("q", STACK_SIZE)
         self._scnts = _column("q", STACK_SIZE if self._cnt else 0)
@@ -1230,7 +1233,42 @@ class TypedAMTA:
         n: cython.Py_ssize_t = (self._tail & ~CHUNK_MASK) - self._bstart
         if n > 0:
             self._bstart += n
+        self.moves += 1
         return 0
+
+    def flush(self) -> None:
+        """AmortizedMTA.flush's move of the leaf buffer (its store part is the caller's)."""
+        self._move_buffer()
+
+    def layout(self) -> tuple:
+        """``(head, tail, leaf-buffer start, number of levels, root level)``: where AmortizedMTA
+        would have its leaves and levels (a stored window writes them in its format)."""
+        return (self._head, self._tail, self._bstart, self._levels, self._root_level)
+
+    def part(self, number: int, index: int) -> Any:
+        """The partial of leaf ``index`` (``number`` 0, in the window) or of stored node
+        ``(number, index)`` (``number >= CHUNK_BITS``); None for a node not wholly in the
+        window (never computed here, never read by AmortizedMTA)."""
+        if number == 0:
+            if not self._head <= index < self._tail:
+                raise IndexError(f"leaf {index} is outside [{self._head}, {self._tail})")
+            return self._encode(self._leaf(index))
+        if number < BITS or number >= self._levels or index < 0 or (index + 1) << number > self._tail:
+            raise IndexError(f"node ({number}, {index}) is not stored")
+        if index << number < self._head:
+            return None
+        return self._encode(self._stored(number, index))
+
+    def leaves(self, start: int, stop: int) -> list:
+        """The partials of leaves ``[start, stop)`` (in the window)."""
+        if not self._head <= start <= stop <= self._tail:
+            raise IndexError(f"leaves [{start}, {stop}) are outside [{self._head}, {self._tail})")
+        i: cython.Py_ssize_t
+        return [self._encode(self._leaf(i)) for i in range(start, stop)]
+
+    def halves(self) -> tuple:
+        """``(R0, R1)``, AmortizedMTA's result pair (the window is not empty)."""
+        return (self._encode(self._r0), self._encode(self._r1))
 
     # -- eviction (AmortizedMTA.evict) --------------------------------------------------------
 
@@ -1513,17 +1551,18 @@ class TypedAMTA:
         return (_restored, (type(self), (self.monoid, None if self._max_size < 0 else self._max_size),
                             (tuple(state), *snapshot[1:])))
 
-    def to_object(self, monoid: Monoid | None = None, wrap: Any = None) -> AmortizedMTA:
+    def to_object(self, monoid: Monoid | None = None, wrap: Any = None, store: Any = None) -> AmortizedMTA:
         """An in-memory AmortizedMTA in this window's state: same leaves, stored nodes, R0,
         R1, stack (or stale stack), masks, leaf-buffer start, flush due and hold, so that
         everything it computes from here is what it would have computed all along.
 
         Nodes and leaves it keeps but never reads again (evicted ones, and nodes that
-        straddle ``head``) are filled with the identity. ``monoid`` and ``wrap`` build it
+        straddle ``head``) are filled with the identity. ``store``: the level store it writes
+        its levels to (cleared first; default a new one in memory). ``monoid`` and ``wrap`` build it
         over another monoid whose partials wrap ours (``mta.algorithms.typed.TypedTimed``'s):
         a partial of leaves ``[x, y)`` becomes ``wrap(x - head, y - 1 - head, partial)``."""
         h, t = self._head, self._tail
-        obj = AmortizedMTA(monoid if monoid is not None else self.monoid)
+        obj = AmortizedMTA(monoid if monoid is not None else self.monoid, store)
         filler = obj.monoid.identity
         wrap = wrap if wrap is not None else _bare
 

@@ -1,0 +1,259 @@
+"""Stored windows on the typed core (:mod:`mta.algorithms.stored_typed`, issue 20): a new
+stored window with the default options runs TypedTimed / TypedAMTA when compiled, and writes
+what the stored AmortizedMTA would write. Checked here:
+
+- its checkpoint and stored levels are the AmortizedMTA's (the live part, floats bit for bit)
+  after random insertions, batches, bulk evictions and flushes, through several buffer moves;
+- over the random sequences of ``test_stored_compiled`` (memory, file, Redis; reopening
+  mid-way), its results are the in-memory windows', and a second process on the other path
+  goes on with it;
+- past :data:`LOCAL_LIMIT` updates it hands over to the stored AmortizedMTA in the same state;
+- on a durable store it commits as often as the AmortizedMTA (one write per 512 updates).
+
+Runs on both paths: on the pure one the same windows run the object AMTA.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kvs
+import mta
+from mta import Window
+from mta.algorithms import stored_typed
+from mta.algorithms.amta import AmortizedMTA
+from mta.monoid import Max, Mean, Sum
+from mta.policy import MaxSize, TimeRange
+from tests.test_stored_compiled import MONOIDS, POLICIES, Run, child, exact, in_memory_runs, ops, stored_run
+
+#: The AmortizedMTA's own defaults, given explicitly: the window then runs the object AMTA.
+OBJECT = {"buffer_size": 512}
+
+
+def typed_kind(window: Window) -> bool:
+    return isinstance(window._algorithm, (stored_typed.StoredTimed, stored_typed.StoredAMTA))
+
+
+def live(state: dict[str, Any], levels: list[list[Any]]) -> dict[str, Any]:
+    """A checkpoint and the stored levels, but what AmortizedMTA never reads (leaves before
+    the head, nodes not wholly in the window), floats as hex."""
+    head = state["head"]
+    bufs = [[v for j, v in enumerate(buf, state["bstart"][n]) if j << n >= head] for n, buf in enumerate(state["bufs"])]
+    stored = [[v for j, v in enumerate(nodes) if j << n >= head] for n, nodes in enumerate(levels)]
+    return exact({**{k: v for k, v in state.items() if k != "bufs"}, "bufs": bufs, "stored": stored})
+
+
+def stored_levels(window: Window, number: int) -> list[list[Any]]:
+    """Each level's stored nodes from index 0 (None below the level's head)."""
+    store = window._algorithm.store
+    out = []
+    for n in range(number):
+        level = store.level(n)
+        out.append([None] * level.head + level.read(level.head, level.tail))
+    return out
+
+
+@pytest.mark.skipif(not mta.COMPILED, reason="the typed core is compiled only")
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("monoid, policy", [(Sum, TimeRange(700)), (Mean, MaxSize(1500)), (Max, TimeRange(3000)),
+                                            (Sum, None)])
+def test_checkpoint_and_levels_are_the_object_algorithms(seed, monoid, policy, monkeypatch) -> None:
+    monkeypatch.setattr(stored_typed, "LOCAL_LIMIT", 100_000)  # no policy: the window grows
+    rng = random.Random(seed)
+    url = f"memory://stored-typed-{os.getpid()}"
+    typed = Window(monoid(), policy, store=url)
+    objects = Window(monoid(), policy, store=url, **OBJECT)
+    assert typed_kind(typed) and not typed_kind(objects)
+    clock = 0
+    for _ in range(12):
+        batch = []
+        for _ in range(rng.choice([1, 30, 400, 900])):
+            clock += rng.choice([0, 1, 1, 2])
+            batch.append((clock, rng.choice([0.1, 0.2, 1e16, -1e16, 1 / 3, 7.0, 2.5])))
+        if rng.random() < 0.5:
+            assert [typed.insert(*u) for u in batch] == [objects.insert(*u) for u in batch]
+        else:
+            assert typed.insert_many(batch) == objects.insert_many(batch)
+        if isinstance(policy, TimeRange) and rng.random() < 0.2:
+            assert typed.evict_before(clock - 200) == objects.evict_before(clock - 200)
+        assert exact(typed.query()) == exact(objects.query()) and len(typed) == len(objects)
+        typed.flush()
+        objects.flush()
+        state = typed._algorithm.checkpoint()
+        assert typed_kind(typed)
+        levels = len(state["bufs"])
+        assert live(state, stored_levels(typed, levels)) == live(objects._algorithm.checkpoint(),
+                                                                 stored_levels(objects, levels))
+    typed.close()
+    objects.close()
+
+
+def urls(kind: str, file_url: str, redis_url: str) -> str:
+    return {"memory": f"memory://stored-typed-{os.getpid()}", "file": file_url, "redis": redis_url}[kind]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([1, 3, 10, 40]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
+def test_typed_stored_window_matches_in_memory_windows(monoid, policy, width, sequence, kind, file_url,
+                                                       redis_url) -> None:
+    typed, objects = in_memory_runs(monoid, policy, width, sequence)
+    assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([3, 10, 40, 200]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
+def test_a_window_past_the_local_limit_goes_on_as_the_stored_amta(monoid, policy, width, sequence, kind, file_url,
+                                                                  redis_url) -> None:
+    typed, objects = in_memory_runs(monoid, policy, width, sequence)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stored_typed, "LOCAL_LIMIT", 12)
+        assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+def test_the_hand_over_keeps_the_window(kind, file_url, redis_url, monkeypatch) -> None:
+    """A window that outgrows the typed core continues as the stored AmortizedMTA, and reopens
+    as such, bit for bit as a window that ran the stored AmortizedMTA all along."""
+    monkeypatch.setattr(stored_typed, "LOCAL_LIMIT", 1000)
+    url = urls(kind, file_url, redis_url)
+    window_id = uuid.uuid4().hex
+    w = Window(Sum(), TimeRange(1500), store=url, window_id=window_id)
+    reference = Window(Sum(), TimeRange(1500), store=url, **OBJECT)
+    for t in range(3000):
+        x = (t % 11) / 3 + (1e16 if t % 97 == 0 else 0.0)
+        assert w.insert(t, x) == reference.insert(t, x)
+        assert exact(w.query()) == exact(reference.query())
+        assert typed_kind(w) is (mta.COMPILED and t < 1000)
+    w.close()
+    again = Window.open(url, window_id, Sum(), TimeRange(1500))
+    assert isinstance(again._algorithm, AmortizedMTA)
+    assert len(again) == len(reference) and again.oldest_timestamp() == 1500
+    assert exact(again.query()) == exact(reference.query())
+    again.close()
+    reference.close()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([1, 3, 10, 40]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
+def test_typed_stored_window_matches_in_memory_windows(monoid, policy, width, sequence, kind, file_url,
+                                                       redis_url) -> None:
+    typed, objects = in_memory_runs(monoid, policy, width, sequence)
+    assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([3, 10, 40, 200]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
+def test_a_window_past_the_local_limit_goes_on_as_the_stored_amta(monoid, policy, width, sequence, kind, file_url,
+                                                                  redis_url) -> None:
+    typed, objects = in_memory_runs(monoid, policy, width, sequence)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stored_typed, "LOCAL_LIMIT", 12)
+        assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+def test_the_hand_over_keeps_the_window(kind, file_url, redis_url, monkeypatch) -> None:
+    """A window that outgrows the typed core continues as the stored AmortizedMTA, and reopens
+    as such: bit for bit in memory; on a durable store the AmortizedMTA evicts before it inserts
+    (so that a failed store read changes nothing), which may round a float sum differently
+    from the in-memory window's insert-then-evict."""
+    monkeypatch.setattr(stored_typed, "LOCAL_LIMIT", 1000)
+    url = urls(kind, file_url, redis_url)
+    window_id = uuid.uuid4().hex
+    w = Window(Sum(), TimeRange(1500), store=url, window_id=window_id)
+    reference = Window(Sum(), TimeRange(1500))
+    for t in range(3000):
+        x = (t % 11) / 3 + (1e16 if t % 97 == 0 else 0.0)
+        assert w.insert(t, x) == reference.insert(t, x)
+        if kind == "memory" or typed_kind(w):
+            assert exact(w.query()) == exact(reference.query())
+        else:
+            assert math.isclose(w.query(), reference.query(), rel_tol=1e-12)
+        assert typed_kind(w) is (mta.COMPILED and t < 1000)
+    w.close()
+    again = Window.open(url, window_id, Sum(), TimeRange(1500))
+    assert isinstance(again._algorithm, AmortizedMTA)
+    assert len(again) == len(reference) and again.oldest_timestamp() == 1500
+    again.close()
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
+       width=st.sampled_from([3, 10]), first=ops, second=ops, third=ops, kind=st.sampled_from(["file", "redis"]))
+def test_a_second_process_on_the_other_path_goes_on_with_a_typed_stored_window(monoid, policy, width, first, second,
+                                                                               third, kind, file_url,
+                                                                               redis_url) -> None:
+    url = urls(kind, file_url, redis_url)
+    window_id = uuid.uuid4().hex
+    make = MONOIDS[monoid]
+    run = Run(Window(make(), POLICIES[policy](width), store=url, window_id=window_id))
+    assert typed_kind(run.window) is mta.COMPILED
+    for op in first:
+        run.apply(op)
+    run.window.close()
+    other = child(url, window_id, monoid, policy, width, run.clock, second)
+    assert other["compiled"] is not mta.COMPILED
+    again = Run(Window.open(url, window_id, make(), POLICIES[policy](width)), other["clock"])
+    for op in third:
+        again.apply(op)
+    again.window.close()
+    typed, objects = in_memory_runs(monoid, policy, width, [*first, *second, *third])
+    assert run.results + other["results"] + again.results == objects == typed
+
+
+@pytest.mark.parametrize("policy", [TimeRange(1000), MaxSize(1000)])
+def test_commits_as_often_as_the_object_algorithm(policy, redis_url) -> None:
+    """One commit per 512 updates on Redis, as the stored AmortizedMTA, and nothing read
+    (commits sent on the caller's thread, ``background=False``: in the background, those
+    that queue up behind one in flight are merged, as many as the writer thread lets)."""
+    backend = kvs.connect(redis_url)
+    counted = []
+    for options in ({}, OBJECT):
+        w = Window(Sum(), policy, store=backend, background=False, **options)
+        w.flush()
+        before = kvs.RoundTrips(backend.round_trips.reads, backend.round_trips.writes)
+        for t in range(8192):
+            w.insert(t, float(t % 5))
+        w.wait_durable()
+        counted.append((backend.round_trips.reads - before.reads, backend.round_trips.writes - before.writes))
+        assert w.query() == 2000.0
+        w.close()
+    assert counted[0][0] == (0 if mta.COMPILED else counted[1][0])
+    assert counted[0][1] == counted[1][1] == 8192 // (512 + 32)  # a move leaves the incomplete chunk
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+@pytest.mark.parametrize("policy", [TimeRange(3), MaxSize(1), MaxSize(0), TimeRange(600), None])
+def test_small_and_large_windows_over_many_buffer_moves(kind, policy, file_url, redis_url) -> None:
+    """Windows whose head runs ahead of the leaf buffer's start (everything moved to the store
+    is evicted) and windows that keep stored leaves, committed and reopened now and then: as
+    a window that runs the stored AmortizedMTA (in memory: as the in-memory window too)."""
+    url = urls(kind, file_url, redis_url)
+    ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+    w = Window(Mean(), policy, store=url, window_id=ids[0])
+    reference = Window(Mean(), policy, store=url, window_id=ids[1], **OBJECT)
+    in_memory = Window(Mean(), policy)
+    for t in range(2500):
+        x = float(t % 13) / 7
+        evicted = in_memory.insert(t // 2, x)
+        assert w.insert(t // 2, x) == reference.insert(t // 2, x) == evicted
+        assert exact(w.query()) == exact(reference.query()) and len(w) == len(reference) == len(in_memory)
+        assert kind != "memory" or exact(w.query()) == exact(in_memory.query())
+        if t % 700 == 699:
+            w.close()
+            reference.close()
+            w, reference = (Window.open(url, i, Mean(), policy) for i in ids)
+    w.close()
+    reference.close()
