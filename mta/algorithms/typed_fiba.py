@@ -1940,13 +1940,20 @@ class TypedFiBA:
         spine flags, suffix folds, fingers, journal, hold), so that everything it computes
         from here is what it would have computed all along. It takes over the undo
         journal itself: a :meth:`snapshot` taken before restores it."""
-        obj = FiBA(self.monoid, min_arity=self.min_arity)
-        obj._root = self._dump(self._root, _object_node)
-        obj._left_finger = FiBA._leftmost(obj._root)
-        obj._right_finger = FiBA._rightmost(obj._root)
+        obj = _object_fiba(self.monoid, self.min_arity, self._dump(self._root, _object_node))
         obj._journal = self._journal  # the same list: a snapshot taken before restores it
         obj.hold = self.hold
         return obj
+
+
+def _object_fiba(monoid: Monoid, min_arity: int, root: _Node) -> FiBA:
+    """The object :class:`FiBA` of ``root`` (a tree of :func:`_object_node`), its fingers
+    found (the typed trees' ``to_object``)."""
+    obj = FiBA(monoid, min_arity=min_arity)
+    obj._root = root
+    obj._left_finger = FiBA._leftmost(root)
+    obj._right_finger = FiBA._rightmost(root)
+    return obj
 
 
 def _object_node(keys: list, values: list, agg: Any, size: int, left: bool, right: bool, suffix: list | None,
