@@ -1655,8 +1655,9 @@ class Events:
         the pairs its ``tolist`` gives the general path). The checks are C loops over the
         columns. Returns how many were evicted; None, with nothing changed, where the
         window's general path must decide (other columns, an update it refuses and names, a
-        kind the core does not hold: it demotes)."""
-        if not self._live or self._op < 0:  # a Record's columns: Window._record_arrays
+        kind the core does not hold: it demotes). Not a Record's window (its columns go
+        Window._record_arrays' way)."""
+        if not self._live:
             return None
         ts = timestamps if _plain_column(timestamps) else numeric_array(timestamps)
         if self._op == _ARGMIN or self._op == _ARGMAX:
