@@ -306,24 +306,27 @@ def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cyth
 @cython.exceptval(check=False)
 def _shift_xa(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
     """:func:`_shift` of the ``x`` and ``a`` columns (out of line: the other trees' shifts stay small)."""
-    n: cython.Py_ssize_t = node.n
-    j: cython.Py_ssize_t
     if cols & _X:
-        xs: _TNodeX = cython.cast(_TNodeX, node)
-        if by > 0:
-            for j in range(n - 1, i - 1, -1):
-                xs.x[j + by] = xs.x[j]
-        elif by < 0:
-            for j in range(i, n):
-                xs.x[j + by] = xs.x[j]
+        _move(cython.cast(_TNodeX, node).x, i, node.n, by)
     if cols & _A:
-        pk: _TNodeA = cython.cast(_TNodeA, node)
-        if by > 0:
-            for j in range(n - 1, i - 1, -1):
-                pk.a[j + by] = pk.a[j]
-        elif by < 0:
-            for j in range(i, n):
-                pk.a[j + by] = pk.a[j]
+        _move(cython.cast(_TNodeA, node).a, i, node.n, by)
+    return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _move(column: cython.p_longlong, i: cython.Py_ssize_t, n: cython.Py_ssize_t, by: cython.Py_ssize_t) -> cython.int:
+    """Entries ``i .. n - 1`` of a node's ``column`` moved by ``by`` places (right if positive)."""
+    j: cython.Py_ssize_t
+    if by > 0:
+        for j in range(n - 1, i - 1, -1):
+            column[j + by] = column[j]
+    elif by < 0:
+        for j in range(i, n):
+            column[j + by] = column[j]
     return 0
 
 
