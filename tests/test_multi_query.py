@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from conftest import CountingMonoid, fold, hsettings
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
+from mta.algorithms.flatfat import FlatFAT, FlatFATRanges
 from mta.algorithms.slickdeque import SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide, SlideSide
 from mta.monoid import ArgMax, ArgMin, Collect, First, Last, Max, Min, Monoid, Sum
@@ -225,6 +226,25 @@ def test_slickdeque_pops_twins_on_ties() -> None:
     agg.insert(-0.0)
     agg.insert(0.0)
     assert [math.copysign(1, a) for a in agg.answers()] == [1, -1]
+
+
+@pytest.mark.parametrize("make", [Min, Max])
+def test_flatfat_wrapped_window_ties_answer_the_fold(make) -> None:
+    """FlatFAT's whole window when its leaves wrap (the aggregator's query, and the newest
+    r >= len of FlatFATRanges): the in-order fold over ties of 0.0 / -0.0 and 2 / 2.0, bit for
+    bit (the root put the newer leaves first: a tie answered the newer operand)."""
+    monoid = make()
+    rng = random.Random(5)
+    fat, ranges, items = FlatFAT(monoid), FlatFATRanges(monoid, [16, 20, 3]), []
+    for _ in range(120):
+        v = rng.choice([0.0, -0.0, 2, 2.0])
+        fat.insert(v)
+        ranges.insert(v)
+        items.append(v)
+        if len(fat) > 16:
+            fat.evict(1)
+        assert key(fat.query()) == key(naive(monoid, items, 16))
+        assert keys(ranges.answers()) == keys([naive(monoid, items, r) for r in (16, 20, 3)])
 
 
 @pytest.mark.parametrize("name", NAMES)
