@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from conftest import CountingMonoid, fold, hsettings
 from mta.algorithms import MULTI_QUERY, MultiQueryAggregator
+from mta.algorithms.flatfat import FlatFAT, FlatFATRanges
 from mta.algorithms.slickdeque import SlickDequeNonInv
 from mta.algorithms.slideside import InvertibleSlideSide, OverlaidSlideSide, SlideSide
 from mta.monoid import ArgMax, ArgMin, Collect, First, Last, Max, Min, Monoid, Sum
@@ -177,35 +178,35 @@ SELECTIONS: dict[str, tuple[Callable[[], Monoid], Callable[[random.Random], Any]
 }
 
 
-@pytest.mark.parametrize("case", list(SELECTIONS))
-@pytest.mark.parametrize("name", NAMES)
+def served(cases: list[tuple[Callable[[], Monoid], Any]]) -> list[Any]:
+    """``(name, make, *rest)`` for every algorithm and case ``(make, *rest)`` whose monoid the
+    algorithm serves (a refused one is test_refusals_name_the_missing_property's)."""
+    return [pytest.param(name, *case, id=f"{name}-{case[0].__name__}")
+            for name in NAMES for case in cases if serves(MULTI_QUERY[name], case[0]())]
+
+
+@pytest.mark.parametrize("name,make,value", served(list(SELECTIONS.values())))
 @hsettings(max_examples=30)
 @given(ranges=range_sets(), seed=st.integers(0, 2**32 - 1))
-def test_selections_break_ties_as_the_naive_fold(name, case, ranges, seed) -> None:
+def test_selections_break_ties_as_the_naive_fold(name, make, value, ranges, seed) -> None:
     """The selection monoids over few distinct values, bit for bit (SlickDeque's Alg. 3 popped
     a node equal to the new partial: the newer signed zero answered, and Last of [empty, nan]
     the identity)."""
     cls = MULTI_QUERY[name]
-    make, value = SELECTIONS[case]
     monoid = make()
-    if not serves(cls, monoid):
-        return
     rng = random.Random(seed)
     # SlideSide's suffix scan took Min / Max as commutative (the newer operand first): a tie
     # of 0.0 and -0.0 answered the newer sign
     run_against_oracle(cls(monoid, ranges), monoid, value, rng, steps_for(ranges, rng))
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("make,partials", [
+@pytest.mark.parametrize("name,make,partials", served([
     (Last, [Last.identity, math.nan]), (First, [0.0, -0.0]), (Min, [0.0, -0.0]), (Max, [-0.0, 0.0]),
     (ArgMin, [(1.0, 0.0), (1.0, -0.0)]), (ArgMax, [(0.0, 1), (-0.0, 1)]),
-])
+]))
 def test_selection_ties_regressions(name, make, partials) -> None:
     """The three cases SlickDeque's equality pop got wrong, on every algorithm: ranges 2 and 1."""
     monoid = make()
-    if not serves(MULTI_QUERY[name], monoid):
-        return
     agg = MULTI_QUERY[name](monoid, [2, 1])
     for p in partials:
         agg.insert(p)
@@ -225,6 +226,25 @@ def test_slickdeque_pops_twins_on_ties() -> None:
     agg.insert(-0.0)
     agg.insert(0.0)
     assert [math.copysign(1, a) for a in agg.answers()] == [1, -1]
+
+
+@pytest.mark.parametrize("make", [Min, Max])
+def test_flatfat_wrapped_window_ties_answer_the_fold(make) -> None:
+    """FlatFAT's whole window when its leaves wrap (the aggregator's query, and the newest
+    r >= len of FlatFATRanges): the in-order fold over ties of 0.0 / -0.0 and 2 / 2.0, bit for
+    bit (the root put the newer leaves first: a tie answered the newer operand)."""
+    monoid = make()
+    rng = random.Random(5)
+    fat, ranges, items = FlatFAT(monoid), FlatFATRanges(monoid, [16, 20, 3]), []
+    for _ in range(120):
+        v = rng.choice([0.0, -0.0, 2, 2.0])
+        fat.insert(v)
+        ranges.insert(v)
+        items.append(v)
+        if len(fat) > 16:
+            fat.evict(1)
+        assert key(fat.query()) == key(naive(monoid, items, 16))
+        assert keys(ranges.answers()) == keys([naive(monoid, items, r) for r in (16, 20, 3)])
 
 
 @pytest.mark.parametrize("name", NAMES)

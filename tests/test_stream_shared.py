@@ -274,7 +274,7 @@ SELECTION_CASES = [  # (monoid, values): the shared final answered the second va
 
 
 @pytest.mark.parametrize("make,values", SELECTION_CASES, ids=[f"{m.__name__}-{v}" for m, v in SELECTION_CASES])
-@pytest.mark.parametrize("final", [None, "slickdeque", "slideside", "flatfit"])
+@pytest.mark.parametrize("final", [None, "slickdeque", "slideside", "flatfit", "flatfat"])
 def test_a_window_of_a_few_tuples_answers_their_fold(make, values, final) -> None:
     """A 40-slice window over ``values`` (one a slice): its fold, bit for bit. A None value was
     the group's empty partial (First answered 44, Last 2); the default plan and forced finals."""
@@ -295,14 +295,16 @@ def test_a_window_of_a_few_tuples_answers_their_fold(make, values, final) -> Non
 @pytest.mark.parametrize("make,pool", [(Min, [0.0, -0.0, 1.0, 2, 2.0]), (Max, [0.0, -0.0, -1.0, 2, 2.0]),
                                        (MinCount, [0.0, -0.0, 1.0]), (First, [None, 0.0, -0.0, 1]),
                                        (Last, [None, 0.0, -0.0, 1])])
-@pytest.mark.parametrize("final", ["slickdeque", "slideside", "flatfit"])
+@pytest.mark.parametrize("final", ["slickdeque", "slideside", "flatfit", "flatfat"])
 @pytest.mark.parametrize("seed", range(3))
 def test_ties_of_many_windows_answer_the_fold(make, pool, final, seed) -> None:
     """Sliding windows of 3, 5 and 40 slices over ties of 0.0 / -0.0 and 2 / 2.0: every window
     its fold, bit for bit (SlideSide's suffix scan put the newer operand first for a commutative
-    monoid: a tie answered the newer one). Not FlatFAT: its full window is the root of a wrapped
-    buffer, which for Min / Max answers a tie in leaf order (known defect)."""
+    monoid, FlatFAT's full window read the root of a wrapped buffer: a tie answered the newer one)."""
     monoid = make()
+    if final == "flatfat" and make is MinCount:
+        pytest.skip("known defect: FlatFAT reads a wrapped window's root for MinCount (commutative, "
+                    "not a selection), whose ties keep the left operand's value")
     if final not in finals_for(monoid):
         return
     rng = random.Random(seed)

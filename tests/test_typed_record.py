@@ -442,3 +442,18 @@ def test_insert_is_one_call_into_the_core(algorithm, policy):
         assert window._typed is (t < 10)  # 7: an int for the float cores
     assert window._events is None
     assert insert(20, 1.0) == ref.insert(20, 1.0) and repr(window.query()) == repr(ref.query())
+
+
+@pytest.mark.parametrize("algorithm", list(TYPED_ALGORITHMS))
+@pytest.mark.parametrize("monoid", [Sum(), Mean()], ids=repr)
+def test_core_bounds_an_int_column_by_the_callers_abs_total(algorithm, monoid):
+    """A core's insert_array given an int64 column's sum of |v| (TypedRecord sums a column
+    once for every field) checks that sum against its INT bound: beyond it Untyped, unchanged."""
+    core = TYPED_ALGORITHMS[algorithm](monoid)
+    core.insert_array(np.array([2 ** 62], dtype=np.int64), None, 2 ** 62)
+    before = core.query()
+    with pytest.raises(typed.Untyped):  # the column alone fits: the given sum is what is checked
+        core.insert_array(np.array([1], dtype=np.int64), None, 2 ** 63 - 1 - 2 ** 62 + 1)
+    assert core.query() == before and len(core) == 1
+    core.insert_array(np.array([-5], dtype=np.int64), None, 5)
+    assert len(core) == 2 and core.query() == (before - 5 if type(monoid) is Sum else (2 ** 62 - 5, 2))

@@ -11,8 +11,10 @@ a quarter full (O(n) rebuild, amortized O(1)).
 
 When the window wraps around the end of the leaf array, the root combines the
 newer elements (at the start of the array) before the older ones, which is
-wrong for non-commutative monoids; ``query`` then folds the minimum covers of
-the two ranges in window order: suffix [head, capacity) first, then [0, end).
+wrong for non-commutative monoids, and for a selection monoid answers a tie
+(Min of 0.0 and -0.0, of 2 and 2.0) with the newer operand where the in-order
+fold keeps the older; ``query`` then folds the minimum covers of the two ranges
+in window order: suffix [head, capacity) first, then [0, end).
 
 :class:`FlatFATRanges` (``MULTI_QUERY["flatfat"]``) is the multi-query FlatFAT of
 Cutty and the dissertation: the newest ``r`` partials for any ``r``, answered by the
@@ -40,7 +42,8 @@ class FlatFAT(Aggregator):
         super().__init__(monoid)
         self._combine = monoid.combine
         self._identity = monoid.identity
-        self._commutative = monoid.commutative
+        # the root answers a wrapped window only for a combine whose operands' order is invisible
+        self._order_free = monoid.commutative and not monoid.selection
         self.clear()
 
     @property
@@ -143,7 +146,7 @@ class FlatFAT(Aggregator):
 
     def query(self) -> Any:
         end = self._head + self._size
-        if end <= self._cap or self._commutative:  # not wrapped (free leaves are the identity), or order-free
+        if end <= self._cap or self._order_free:  # not wrapped (free leaves are the identity), or order-free
             return self._tree[1]
         nodes: list[Any] = []
         self._cover(self._head, self._cap, nodes)

@@ -748,11 +748,13 @@ class _TypedCore:
             self._kind = kind
             self._kind2 = k2
 
-    def insert_array(self, values: Any, keys: Any = None) -> None:
+    def insert_array(self, values: Any, keys: Any = None, abs_total: Any = None) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
         value partials (Mean: with count 1), in a C loop. The caller has checked that the
         monoid lifts every value (finite, not NaN); :class:`Untyped`, nothing changed, for
-        the other kind or beyond the INT bound. The row ops: :meth:`_insert_rows_array`."""
+        the other kind or beyond the INT bound. ``abs_total``: an int64 column's sum of |v|
+        when the caller has it (TypedRecord sums a column once for all its fields), else summed
+        here. The row ops: :meth:`_insert_rows_array`."""
         view = memoryview(values)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(view)
         kind: cython.int = _FLOAT if view.format == "d" else _INT
@@ -770,11 +772,14 @@ class _TypedCore:
         u: cython.ulonglong
         j: cython.Py_ssize_t
         if self._op == _SUM or self._op == _MEAN:
-            for j in range(n):
-                u = _abs64(i[j])
-                if u > _LIMIT - total:
-                    raise Untyped(values)
-                total += u
+            if abs_total is not None:
+                total = abs_total
+            else:
+                for j in range(n):
+                    u = _abs64(i[j])
+                    if u > _LIMIT - total:
+                        raise Untyped(values)
+                    total += u
             if total > _LIMIT - self._magnitude:
                 raise Untyped(values)
         self._append(_NO_DOUBLES, i, _NO_INT64S, True, n, kind, total)
@@ -1650,8 +1655,9 @@ class Events:
         the pairs its ``tolist`` gives the general path). The checks are C loops over the
         columns. Returns how many were evicted; None, with nothing changed, where the
         window's general path must decide (other columns, an update it refuses and names, a
-        kind the core does not hold: it demotes)."""
-        if not self._live or self._op < 0:  # a Record's columns: Window._record_arrays
+        kind the core does not hold: it demotes). Not a Record's window (its columns go
+        Window._record_arrays' way)."""
+        if not self._live:
             return None
         ts = timestamps if _plain_column(timestamps) else numeric_array(timestamps)
         if self._op == _ARGMIN or self._op == _ARGMAX:

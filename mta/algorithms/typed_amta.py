@@ -969,11 +969,12 @@ class TypedAMTA:
             return False
         return not (self._track and _abs64(p.i) > LIMIT - self._window_abs())
 
-    def insert_array(self, values: Any, keys: Any = None) -> None:
+    def insert_array(self, values: Any, keys: Any = None, abs_total: Any = None) -> None:
         """:meth:`insert_many` of the values of a float64 or int64 buffer (a numpy array) as
         value partials (pairs: with count 1), without a Python object per value. The caller
         has checked that the monoid lifts every value unchanged; Untyped, and no change,
-        for the other kind or beyond the INT bound. Variance lifts ``v`` to ``(1, v, 0)``:
+        for the other kind or beyond the INT bound (``abs_total``: an int64 column's sum of
+        |v| when the caller has it, as TypedRecord for all its fields; else summed here). Variance lifts ``v`` to ``(1, v, 0)``:
         floats finite, ints of at most 2**25 (the INT kind), checked here; ArgMin and ArgMax
         ``(value, key)`` with the keys of ``keys`` (:meth:`_insert_arg_array`)."""
         view = memoryview(values)
@@ -999,11 +1000,17 @@ class TypedAMTA:
             vi = view
             if self._op == _SUM or self._op == _MEAN:
                 total = 0 if self._head == self._tail or not self._track else self._window_abs()
-                for j in range(n):
-                    a = _abs64(vi[j])
+                if abs_total is not None:
+                    a = abs_total
                     if a > LIMIT - total:
                         raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
                     total += a
+                else:
+                    for j in range(n):
+                        a = _abs64(vi[j])
+                        if a > LIMIT - total:
+                            raise Untyped("the window's sum of |v| would exceed 2**63 - 1")
+                        total += a
         if kind != self._float:
             self._set_kind(kind)
         if kind:

@@ -306,24 +306,27 @@ def _shift(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cyth
 @cython.exceptval(check=False)
 def _shift_xa(node: _TNode, i: cython.Py_ssize_t, by: cython.Py_ssize_t, cols: cython.int) -> cython.int:
     """:func:`_shift` of the ``x`` and ``a`` columns (out of line: the other trees' shifts stay small)."""
-    n: cython.Py_ssize_t = node.n
-    j: cython.Py_ssize_t
     if cols & _X:
-        xs: _TNodeX = cython.cast(_TNodeX, node)
-        if by > 0:
-            for j in range(n - 1, i - 1, -1):
-                xs.x[j + by] = xs.x[j]
-        elif by < 0:
-            for j in range(i, n):
-                xs.x[j + by] = xs.x[j]
+        _move(cython.cast(_TNodeX, node).x, i, node.n, by)
     if cols & _A:
-        pk: _TNodeA = cython.cast(_TNodeA, node)
-        if by > 0:
-            for j in range(n - 1, i - 1, -1):
-                pk.a[j + by] = pk.a[j]
-        elif by < 0:
-            for j in range(i, n):
-                pk.a[j + by] = pk.a[j]
+        _move(cython.cast(_TNodeA, node).a, i, node.n, by)
+    return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _move(column: cython.p_longlong, i: cython.Py_ssize_t, n: cython.Py_ssize_t, by: cython.Py_ssize_t) -> cython.int:
+    """Entries ``i .. n - 1`` of a node's ``column`` moved by ``by`` places (right if positive)."""
+    j: cython.Py_ssize_t
+    if by > 0:
+        for j in range(n - 1, i - 1, -1):
+            column[j + by] = column[j]
+    elif by < 0:
+        for j in range(i, n):
+            column[j + by] = column[j]
     return 0
 
 
@@ -1940,13 +1943,20 @@ class TypedFiBA:
         spine flags, suffix folds, fingers, journal, hold), so that everything it computes
         from here is what it would have computed all along. It takes over the undo
         journal itself: a :meth:`snapshot` taken before restores it."""
-        obj = FiBA(self.monoid, min_arity=self.min_arity)
-        obj._root = self._dump(self._root, _object_node)
-        obj._left_finger = FiBA._leftmost(obj._root)
-        obj._right_finger = FiBA._rightmost(obj._root)
+        obj = _object_fiba(self.monoid, self.min_arity, self._dump(self._root, _object_node))
         obj._journal = self._journal  # the same list: a snapshot taken before restores it
         obj.hold = self.hold
         return obj
+
+
+def _object_fiba(monoid: Monoid, min_arity: int, root: _Node) -> FiBA:
+    """The object :class:`FiBA` of ``root`` (a tree of :func:`_object_node`), its fingers
+    found (the typed trees' ``to_object``)."""
+    obj = FiBA(monoid, min_arity=min_arity)
+    obj._root = root
+    obj._left_finger = FiBA._leftmost(root)
+    obj._right_finger = FiBA._rightmost(root)
+    return obj
 
 
 def _object_node(keys: list, values: list, agg: Any, size: int, left: bool, right: bool, suffix: list | None,

@@ -255,8 +255,11 @@ class TypedRecord:
             if not floats and self._bounded[j] and not self._fits[j](total if way == 0 else (total, 1)):
                 raise Untyped(values)  # beyond the INT bound of this core's sum of |v|
         ones = np.ones(n, dtype=np.int64) if 1 in ways else None
-        for j in range(self._width):
-            self._cores[j].insert_array(ones if ways[j] == 1 else values)
+        for j in range(self._width):  # an int column's sum of |v|, summed once here, to every core
+            if ways[j] == 1:
+                self._cores[j].insert_array(ones, None, n)  # Count: n ones
+            else:
+                self._cores[j].insert_array(values, None, None if floats else total)
 
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the

@@ -23,7 +23,7 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
 
 from mta.algorithms.fiba import FiBA
 from mta.algorithms.typed import Untyped
-from mta.algorithms.typed_fiba import TypedFiBA, _object_node
+from mta.algorithms.typed_fiba import TypedFiBA, _object_node, _object_fiba
 from mta.algorithms.typed_record import serves
 from mta.monoid import Monoid, Record
 
@@ -191,11 +191,7 @@ class TypedRecordFiBA:
         journals are not joined (ValueError while held)."""
         if self.hold:
             raise ValueError("a TypedRecordFiBA is demoted outside a held batch only")
-        obj = FiBA(self.monoid, min_arity=self.min_arity)
-        obj._root = self.dump(_object_node)
-        obj._left_finger = FiBA._leftmost(obj._root)
-        obj._right_finger = FiBA._rightmost(obj._root)
-        return obj
+        return _object_fiba(self.monoid, self.min_arity, self.dump(_object_node))
 
 
 def typed_tree(monoid: Monoid, min_arity: int, *, pairs: bool = False) -> Any:

@@ -29,7 +29,7 @@ flatfat            Eq. 7.4: ``L(cap)`` / ``L(c)`` for          ``log2 N`` (``cap
                                                                ``N`` positions, minus 1
                                                                (:func:`flatfat_cover`); ``c == cap``: 0
                                                                (the root), a wrapped cover if not
-                                                               commutative
+                                                               commutative or a selection
 flatfit            Eq. 7.5: 0 / 3                              Alg. 1's pointer table replayed on the
                                                                group's inserts and lookups
                                                                (:func:`flatfit_combines`: path
@@ -298,7 +298,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
             levels = leaves.bit_length() - 1
             # a full window slides: one leaf-to-root path when the partials fill the leaves, else two
             insert = levels if cap == leaves else 2 * levels
-            whole = flatfat_cover(leaves, cap, True) if not commutative else 0.0
+            whole = flatfat_cover(leaves, cap, True) if not commutative or selection else 0.0  # FlatFAT.query
             lookups = {k: flatfat_cover(leaves, k) for k in np.unique(asked).tolist() if k < cap}
             per_k = np.array([lookups.get(k, whole) for k in asked.tolist()])
             per_composite = insert * sh.edges + float(w[closed > 0] @ per_k) + opens

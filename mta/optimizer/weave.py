@@ -216,8 +216,8 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
     estimated operations per tick at ``rate`` tuples per tick.
 
     ``invertible``/``selection`` say which final techniques the monoid allows (SlickDeque needs one of them);
-    ``commutative``: FlatFAT answers the whole window from its root only then (else by a cover when it
-    wraps). ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``), ``partials`` the partial
+    ``commutative``: FlatFAT answers the whole window from its root only then, and not for a selection
+    (else by a cover when it wraps: a tie keeps the older operand). ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``), ``partials`` the partial
     techniques (e.g. ``("cutty",)``). ``search``: "exhaustive" (every grouping, at most BRUTE_LIMIT queries),
     "greedy" (the method's pair merging) or "auto" (exhaustive up to EXACT_LIMIT queries). ``model``: the
     cost model, "counted" (our implementations) or "table11" (:mod:`mta.optimizer.cost`). ``max_edges``:

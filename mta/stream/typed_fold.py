@@ -60,14 +60,17 @@ def add_range(aggs: list, i: cython.Py_ssize_t, j: cython.Py_ssize_t, field: cyt
     n: cython.longlong = 0
     v: cython.longlong
     mode: cython.int = _OBJECT
-    if type(acc) is float:
-        mode, d = _FLOAT, acc
-    elif type(acc) is int:
-        n = _small(acc)
-        if n != _SMALL:
-            mode = _INT
     k: cython.Py_ssize_t
-    for k in range(i + 1, j):
+    for k in range(i + 1, j + 1):
+        if mode == _OBJECT:  # the accumulator (the first term, or an object sum) into C when it allows
+            if type(acc) is float:
+                mode, d = _FLOAT, acc
+            elif type(acc) is int:
+                n = _small(acc)
+                if n != _SMALL:
+                    mode = _INT
+        if k == j:
+            break
         x: object = _term(aggs, k, field)
         if mode == _FLOAT and type(x) is float:
             d += cython.cast(cython.double, x)
@@ -86,12 +89,6 @@ def add_range(aggs: list, i: cython.Py_ssize_t, j: cython.Py_ssize_t, field: cyt
             acc = n
         acc = acc + x
         mode = _OBJECT
-        if type(acc) is float:
-            mode, d = _FLOAT, acc
-        elif type(acc) is int:
-            n = _small(acc)
-            if n != _SMALL:
-                mode = _INT
     if mode == _FLOAT:
         return d
     if mode == _INT:

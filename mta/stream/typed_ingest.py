@@ -531,11 +531,11 @@ class TypedIngest:
         """``monoid.lift`` of value k (the monoid lifts these values unchanged)."""
         if self._count:
             return 1
-        if self._op == _RECORD:
+        if self._op == _RECORD:  # its fields read its columns (_share_columns)
             f: TypedIngest
             out = []
             for f in self._fields:
-                out.append(f._partial_of(self, k))
+                out.append(f._partial(k))
             return tuple(out)
         if self._op == _MEAN or self._op == _MINCOUNT or self._op == _MAXCOUNT:
             return (self._value(k), 1)
@@ -548,6 +548,7 @@ class TypedIngest:
     def flush(self) -> list:
         """Every tuple held, ``[(ts, value, partial)]`` in arrival order; the columns empty."""
         h: cython.Py_ssize_t = self._h
+        self._share_columns()
         out = [(self._ts(k), self._input(k), self._partial(k)) for k in range(h, h + self._n)]
         self._h = 0
         self._n = 0
@@ -567,6 +568,7 @@ class TypedIngest:
             k += 1
         if k == h:
             return 0, None
+        self._share_columns()
         starts, ends, aggs, counts, firsts, lasts = (slices.starts, slices.ends, slices.aggs, slices.counts,
                                                      slices.firsts, slices.lasts)
         i: cython.Py_ssize_t = h
@@ -762,25 +764,21 @@ class TypedIngest:
         return agg if best < 0 else self._partial(best)
 
     @cython.cfunc
-    def _share(self, of: TypedIngest) -> cython.void:
-        """A Record's field: read the value columns of ``of``, the Record's ingest."""
-        self._vd, self._vi, self._vkind = of._vd, of._vi, of._vkind
-
-    @cython.cfunc
-    def _partial_of(self, of: TypedIngest, k: cython.Py_ssize_t) -> object:
-        """A Record's field: its partial of value k of ``of``'s columns."""
-        self._share(of)
-        return self._partial(k)
+    def _share_columns(self) -> cython.void:
+        """A Record's fields read its value columns: pointed at them once per batch (flush,
+        release), as taking tuples may regrow the columns or set their kind, never during one."""
+        f: TypedIngest
+        for f in self._fields:
+            f._vd, f._vi, f._vkind = self._vd, self._vi, self._vkind
 
     @cython.cfunc
     def _fold_record(self, agg: object, i: cython.Py_ssize_t, j: cython.Py_ssize_t) -> object:
         """A Record: each field's partial folded by the field (``Record.combine`` is the
-        fields' combines, field by field)."""
+        fields' combines, field by field; the fields read the columns, _share_columns)."""
         f: TypedIngest
         out = []
         c: cython.Py_ssize_t = 0
         for f in self._fields:
-            f._share(self)
             out.append(f._fold(agg[c], i, j, self._combines[c]))
             c += 1
         return tuple(out)
