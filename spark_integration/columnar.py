@@ -190,7 +190,15 @@ def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str]
         if empty.any():
             m = np.where(empty, kind.identity(1, {"m": m, "n": n})["m"][0], m)
         return {"m": m, "n": n}
-    return {"n": n, "mean": _column(table, columns[(i, "mean")], 0.0), "m2": _column(table, columns[(i, "m2")], 0.0)}
+    return _moments(n, *(_column(table, columns[(i, f)], 0.0) for f in ("ref", "mean", "m2")))
+
+
+def _moments(n: np.ndarray, ref: np.ndarray, total: np.ndarray, m2: np.ndarray) -> dict[str, np.ndarray]:
+    """A variance's slice partials from Spark's (count, least value, sum, m2): the mean relative
+    to the least value, ``(sum - n * ref) / n``, exact for longs while the sum is below 2**53."""
+    with np.errstate(all="ignore"):
+        mean = np.where(n > 0, (total - n * ref) / np.maximum(n, 1), 0.0)
+    return {"n": n, "ref": ref, "mean": mean, "m2": m2}
 
 
 def _struct(r: Any, name: str) -> np.ndarray:

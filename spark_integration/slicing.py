@@ -160,8 +160,11 @@ def partials(s: Sliced, i: int, time: Any) -> dict[str, Any]:
         elif kind in ("min", "max"):
             out = {"m": (F.min if kind == "min" else F.max)(x), "n": F.count(x)}
         else:
+            # the moments' ref is the slice's least value and its "mean" column carries the sum
+            # (exact for longs while below 2**53): the stage makes the mean relative to the ref
+            # (columnar._partials), as an absolute avg's rounding would square into Chan's merges
             x = x.cast("double")
-            out = {"n": F.count(x), "mean": F.avg(x), "m2": F.var_pop(x) * F.count(x)}
+            out = {"n": F.count(x), "ref": F.min(x), "mean": F.sum(x), "m2": F.var_pop(x) * F.count(x)}
     return {f: c.alias(field(i, f)) for f, c in out.items()}
 
 
@@ -181,7 +184,7 @@ def shared_columns(sliced: list[Sliced]) -> dict[tuple[int, str], str]:
             if s.kind in PICKS:
                 out[(i, f)] = field(i, f)
                 continue
-            same = (f, s.inputs[0]) if f in ("n", "s", "mean", "m2") else (s.kind, f, s.inputs[0])
+            same = (f, s.inputs[0]) if f in ("n", "s", "ref", "mean", "m2") else (s.kind, f, s.inputs[0])
             out[(i, f)] = first.setdefault(same, field(i, f))
     return out
 
