@@ -190,7 +190,28 @@ def _partials(s: Sliced, i: int, table: Any, columns: dict[tuple[int, str], str]
         if empty.any():
             m = np.where(empty, kind.identity(1, {"m": m, "n": n})["m"][0], m)
         return {"m": m, "n": n}
-    return {"n": n, "mean": _column(table, columns[(i, "mean")], 0.0), "m2": _column(table, columns[(i, "m2")], 0.0)}
+    return _moments(n, *(_column(table, columns[(i, f)], 0.0) for f in ("ref", "mean", "m2")),
+                    s.source not in ("float", "double"))
+
+
+def _moments(n: np.ndarray, ref: np.ndarray, total: np.ndarray, m2: np.ndarray, integral: bool
+             ) -> dict[str, np.ndarray]:
+    """A variance's slice partials from Spark's (count, ref, sum of the values less ref, m2)
+    (:func:`spark_integration.slicing._moments`): the mean relative to ref is that sum over n.
+    Integral ones move their ref by the whole part of that mean, so that the mean left is
+    within 1/2 of it (a bucket's base is up to 2**16 away: its ulp would go into the merges):
+    exact while the refs and sums are integers below 2**53."""
+    safe = np.maximum(n, 1)
+    if integral:
+        with np.errstate(all="ignore"):
+            shift = np.where(n > 0, np.round(total / safe), 0.0)
+            moved = ref + shift
+        fits = np.isfinite(moved) & (np.abs(moved) < 2.0**53) & (np.abs(total) < 2.0**53)
+        ref = np.where(fits, moved, ref)
+        total = np.where(fits, total - n * shift, total)  # exact: integers below 2**53
+    with np.errstate(all="ignore"):
+        mean = np.where(n > 0, total / safe, 0.0)
+    return {"n": n, "ref": ref, "mean": mean, "m2": m2}
 
 
 def _struct(r: Any, name: str) -> np.ndarray:

@@ -160,9 +160,47 @@ def partials(s: Sliced, i: int, time: Any) -> dict[str, Any]:
         elif kind in ("min", "max"):
             out = {"m": (F.min if kind == "min" else F.max)(x), "n": F.count(x)}
         else:
-            x = x.cast("double")
-            out = {"n": F.count(x), "mean": F.avg(x), "m2": F.var_pop(x) * F.count(x)}
+            out = _moments(x, s.source in _INTEGRAL)
     return {f: c.alias(field(i, f)) for f, c in out.items()}
+
+
+#: Integral variances: a slice whose values all lie in one bucket of 2**BUCKET_BITS (of one of
+#: two grids, the second shifted by half a bucket, so any spread below 2**(BUCKET_BITS - 1)
+#: fits) folds exactly: its values less the bucket's base are below 2**BUCKET_BITS, so their
+#: sums and sums of squares are exact longs while the slice holds at most 2**EXACT_ROWS.
+BUCKET_BITS, EXACT_ROWS = 16, 15
+
+
+def _moments(x: Any, integral: bool) -> dict[str, Any]:
+    """A variance's slice partial: the count ``n``, a value ``ref``, the sum of the values less
+    ``ref`` (in the "mean" field: the stage divides it by ``n``,
+    :func:`spark_integration.columnar._moments`) and ``m2``, all relative to ``ref`` so that
+    the stage's merges see small numbers. Spark's own ``var_pop`` keeps an absolute running
+    mean, whose rounding (2.4e-4 near 2**40) goes into its m2 at every row: integral slices
+    within one bucket (see :data:`BUCKET_BITS`) are folded exactly instead, ``ref`` the
+    bucket's base; the others (and floating ones) take Spark's ``var_pop`` about their least
+    value."""
+    from pyspark.sql import functions as F
+
+    n, least = F.count(x), F.min(x.cast("double"))
+    loose = {"n": n, "ref": least, "mean": F.sum(x.cast("double")) - n * least,
+             "m2": F.var_pop(x.cast("double")) * n}
+    if not integral:
+        return loose
+    bits, half = BUCKET_BITS, 1 << (BUCKET_BITS - 1)
+    halves = F.shiftright(x, bits - 1)  # x = halves * half + low, 0 <= low < half
+    grids = [  # (bucket, x less the bucket's base, the base of the bucket of the slice's first value)
+        (F.shiftright(x, bits), x.bitwiseAND(F.lit((1 << bits) - 1)), lambda b: F.shiftleft(b, bits)),
+        (F.shiftright(halves + 1, 1), x.bitwiseAND(F.lit(half - 1)) + (halves + 1).bitwiseAND(F.lit(1)) * half,
+         lambda b: F.shiftleft(b, bits) - half)]
+    ref, total, m2 = loose["ref"], loose["mean"], loose["m2"]
+    for bucket, low, base in reversed(grids):  # the first grid wins when both hold the slice
+        one = (F.min(bucket) == F.max(bucket)) & (n <= 1 << EXACT_ROWS)
+        s1, s2 = F.sum(low), F.sum(low * low)
+        ref = F.when(one, base(F.min(bucket)).cast("double")).otherwise(ref)
+        total = F.when(one, s1.cast("double")).otherwise(total)
+        m2 = F.when(one, (n * s2 - s1 * s1).cast("double") / n).otherwise(m2)  # exact longs: n <= 2**15
+    return {"n": n, "ref": ref, "mean": total, "m2": m2}
 
 
 def shared_columns(sliced: list[Sliced]) -> dict[tuple[int, str], str]:
@@ -181,7 +219,7 @@ def shared_columns(sliced: list[Sliced]) -> dict[tuple[int, str], str]:
             if s.kind in PICKS:
                 out[(i, f)] = field(i, f)
                 continue
-            same = (f, s.inputs[0]) if f in ("n", "s", "mean", "m2") else (s.kind, f, s.inputs[0])
+            same = (f, s.inputs[0]) if f in ("n", "s", "ref", "mean", "m2") else (s.kind, f, s.inputs[0])
             out[(i, f)] = first.setdefault(same, field(i, f))
     return out
 

@@ -123,9 +123,9 @@ def test_a_state_fed_folded_slices_gives_the_windows_and_late_counts_of_one_fed_
 
 
 def test_fields_equal_by_construction_share_one_column() -> None:
-    """Every kind's n over a column, sum's and mean's s: 9 columns for the 13 fields of SLICED."""
+    """Every kind's n over a column, sum's and mean's s: 10 columns for the 14 fields of SLICED."""
     columns = shared_columns(SLICED)
-    assert len(columns) == 13 and len(set(columns.values())) == 9
+    assert len(columns) == 14 and len(set(columns.values())) == 10
     assert columns[(0, "n")] == columns[(1, "n")] == columns[(2, "n")] != columns[(3, "n")] == columns[(5, "n")]
     assert columns[(2, "m")] != columns[(3, "m")] and columns[(6, "n")] not in (columns[(0, "n")], columns[(3, "n")])
 

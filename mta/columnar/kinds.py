@@ -184,6 +184,10 @@ class Kind:
         """(values, null mask) of the final result of each row."""
         raise NotImplementedError
 
+    def restored(self, cols: Columns) -> Columns:
+        """Partials read back from a snapshot in the current fields (older layouts upgraded)."""
+        return cols
+
     def take(self, cols: Columns, rows: np.ndarray) -> Columns:
         """Rows ``rows`` of ``cols``; -1 gives an identity row."""
         missing = rows < 0
@@ -330,38 +334,49 @@ class _Times(_Fieldwise):
         return cols["lo"], cols["n"] == 0
 
 
-def _chan(na, ma, m2a, nb, mb, m2b):
-    """Chan's parallel merge of (count, mean, m2) moments; an empty side leaves the other exact."""
+def _chan(na, ra, ma, m2a, nb, rb, mb, m2b):
+    """Chan's parallel merge of (count, ref, mean, m2) moments, each mean relative to its ref;
+    the merge keeps a's ref (b's when a is empty) and an empty side leaves the other exact.
+
+    The means' difference is ``(rb - ra) + (mb - ma)``: refs are input values, so their
+    difference is exact (integers below 2**53, floats within a factor 2 of each other), and
+    the means are small numbers whatever the magnitude of the values (Chan's ``delta**2``
+    would square an absolute mean's rounding, ulp(2**40) = 2.4e-4, into m2)."""
     n = na + nb
     with np.errstate(all="ignore"):
         nf = np.where(n > 0, n, 1).astype(np.float64)
-        delta = mb - ma
+        delta = (rb - ra) + (mb - ma)
         mean = ma + delta * (nb / nf)
         m2 = m2a + m2b + delta * delta * (na.astype(np.float64) * nb / nf)
+    ref = np.where(na == 0, rb, ra)
     mean = np.where(na == 0, mb, np.where(nb == 0, ma, mean))
     m2 = np.where(na == 0, m2b, np.where(nb == 0, m2a, m2))
-    return n, mean, m2
+    return n, ref, mean, m2
 
 
-def _chan_scan(n: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+_MOMENTS = ("n", "ref", "mean", "m2")
+
+
+def _chan_scan(*moments: np.ndarray) -> tuple[np.ndarray, ...]:
     """Inclusive prefix merges along axis 1 of (blocks, size) moments (Hillis-Steele doubling:
     log2(size) steps; each merge keeps the older side on the left)."""
     step = 1
-    while step < n.shape[1]:
-        merged = _chan(n[:, :-step], mean[:, :-step], m2[:, :-step], n[:, step:], mean[:, step:], m2[:, step:])
-        n, mean, m2 = n.copy(), mean.copy(), m2.copy()
-        n[:, step:], mean[:, step:], m2[:, step:] = merged
+    while step < moments[0].shape[1]:
+        merged = _chan(*(m[:, :-step] for m in moments), *(m[:, step:] for m in moments))
+        moments = tuple(m.copy() for m in moments)
+        for m, part in zip(moments, merged):
+            m[:, step:] = part
         step *= 2
-    return n, mean, m2
+    return moments
 
 
-def _chan_halves(n: np.ndarray, mean: np.ndarray, m2: np.ndarray, layout: Layout) -> tuple[tuple, tuple]:
-    """:func:`_halves` for moments: (head, tail) of every window, each an (n, mean, m2) triple."""
+def _chan_halves(cols: Columns, layout: Layout) -> tuple[tuple, tuple]:
+    """:func:`_halves` for moments: (head, tail) of every window, each an (n, ref, mean, m2) tuple."""
     head_at, tail_at, aligned = layout.reads
     dense = []
-    for values, dtype in ((n, np.int64), (mean, np.float64), (m2, np.float64)):
-        cells = np.zeros(layout.cells, dtype=dtype)
-        cells[layout.pos] = values
+    for field in _MOMENTS:
+        cells = np.zeros(layout.cells, dtype=np.int64 if field == "n" else np.float64)
+        cells[layout.pos] = cols[field]
         dense.append(cells.reshape(-1, layout.size))
     suffix = _chan_scan(*(d[:, ::-1] for d in dense))
     prefix = _chan_scan(*dense)
@@ -373,8 +388,12 @@ def _chan_halves(n: np.ndarray, mean: np.ndarray, m2: np.ndarray, layout: Layout
 
 @dataclass(frozen=True, repr=False)
 class _Moments(Kind):
-    """Variance and standard deviation from (n, mean, m2), merged by Chan's parallel formula;
-    segments fold in two passes (their mean, then the moments about it, corrected).
+    """Variance and standard deviation from (n, ref, mean, m2): ``mean`` is relative to ``ref``,
+    an input value (the first one lifted into the partial), so that means stay small numbers
+    however large the values (longs near 2**40 with a spread of 1: an absolute float mean
+    carries 2.4e-4 of rounding, which Chan's merge squares into m2). Partials merge by Chan's
+    parallel formula; segments fold in two passes (their mean, then the moments about it,
+    corrected), relative to the ref of their first non-empty row.
 
     Windows slide by van Herk/Gil-Werman with Chan's merge as the operation: each block's
     prefix and suffix moments by a doubling scan (log2(size) vectorised merges), then one merge
@@ -384,39 +403,47 @@ class _Moments(Kind):
     """
 
     name: str
-    fields = ("n", "mean", "m2")
+    fields = _MOMENTS
 
     def lift(self, values, nulls, times, seq, order=None, order_nulls=None):
         present = ~_no_nulls(nulls, len(values))
         x = np.where(present, np.asarray(values).astype(np.float64), 0.0)
         m2 = np.where(np.isfinite(x), 0.0, np.nan)  # Spark: an inf makes m2 NaN at once
-        return {"n": present.astype(np.int64), "mean": x, "m2": m2}
+        return {"n": present.astype(np.int64), "ref": x, "mean": np.zeros(len(x)), "m2": m2}
 
     def merge(self, a, b):
-        n, mean, m2 = _chan(a["n"], a["mean"], a["m2"], b["n"], b["mean"], b["m2"])
-        return {"n": n, "mean": mean, "m2": m2}
+        return dict(zip(_MOMENTS, _chan(*(a[f] for f in _MOMENTS), *(b[f] for f in _MOMENTS))))
 
     def reduce(self, cols, starts):
-        n, mean, m2 = cols["n"], cols["mean"], cols["m2"]
+        n, ref, mean, m2 = (cols[f] for f in _MOMENTS)
         total = _reduceat(np.add, n, starts)
         seg = segment_ids(starts, len(n))
+        rows = np.arange(len(n))
+        first = _reduceat(np.minimum, np.where(n > 0, rows, len(n)), starts)  # len(n): none
+        base = np.where(first < len(n), ref[np.minimum(first, len(n) - 1)] if len(n) else 0.0, 0.0)
         safe = np.maximum(total, 1)
         with np.errstate(all="ignore"):
-            centre = _reduceat(np.add, n * mean, starts) / safe
-            d = np.where(n > 0, mean - centre[seg], 0.0)
-            # corrected two-pass: the centre's own rounding (huge values) cancels out exactly
+            x = np.where(n > 0, (ref - base[seg]) + mean, 0.0)  # each row's mean relative to base
+            centre = _reduceat(np.add, n * x, starts) / safe
+            d = np.where(n > 0, x - centre[seg], 0.0)
+            # corrected two-pass: the centre's own rounding cancels out exactly
             s1 = _reduceat(np.add, n * d, starts)
             m2 = _reduceat(np.add, m2 + n * d * d, starts) - s1 * s1 / safe
             mean = np.where(total > 0, centre + s1 / safe, 0.0)
-        return {"n": total, "mean": mean, "m2": np.maximum(m2, 0.0)}
+        return {"n": total, "ref": base, "mean": mean, "m2": np.maximum(m2, 0.0)}
 
     def slide(self, cols, layout):
-        head, tail = _chan_halves(cols["n"], cols["mean"], cols["m2"], layout)
-        n, mean, m2 = _chan(*head, *tail)
-        return {"n": n, "mean": mean, "m2": m2}
+        head, tail = _chan_halves(cols, layout)
+        return dict(zip(_MOMENTS, _chan(*head, *tail)))
 
     def identity(self, n, like):
-        return {"n": np.zeros(n, dtype=np.int64), "mean": np.zeros(n), "m2": np.zeros(n)}
+        return {"n": np.zeros(n, dtype=np.int64), "ref": np.zeros(n), "mean": np.zeros(n), "m2": np.zeros(n)}
+
+    def restored(self, cols):
+        """Partials of a snapshot taken before ``ref`` existed: absolute means, i.e. ref 0."""
+        if "ref" in cols:
+            return cols
+        return {"n": cols["n"], "ref": np.zeros(len(cols["n"])), "mean": cols["mean"], "m2": cols["m2"]}
 
     def lower(self, cols):
         n, m2 = cols["n"], cols["m2"]

@@ -296,6 +296,7 @@ class KeyState:
             raise ValueError("this KeyState snapshot was taken for other queries, grid or aggregations")
         self.panes = _unpack_array(state["panes"])
         self.cols = None if state["cols"] is None else [
-            {name: _unpack_array(array) for name, array in c.items()} for c in state["cols"]]
+            kind.restored({name: _unpack_array(array) for name, array in c.items()})
+            for kind, c in zip(self.kinds, state["cols"])]
         self.done = state["done"]
         self.late = list(state["late"])
