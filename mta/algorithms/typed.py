@@ -1964,6 +1964,11 @@ class TypedTimed:
     def _insert(self, t: object, partial: object) -> cython.void:
         kind: cython.int = self._tkind_of(t, self._tkind if self._n else -1)
         self.core.insert(partial)  # Untyped here changes nothing either
+        self._append_time(kind, t)
+
+    @cython.cfunc
+    def _append_time(self, kind: cython.int, t: object) -> cython.void:
+        """Append timestamp ``t`` (of ``kind``, as :meth:`_tkind_of` judged it) after the newest."""
         self._room(1)
         self._tkind = kind
         if kind == _FLOAT:
@@ -2030,13 +2035,7 @@ class TypedTimed:
         kind: cython.int = self._tkind_of(timestamp, self._tkind if self._n else -1)
         old: cython.int = self._tkind
         k: cython.Py_ssize_t
-        self._room(1)
-        self._tkind = kind
-        if kind == _FLOAT:
-            self._td[self._h + self._n] = timestamp
-        else:
-            self._ti[self._h + self._n] = timestamp
-        self._n += 1
+        self._append_time(kind, timestamp)
         try:
             if self._code == _PLAN_TIME:
                 k = self._expired(self._width_i, self._width_d)

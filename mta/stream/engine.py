@@ -54,7 +54,7 @@ from mta.stream.slices import TimeSlices
 from mta.windows import WindowType
 
 _INF = math.inf
-_SNAPSHOT_VERSION = 4  # 4: the final aggregation's state (final_state); 3 loads, rebuilding it
+_SNAPSHOT_VERSION = 3
 
 
 _ts = itemgetter(0)  # a tuple's or result's sort key (C speed)
@@ -629,9 +629,13 @@ class Stream:
         return [repr(self.monoid), self.allowed_lateness, [[name, repr(r.spec)] for name, r in self._runners.items()]]
 
     def snapshot(self) -> bytes:
-        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec),
-        the final aggregation's structures included (:mod:`mta.stream.final_state`): a stream
-        restored from it answers as this one does, floats bit for bit."""
+        """The whole state as bytes (partials through ``kvs.codec``: user types need a codec).
+
+        The final aggregation's structures are not in it (they would have to be a pickle, and
+        bytes from a store are not trusted with one): :meth:`restore` rebuilds them from the
+        slices, which gives the same answers for ints and for ``final="lazy"``; the others may
+        combine float slices in another order (last bits). ``pickle.dumps(stream)`` carries
+        them (:mod:`mta.stream.final_state`): an unpickled stream answers bit for bit."""
         self._flush_typed()
         self._retype()
         return codec.pack([
@@ -640,25 +644,29 @@ class Stream:
             [[begin, store.state()] for begin, store in self._counts.items()],
             [self.buffer_ts, self.buffer_partials],
             [[name, r.begin, r.order, getattr(r, "bit", 0), r.state()] for name, r in self._runners.items()],
-            final_state.dump(self),
         ])
 
     def restore(self, data: bytes) -> None:
         """Continue from :meth:`snapshot` bytes. This stream must have the same monoid,
         allowed lateness and queries (names and windows, in the same order)."""
+        self._restore(data, None)
+
+    def _restore(self, data: bytes, final_data: bytes | None) -> None:
+        """:meth:`restore`, and the final aggregation's structures from ``final_data``
+        (:func:`final_state.dump`'s, which only a pickle of the stream carries) when given."""
         state = codec.unpack(data)
-        if not isinstance(state, tuple) or not state or state[0] not in (3, _SNAPSHOT_VERSION):
+        if not isinstance(state, tuple) or len(state) != 14 or state[0] != _SNAPSHOT_VERSION:
             raise ValueError("not a Stream snapshot (or one of another version)")
         fingerprint = _listify(state[1])
         if fingerprint != self._fingerprint():
             raise ValueError(f"the snapshot is of a stream {fingerprint!r}; this one is {self._fingerprint()!r}")
-        # the stored final (version 4) over this stream's slices and monoid, loaded first: a
-        # refused one (pickle.UnpicklingError) leaves this stream as it was
-        final = final_state.load(self, state[14]) if state[0] == _SNAPSHOT_VERSION and state[14] is not None else None
+        # the pickled final over this stream's slices and monoid, loaded first: a refused one
+        # (pickle.UnpicklingError) leaves this stream as it was
+        final = final_state.load(self, final_data) if final_data is not None else None
         if self._ingest is not None:
             self._ingest.flush()  # the snapshot's tuples replace them
         (_, _, self.watermark, self.horizon, self.dropped, self._arrival, self._newest, self._order, pending,
-         slices, late_slices, counts, buffer, runners) = state[:14]
+         slices, late_slices, counts, buffer, runners) = state
         order_next = self._order
         old = self._runners
         self._runners, self._counts = {}, {}
@@ -683,12 +691,13 @@ class Stream:
             self.slices.on_change = final.changed
 
     def __reduce__(self) -> tuple:
-        # pickle and copy.deepcopy, the same on both paths: the options, the queries and the
-        # snapshot (the typed ingest and the compiled stores have no pickle form of their own);
-        # the copy holds no stored stream (save/load)
+        # pickle and copy.deepcopy, the same on both paths: the options, the queries, the
+        # snapshot and the final's structures (the typed ingest and the compiled stores have no
+        # pickle form of their own); the copy holds no stored stream (save/load)
         options = {"allowed_lateness": self.allowed_lateness, "final": self._final_name, "on_late": self.on_late,
                    "ordered": self.ordered, "optimizer": self.optimizer}
-        return _unpickled, (self.monoid, options, [(name, r.spec) for name, r in self._runners.items()], self.snapshot())
+        return _unpickled, (self.monoid, options, [(name, r.spec) for name, r in self._runners.items()], self.snapshot(),
+                            final_state.dump(self))
 
     def save(self, store: Backend | str, stream_id: str) -> None:
         """Write the state to a ``kvs`` backend (or URL) as ``stream_id``, all or nothing.
@@ -734,12 +743,12 @@ class Stream:
                 f"queries={list(self._runners)!r}, watermark={self.watermark!r})")
 
 
-def _unpickled(monoid: Monoid, options: dict, queries: list, snapshot: bytes) -> Stream:
+def _unpickled(monoid: Monoid, options: dict, queries: list, snapshot: bytes, final: bytes | None) -> Stream:
     """The Stream that :meth:`Stream.__reduce__` pickled."""
     stream = Stream(monoid, **options)
     for name, window in queries:
         stream.add(name, window)
-    stream.restore(snapshot)
+    stream._restore(snapshot, final)
     return stream
 
 

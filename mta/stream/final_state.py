@@ -1,28 +1,29 @@
-"""The final aggregation's state in a Stream snapshot, so that a restored stream answers bit for bit.
+"""The final aggregation's structures in a pickle of a Stream, so that an unpickled (or
+deep-copied) stream answers bit for bit.
 
 A FiBA tree's shape, an AMTA's stacks and a multi-query aggregator's partials decide the
 order in which its answers combine the slices; floats round differently in another
 order (``(1e16 + 0.1) - 1e16`` is not ``(1e16 - 1e16) + 0.1``). Rebuilt from the slices
-alone, a final would answer windows of the restored stream in the last bits differently
-from the stream that was never snapshotted. So the snapshot carries the final
-aggregation object itself, as a pickle read back by a restricted unpickler:
+alone, a final would answer windows of the copy in the last bits differently from the
+original. ``Stream.__reduce__`` therefore carries the final aggregation object itself.
+Only a pickle carries it, never ``Stream.snapshot()``'s bytes: those go to stores, and a
+store is not trusted with a pickle (a forged one could set a class's attributes through
+BUILD, or hand a compiled core unchecked counters). Reading it back is still restricted:
 
 - only classes defined in the modules of :data:`_MODULES` and :data:`_PACKAGES` (the
   aggregators, the finals, the built-in monoids, the optimizer's plans) and the few
   reconstructors and standard classes of :data:`_GLOBALS` load; anything else is refused
-  (``pickle.UnpicklingError``), so loading a snapshot constructs nothing but these (no code
-  from the store runs);
+  (``pickle.UnpicklingError``), and so is a pickle that is not of a final aggregation;
 - a typed multi-query aggregator (compiled, it has no pickle form) is stored as its
-  object twin in the same state: after a restore the shared group runs on that one;
+  object twin in the same state: after unpickling the shared group runs on that one;
 - the stream's own objects are not in it but named (persistent ids): its slices, its
   monoid and the monoids of a Record's fields (and their combine functions), the
   optimizer's planner, the markers (the shared final's, First's and Last's empty), and
   values of a type with a ``kvs.codec`` codec (a user's partials), which go through it.
 
 A final that holds something else (a user optimizer's own plan object, a partial of a
-type without a codec) is not stored: :func:`dump` returns None and the restored stream
-rebuilds that final from its slices (exact for ``lazy``; the others may differ in the
-last bits, as before this module).
+type without a codec) is not stored: :func:`dump` returns None and the copy rebuilds that
+final from its slices (exact for ``lazy``; the others may differ in the last bits).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from mta.algorithms.multi_query import MultiQueryAggregator
 from mta import monoid as monoid_module
 from mta.monoid import Monoid, Record
 from mta.stream import shared
+from mta.stream.final import FinalAggregation
 
 #: modules whose classes a stored final may be built of (their functions are not loaded: a
 #: generic one, such as final.call's getattr, would let a pickle reach any attribute)
@@ -177,4 +179,7 @@ def dump(stream: Any) -> bytes | None:
 
 def load(stream: Any, data: bytes) -> Any:
     """The final aggregation :func:`dump` stored, over ``stream``'s slices and monoid."""
-    return _Unpickler(io.BytesIO(data), stream).load()
+    final = _Unpickler(io.BytesIO(data), stream).load()
+    if not isinstance(final, FinalAggregation):
+        raise pickle.UnpicklingError(f"a stored final aggregation is a {type(final).__name__}")
+    return final

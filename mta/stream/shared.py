@@ -184,7 +184,7 @@ class SharedGroup:
         self.reset()
 
     def __getstate__(self) -> dict[str, Any]:
-        # a Stream snapshot (mta.stream.final_state): ``rounds`` is a closure, made again on load
+        # a pickled Stream (mta.stream.final_state): ``rounds`` is a closure, made again on load
         state = self.__dict__.copy()
         state["rounds"] = self.rounds is not None
         return state
