@@ -71,12 +71,12 @@ def normalise(url: str | Path) -> str:
       different (a name may resolve elsewhere);
     - Redis Cluster: the seed nodes likewise, sorted and without repeats;
     - a file: its absolute path with symbolic links resolved (``file://`` dropped);
-    - ``memory://NAME`` as written.
+    - ``memory://NAME``: the scheme in lower case, the name as written.
     """
     text = str(url)
     scheme = urlsplit(text).scheme.lower() if "://" in text else ""
     if scheme == "memory":
-        return text
+        return "memory" + text[len(scheme):]
     if scheme in ("redis", "rediss"):
         return _redis_url(scheme, text)
     if scheme == "redis+cluster":

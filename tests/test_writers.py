@@ -340,6 +340,17 @@ def test_spellings_of_one_redis_share_one_backend(redis_url) -> None:
             kvs.urls.normalise("redis+cluster://a:6379,b:7001") == "redis+cluster://a:6379,b:7001")
 
 
+def test_a_memory_url_in_capitals_is_a_memory_store(tmp_path, monkeypatch) -> None:
+    """``MEMORY://`` made a sqlite file named ``MEMORY:`` in the working directory (outside tester)."""
+    monkeypatch.chdir(tmp_path)
+    named = kvs.connect("MEMORY://Caps")
+    assert isinstance(named, kvs.MemoryBackend) and named is kvs.connect("memory://Caps")
+    assert kvs.connect("Memory://") is not kvs.connect("Memory://")  # bare: a new one each time
+    assert kvs.urls.normalise("MEMORY://Caps") == "memory://Caps"
+    assert list(tmp_path.iterdir()) == []
+    kvs.disconnect("memory://Caps")
+
+
 def test_spellings_of_one_file_share_one_backend(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     backend = kvs.connect("w.db")
