@@ -57,8 +57,8 @@ class Monoid:
       answer depends on the operands' order (Min keeps the left one), so only operands in
       window order answer the fold bit for bit (Min, Max, MinCount, MaxCount, ArgMin,
       ArgMax, First, Last; a Record with such a field). A commutative monoid without it
-      and not a selection answers the same in any order (FlatFAT reads a wrapped window's
-      root only then).
+      and not a selection combines equal-comparing values to the same bits in either order
+      (FlatFAT reads a wrapped window's root only then).
 
     ``combine`` must not raise on partials that ``lift`` made: ``lift`` runs before a
     window changes, so it is where a value is refused (MonoidError, the window unchanged).
