@@ -94,11 +94,11 @@ def counted_final_ops(queries: list[PeriodicQuery], partial: str, final: str, mo
             before = counting.calls + counting.inverts
         for closed, opened in ends.get(t % period, ()):
             if closed and opened:
-                counting.combine(agg.query(closed), 1)  # the open partial's value does not matter here
+                counting.combine(agg.query(closed), monoid.lift(1))  # the open partial's value does not matter here
             elif closed:
                 agg.query(closed)
         if edge[t % period]:
-            agg.insert(rnd.randint(0, 1000))
+            agg.insert(monoid.lift(rnd.randint(0, 1000)))
     return (counting.calls + counting.inverts - before) / span
 
 
@@ -115,7 +115,8 @@ def omega_experiment(run: Run, groups: int) -> dict[str, Any]:
             for partial in ("panes", "pairs", "cutty"):
                 sh = shape(queries, partial)
                 om = {model: omegas(sh, finals, invertible=monoid.invertible, selection=monoid.selection,
-                                    commutative=monoid.commutative, model=model) for model in MODELS}
+                                    commutative=monoid.commutative, ordered_ties=monoid.ordered_ties, model=model)
+                      for model in MODELS}
                 for final in finals:
                     counted = counted_final_ops(queries, partial, final, monoid)
                     if counted:

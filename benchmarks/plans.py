@@ -69,7 +69,8 @@ def stream_of(qs: QuerySet, seconds: int, seed: int) -> list[tuple[int, int]]:
 def plans_for(qs: QuerySet) -> dict[str, Plan]:
     """The optimizer's plan ("chosen") and the best plan of each single final technique."""
     monoid = _monoid(qs.monoid)
-    props = {"invertible": monoid.invertible, "selection": monoid.selection, "commutative": monoid.commutative}
+    props = {"invertible": monoid.invertible, "selection": monoid.selection, "commutative": monoid.commutative,
+             "ordered_ties": monoid.ordered_ties}
     plans = {"chosen": optimize(qs.queries, qs.rate, **props)}
     for final in allowed_finals(invertible=monoid.invertible, selection=monoid.selection):
         plans[final] = optimize(qs.queries, qs.rate, techniques=(final,), **props)

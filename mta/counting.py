@@ -23,6 +23,7 @@ class CountingMonoid(Monoid):
         self.commutative = inner.commutative
         self.invertible = inner.invertible
         self.selection = inner.selection
+        self.ordered_ties = inner.ordered_ties
         self.calls = 0
         self.inverts = 0
         combine = inner.combine

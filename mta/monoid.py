@@ -52,7 +52,13 @@ class Monoid:
 
     - ``commutative``: combine(a, b) == combine(b, a);
     - ``invertible``: ``invert(total, front)`` returns x with combine(front, x) == total;
-    - ``selection``: combine(a, b) is always a or b (min, max, first, last).
+    - ``selection``: combine(a, b) is always a or b (min, max, first, last);
+    - ``ordered_ties``: on equal-comparing values (0.0 and -0.0, 2 and 2.0) combine's
+      answer depends on the operands' order (Min keeps the left one), so only operands in
+      window order answer the fold bit for bit (Min, Max, MinCount, MaxCount, ArgMin,
+      ArgMax, First, Last; a Record with such a field). A commutative monoid without it
+      and not a selection combines equal-comparing values to the same bits in either order
+      (FlatFAT reads a wrapped window's root only then).
 
     ``combine`` must not raise on partials that ``lift`` made: ``lift`` runs before a
     window changes, so it is where a value is refused (MonoidError, the window unchanged).
@@ -67,6 +73,7 @@ class Monoid:
     commutative: ClassVar[bool] = False
     invertible: ClassVar[bool] = False
     selection: ClassVar[bool] = False
+    ordered_ties: ClassVar[bool] = False
 
     combine: Callable[[Any, Any], Any]
 
@@ -248,6 +255,7 @@ class Min(Monoid):
     identity = math.inf
     commutative = True
     selection = True
+    ordered_ties = True
     combine = staticmethod(_min)
 
     def lift(self, value: Any) -> Any:
@@ -267,6 +275,7 @@ class Max(Monoid):
     identity = -math.inf
     commutative = True
     selection = True
+    ordered_ties = True
     combine = staticmethod(_max)
 
     def lift(self, value: Any) -> Any:
@@ -455,6 +464,7 @@ def _argmax(a: Any, b: Any) -> Any:
 class _Arg(Monoid):
     identity = None
     selection = True
+    ordered_ties = True
     commutative = False  # ties keep the left (oldest) operand
 
     def lift(self, value: Any) -> tuple:
@@ -506,6 +516,7 @@ def _maxcount(a: tuple, b: tuple) -> tuple:
 
 class _ExtremeCount(Monoid):
     commutative = True
+    ordered_ties = True  # a tie adds the counts and keeps the left operand's value
 
     def lift(self, value: Any) -> tuple:
         return (_number(value, type(self).__name__), 1)
@@ -560,6 +571,7 @@ def _last(a: Any, b: Any) -> Any:
 class _Order(Monoid):
     identity = _EMPTY
     selection = True
+    ordered_ties = True
 
     def lift(self, value: Any) -> Any:
         if value is _EMPTY:
@@ -644,7 +656,7 @@ class Record(Monoid):
     value, which is fed to every field (``Record(n=Count(), avg=Mean()).lift(3.0)``).
     ``lower`` returns ``{field: lowered}``; ``view(partial)`` gives the field
     *partials* as attributes, for slide policies (``view(old).total``).
-    Commutative / invertible when every field is; never a selection.
+    Commutative / invertible when every field is; ties ordered when a field's are; never a selection.
     """
 
     selection = False
@@ -679,6 +691,7 @@ class Record(Monoid):
         self.identity = tuple(m.identity for m in self._monoids)
         self.commutative = all(m.commutative for m in self._monoids)
         self.invertible = all(m.invertible for m in self._monoids)
+        self.ordered_ties = any(m.ordered_ties for m in self._monoids)
         self.combine = _product_combine(tuple(m.combine for m in self._monoids))
         self._view = namedtuple("RecordView", self._names)
 

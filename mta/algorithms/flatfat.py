@@ -11,10 +11,11 @@ a quarter full (O(n) rebuild, amortized O(1)).
 
 When the window wraps around the end of the leaf array, the root combines the
 newer elements (at the start of the array) before the older ones, which is
-wrong for non-commutative monoids, and for a selection monoid answers a tie
-(Min of 0.0 and -0.0, of 2 and 2.0) with the newer operand where the in-order
-fold keeps the older; ``query`` then folds the minimum covers of the two ranges
-in window order: suffix [head, capacity) first, then [0, end).
+wrong for non-commutative monoids, and for a monoid with ordered ties (Min,
+MinCount, a Record with a Max field, ...) answers a tie (0.0 and -0.0, 2 and 2.0)
+with the newer operand's value where the in-order fold keeps the older; ``query``
+then folds the minimum covers of the two ranges in window order: suffix
+[head, capacity) first, then [0, end).
 
 :class:`FlatFATRanges` (``MULTI_QUERY["flatfat"]``) is the multi-query FlatFAT of
 Cutty and the dissertation: the newest ``r`` partials for any ``r``, answered by the
@@ -42,8 +43,9 @@ class FlatFAT(Aggregator):
         super().__init__(monoid)
         self._combine = monoid.combine
         self._identity = monoid.identity
-        # the root answers a wrapped window only for a combine whose operands' order is invisible
-        self._order_free = monoid.commutative and not monoid.selection
+        # the root answers a wrapped window only for a combine whose operands' order is invisible,
+        # on ties too (a selection returns one of its operands: taken to order its ties)
+        self._order_free = monoid.commutative and not (monoid.selection or monoid.ordered_ties)
         self.clear()
 
     @property

@@ -29,7 +29,7 @@ flatfat            Eq. 7.4: ``L(cap)`` / ``L(c)`` for          ``log2 N`` (``cap
                                                                ``N`` positions, minus 1
                                                                (:func:`flatfat_cover`); ``c == cap``: 0
                                                                (the root), a wrapped cover if not
-                                                               commutative or a selection
+                                                               commutative or with ordered ties
 flatfit            Eq. 7.5: 0 / 3                              Alg. 1's pointer table replayed on the
                                                                group's inserts and lookups
                                                                (:func:`flatfit_combines`: path
@@ -272,11 +272,12 @@ MODELS = ("counted", "table11")
 
 
 def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: bool = False,
-           commutative: bool = True, model: str = "counted") -> dict[str, float]:
+           commutative: bool = True, ordered_ties: bool = False, model: str = "counted") -> dict[str, float]:
     """Estimated final-aggregation operations per edge of the group for each final technique (module
     docstring: ``model="counted"`` our implementations, ``model="table11"`` the dissertation's formulas as
     printed). SlickDeque takes its selection variant when the monoid is a selection monoid, invertible or
-    not (as ``mta.algorithms.slickdeque`` does)."""
+    not (as ``mta.algorithms.slickdeque`` does). FlatFAT reads a wrapped window's root only for a
+    commutative monoid without ``ordered_ties`` (:class:`mta.monoid.Monoid`); every selection has them."""
     if model not in MODELS:
         raise ValueError(f"unknown cost model {model!r}; choose from {', '.join(MODELS)}")
     ks = np.concatenate([k for k, _ in sh.spans])
@@ -298,7 +299,7 @@ def omegas(sh: Shape, finals: Sequence[str], *, invertible: bool, selection: boo
             levels = leaves.bit_length() - 1
             # a full window slides: one leaf-to-root path when the partials fill the leaves, else two
             insert = levels if cap == leaves else 2 * levels
-            whole = flatfat_cover(leaves, cap, True) if not commutative or selection else 0.0  # FlatFAT.query
+            whole = flatfat_cover(leaves, cap, True) if not commutative or selection or ordered_ties else 0.0
             lookups = {k: flatfat_cover(leaves, k) for k in np.unique(asked).tolist() if k < cap}
             per_k = np.array([lookups.get(k, whole) for k in asked.tolist()])
             per_composite = insert * sh.edges + float(w[closed > 0] @ per_k) + opens
@@ -364,8 +365,8 @@ class Option:
 
 
 def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, invertible: bool,
-               selection: bool = False, commutative: bool = True, partials: Sequence[str] = PARTIALS,
-               model: str = "counted") -> tuple[Option, ...]:
+               selection: bool = False, commutative: bool = True, ordered_ties: bool = False,
+               partials: Sequence[str] = PARTIALS, model: str = "counted") -> tuple[Option, ...]:
     """For each partial technique of ``partials``, the final technique with the least ``E*Omega`` (the
     partial fixes ``E``), in the order of ``partials``; ties go to the earlier final of ``finals``. The
     plan picks one per group (:class:`mta.optimizer.weave.Pricer`)."""
@@ -380,7 +381,7 @@ def candidates(queries: Sequence[PeriodicQuery], finals: Sequence[str], *, inver
         sh = shape(queries, partial)
         best = None
         for final, om in omegas(sh, finals, invertible=invertible, selection=selection, commutative=commutative,
-                                model=model).items():
+                                ordered_ties=ordered_ties, model=model).items():
             if best is None or om < best.omega - 1e-12:
                 best = Option(sh, final, om)
         assert best is not None

@@ -61,11 +61,12 @@ class Pricer:
     queries): each group takes its cheapest candidate, cached per group."""
 
     def __init__(self, queries: Sequence[PeriodicQuery], method: str, rate: float, finals: Sequence[str],
-                 invertible: bool, selection: bool = False, *, commutative: bool = True,
+                 invertible: bool, selection: bool = False, *, commutative: bool = True, ordered_ties: bool = False,
                  partials: Sequence[str] = PARTIALS, model: str = "counted", max_edges: int | None = None) -> None:
         self.queries, self.method, self.rate, self.finals = queries, method, rate, finals
         self.max_edges = max_edges
         self.invertible, self.selection, self.commutative = invertible, selection, commutative
+        self.ordered_ties = ordered_ties
         self.partials, self.model = tuple(partials), model
         self.slicer_rate = slicer_edge_rate(queries) if method == "triweave" else None
         self._best: dict[frozenset[int], tuple[Option, float]] = {}
@@ -73,7 +74,8 @@ class Pricer:
     def candidates(self, group: frozenset[int]) -> tuple[Option, ...]:
         members = [self.queries[i] for i in sorted(group)]
         return candidates(members, self.finals, invertible=self.invertible, selection=self.selection,
-                          commutative=self.commutative, partials=self.partials, model=self.model)
+                          commutative=self.commutative, ordered_ties=self.ordered_ties, partials=self.partials,
+                          model=self.model)
 
     def best(self, group: frozenset[int]) -> tuple[Option, float]:
         """The group's cheapest candidate and its cost per tick (ties: the earlier partial), cached."""
@@ -209,7 +211,8 @@ class _EdgeRates:
 
 
 def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool, selection: bool,
-             commutative: bool, method: str = "triweave", techniques: Sequence[str] | None = None,
+             commutative: bool, ordered_ties: bool = False, method: str = "triweave",
+             techniques: Sequence[str] | None = None,
              search: str = "auto", partials: Sequence[str] | None = None, model: str = "counted",
              max_edges: int | None = None) -> Plan:
     """Group ``queries`` and choose each group's partial (panes/pairs/cutty) and final technique, minimising the
@@ -217,7 +220,8 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
 
     ``invertible``/``selection`` say which final techniques the monoid allows (SlickDeque needs one of them);
     ``commutative``: FlatFAT answers the whole window from its root only then, and not for a selection
-    (else by a cover when it wraps: a tie keeps the older operand). ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``), ``partials`` the partial
+    or ``ordered_ties`` (:class:`mta.monoid.Monoid`; else by a cover when it wraps: a tie keeps the older
+    operand). ``techniques`` restricts the final techniques (e.g. ``("flatfit",)``), ``partials`` the partial
     techniques (e.g. ``("cutty",)``). ``search``: "exhaustive" (every grouping, at most BRUTE_LIMIT queries),
     "greedy" (the method's pair merging) or "auto" (exhaustive up to EXACT_LIMIT queries). ``model``: the
     cost model, "counted" (our implementations) or "table11" (:mod:`mta.optimizer.cost`). ``max_edges``:
@@ -233,6 +237,7 @@ def optimize(queries: Sequence[PeriodicQuery], rate: float, *, invertible: bool,
         raise ValueError(f"unknown cost model {model!r}; choose from {', '.join(MODELS)}")
     finals = allowed_finals(invertible=invertible, selection=selection, techniques=techniques)
     pricer = Pricer(queries, method, float(rate), finals, invertible, selection, commutative=commutative,
+                    ordered_ties=ordered_ties,
                     partials=allowed_partials(partials), model=model, max_edges=max_edges)
     if search == "auto":
         search = "exhaustive" if len(queries) <= EXACT_LIMIT else "greedy"

@@ -151,7 +151,7 @@ class Stream:
         if callable(self.optimizer):
             return self.optimizer([PeriodicQuery(name, *spec) for name, spec in queries.items()], rate)
         return _optimize(tuple(queries.items()), float(f"{rate:.2g}"), monoid.invertible and invert,
-                         monoid.selection, monoid.commutative, self.optimizer)
+                         monoid.selection, monoid.commutative, monoid.ordered_ties, self.optimizer)
 
     def plan(self) -> Any:
         """How the tumbling and sliding queries share their final aggregation (``final="shared"``):
@@ -753,9 +753,11 @@ def _unpickled(monoid: Monoid, options: dict, queries: list, snapshot: bytes, fi
 
 
 @functools.lru_cache(maxsize=256)  # every key of a KeyedStream plans the same queries
-def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool, method: str) -> Any:
+def _optimize(queries: tuple, rate: float, invertible: bool, selection: bool, commutative: bool,
+              ordered_ties: bool, method: str) -> Any:
     return optimize([PeriodicQuery(name, *spec) for name, spec in queries], rate, invertible=invertible,
-                    selection=selection, commutative=commutative, method=method, max_edges=MAX_POINTS)
+                    selection=selection, commutative=commutative, ordered_ties=ordered_ties, method=method,
+                    max_edges=MAX_POINTS)
 
 
 def _listify(value: Any) -> Any:
