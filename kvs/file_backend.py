@@ -95,7 +95,7 @@ class FileBackend(BlockBackend):
             if db.execute("SELECT 1 FROM windows WHERE id = ?", (window_id,)).fetchall():
                 if not replace:
                     raise StoreError(f"window {window_id!r} already exists in {self.url}; "
-                                     "open it with Window.open")
+                                     "open it instead (Window.open for a window, Stream.load for a stream)")
                 db.execute("DELETE FROM blocks WHERE window = ?", (window_id,))
                 db.execute("DELETE FROM windows WHERE id = ?", (window_id,))
             db.execute("INSERT INTO windows (id, meta, writer, owner, ttl, expires) VALUES (?, ?, ?, ?, ?, ?)",

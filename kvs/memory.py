@@ -185,7 +185,8 @@ class MemoryBackend(Backend):
         lease = self.new_lease(window_id)
         with self._lock:
             if window_id in self._windows and not replace:
-                raise StoreError(f"window {window_id!r} already exists in {self.url}; open it with Window.open")
+                raise StoreError(f"window {window_id!r} already exists in {self.url}; open it instead (Window.open for a "
+                                 "window, Stream.load for a stream)")
             self._windows[window_id] = stored = _Stored(dict(meta))
             self._hold(stored, lease)
         return lease

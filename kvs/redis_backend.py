@@ -95,7 +95,8 @@ class RedisBackend(BlockBackend):
                                self._keys(window_id, "meta", "nodes", "lease"),
                                [FORMAT, pack(meta), lease.token, lease.record, _ms(lease.ttl), int(replace)])
         if not created:
-            raise StoreError(f"window {window_id!r} already exists in {self.url}; open it with Window.open")
+            raise StoreError(f"window {window_id!r} already exists in {self.url}; open it instead (Window.open for a "
+                             "window, Stream.load for a stream)")
         self._call("register window", lambda: self.client.sadd(f"{self.namespace}:windows", window_id))
         self.round_trips.writes += 2
         return lease
