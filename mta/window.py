@@ -661,15 +661,19 @@ class Window:
         self._flush_due = False
         if not n:
             return
-        if self._typed and not (self._algorithm.accepts(partials, timestamps) if self._timed
-                                else self._algorithm.accepts(partials)):
+        per_update = self.policy is not None and not getattr(self.policy, "batchable", False)
+        # out of order, a policy enforced after every update moves the frontier within the
+        # batch, and the typed core refuses what is then late (the object window, checked
+        # against the frontier before the batch, takes it)
+        if self._typed and ((per_update and self._ordered and getattr(self._algorithm, "late", None) == "refuse")
+                            or not (self._algorithm.accepts(partials, timestamps) if self._timed
+                                    else self._algorithm.accepts(partials))):
             self._demote()
         algorithm = self._algorithm
         # Undo needs a snapshot if something can fail (a user's policy, the store) or the
         # caller can stop between slices.
         snapshot = None if self._safe and size >= n else algorithm.snapshot()
         newest = self._newest
-        per_update = self.policy is not None and not getattr(self.policy, "batchable", False)
         algorithm.begin_hold()  # nothing reaches the store until the batch is whole
         try:
             for start in range(0, n, size):

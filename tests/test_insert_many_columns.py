@@ -198,8 +198,14 @@ OOO_MONOIDS = {"count": Count, "sum": Sum, "mean": Mean, "min": Min, "max": Max,
                "record_arg": lambda: Record(s=Sum(), a=ArgMax())}
 #: Monoids that lift ``(key, value)`` pairs: their column is a structured array.
 OOO_PAIRED = ("argmin", "argmax")
+def unbatched(policy: MaxSize) -> MaxSize:
+    """``policy`` enforced after every update (no typed policy is so: the window's general path)."""
+    policy.batchable = False
+    return policy
+
+
 OOO_POLICIES = {"none": None, "size": MaxSize(6), "time": TimeRange(20), "time_f": TimeRange(2.5),
-                "any": any_of(MaxSize(9), TimeRange(30))}
+                "any": any_of(MaxSize(9), TimeRange(30)), "unbatched": unbatched(MaxSize(4))}
 
 
 def ooo_window(monoid: str, policy: str, late: str, use_typed: bool = True) -> Window:
@@ -281,7 +287,7 @@ def test_ooo_numpy_columns_equal_pairs_and_the_object_window(stamps, monoid, pol
         assert states["columns"] == states["pairs"] == states["object"]
         assert windows["columns"]._typed == windows["pairs"]._typed
         plain = plain and (odd is None or (odd == "evict" and late == "include"))
-        if plain and monoid != "record_arg":  # every batch so far one the typed tree holds
+        if plain and monoid != "record_arg" and policy != "unbatched":  # every batch so far one the typed tree holds
             assert windows["columns"]._typed, "demoted"
 
 
@@ -328,6 +334,23 @@ def test_ooo_numpy_columns_take_the_c_path(late, monoid, monkeypatch) -> None:
         pairs.insert_many(list(zip(late_batch[0].tolist(), late_batch[1].tolist())))
         assert ooo_state(w) == ooo_state(pairs)
     assert w._typed
+
+
+@pytest.mark.parametrize("monoid", ["sum", "variance", "record"])
+def test_ooo_policy_per_update_takes_what_becomes_late_within_the_batch(monoid) -> None:
+    """A policy enforced after every update moves the frontier within a batch: an update
+    older than it, not late before the batch, is taken as the object window takes it
+    (the typed window goes on as the object one), in both forms."""
+    ts, vs = [5.0, 1.0, 3.0, 2.0, 7.0, 0.5], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    expected = ooo_window(monoid, "unbatched", "refuse", False)
+    want = outcome(lambda: expected.insert_many(list(zip(ts, vs))))
+    assert want[0] == "ok"
+    for form in ("pairs", "columns"):
+        w = ooo_window(monoid, "unbatched", "refuse")
+        assert w._typed
+        got = outcome(lambda: w.insert_many(list(zip(ts, vs))) if form == "pairs"
+                      else w.insert_many(np.array(ts), np.array(vs)))
+        assert got == want and ooo_state(w) == ooo_state(expected)
 
 
 OOO_BAD = [(np.array(["a", "b"]), np.array([1.0, 2.0])), (np.array([True, False]), np.array([1.0, 2.0])),
