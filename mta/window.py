@@ -662,10 +662,11 @@ class Window:
         if not n:
             return
         per_update = self.policy is not None and not getattr(self.policy, "batchable", False)
-        # out of order, a policy enforced after every update moves the frontier within the
-        # batch, and the typed core refuses what is then late (the object window, checked
-        # against the frontier before the batch, takes it)
-        if self._typed and ((per_update and self._ordered and getattr(self._algorithm, "late", None) == "refuse")
+        # out of order, a policy enforced after every update moves the frontier within a
+        # batch of more than one, and the typed core refuses what is then late (the object
+        # window, checked against the frontier before the batch, takes it)
+        frontier_moves = per_update and n > 1 and self._ordered and getattr(self._algorithm, "late", None) == "refuse"
+        if self._typed and (frontier_moves
                             or not (self._algorithm.accepts(partials, timestamps) if self._timed
                                     else self._algorithm.accepts(partials))):
             self._demote()
