@@ -216,13 +216,14 @@ class TypedTimeOrdered(Aggregator):
         for t, p in zip(timestamps, partials):
             self._insert(t, p)
 
-    def insert_arrays(self, timestamps: Any, values: Any) -> bool:
-        """Insert int64 or float64 numpy columns (timestamps not NaN, values finite: the
-        caller checked) in arrival order, in the tree's C loops (:meth:`TypedFiBA.insert_arrays`:
-        Count, Sum, Min, Max, Mean). False, with nothing changed, where the window's general
-        path must decide: a Record, another monoid, a column of the other kind, a late
-        timestamp the window refuses, what the tree cannot hold."""
-        if isinstance(self.tree, TypedRecordFiBA) or not len(timestamps):
+    def insert_arrays(self, timestamps: Any, values: Any, keys: Any = None) -> bool:
+        """Insert int64 or float64 numpy columns (timestamps not NaN: the caller checked)
+        in arrival order, in the tree's C loops (:meth:`TypedFiBA.insert_arrays`, a Record's
+        :meth:`TypedRecordFiBA.insert_arrays`: every monoid they serve; ``keys``: ArgMin's and
+        ArgMax's). False, with nothing changed, where the window's general path must decide:
+        a column of the other kind, a late timestamp the window refuses, a value the monoid
+        does not lift or the tree cannot hold."""
+        if not len(timestamps):
             return False
         floats = timestamps.dtype.kind == "f"
         if floats != self._float and (len(self.tree) or self._journaled):
@@ -231,7 +232,7 @@ class TypedTimeOrdered(Aggregator):
         if self.late == "refuse" and frontier is not None and timestamps.min().item() < frontier:
             return False
         try:
-            self.tree.insert_arrays(timestamps, values, self._arrivals)
+            self.tree.insert_arrays(timestamps, values, self._arrivals, keys)
         except Untyped:
             return False
         self._float = floats

@@ -34,7 +34,7 @@ from mta.algorithms import ALGORITHMS, ORDERED_ALGORITHMS, TYPED_ALGORITHMS, Agg
 from mta.algorithms import typed_record
 from mta.algorithms.stored_typed import StoredAMTA, StoredTimed
 from mta.arrays import as_list, numeric_array
-from mta.monoid import Monoid, Record, plain_finite
+from mta.monoid import Count, Monoid, Record, plain_finite
 from mta.ordered_window import TimeOrdered
 from mta.typed_ordered import TypedTimeOrdered
 from mta.policy import Agg, AllOf, AnyOf, MaxSize, Policy, TimeRange
@@ -540,20 +540,31 @@ class Window:
         return self._enforce()
 
     def _ordered_arrays(self, timestamps: Any, values: Any) -> int | None:
-        """``insert_many`` of numeric columns on an out-of-order typed window, with a policy
-        enforced once per batch (none, or ``batchable``): timestamps finite (checked in numpy;
-        in any order, late ones as the window's ``late`` rule takes them: refused ones go the
-        general path, which names them), values finite, then the typed FiBA's C loops
+        """``insert_many`` of columns on an out-of-order typed window, with a policy enforced
+        once per batch (none, or ``batchable``): timestamps numeric and finite (checked in
+        numpy; in any order, late ones as the window's ``late`` rule takes them: refused ones
+        go the general path, which names them), values as the in-order cores take them
+        (:func:`typed.value_columns`: a numeric column, ArgMin's and ArgMax's a structured
+        array of ``(key, value)`` records; a Record's a numeric column every field lifts,
+        checked by its trees), then the typed FiBA's C loops
         (:meth:`TypedTimeOrdered.insert_arrays`). Returns how many were evicted; None, with
         nothing changed, where the general path must decide."""
         if self.policy is not None and not getattr(self.policy, "batchable", False):
             return None
         ts = numeric_array(timestamps)
-        vs = None if ts is None else numeric_array(values)
-        if (vs is None or len(ts) != len(vs) or not len(ts) or (ts.dtype.kind == "f" and not np.isfinite(ts).all())
-                or (vs.dtype.kind == "f" and not np.isfinite(vs).all())):
+        if ts is None or not len(ts) or (ts.dtype.kind == "f" and not np.isfinite(ts).all()):
             return None
-        if not self._algorithm.insert_arrays(ts, vs):
+        monoid = self.monoid
+        if isinstance(monoid, Record):
+            vs, keys = numeric_array(values), None
+            if vs is None or len(vs) != len(ts):
+                return None
+        else:
+            columns = typed.value_columns(values, typed.wide_op_of(monoid), type(monoid) is Count, len(ts))
+            if columns is None:
+                return None
+            vs, keys = columns
+        if not self._algorithm.insert_arrays(ts, vs, keys):
             return None
         self._newest = ts[-1].item()
         return self._enforce()
@@ -650,15 +661,20 @@ class Window:
         self._flush_due = False
         if not n:
             return
-        if self._typed and not (self._algorithm.accepts(partials, timestamps) if self._timed
-                                else self._algorithm.accepts(partials)):
+        per_update = self.policy is not None and not getattr(self.policy, "batchable", False)
+        # out of order, a policy enforced after every update moves the frontier within a
+        # batch of more than one, and the typed core refuses what is then late (the object
+        # window, checked against the frontier before the batch, takes it)
+        frontier_moves = per_update and n > 1 and self._ordered and getattr(self._algorithm, "late", None) == "refuse"
+        if self._typed and (frontier_moves
+                            or not (self._algorithm.accepts(partials, timestamps) if self._timed
+                                    else self._algorithm.accepts(partials))):
             self._demote()
         algorithm = self._algorithm
         # Undo needs a snapshot if something can fail (a user's policy, the store) or the
         # caller can stop between slices.
         snapshot = None if self._safe and size >= n else algorithm.snapshot()
         newest = self._newest
-        per_update = self.policy is not None and not getattr(self.policy, "batchable", False)
         algorithm.begin_hold()  # nothing reaches the store until the batch is whole
         try:
             for start in range(0, n, size):

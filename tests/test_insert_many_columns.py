@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import hsettings
-from mta import Count, Last, Max, MaxSize, Mean, Min, Stream, Sum, TimeRange, Window
+from mta import (ArgMax, ArgMin, Count, First, Last, Max, MaxCount, MaxSize, Mean, Min, MinCount, Record, StdDev, Stream,
+                 Sum, TimeRange, Variance, Window)
 from mta.algorithms import ALGORITHMS, typed
 from mta.arrays import as_list
 from mta.policy import any_of
@@ -190,9 +191,21 @@ OOO_STAMPS = {"int": st.integers(-5, 40), "int64": st.sampled_from([-2**63, -2**
               "relative": st.integers(0, 60).map(lambda t: 100.0 + t * 0.5),
               "epoch": st.integers(0, 60).map(lambda t: 1.7e9 + t * 997.25),
               "mixed": st.sampled_from([-1e300, -3.5, -5e-324, 0.0, 5e-324, 0.1, 100.5, 1.7e9, 1e300, 1e300])}
-OOO_MONOIDS = {"count": Count, "sum": Sum, "mean": Mean, "min": Min, "max": Max}
+OOO_MONOIDS = {"count": Count, "sum": Sum, "mean": Mean, "min": Min, "max": Max, "mincount": MinCount,
+               "maxcount": MaxCount, "first": First, "last": Last, "variance": Variance, "stddev": StdDev,
+               "argmin": ArgMin, "argmax": ArgMax,
+               "record": lambda: Record(n=Count(), s=Sum(), m=Mean(), v=StdDev(), lo=MinCount(), f=First(), z=Last()),
+               "record_arg": lambda: Record(s=Sum(), a=ArgMax())}
+#: Monoids that lift ``(key, value)`` pairs: their column is a structured array.
+OOO_PAIRED = ("argmin", "argmax")
+def unbatched(policy: MaxSize) -> MaxSize:
+    """``policy`` enforced after every update (no typed policy is so: the window's general path)."""
+    policy.batchable = False
+    return policy
+
+
 OOO_POLICIES = {"none": None, "size": MaxSize(6), "time": TimeRange(20), "time_f": TimeRange(2.5),
-                "any": any_of(MaxSize(9), TimeRange(30))}
+                "any": any_of(MaxSize(9), TimeRange(30)), "unbatched": unbatched(MaxSize(4))}
 
 
 def ooo_window(monoid: str, policy: str, late: str, use_typed: bool = True) -> Window:
@@ -236,39 +249,66 @@ def test_ooo_numpy_columns_equal_pairs_and_the_object_window(stamps, monoid, pol
                "object": ooo_window(monoid, policy, late, False)}
     stamp = OOO_STAMPS[stamps]
     value = st.integers(-9, 9) if ints else st.sampled_from([0.5, -2.25, 3.0, 1e16, -1e16])
+    key_kind = data.draw(st.sampled_from([np.int64, np.float64]))  # ArgMin / ArgMax's keys
+    plain = True
     for _ in range(data.draw(st.integers(1, 6))):
         ts = data.draw(st.lists(stamp, min_size=1, max_size=8))
         vs = data.draw(st.lists(value, min_size=len(ts), max_size=len(ts)))
-        odd = data.draw(st.sampled_from([None, None, None, "nan_ts", "nan_value", "inf_value", "evict"]))
+        odd = data.draw(st.sampled_from([None, None, None, "nan_ts", "nan_value", "inf_value", "evict", "big_int",
+                                         "dtype"]))
         if odd == "nan_ts" and type(ts[0]) is float:
             ts[-1] = math.nan
         elif odd in ("nan_value", "inf_value") and not ints:
-            vs[0] = math.nan if odd == "nan_value" else math.inf
+            vs[len(vs) // 2] = math.nan if odd == "nan_value" else math.inf
+        elif odd == "big_int" and ints:  # beyond Variance's 2**25, or the sums' INT bound
+            vs[len(vs) // 2] = data.draw(st.sampled_from([2**25 + 1, -2**25 - 1, 2**62, -2**63]))
         elif odd == "evict":  # a frontier: later batches may be late
             median = sorted(ts)[len(ts) // 2]
             for w in windows.values():
                 w.evict_before(median)
         tcol = np.array(ts, dtype=np.float64 if type(ts[0]) is float else np.int64)
         vcol = np.array(vs, dtype=np.int64 if ints else np.float64)
+        if odd == "dtype":  # another numeric dtype: numpy's view, the pairs form's numbers
+            vcol = vcol.astype(np.int32 if ints else np.float32)
+        if monoid in OOO_PAIRED:  # (key, value) records
+            records = np.empty(len(vs), dtype=[("key", key_kind), ("value", vcol.dtype)])
+            records["key"] = np.arange(len(vs)) * 3 - 5
+            records["value"] = vcol
+            vcol = records
+        pairs = list(zip(tcol.tolist(), vcol.tolist()))
         before = ooo_state(windows["columns"])
         got = {"columns": outcome(lambda: windows["columns"].insert_many(tcol, vcol)),
-               "pairs": outcome(lambda: windows["pairs"].insert_many(list(zip(tcol.tolist(), vcol.tolist())))),
-               "object": outcome(lambda: windows["object"].insert_many(list(zip(tcol.tolist(), vcol.tolist()))))}
+               "pairs": outcome(lambda: windows["pairs"].insert_many(pairs)),
+               "object": outcome(lambda: windows["object"].insert_many(pairs))}
         assert got["columns"] == got["pairs"] == got["object"]
         if got["columns"][0] == "error":
             assert ooo_state(windows["columns"]) == before
         states = {name: ooo_state(w) for name, w in windows.items()}
         assert states["columns"] == states["pairs"] == states["object"]
         assert windows["columns"]._typed == windows["pairs"]._typed
-        if odd is None or (odd == "evict" and late == "include"):
+        plain = plain and (odd is None or (odd == "evict" and late == "include"))
+        if plain and monoid != "record_arg" and policy != "unbatched":  # every batch so far one the typed tree holds
             assert windows["columns"]._typed, "demoted"
 
 
+def ooo_values(monoid: str, values: list) -> np.ndarray:
+    """The column of ``values`` for ``monoid``: float64, or (key, value) records (keys 0, 1, ...)."""
+    column = np.array(values, dtype=np.float64)
+    if monoid not in OOO_PAIRED:
+        return column
+    records = np.empty(len(values), dtype=[("key", np.int64), ("value", np.float64)])
+    records["key"], records["value"] = np.arange(len(values)), column
+    return records
+
+
+@pytest.mark.parametrize("monoid", sorted(set(OOO_MONOIDS) - {"record_arg"}))
 @pytest.mark.parametrize("late", ["refuse", "include"])
-def test_ooo_numpy_columns_take_the_c_path(late, monkeypatch) -> None:
-    """The columns go to the typed FiBA's insert_arrays (not the pairs' per-update loop), and
-    a late batch the window refuses goes the general path, which names the update."""
-    w = ooo_window("sum", "size", late)
+def test_ooo_numpy_columns_take_the_c_path(late, monoid, monkeypatch) -> None:
+    """Every built-in monoid's columns (ArgMin's and ArgMax's records, a Record's numeric
+    column) go to the typed FiBA's insert_arrays (not the pairs' per-update loop) and give
+    the pairs form's state; a late batch the window refuses goes the general path, which
+    names the update."""
+    w, pairs = ooo_window(monoid, "size", late), ooo_window(monoid, "size", late)
     calls = []
     tree = w._algorithm.tree
     original = tree.insert_arrays
@@ -276,20 +316,41 @@ def test_ooo_numpy_columns_take_the_c_path(late, monkeypatch) -> None:
         "__getattr__": lambda self, name: getattr(tree, name),
         "__len__": lambda self: len(tree),
         "insert_arrays": lambda self, *args: (calls.append(len(args[0])), original(*args))[1]})())
-    assert w.insert_many(np.array([5.0, 1.0, 3.0, 3.0]), np.array([1.0, 2.0, 3.0, 4.0])) == 0
-    assert calls == [4] and w.query() == 10.0
+    ts, vs = np.array([5.0, 1.0, 3.0, 3.0]), ooo_values(monoid, [1.0, 2.0, 3.0, 4.0])
+    assert w.insert_many(ts, vs) == pairs.insert_many(list(zip(ts.tolist(), vs.tolist()))) == 0
+    assert calls == [4]
     w._algorithm.tree = tree
-    w.evict_before(2.0)
+    assert ooo_state(w) == ooo_state(pairs)
+    for window in (w, pairs):
+        window.evict_before(2.0)
     before = ooo_state(w)
-    late_batch = (np.array([4.0, 1.5]), np.array([1.0, 1.0]))
+    late_batch = (np.array([4.0, 1.5]), ooo_values(monoid, [1.0, 1.0]))
     if late == "refuse":
         with pytest.raises(ValueError, match="update 1.*late"):
             w.insert_many(*late_batch)
         assert ooo_state(w) == before
     else:
         w.insert_many(*late_batch)
-        assert w.query() == 10.0  # 5, 3, 3 and the batch: 1.0 left with the frontier
+        pairs.insert_many(list(zip(late_batch[0].tolist(), late_batch[1].tolist())))
+        assert ooo_state(w) == ooo_state(pairs)
     assert w._typed
+
+
+@pytest.mark.parametrize("monoid", ["sum", "variance", "record"])
+def test_ooo_policy_per_update_takes_what_becomes_late_within_the_batch(monoid) -> None:
+    """A policy enforced after every update moves the frontier within a batch: an update
+    older than it, not late before the batch, is taken as the object window takes it
+    (the typed window goes on as the object one), in both forms."""
+    ts, vs = [5.0, 1.0, 3.0, 2.0, 7.0, 0.5], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    expected = ooo_window(monoid, "unbatched", "refuse", False)
+    want = outcome(lambda: expected.insert_many(list(zip(ts, vs))))
+    assert want[0] == "ok"
+    for form in ("pairs", "columns"):
+        w = ooo_window(monoid, "unbatched", "refuse")
+        assert w._typed
+        got = outcome(lambda: w.insert_many(list(zip(ts, vs))) if form == "pairs"
+                      else w.insert_many(np.array(ts), np.array(vs)))
+        assert got == want and ooo_state(w) == ooo_state(expected)
 
 
 OOO_BAD = [(np.array(["a", "b"]), np.array([1.0, 2.0])), (np.array([True, False]), np.array([1.0, 2.0])),

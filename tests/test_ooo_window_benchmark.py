@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from benchmarks.ooo_window import BATCH_MONOIDS
 from conftest import bench_smoke, run_quick
 
 
@@ -22,7 +23,7 @@ def test_ooo_window_quick(tmp_path):
     markdown = (tmp_path / "ooo_window_quick.md").read_text()
     assert "- command:" in markdown and "- commit:" in markdown and "| in order |" in markdown
     batches = data["cells"]["batches"]["results"]
-    assert [e["d"] for e in batches] == params["distances"]
+    assert [(e["monoid"], e["d"]) for e in batches] == [(m, d) for m in BATCH_MONOIDS for d in params["distances"]]
     for e in batches:
         assert e["equal"] and e["competitors"] == ["numpy columns", "pairs", "per event"]
         assert all(ns > 0 for ns in e["ns_per_update"].values())

@@ -15,6 +15,7 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -257,3 +258,33 @@ def test_a_batch_given_up_between_slices_leaves_every_field_as_it_was(policy: st
             w.insert(j + 20, mixed_update(j))
         assert norm(typed_window.query()) == norm(object_window.query())
     assert tree_of(typed_window, False) == tree_of(object_window, False)
+
+
+@pytest.mark.parametrize("bad", ["variance_int", "nan_for_sum", "argmax_field"])
+def test_record_columns_refused_by_one_field_change_no_field(bad: str) -> None:
+    """``TypedRecordFiBA.insert_arrays``: every field's tree checks the columns before any
+    takes them; one that refuses (Variance's 2**25, Sum's NaN, an ArgMax field, which lifts
+    pairs) leaves every tree as it was, and columns every field takes give the trees the
+    pairs' insertions give."""
+    fields = {"s": Sum(), "v": Variance(), "f": First()}
+    if bad == "argmax_field":
+        fields["a"] = ArgMax()
+    monoid = Record(**fields)
+    columns, pairs = TypedRecordFiBA(monoid, min_arity=2, pairs=True), TypedRecordFiBA(monoid, min_arity=2, pairs=True)
+    ts = np.array([5, 1, 3, 3, 9], dtype=np.int64)
+    good = np.array([2, -7, 4, 0, 11], dtype=np.float64 if bad == "nan_for_sum" else np.int64)
+    if bad != "argmax_field":
+        columns.insert_arrays(ts, good, 0)
+        for j, (t, v) in enumerate(zip(ts.tolist(), good.tolist())):
+            pairs.insert((t, j), monoid.lift(v))
+        assert list(columns) == list(pairs) and columns.query() == pairs.query()
+    before = (list(columns), columns.query())
+    if bad == "variance_int":
+        vs = np.array([1, 2**25 + 1], dtype=np.int64)
+    elif bad == "nan_for_sum":
+        vs = np.array([1.0, np.nan])
+    else:
+        vs = np.array([1, 2], dtype=np.int64)
+    with pytest.raises(typed.Untyped):
+        columns.insert_arrays(np.array([4, 6], dtype=np.int64), vs, 5)
+    assert (list(columns), columns.query()) == before

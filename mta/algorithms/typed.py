@@ -1660,28 +1660,18 @@ class Events:
         if not self._live:
             return None
         ts = timestamps if _plain_column(timestamps) else numeric_array(timestamps)
-        if self._op == _ARGMIN or self._op == _ARGMAX:
-            vs = values if type(values) is _NDARRAY and values.ndim == 1 else None  # (key, value) records
-        else:
-            vs = values if _plain_column(values) else numeric_array(values)
-        if ts is None or vs is None:
+        if ts is None:
             return None
         tview = memoryview(ts)  # indexed, a Python number on the pure path (not numpy's)
         n: cython.Py_ssize_t = len(tview)
         window = self._window
         newest = window._newest
-        if not n or n != len(vs) or not _plain_times(tview) or (newest is not None and tview[0] < newest):
+        if not n or not _plain_times(tview) or (newest is not None and tview[0] < newest):
             return None
-        keys = None
-        if self._op == _ARGMIN or self._op == _ARGMAX:
-            pair = _pair_columns(values)
-            if pair is None:
-                return None
-            keys, vs = pair
-        if self._count:
-            vs = np.ones(n, dtype=np.int64)
-        elif not _liftable(memoryview(vs), self._op):
+        columns = value_columns(values, self._op, self._count, n)
+        if columns is None:
             return None
+        vs, keys = columns
         try:
             if self._timed:
                 self._algorithm.insert_arrays(ts, vs, keys)
@@ -1762,10 +1752,35 @@ def _pair_columns(values: Any) -> tuple | None:
     return keys.astype(keys.dtype.type), vs.astype(vs.dtype.type)
 
 
-@cython.cfunc
+def value_columns(values: Any, op: int, count: bool, n: int) -> tuple | None:
+    """A column of ``n`` values as the typed cores' array insertions take it, ``(values,
+    keys)``: values an int64 or float64 numpy array (:func:`mta.arrays.numeric_array`; Count:
+    ``n`` ones) whose every value the monoid of ``op`` lifts (:func:`liftable`); keys None,
+    but for ArgMin and ArgMax, whose column is a structured array of ``(key, value)`` records
+    (:func:`_pair_columns`). None where the general path must decide."""
+    keys = None
+    if op == _ARGMIN or op == _ARGMAX:
+        if type(values) is not _NDARRAY or values.ndim != 1 or len(values) != n:
+            return None
+        pair = _pair_columns(values)
+        if pair is None:
+            return None
+        keys, vs = pair
+    else:
+        vs = values if _plain_column(values) else numeric_array(values)
+        if vs is None or len(vs) != n:
+            return None
+    if count:
+        vs = np.ones(n, dtype=np.int64)
+    elif not liftable(memoryview(vs), op):
+        return None
+    return vs, keys
+
+
+@cython.ccall
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def _liftable(view: object, op: cython.int) -> cython.bint:
+def liftable(view: object, op: cython.int) -> cython.bint:
     """Whether the monoid of ``op`` lifts every value of a float64 or int64 buffer
     unchanged (not Count) or, for the row ops, as their cores' ``insert_array`` takes it:
     floats finite for Sum, Mean, MinCount, MaxCount and Variance, not NaN for Min, Max,

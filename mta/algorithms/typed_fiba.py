@@ -67,8 +67,8 @@ except ModuleNotFoundError:  # Cython is needed to build, not to run
     from mta import _cython_shim as cython
 
 from mta.algorithms.fiba import FiBA, _NEW, _Node
-from mta.algorithms.typed import (ARGMAX, ARGMIN, FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT, SUM, VARIANCE, Untyped,
-                                  serves, wide_op_of)
+from mta.algorithms.typed import (_NO_DOUBLES, _NO_INT64S, ARGMAX, ARGMIN, FIRST, LAST, MAX, MAXCOUNT, MEAN, MIN, MINCOUNT,
+                                  SUM, VARIANCE, Untyped, liftable, serves, wide_op_of)
 from mta.monoid import Count, Monoid
 
 COMPILED: bool = cython.compiled
@@ -1141,52 +1141,120 @@ class TypedFiBA:
             return False
         return True
 
+    def check_arrays(self, timestamps: Any, values: Any, keys: Any = None) -> None:
+        """Untyped unless :meth:`insert_arrays` takes these columns (nothing changes here):
+        for a Record's trees, each checked before any takes its column."""
+        self._arrays_fit(memoryview(timestamps), memoryview(values), None if keys is None else memoryview(keys))
+
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def insert_arrays(self, timestamps: Any, values: Any, first: int) -> None:
+    def insert_arrays(self, timestamps: Any, values: Any, first: int, keys: Any = None) -> None:
         """Insert the lift of ``values[j]`` at key ``(timestamps[j], first + j)`` for each
-        ``j`` in order, as :meth:`insert` one by one would (pair keys; Sum, Min, Max: the
-        number; Mean: with count 1; Count: 1 whatever the value): float64 or int64 buffers,
+        ``j`` in order, as :meth:`insert` one by one would (pair keys; Sum, Min, Max, First,
+        Last: the number; Mean, MinCount, MaxCount: with count 1; Count: 1 whatever the value;
+        Variance: ``(1, v, 0)``; ArgMin, ArgMax: ``(v, keys[j])``): float64 or int64 buffers,
         in C loops. All or nothing: Untyped, before any change, if a key or value does not
-        fit (another kind than the tree's, NaN, a -0.0 key, the INT bound)."""
-        op: cython.int = self._op
-        if not self._pairs or not (op == _SUM or op == _MIN or op == _MAX or op == _MEAN):
-            raise Untyped("insert_arrays takes pair keys and Count, Sum, Min, Max or Mean")
+        fit (:meth:`_arrays_fit`)."""
         tview = memoryview(timestamps)
         vview = memoryview(values)
+        kview = None if keys is None else memoryview(keys)
+        self._arrays_fit(tview, vview, kview)
+        op: cython.int = self._op
         n: cython.Py_ssize_t = len(tview)
-        if len(vview) != n:
-            raise ValueError(f"{n} timestamps for {len(vview)} values")
         kfloat: cython.bint = tview.format == "d"
         vfloat: cython.bint = vview.format == "d" and not self._count
-        size: cython.Py_ssize_t = self._len()
-        if size and (kfloat != self._kfloat or vfloat != self._float):
-            raise Untyped("a column of the other kind")
+        arg: cython.bint = op == _ARGMIN or op == _ARGMAX
+        xfloat: cython.bint = arg and kview.format == "d"
         base: cython.longlong = _int64(first)
         _int64(first + n)
         j: cython.Py_ssize_t
+        td: cython.const[cython.double][:] = _NO_DOUBLES
+        ti: cython.const[cython.longlong][:] = _NO_INT64S
+        vd: cython.const[cython.double][:] = _NO_DOUBLES
+        vi: cython.const[cython.longlong][:] = _NO_INT64S
+        xd: cython.const[cython.double][:] = _NO_DOUBLES
+        xi: cython.const[cython.longlong][:] = _NO_INT64S
+        if kfloat:
+            td = tview
+        else:
+            ti = tview
+        if vfloat:
+            vd = vview
+        elif not self._count:
+            vi = vview
+        if arg:
+            if xfloat:
+                xd = kview
+            else:
+                xi = kview
+        if not self._len():  # the kinds of an empty tree follow its first entry
+            self._kfloat = kfloat
+            if vfloat != self._float:
+                self._set_kind(vfloat)
+            if arg:
+                self._xfloat = xfloat
+            self._magnitude = 0
+            self._root.agg = self._identity
+        # the Part of each lift (see the module docstring): Mean, MinCount, MaxCount and
+        # Variance count 1, ArgMin and ArgMax the key (a float's bits) in c
+        c: cython.longlong = 1 if self._mean or op == _VARIANCE else 0
+        variance: cython.bint = op == _VARIANCE
+        p: Part
+        for j in range(n):
+            self._q = _fkey(td[j]) if kfloat else ti[j]
+            self._qa = base + j
+            if arg:
+                c = _bits(xd[j]) if xfloat else xi[j]
+            if self._count:
+                p = Part(d=0.0, i=1, c=0)
+            elif vfloat:
+                p = Part(d=vd[j], i=0, c=c)
+            elif variance:
+                p = Part(d=cython.cast(cython.double, vi[j]), i=0, c=1)
+            else:
+                p = Part(d=0.0, i=vi[j], c=c)
+            self._insert(None if self._journal is None else self._key_pair(), p)
+
+    @cython.cfunc
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def _arrays_fit(self, tview: object, vview: object, kview: object) -> cython.int:
+        """Untyped unless the tree takes the columns of :meth:`insert_arrays`: pair keys;
+        keys, values (and ArgMin / ArgMax's keys, given for these only) of the tree's kinds
+        if it is not empty; no NaN nor -0.0 key; values the monoid lifts
+        (:func:`~mta.algorithms.typed.liftable`), Variance's ints of magnitude at most 2**25,
+        Sum's and Mean's ints within the INT bound."""
+        op: cython.int = self._op
+        arg: cython.bint = op == _ARGMIN or op == _ARGMAX
+        if not self._pairs:
+            raise Untyped("insert_arrays takes pair keys")
+        if arg != (kview is not None):
+            raise Untyped("ArgMin and ArgMax take a column of keys, and they alone")
+        n: cython.Py_ssize_t = len(tview)
+        if len(vview) != n or (arg and len(kview) != n):
+            raise ValueError(f"{n} timestamps for {len(vview)} values")
+        kfloat: cython.bint = tview.format == "d"
+        vfloat: cython.bint = vview.format == "d" and not self._count
+        if self._len() and (kfloat != self._kfloat or vfloat != self._float
+                            or (arg and (kview.format == "d") != self._xfloat)):
+            raise Untyped("a column of the other kind")
+        j: cython.Py_ssize_t
         x: cython.double
         td: cython.const[cython.double][:]
-        ti: cython.const[cython.longlong][:]
-        vd: cython.const[cython.double][:]
         vi: cython.const[cython.longlong][:]
-        magnitude: cython.ulonglong = self._magnitude if size else 0
+        magnitude: cython.ulonglong = self._magnitude if self._len() else 0
         if kfloat:
             td = tview
             for j in range(n):
                 x = td[j]
                 if x != x or (x == 0.0 and _bits(x) < 0):
                     raise Untyped("a NaN or -0.0 key")
-        else:
-            ti = tview
         if self._count:  # every lift is the int 1
             if cython.cast(cython.ulonglong, n) > LIMIT - magnitude:
                 raise Untyped("the sum of |v| would exceed 2**63 - 1")
         elif vfloat:
-            vd = vview
-            for j in range(n):
-                if vd[j] != vd[j]:
-                    raise Untyped("NaN")
+            if not liftable(vview, op):
+                raise Untyped("a value the monoid does not lift")
         else:
             vi = vview
             if op == _SUM or op == _MEAN:
@@ -1194,22 +1262,11 @@ class TypedFiBA:
                     if _abs64(vi[j]) > LIMIT - magnitude:
                         raise Untyped("the sum of |v| would exceed 2**63 - 1")
                     magnitude += _abs64(vi[j])
-        if not size:  # the kinds of an empty tree follow its first entry
-            self._kfloat = kfloat
-            if vfloat != self._float:
-                self._set_kind(vfloat)
-            self._magnitude = 0
-            self._root.agg = self._identity
-        c: cython.longlong = 1 if op == _MEAN else 0
-        p: Part
-        for j in range(n):
-            self._q = _fkey(td[j]) if kfloat else ti[j]
-            self._qa = base + j
-            if vfloat:
-                p = Part(d=vd[j], i=0, c=c)
-            else:
-                p = Part(d=0.0, i=1 if self._count else vi[j], c=c)
-            self._insert(None if self._journal is None else self._key_pair(), p)
+            elif op == _VARIANCE:
+                for j in range(n):
+                    if not -_VAR_INT <= vi[j] <= _VAR_INT:
+                        raise Untyped("Variance takes ints of magnitude at most 2**25 typed")
+        return 0
 
     @cython.cfunc
     def _key_pair(self) -> object:

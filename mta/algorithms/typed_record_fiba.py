@@ -90,6 +90,18 @@ class TypedRecordFiBA:
         columns = list(zip(*partials)) if len(partials) else [()] * self._width
         return all(tree.accepts(column) for tree, column in zip(self.trees, columns))
 
+    def insert_arrays(self, timestamps: Any, values: Any, first: int, keys: Any = None) -> None:
+        """Insert a numeric column of values, each lifted by every field (Count to 1; Mean,
+        MinCount, MaxCount to ``(v, 1)``; Variance to ``(1, v, 0)``; the others unchanged), at
+        keys ``(timestamps[j], first + j)``, in each field's C loops
+        (:meth:`TypedFiBA.insert_arrays`). Every tree checks the columns before any takes
+        them: Untyped, nothing changed, if one does not (ArgMin and ArgMax, which lift pairs,
+        never do)."""
+        for tree in self.trees:
+            tree.check_arrays(timestamps, values, keys)
+        for tree in self.trees:
+            tree.insert_arrays(timestamps, values, first, keys)
+
     def evict(self, key: Any) -> bool:
         found = self.trees[0].evict(key)
         if found:
