@@ -15,7 +15,6 @@ Runs on both paths: on the pure one the same windows run the object AMTA.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import uuid
@@ -141,52 +140,6 @@ def test_the_hand_over_keeps_the_window(kind, file_url, redis_url, monkeypatch) 
     assert exact(again.query()) == exact(reference.query())
     again.close()
     reference.close()
-
-
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
-       width=st.sampled_from([1, 3, 10, 40]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
-def test_typed_stored_window_matches_in_memory_windows(monoid, policy, width, sequence, kind, file_url,
-                                                       redis_url) -> None:
-    typed, objects = in_memory_runs(monoid, policy, width, sequence)
-    assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
-
-
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(monoid=st.sampled_from(sorted(MONOIDS)), policy=st.sampled_from(sorted(POLICIES)),
-       width=st.sampled_from([3, 10, 40, 200]), sequence=ops, kind=st.sampled_from(["memory", "file", "redis"]))
-def test_a_window_past_the_local_limit_goes_on_as_the_stored_amta(monoid, policy, width, sequence, kind, file_url,
-                                                                  redis_url) -> None:
-    typed, objects = in_memory_runs(monoid, policy, width, sequence)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(stored_typed, "LOCAL_LIMIT", 12)
-        assert stored_run(urls(kind, file_url, redis_url), monoid, policy, width, sequence, {}) == objects == typed
-
-
-@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
-def test_the_hand_over_keeps_the_window(kind, file_url, redis_url, monkeypatch) -> None:
-    """A window that outgrows the typed core continues as the stored AmortizedMTA, and reopens
-    as such: bit for bit in memory; on a durable store the AmortizedMTA evicts before it inserts
-    (so that a failed store read changes nothing), which may round a float sum differently
-    from the in-memory window's insert-then-evict."""
-    monkeypatch.setattr(stored_typed, "LOCAL_LIMIT", 1000)
-    url = urls(kind, file_url, redis_url)
-    window_id = uuid.uuid4().hex
-    w = Window(Sum(), TimeRange(1500), store=url, window_id=window_id)
-    reference = Window(Sum(), TimeRange(1500))
-    for t in range(3000):
-        x = (t % 11) / 3 + (1e16 if t % 97 == 0 else 0.0)
-        assert w.insert(t, x) == reference.insert(t, x)
-        if kind == "memory" or typed_kind(w):
-            assert exact(w.query()) == exact(reference.query())
-        else:
-            assert math.isclose(w.query(), reference.query(), rel_tol=1e-12)
-        assert typed_kind(w) is (mta.COMPILED and t < 1000)
-    w.close()
-    again = Window.open(url, window_id, Sum(), TimeRange(1500))
-    assert isinstance(again._algorithm, AmortizedMTA)
-    assert len(again) == len(reference) and again.oldest_timestamp() == 1500
-    again.close()
 
 
 @settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
