@@ -29,7 +29,7 @@ from mta.counting import CountingMonoid
 from mta.monoid import (ArgMax, ArgMin, Collect, Count, First, Last, Max, MaxCount, Mean, Min, MinCount, Record, StdDev,
                         Sum, Variance)
 from mta.windows import Sliding
-from test_multi_query import naive
+from test_multi_query import key, naive
 
 #: twin, the object class it mirrors, the monoids it serves
 PAIRS = {
@@ -113,15 +113,6 @@ def lawful(monoid: Any, partial: Any) -> bool:
     if type(value) not in (int, float) or value != value:
         return False
     return not isinstance(monoid, (MinCount, MaxCount)) or math.isfinite(value)
-
-
-def key(x: Any) -> Any:
-    """Bit-exact identity of an answer: floats by ``hex()``, types kept."""
-    if isinstance(x, float):
-        return ("float", x.hex())
-    if isinstance(x, tuple):
-        return tuple(key(y) for y in x)
-    return (type(x).__name__, x)
 
 
 def has_nan(x: Any) -> bool:
