@@ -1982,6 +1982,15 @@ class TypedTimed:
         self._append_time(kind, t)
 
     @cython.cfunc
+    def _condemned_now(self) -> cython.Py_ssize_t:
+        """How many of the oldest the window's policy condemns as the window is now."""
+        if self._code == _PLAN_TIME:
+            return self._expired(self._width_i, self._width_d)
+        if self._code == _PLAN_SIZE:
+            return self._n - self._size if self._n > self._size else 0
+        return self._condemned(self._plan)
+
+    @cython.cfunc
     def _append_time(self, kind: cython.int, t: object) -> cython.void:
         """Append timestamp ``t`` (of ``kind``, as :meth:`_tkind_of` judged it) after the newest."""
         self._room(1)
@@ -1996,13 +2005,7 @@ class TypedTimed:
         """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
         enforce the window's policy; return how many were evicted."""
         self._insert(timestamp, partial)
-        k: cython.Py_ssize_t
-        if self._code == _PLAN_TIME:
-            k = self._expired(self._width_i, self._width_d)
-        elif self._code == _PLAN_SIZE:
-            k = self._n - self._size if self._n > self._size else 0
-        else:
-            k = self._condemned(self._plan)
+        k: cython.Py_ssize_t = self._condemned_now()
         if k:
             self.core.evict(k)
             self._h += k
@@ -2052,12 +2055,7 @@ class TypedTimed:
         k: cython.Py_ssize_t
         self._append_time(kind, timestamp)
         try:
-            if self._code == _PLAN_TIME:
-                k = self._expired(self._width_i, self._width_d)
-            elif self._code == _PLAN_SIZE:
-                k = self._n - self._size if self._n > self._size else 0
-            else:
-                k = self._condemned(self._plan)
+            k = self._condemned_now()
         finally:
             self._n -= 1
             self._tkind = old
