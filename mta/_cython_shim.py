@@ -42,7 +42,7 @@ def _factory(*_args: Any, **_kwargs: Any) -> Callable[[_T], _T]:
 # decorators used bare: @cython.cclass, @cython.cfunc ...
 cclass = cfunc = ccall = inline = final = _same
 # decorators used with arguments: @cython.boundscheck(False), @cython.locals(i=cython.int) ...
-boundscheck = wraparound = cdivision = initializedcheck = nonecheck = locals = returns = exceptval = _factory
+boundscheck = wraparound = cdivision = initializedcheck = nonecheck = locals = returns = exceptval = binding = _factory
 
 
 def fused_type(*_types: Any) -> Any:

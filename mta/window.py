@@ -161,7 +161,7 @@ def _describe(monoid: Monoid) -> Any:
     return name
 
 
-class Window:
+class Window(typed.WindowFields):
     """A sliding window: ``monoid`` aggregates, ``policy`` slides, ``algorithm`` computes.
 
     ``algorithm`` is a name from :data:`mta.algorithms.ALGORITHMS` (default
@@ -369,12 +369,15 @@ class Window:
         # the Events are bound to this window's core: a copy gets its own; the policy on
         # tuples is a closure: rebuilt
         state = self.__dict__.copy()
+        state["_newest"] = self._newest  # a C field of the compiled base, not in __dict__
         state.pop("_events", None)
         state.pop("_lift", None)
         state.pop("_wsp", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        self._newest = state.pop("_newest")
         self.__dict__.update(state)
         self._wsp = self._policy_on_tuples(self.policy) if self._timed and self.policy is not None else None
         self._install_events()

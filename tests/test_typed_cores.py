@@ -773,6 +773,23 @@ def test_typed_windows_copy_and_pickle(use_typed, policy, name):
     assert _same(again.query(), window.query()) and len(again) == len(window)
 
 
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_copies_keep_the_newest_timestamp(use_typed, protocol):
+    """The newest timestamp is a C field of the window's compiled base (typed.WindowFields),
+    outside its ``__dict__``: pickles and deep copies carry it all the same, so a copy
+    refuses what the original refuses."""
+    import copy
+    import pickle
+    window = Window(Sum(), MaxSize(4))
+    window.insert(7, 1.0)
+    for twin in (pickle.loads(pickle.dumps(window, protocol)), copy.deepcopy(window)):
+        assert twin._newest == 7
+        with pytest.raises(ValueError, match="older than the newest update 7"):
+            twin.insert(6, 1.0)
+        assert twin.insert(7, 2.0) == 0 and twin.query() == 3.0 and twin._newest == 7
+    assert window.query() == 1.0
+
+
 @pytest.mark.parametrize("typed_core", [True, False])
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 def test_timed_windows_pickle(typed_core, name):

@@ -1188,6 +1188,7 @@ class TypedAMTA:
         self._r1 = acc if adds else self._fold(acc, t, t + run)
         return 0
 
+    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
         window's MaxSize (as AmortizedMTA.enforce would); return how many were evicted."""
@@ -1468,6 +1469,7 @@ class TypedAMTA:
             return self.monoid.identity
         return self._encode(self._total())
 
+    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result."""
         if self._head == self._tail:

@@ -1665,6 +1665,7 @@ class TypedFiBA:
             return self._agg_of(root)
         return self._enc(self._comb(self._comb(self._lf.agg, root.agg), self._rf.agg))
 
+    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> Any:
         """``monoid.lower(query())``."""
         return self.monoid.lower(self.query()) if self._lower else self.query()
