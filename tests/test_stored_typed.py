@@ -210,3 +210,20 @@ def test_small_and_large_windows_over_many_buffer_moves(kind, policy, file_url, 
             w, reference = (Window.open(url, i, Mean(), policy) for i in ids)
     w.close()
     reference.close()
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_a_few_evictions_into_the_next_chunk_go_in_bulk_on_a_durable_store(kind, file_url, redis_url) -> None:
+    """On a durable store AmortizedMTA evicts a few in bulk when single evictions would read
+    the store (the head enters a new chunk, the stack runs short): the typed core too, or the
+    floats differ (here from t = 1262, two evicted from leaf 62)."""
+    url = urls(kind, file_url, redis_url)
+    w = Window(Mean(), TimeRange(600), store=url)
+    reference = Window(Mean(), TimeRange(600), store=url, **OBJECT)
+    for t in range(1600):
+        x = float(t % 13) / 7
+        assert w.insert(t // 2, x) == reference.insert(t // 2, x)
+        assert exact(w.query()) == exact(reference.query())
+    assert typed_kind(w) is mta.COMPILED
+    w.close()
+    reference.close()

@@ -68,6 +68,7 @@ class _Stored:
         self.annotate = None
         self._amta = amta
         self._seen = amta.moves
+        amta.durable = store.durable
         store.clear()  # as AmortizedMTA starts
 
     def _wrap(self, first: int, last: int, partial: Any, head: int) -> Any:

@@ -253,6 +253,8 @@ class TypedAMTA:
     timed = cython.declare(cython.bint, visibility="public")
     #: How many times the leaf buffer moved (AmortizedMTA's flushes): a stored window commits then.
     moves = cython.declare(cython.Py_ssize_t, visibility="readonly")
+    #: AmortizedMTA's store is durable: an eviction of a few that would read it goes in bulk.
+    durable = cython.declare(cython.bint, visibility="public")
 
     _op: cython.int
     _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
@@ -331,6 +333,7 @@ class TypedAMTA:
         self.monoid = monoid
         self.hold = False
         self.timed = False
+        self.durable = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._mean = op == MEAN or op == MINCOUNT or op == MAXCOUNT
@@ -1291,6 +1294,11 @@ class TypedAMTA:
         """AmortizedMTA.evict(k) once ``0 <= k <= len`` is known."""
         i: cython.Py_ssize_t
         if k >= max(2, _bitlen(self._tail - self._head)):  # bulk (paper section 4.2.4)
+            self._move_head(self._head + k)
+            return 0
+        if k > 1 and self.durable and not (
+                (self._head + k) >> BITS == self._head >> BITS and not self._stale and self._sn >= k):
+            # AmortizedMTA's _local_steps: single evictions would read its store, so it goes in bulk
             self._move_head(self._head + k)
             return 0
         for i in range(k):
