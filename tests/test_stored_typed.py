@@ -8,6 +8,8 @@ what the stored AmortizedMTA would write. Checked here:
   mid-way), its results are the in-memory windows', and a second process on the other path
   goes on with it;
 - past :data:`LOCAL_LIMIT` updates it hands over to the stored AmortizedMTA in the same state;
+- reopened with fewer, it goes on on the typed core, with the AmortizedMTA's checkpoint,
+  levels and results; a window the typed core cannot hold reopens as the AmortizedMTA;
 - on a durable store it commits as often as the AmortizedMTA (one write per 512 updates).
 
 Runs on both paths: on the pure one the same windows run the object AMTA.
@@ -208,6 +210,7 @@ def test_small_and_large_windows_over_many_buffer_moves(kind, policy, file_url, 
             w.close()
             reference.close()
             w, reference = (Window.open(url, i, Mean(), policy) for i in ids)
+            assert typed_kind(w) is mta.COMPILED and not typed_kind(reference)  # reopened on the typed core
     w.close()
     reference.close()
 
@@ -227,3 +230,68 @@ def test_a_few_evictions_into_the_next_chunk_go_in_bulk_on_a_durable_store(kind,
     assert typed_kind(w) is mta.COMPILED
     w.close()
     reference.close()
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+@pytest.mark.parametrize("monoid, policy", [(Sum, TimeRange(700)), (Mean, MaxSize(1500)), (Max, TimeRange(3000)),
+                                            (Sum, None)])
+def test_a_reopened_window_goes_on_on_the_typed_core_as_the_object_algorithm(seed, kind, monoid, policy, file_url,
+                                                                             redis_url) -> None:
+    """Reopened (fewer than LOCAL_LIMIT updates), a stored window runs the typed core again,
+    and its results, checkpoint and stored levels stay the AmortizedMTA's."""
+    rng = random.Random(seed)
+    url = urls(kind, file_url, redis_url)
+    ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+    typed = Window(monoid(), policy, store=url, window_id=ids[0])
+    objects = Window(monoid(), policy, store=url, window_id=ids[1], **OBJECT)
+    clock = 0
+    for _ in range(9):
+        batch = []
+        for _ in range(rng.choice([1, 30, 350])):
+            clock += rng.choice([0, 1, 1, 2])
+            batch.append((clock, rng.choice([0.1, 0.2, 1e16, -1e16, 1 / 3, 7.0, 2.5])))
+        if rng.random() < 0.5:
+            assert [typed.insert(*u) for u in batch] == [objects.insert(*u) for u in batch]
+        else:
+            assert typed.insert_many(batch) == objects.insert_many(batch)
+        if isinstance(policy, TimeRange) and rng.random() < 0.2:
+            assert typed.evict_before(clock - 200) == objects.evict_before(clock - 200)
+        assert exact(typed.query()) == exact(objects.query()) and len(typed) == len(objects)
+        if rng.random() < 0.6:
+            typed.close()
+            objects.close()
+            typed, objects = (Window.open(url, i, monoid(), policy) for i in ids)
+            assert typed_kind(typed) is mta.COMPILED and not typed_kind(objects)
+            assert exact(typed.query()) == exact(objects.query()) and len(typed) == len(objects)
+        typed.flush()
+        objects.flush()
+        state = typed._algorithm.checkpoint()
+        levels = len(state["bufs"])
+        assert live(state, stored_levels(typed, levels)) == live(objects._algorithm.checkpoint(),
+                                                                 stored_levels(objects, levels))
+    typed.close()
+    objects.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+def test_a_window_the_typed_core_cannot_hold_reopens_as_the_stored_amta(kind, file_url, redis_url) -> None:
+    """Ints and floats in one Sum window (the typed core demoted it): reopened, it goes on as
+    the AmortizedMTA, as a window that ran the AmortizedMTA all along."""
+    url = urls(kind, file_url, redis_url)
+    ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+    windows = [Window(Sum(), TimeRange(50), store=url, window_id=ids[0]),
+               Window(Sum(), TimeRange(50), store=url, window_id=ids[1], **OBJECT)]
+    updates = [(t, t % 7 if t % 3 else 0.1 * t) for t in range(40)]
+    for w in windows:
+        w.insert_many(updates[:10])
+        for u in updates[10:]:
+            w.insert(*u)
+        w.close()
+    again = [Window.open(url, i, Sum(), TimeRange(50)) for i in ids]
+    assert not typed_kind(again[0]) and isinstance(again[0]._algorithm, AmortizedMTA)
+    for t in range(40, 200):
+        assert again[0].insert(t, 1 / 3) == again[1].insert(t, 1 / 3)
+        assert exact(again[0].query()) == exact(again[1].query())
+    for w in again:
+        w.close()

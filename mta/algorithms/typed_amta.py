@@ -1280,6 +1280,51 @@ class TypedAMTA:
         """``(R0, R1)``, AmortizedMTA's result pair (the window is not empty)."""
         return (self._encode(self._r0), self._encode(self._r1))
 
+    def start_at(self, head: int) -> None:
+        """Empty, at leaf ``head``: the first step of :meth:`resume`'s reopening (then the
+        window's live leaves are inserted)."""
+        if head < 0:
+            raise ValueError(f"a window starts at a leaf >= 0, not {head}")
+        self._reset()
+        self._head = self._tail = self._bstart = head
+        self._moved()
+
+    def resume(self, bstart: int, levels: int, root_level: int, r0: Any, r1: Any) -> None:
+        """AmortizedMTA's ``_restore`` of a checkpoint, once :meth:`start_at` its head and the
+        insertion of its live leaves have made the same leaves and the same nodes wholly in
+        the window: its leaf-buffer start ``bstart``, number of ``levels``, and (a window
+        not empty) its R0, R1 (``r1`` read only when the window reaches past the left
+        tree) and root level, the stack stale as AmortizedMTA leaves it. Untyped if R0 or
+        R1 does not fit the window's columns (the core is then to be dropped)."""
+        h: cython.Py_ssize_t = self._head
+        t: cython.Py_ssize_t = self._tail
+        level: cython.Py_ssize_t = root_level
+        p0: Part
+        p1: Part = self._identity
+        if not 0 <= bstart <= t or levels < self._levels or not 0 <= level < 63:
+            raise ValueError("a checkpoint that does not match the window's leaves")
+        if h < t:
+            p0 = self._resumed(r0)
+            if ((h >> level) + 1) << level < t:
+                p1 = self._resumed(r1)
+            self._set_root_level(level)
+            self._r0, self._r1 = p0, p1
+            self._stale = True
+            self._sn = 0
+        self._bstart = bstart
+        self._levels = levels
+
+    @cython.cfunc
+    def _resumed(self, partial: object) -> Part:
+        """A result partial of the window's own kind, decoded (Untyped otherwise)."""
+        p: Part = self._decode(partial)
+        if self._var and self._neutral:
+            return p
+        if (self._kind != self._window_kind() if self._var else self._kind != self._float) or \
+                (self._arg and self._keykind != self._fkey):
+            raise Untyped("a result partial of the other kind")
+        return p
+
     # -- eviction (AmortizedMTA.evict) --------------------------------------------------------
 
     def evict(self, k: Any = 1) -> None:
