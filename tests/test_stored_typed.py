@@ -33,6 +33,7 @@ from mta.algorithms import stored_typed
 from mta.algorithms.amta import AmortizedMTA
 from mta.monoid import Max, Mean, Sum
 from mta.policy import MaxSize, TimeRange
+from tests.conftest import Flaky
 from tests.test_stored_compiled import MONOIDS, POLICIES, Run, child, exact, in_memory_runs, ops, stored_run
 
 #: The AmortizedMTA's own defaults, given explicitly: the window then runs the object AMTA.
@@ -295,3 +296,60 @@ def test_a_window_the_typed_core_cannot_hold_reopens_as_the_stored_amta(kind, fi
         assert exact(again[0].query()) == exact(again[1].query())
     for w in again:
         w.close()
+
+
+class ReadsFail(Flaky):
+    """A file store whose reads of levels fail while ``down`` (its checkpoint still loads)."""
+
+    def load(self, window_id: str, lease: Any = None) -> bytes | None:
+        return kvs.FileBackend.load(self, window_id, lease)
+
+
+def test_a_failed_read_while_reopening_opens_nothing_and_keeps_the_window(tmp_path) -> None:
+    """Reopening reads the store (on the typed core its live leaves; on either the policy's
+    search): a StoreError there fails ``Window.open`` (the lease released: the next open
+    needs no take-over) and changes nothing in the store."""
+    backend = ReadsFail(tmp_path / "w.db")
+    ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+    windows = [Window(Mean(), TimeRange(900), store=backend, window_id=ids[0]),
+               Window(Mean(), TimeRange(900), store=backend, window_id=ids[1], **OBJECT)]
+    for w in windows:
+        for t in range(2000):
+            w.insert(t, (t % 17) / 3)
+        w.close()
+    backend.down = True
+    with pytest.raises(kvs.StoreError):
+        Window.open(backend, ids[0], Mean(), TimeRange(900))
+    backend.down = False
+    again = [Window.open(backend, i, Mean(), TimeRange(900)) for i in ids]
+    assert typed_kind(again[0]) is mta.COMPILED
+    for t in range(2000, 3000):
+        assert again[0].insert(t, 1 / 7) == again[1].insert(t, 1 / 7)
+        assert exact(again[0].query()) == exact(again[1].query())
+    for w in again:
+        w.close()
+
+
+@pytest.mark.parametrize("policy", [TimeRange(50_000), MaxSize(50_000), None])
+def test_a_large_stored_window_keeps_little_of_it_local(policy) -> None:
+    """A window that grows to 50,000 updates keeps less than LOCAL_LIMIT leaves in the typed
+    core, then (handed over) only the AmortizedMTA's write buffers, caches and stack (the
+    pure path: the AmortizedMTA all along)."""
+    w = Window(Sum(), policy, store=f"memory://stored-typed-{os.getpid()}")
+    reference = Window(Sum(), policy)
+    for start in range(0, 60_000, 1000):
+        batch = [(t, float(t % 7)) for t in range(start, start + 1000)]
+        if start % 5000:
+            assert w.insert_many(batch) == reference.insert_many(batch)
+        else:
+            assert [w.insert(*u) for u in batch] == [reference.insert(*u) for u in batch]
+        algorithm = w._algorithm
+        if typed_kind(w):
+            assert len(w) < stored_typed.LOCAL_LIMIT
+        else:
+            assert isinstance(algorithm, AmortizedMTA) and (len(w) >= stored_typed.LOCAL_LIMIT - 1000 or not mta.COMPILED)
+            assert len(algorithm._bufs[0]) <= 512 + 32 and all(len(buf) <= 512 for buf in algorithm._bufs[1:])
+            assert all(len(cache) <= 512 for cache in algorithm._caches) and len(algorithm._stack or ()) < 64
+        assert w.query() == reference.query() and len(w) == len(reference)
+    assert len(w) == (60_000 if policy is None else 50_000)
+    w.close()
