@@ -34,6 +34,8 @@ from mta.algorithms.amta import AmortizedMTA
 from mta.monoid import Max, Mean, Sum
 from mta.policy import MaxSize, TimeRange
 from tests.conftest import Flaky
+from tests.test_typed_amta import MONOIDS as CORE_MONOIDS
+from tests.test_typed_amta import identical, partials
 from tests.test_stored_compiled import MONOIDS, POLICIES, Run, child, exact, in_memory_runs, ops, stored_run
 
 #: The AmortizedMTA's own defaults, given explicitly: the window then runs the object AMTA.
@@ -49,13 +51,17 @@ def live(state: dict[str, Any], levels: list[list[Any]]) -> dict[str, Any]:
     the head, nodes not wholly in the window), floats as hex."""
     head = state["head"]
     bufs = [[v for j, v in enumerate(buf, state["bstart"][n]) if j << n >= head] for n, buf in enumerate(state["bufs"])]
-    stored = [[v for j, v in enumerate(nodes) if j << n >= head] for n, nodes in enumerate(levels)]
-    return exact({**{k: v for k, v in state.items() if k != "bufs"}, "bufs": bufs, "stored": stored})
+    kept = [[v for j, v in enumerate(nodes) if j << n >= head] for n, nodes in enumerate(levels)]
+    return {k: exact(v) for k, v in {**state, "bufs": bufs, "stored": kept}.items()}
 
 
 def stored_levels(window: Window, number: int) -> list[list[Any]]:
     """Each level's stored nodes from index 0 (None below the level's head)."""
-    store = window._algorithm.store
+    return stored(window._algorithm.store, number)
+
+
+def stored(store: kvs.LevelStore, number: int) -> list[list[Any]]:
+    """The first ``number`` levels' stored nodes from index 0 (None below the level's head)."""
     out = []
     for n in range(number):
         level = store.level(n)
@@ -353,3 +359,45 @@ def test_a_large_stored_window_keeps_little_of_it_local(policy) -> None:
         assert w.query() == reference.query() and len(w) == len(reference)
     assert len(w) == (60_000 if policy is None else 50_000)
     w.close()
+
+
+def _core_ops(name: str, kind: str) -> st.SearchStrategy:
+    """Insertions (a drawn run repeated: windows of hundreds to thousands, through leaf-buffer
+    moves), evictions of a few or of many, reopenings."""
+    return st.lists(st.one_of(st.tuples(st.just("many"), st.lists(partials(name, kind), min_size=1, max_size=40),
+                                        st.sampled_from([1, 20, 150])),
+                              st.tuples(st.just("evict"), st.sampled_from([0, 1, 2, 3, 31, 33, 100, 700])),
+                              st.tuples(st.just("reopen"))), min_size=1, max_size=14)
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), name=st.sampled_from(["sum", "count", "min", "max", "mean", "mincount", "maxcount", "first",
+                                             "last", "variance", "variance1", "stddev", "argmin", "argmax"]),
+       kind=st.sampled_from(["float", "int"]))
+def test_every_typed_monoid_reopens_on_the_typed_core_as_the_object_algorithm(data, name, kind) -> None:
+    """Each built-in number monoid, each kind: a stored typed core reopened from its
+    checkpoint (R0 and R1 decoded, Variance's merged partials of either kind included) goes
+    on as the AmortizedMTA reopened from its own, bit for bit (on the pure path too: the
+    classes are used directly)."""
+    monoid = CORE_MONOIDS[name]
+    typed, objects = stored_typed.StoredAMTA(monoid, kvs.MemoryStore()), AmortizedMTA(monoid, kvs.MemoryStore())
+    for op in data.draw(_core_ops(name, kind)):
+        if op[0] == "many":
+            for partial in op[1] * op[2]:
+                typed.insert(partial)
+                objects.insert(partial)
+        elif op[0] == "evict":
+            k = min(op[1], len(objects))
+            typed.evict(k)
+            objects.evict(k)
+        else:
+            typed.flush()
+            objects.flush()
+            typed = stored_typed.StoredAMTA.over(monoid, typed.store, None, typed.checkpoint())
+            objects = AmortizedMTA(monoid, objects.store, state=objects.checkpoint())
+            assert isinstance(typed, stored_typed.StoredAMTA) is (len(objects) < stored_typed.LOCAL_LIMIT)
+        assert identical(typed.query(), objects.query()) and len(typed) == len(objects)
+    typed.flush()
+    objects.flush()
+    levels = len(objects.checkpoint()["bufs"])
+    assert live(typed.checkpoint(), stored(typed.store, levels)) == live(objects.checkpoint(), stored(objects.store, levels))

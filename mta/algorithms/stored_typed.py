@@ -111,7 +111,7 @@ class _Stored:
         ``head`` the window's first)."""
         return partial
 
-    def _moved(self) -> None:
+    def _buffer_moved(self) -> None:
         """The leaf buffer moved (AmortizedMTA flushed it): commit in the background, as it
         does on a durable store (a non-durable one commits on :meth:`flush` only)."""
         self._seen = self._amta.moves
@@ -247,7 +247,7 @@ class StoredTimed(_Stored, TypedTimed):
         else:  # search first, as the stored AmortizedMTA (mta.Window._apply_first_search)
             k = self.push_first(timestamp, partial)
         if self._amta.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
         return k
 
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
@@ -256,14 +256,14 @@ class StoredTimed(_Stored, TypedTimed):
     def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
         _timed_columns(self, timestamps, partials)
         if self._amta.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def insert_arrays(self, timestamps: Any, values: Any, keys: Any = None) -> None:
         if len(self) + len(values) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         _timed_arrays(self, timestamps, values, keys)
         if self._amta.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def end_hold(self) -> bool:
         TypedTimed.end_hold(self)
@@ -322,7 +322,7 @@ class StoredAMTA(_Stored, TypedAMTA):
             _bare_evict(self, k)
             _bare_push(self, timestamp, partial)  # evicts nothing more
         if self.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
         return k
 
     def accepts(self, partials: Sequence[Any]) -> bool:
@@ -331,14 +331,14 @@ class StoredAMTA(_Stored, TypedAMTA):
     def insert_many(self, partials: Sequence[Any]) -> None:
         TypedAMTA.insert_many(self, partials)
         if self.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def insert_array(self, values: Any, keys: Any = None) -> None:
         if len(self) + len(values) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         TypedAMTA.insert_array(self, values, keys)
         if self.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def end_hold(self) -> bool:
         TypedAMTA.end_hold(self)
