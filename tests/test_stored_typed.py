@@ -401,3 +401,36 @@ def test_every_typed_monoid_reopens_on_the_typed_core_as_the_object_algorithm(da
     objects.flush()
     levels = len(objects.checkpoint()["bufs"])
     assert live(typed.checkpoint(), stored(typed.store, levels)) == live(objects.checkpoint(), stored(objects.store, levels))
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+def test_a_window_handed_over_reopens_on_the_typed_core_once_small_again(kind, file_url, redis_url) -> None:
+    """Past LOCAL_LIMIT a window runs the AmortizedMTA; shrunk below it and reopened, the
+    typed core again, with the checkpoint, levels and results of a window that ran the
+    AmortizedMTA all along."""
+    url = urls(kind, file_url, redis_url)
+    ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+    policy = TimeRange(6000)
+    w = Window(Mean(), policy, store=url, window_id=ids[0])
+    reference = Window(Mean(), policy, store=url, window_id=ids[1], **OBJECT)
+    updates = [(t, (t % 19) / 7 + (1e16 if t % 501 == 0 else 0.0)) for t in range(5000)]
+    updates += [(t, (t % 5) / 3) for t in range(10_000, 11_500)]  # a jump in time: below LOCAL_LIMIT again
+    for start in range(0, len(updates), 700):
+        batch = updates[start:start + 700]
+        assert w.insert_many(batch) == reference.insert_many(batch)
+        assert exact(w.query()) == exact(reference.query()) and len(w) == len(reference)
+    assert not typed_kind(w) and len(w) < stored_typed.LOCAL_LIMIT
+    for window in (w, reference):
+        window.close()
+    w, reference = (Window.open(url, i, Mean(), policy) for i in ids)
+    assert typed_kind(w) is mta.COMPILED
+    for t in range(11_500, 14_000):
+        assert w.insert(t, (t % 7) / 3) == reference.insert(t, (t % 7) / 3)
+        assert exact(w.query()) == exact(reference.query())
+    w.flush()
+    reference.flush()
+    state = w._algorithm.checkpoint()
+    levels = len(state["bufs"])
+    assert live(state, stored_levels(w, levels)) == live(reference._algorithm.checkpoint(), stored_levels(reference, levels))
+    w.close()
+    reference.close()
