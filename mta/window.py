@@ -304,7 +304,7 @@ class Window:
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
                        and (typed.serves(monoid) or typed_record.serves(monoid))
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
-        if self._stored_typed(monoid, policy, cls, store, state, options):
+        if self._stored_typed(monoid, policy, cls, store, options):
             # Its insertions read nothing from the store: nothing in them can fail.
             self._typed = self._safe = True
             core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
@@ -330,12 +330,12 @@ class Window:
         self.backend = None
         self.labels: dict[str, Any] = {}
 
-    def _stored_typed(self, monoid: Monoid, policy: Any, cls: type, store: LevelStore | None, state: Any,
+    def _stored_typed(self, monoid: Monoid, policy: Any, cls: type, store: LevelStore | None,
                       options: dict[str, Any]) -> bool:
         """Whether a stored window runs the typed core (:mod:`mta.algorithms.stored_typed`):
         compiled, an AMTA window with the default options, a built-in number monoid, no
-        policy or one of ours (as a typed window in memory). A reopened one (``state``) may
-        still go on as the stored AmortizedMTA (:meth:`_restart`)."""
+        policy or one of ours (as a typed window in memory). A reopened one may still go on
+        as the stored AmortizedMTA (:meth:`_restart`)."""
         return (typed.USE and store is not None and cls.name == "amta" and set(options) == {"store"}
                 and typed.serves(monoid) and _trusted(policy)
                 and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))

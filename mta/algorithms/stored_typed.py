@@ -100,7 +100,6 @@ class _Stored:
         head, tail, root = state["head"], state["tail"], state["root_level"]
         if amta.layout()[1] != tail:
             raise StoreError(f"the store holds {len(elements)} live leaves, the checkpoint {tail - head}")
-        head, tail, root = state["head"], state["tail"], state["root_level"]
         r0 = part(state["r0"]) if head < tail else None
         r1 = part(state["r1"]) if ((head >> root) + 1) << root < tail else None  # R1 not empty
         amta.resume(state["bstart"][0], len(state["bufs"]), root, r0, r1)
