@@ -304,12 +304,12 @@ class Window(typed.WindowFields):
         self._typed = (typed.USE and cls.name in TYPED_ALGORITHMS and self._safe and store is None and not options
                        and (typed.serves(monoid) or typed_record.serves(monoid))
                        and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
-        if self._stored_typed(monoid, policy, cls, store, state, options):
+        if self._stored_typed(monoid, policy, cls, store, options):
             # Its insertions read nothing from the store: nothing in them can fail.
             self._typed = self._safe = True
             core = functools.partial(TYPED_ALGORITHMS[cls.name], monoid)
             self._make = (functools.partial(StoredTimed.over, core, inner, policy, store) if self._timed
-                          else functools.partial(StoredAMTA, monoid, store, max_size=self._max_size))
+                          else functools.partial(StoredAMTA.over, monoid, store, self._max_size))
         elif self._ordered:
             self._typed = _typed_ordered(monoid, policy, cls, self._safe and store is None, options)
             self._make = (functools.partial(TypedTimeOrdered, monoid, inner, policy, **options) if self._typed
@@ -330,18 +330,23 @@ class Window(typed.WindowFields):
         self.backend = None
         self.labels: dict[str, Any] = {}
 
-    def _stored_typed(self, monoid: Monoid, policy: Any, cls: type, store: LevelStore | None, state: Any,
+    def _stored_typed(self, monoid: Monoid, policy: Any, cls: type, store: LevelStore | None,
                       options: dict[str, Any]) -> bool:
         """Whether a stored window runs the typed core (:mod:`mta.algorithms.stored_typed`):
-        compiled, a new AMTA window with the default options, a built-in number monoid, no
-        policy or one of ours (as a typed window in memory)."""
-        return (typed.USE and store is not None and state is None and cls.name == "amta" and set(options) == {"store"}
+        compiled, an AMTA window with the default options, a built-in number monoid, no
+        policy or one of ours (as a typed window in memory). A reopened one may still go on
+        as the stored AmortizedMTA (:meth:`_restart`)."""
+        return (typed.USE and store is not None and cls.name == "amta" and set(options) == {"store"}
                 and typed.serves(monoid) and _trusted(policy)
                 and (typed.plan(policy) is not None if self._timed else (self._max_size or 0) <= sys.maxsize))
 
     def _restart(self, state: Any) -> None:
         """Build the algorithm, empty or from a checkpoint of the store."""
         self._algorithm: Aggregator = self._make(state=state) if state is not None else self._make()
+        if self._typed and self._store is not None and not isinstance(self._algorithm, (StoredTimed, StoredAMTA)):
+            # reopened as the stored AmortizedMTA (too large or untyped for the typed core)
+            self._typed = False
+            self._safe = _trusted(self.policy) and not self._store.durable
         annotations = state["annotations"] if state is not None else {}
         #: The newest timestamp (in order; out of order, the last one inserted).
         self._newest: Any = annotations.get("newest")

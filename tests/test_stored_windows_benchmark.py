@@ -1,7 +1,9 @@
 """Smoke run of benchmarks.stored_windows (issue 20) in its quick mode: every cell ran for
-every competitor (this checkout compiled and pure, and ``--before`` another: here this one
-again), the competitors ran on the path they claim and gave the same results, and the
-results file has the command, commit and table. Timings are not asserted."""
+every competitor (this checkout compiled, compiled on the object AMTA and pure, and
+``--before`` another: here this one again), the competitors ran on the path they claim and
+gave the same results, a small window ran (and reopened on) the typed core and one past
+its local limit the object AMTA, and the results file has the command, commit and table.
+Timings are not asserted."""
 
 from __future__ import annotations
 
@@ -20,14 +22,19 @@ def test_stored_windows_quick(tmp_path):
     assert data["workers"]["pure"]["compiled"] is False
     assert data["workers"]["compiled"]["compiled"] is mta.COMPILED is data["workers"]["before"]["compiled"]
     rows = data["rows"]
-    assert {(r["cell"], r["store"]) for r in rows} == {(c, s) for c in ("per_event", "batches")
-                                                        for s in ("in memory", "memory://", "file", "redis")}
+    stores = ("in memory", "memory://", "file", "redis")
+    assert {(r["cell"], r["store"], r["size"]) for r in rows} == {
+        *((c, s, n) for c in ("per_event", "batches") for s in stores for n in (1000, 5000)),
+        *(("reopened", s, 1000) for s in stores[1:])}
     for row in rows:
         assert row["equal"], row
-        assert set(row["us"]) == {"compiled", "pure", "before"} and min(row["us"].values()) > 0
+        assert set(row["us"]) == {"compiled", "object", "pure", "before"} and min(row["us"].values()) > 0
         reads, writes, algorithm = row["calls"]["compiled"]
         assert reads >= 0 and writes >= 0 and algorithm
-        if row["store"] == "memory://" and mta.COMPILED:  # a stored window on the typed core
-            assert algorithm == "StoredTimed" and reads == writes == 0
+        if row["store"] != "in memory":
+            assert row["calls"]["object"][2] == "AmortizedMTA"
+        if row["store"] == "memory://" and mta.COMPILED:  # a stored window on the typed core below its limit
+            assert algorithm == ("StoredTimed" if row["size"] == 1000 else "AmortizedMTA")
+            assert reads == writes == 0
     text = (tmp_path / "stored_windows_quick.md").read_text()
     assert "python -m benchmarks.stored_windows --quick --before" in text and data["machine"]["git_commit"] in text

@@ -25,7 +25,13 @@ fewer than :data:`LOCAL_LIMIT` updates (columns of a few tens of kB, less than t
 AmortizedMTA's own write buffers and level caches of 512 nodes): an insertion into a window
 of that many, or a batch that would make it that many, first hands the window over to the
 stored AmortizedMTA in the same state (:meth:`to_object`, exact), which keeps O(log n) of
-it local from then on. A window reopened from its store runs the AmortizedMTA.
+it local from then on. A window reopened from its store with fewer updates goes on on the
+typed core (:meth:`StoredTimed.over`, :meth:`StoredAMTA.over` with a checkpoint): its live
+leaves are read from the store once and inserted into an empty core at the checkpoint's
+head, which makes the same leaves and nodes wholly in the window, and R0, R1, the root
+level and the leaf-buffer start are the checkpoint's, the stack stale, as AmortizedMTA's
+``_restore`` leaves them. A larger window, or one the typed core cannot hold (a partial or
+a timestamp of another kind), reopens as the AmortizedMTA.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any, Callable, Sequence
 
-from kvs import LevelStore
+from kvs import LevelStore, StoreError
+from mta.algorithms.amta import AmortizedMTA
 from mta.algorithms.typed import TypedTimed, Untyped
 from mta.algorithms.typed_amta import TypedAMTA
 from mta.monoid import Monoid
@@ -53,6 +60,16 @@ _bare_push = TypedAMTA.push
 _bare_evict = TypedAMTA.evict
 
 
+def _same(partial: Any) -> Any:
+    return partial
+
+
+def _resumable(state: dict[str, Any]) -> bool:
+    """Whether the window of checkpoint ``state`` reopens on the typed core: a stored
+    AmortizedMTA's, of fewer than :data:`LOCAL_LIMIT` updates."""
+    return state.get("algorithm") == "amta" and state["tail"] - state["head"] < LOCAL_LIMIT
+
+
 class _Stored:
     """The store side shared by :class:`StoredTimed` and :class:`StoredAMTA`: commits in
     AmortizedMTA's format. ``self._amta`` is the TypedAMTA, ``self._seen`` its ``moves``
@@ -63,19 +80,37 @@ class _Stored:
     #: Extra checkpoint entries (``mta.Window`` sets it: its newest timestamp and notes).
     annotate: Callable[[], dict[str, Any]] | None
 
-    def _attach(self, store: LevelStore, amta: TypedAMTA) -> None:
+    def _attach(self, store: LevelStore, amta: TypedAMTA, fresh: bool = True) -> None:
         self.store = store
         self.annotate = None
         self._amta = amta
         self._seen = amta.moves
-        store.clear()  # as AmortizedMTA starts
+        amta.durable = store.durable
+        if fresh:
+            store.clear()  # as AmortizedMTA starts
+
+    def _resume(self, state: dict[str, Any], elements: list[Any], insert: Callable[[list[Any]], None],
+                part: Callable[[Any], Any]) -> None:
+        """Continue from ``state``, a checkpoint of the store, whose live leaves are
+        ``elements`` (AmortizedMTA's, read from the store): ``insert`` puts them in the
+        empty core, ``part`` takes a result's partial out of its element."""
+        amta = self._amta
+        amta.start_at(state["head"])
+        insert(elements)
+        head, tail, root = state["head"], state["tail"], state["root_level"]
+        if amta.layout()[1] != tail:
+            raise StoreError(f"the store holds {len(elements)} live leaves, the checkpoint {tail - head}")
+        r0 = part(state["r0"]) if head < tail else None
+        r1 = part(state["r1"]) if ((head >> root) + 1) << root < tail else None  # R1 not empty
+        amta.resume(state["bstart"][0], len(state["bufs"]), root, r0, r1)
+        self._seen = amta.moves
 
     def _wrap(self, first: int, last: int, partial: Any, head: int) -> Any:
         """The object algorithm's element of leaves ``[first, last]`` (absolute indices;
         ``head`` the window's first)."""
         return partial
 
-    def _moved(self) -> None:
+    def _buffer_moved(self) -> None:
         """The leaf buffer moved (AmortizedMTA flushed it): commit in the background, as it
         does on a durable store (a non-durable one commits on :meth:`flush` only)."""
         self._seen = self._amta.moves
@@ -167,13 +202,35 @@ class StoredTimed(_Stored, TypedTimed):
 
     name = "amta"
 
-    def __init__(self, core: TypedAMTA, timed_monoid: Monoid, policy: Any, store: LevelStore) -> None:
+    def __init__(self, core: TypedAMTA, timed_monoid: Monoid, policy: Any, store: LevelStore,
+                 fresh: bool = True) -> None:
         TypedTimed.__init__(self, core, timed_monoid, policy)
-        self._attach(store, core)
+        self._attach(store, core, fresh)
 
     @staticmethod
-    def over(make_core: Callable[[], TypedAMTA], timed_monoid: Monoid, policy: Any, store: LevelStore) -> StoredTimed:
-        return StoredTimed(make_core(), timed_monoid, policy, store)
+    def over(make_core: Callable[[], TypedAMTA], timed_monoid: Monoid, policy: Any, store: LevelStore,
+             state: dict[str, Any] | None = None) -> StoredTimed | AmortizedMTA:
+        """A new window on the typed core; with ``state`` (a checkpoint of ``store``), the
+        window reopened: on the typed core if it fits (:func:`_resumable`, every element
+        typed), else as the stored AmortizedMTA."""
+        if state is None:
+            return StoredTimed(make_core(), timed_monoid, policy, store)
+        obj = AmortizedMTA(timed_monoid, store, state=state)
+        if not _resumable(state):
+            return obj
+        elements = list(obj)  # the live leaves, read from the store
+        window = StoredTimed(make_core(), timed_monoid, policy, store, fresh=False)
+
+        def insert(leaves: list[Any]) -> None:
+            if any(leaf[0] != 1 for leaf in leaves):
+                raise Untyped("a leaf of a timed window counts one update")
+            _timed_columns(window, [leaf[1] for leaf in leaves], [leaf[2] for leaf in leaves])
+
+        try:
+            window._resume(state, elements, insert, lambda element: element[2])
+        except Untyped:
+            return obj
+        return window
 
     def _wrap(self, first: int, last: int, partial: Any, head: int) -> Any:
         return (last - first + 1, self.timestamp(last - head), partial)
@@ -189,7 +246,7 @@ class StoredTimed(_Stored, TypedTimed):
         else:  # search first, as the stored AmortizedMTA (mta.Window._apply_first_search)
             k = self.push_first(timestamp, partial)
         if self._amta.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
         return k
 
     def accepts(self, partials: Sequence[Any], timestamps: Sequence[Any]) -> bool:
@@ -198,14 +255,14 @@ class StoredTimed(_Stored, TypedTimed):
     def insert_columns(self, timestamps: Sequence[Any], partials: Sequence[Any]) -> None:
         _timed_columns(self, timestamps, partials)
         if self._amta.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def insert_arrays(self, timestamps: Any, values: Any, keys: Any = None) -> None:
         if len(self) + len(values) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         _timed_arrays(self, timestamps, values, keys)
         if self._amta.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def end_hold(self) -> bool:
         TypedTimed.end_hold(self)
@@ -223,10 +280,29 @@ class StoredTimed(_Stored, TypedTimed):
 class StoredAMTA(_Stored, TypedAMTA):
     """A stored window on the bare typed core (no policy, or MaxSize)."""
 
-    def __init__(self, monoid: Monoid, store: LevelStore, max_size: int | None = None) -> None:
+    def __init__(self, monoid: Monoid, store: LevelStore, max_size: int | None = None, fresh: bool = True) -> None:
         TypedAMTA.__init__(self, monoid, max_size)
-        self._attach(store, self)
+        self._attach(store, self, fresh)
         self._max = max_size
+
+    @staticmethod
+    def over(monoid: Monoid, store: LevelStore, max_size: int | None = None,
+             state: dict[str, Any] | None = None) -> StoredAMTA | AmortizedMTA:
+        """A new window on the typed core; with ``state`` (a checkpoint of ``store``), the
+        window reopened: on the typed core if it fits (:func:`_resumable`, every partial
+        typed), else as the stored AmortizedMTA."""
+        if state is None:
+            return StoredAMTA(monoid, store, max_size)
+        obj = AmortizedMTA(monoid, store, state=state)
+        if not _resumable(state):
+            return obj
+        elements = list(obj)  # the live leaves, read from the store
+        window = StoredAMTA(monoid, store, max_size, fresh=False)
+        try:
+            window._resume(state, elements, lambda leaves: TypedAMTA.insert_many(window, leaves), _same)
+        except Untyped:
+            return obj
+        return window
 
     def push(self, timestamp: Any, partial: Any) -> int:
         n = len(self)
@@ -245,7 +321,7 @@ class StoredAMTA(_Stored, TypedAMTA):
             _bare_evict(self, k)
             _bare_push(self, timestamp, partial)  # evicts nothing more
         if self.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
         return k
 
     def accepts(self, partials: Sequence[Any]) -> bool:
@@ -254,14 +330,14 @@ class StoredAMTA(_Stored, TypedAMTA):
     def insert_many(self, partials: Sequence[Any]) -> None:
         TypedAMTA.insert_many(self, partials)
         if self.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def insert_array(self, values: Any, keys: Any = None) -> None:
         if len(self) + len(values) >= LOCAL_LIMIT:
             raise Untyped("the window outgrew the typed core's local part")
         TypedAMTA.insert_array(self, values, keys)
         if self.moves != self._seen and not self.hold:
-            self._moved()
+            self._buffer_moved()
 
     def end_hold(self) -> bool:
         TypedAMTA.end_hold(self)

@@ -253,6 +253,8 @@ class TypedAMTA:
     timed = cython.declare(cython.bint, visibility="public")
     #: How many times the leaf buffer moved (AmortizedMTA's flushes): a stored window commits then.
     moves = cython.declare(cython.Py_ssize_t, visibility="readonly")
+    #: AmortizedMTA's store is durable: an eviction of a few that would read it goes in bulk.
+    durable = cython.declare(cython.bint, visibility="public")
 
     _op: cython.int
     _max_size: cython.Py_ssize_t  # mta.Window's MaxSize, for push (-1: none)
@@ -331,6 +333,7 @@ class TypedAMTA:
         self.monoid = monoid
         self.hold = False
         self.timed = False
+        self.durable = False
         self._max_size = -1 if max_size is None else max_size
         self._op = op
         self._mean = op == MEAN or op == MINCOUNT or op == MAXCOUNT
@@ -1278,6 +1281,51 @@ class TypedAMTA:
         """``(R0, R1)``, AmortizedMTA's result pair (the window is not empty)."""
         return (self._encode(self._r0), self._encode(self._r1))
 
+    def start_at(self, head: int) -> None:
+        """Empty, at leaf ``head``: the first step of :meth:`resume`'s reopening (then the
+        window's live leaves are inserted)."""
+        if head < 0:
+            raise ValueError(f"a window starts at a leaf >= 0, not {head}")
+        self._reset()
+        self._head = self._tail = self._bstart = head
+        self._moved()
+
+    def resume(self, bstart: int, levels: int, root_level: int, r0: Any, r1: Any) -> None:
+        """AmortizedMTA's ``_restore`` of a checkpoint, once :meth:`start_at` its head and the
+        insertion of its live leaves have made the same leaves and the same nodes wholly in
+        the window: its leaf-buffer start ``bstart``, number of ``levels``, and (a window
+        not empty) its R0, R1 (``r1`` read only when the window reaches past the left
+        tree) and root level, the stack stale as AmortizedMTA leaves it. Untyped if R0 or
+        R1 does not fit the window's columns (the core is then to be dropped)."""
+        h: cython.Py_ssize_t = self._head
+        t: cython.Py_ssize_t = self._tail
+        level: cython.Py_ssize_t = root_level
+        p0: Part
+        p1: Part = self._identity
+        if not 0 <= bstart <= t or levels < self._levels or not 0 <= level < 63:
+            raise ValueError("a checkpoint that does not match the window's leaves")
+        if h < t:
+            p0 = self._resumed(r0)
+            if ((h >> level) + 1) << level < t:
+                p1 = self._resumed(r1)
+            self._set_root_level(level)
+            self._r0, self._r1 = p0, p1
+            self._stale = True
+            self._sn = 0
+        self._bstart = bstart
+        self._levels = levels
+
+    @cython.cfunc
+    def _resumed(self, partial: object) -> Part:
+        """A result partial of the window's own kind, decoded (Untyped otherwise)."""
+        p: Part = self._decode(partial)
+        if self._var and self._neutral:
+            return p
+        if (self._kind != self._window_kind() if self._var else self._kind != self._float) or \
+                (self._arg and self._keykind != self._fkey):
+            raise Untyped("a result partial of the other kind")
+        return p
+
     # -- eviction (AmortizedMTA.evict) --------------------------------------------------------
 
     def evict(self, k: Any = 1) -> None:
@@ -1292,6 +1340,11 @@ class TypedAMTA:
         """AmortizedMTA.evict(k) once ``0 <= k <= len`` is known."""
         i: cython.Py_ssize_t
         if k >= max(2, _bitlen(self._tail - self._head)):  # bulk (paper section 4.2.4)
+            self._move_head(self._head + k)
+            return 0
+        if k > 1 and self.durable and not (
+                (self._head + k) >> BITS == self._head >> BITS and not self._stale and self._sn >= k):
+            # AmortizedMTA's _local_steps: single evictions would read its store, so it goes in bulk
             self._move_head(self._head + k)
             return 0
         for i in range(k):
