@@ -332,6 +332,7 @@ def _abs64(v: cython.longlong) -> cython.ulonglong:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _Columns:
     """Growable typed columns of one stack: values ``d`` (FLOAT) or ``i`` (INT), counts ``c``
     (``counted``: MEAN, MINCOUNT, MAXCOUNT, VARIANCE), and the ``extra`` columns of
@@ -415,6 +416,7 @@ def _columns(size: cython.Py_ssize_t, kind: cython.int, counted: cython.bint, d:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _TypedCore:
     """What every typed core shares: the op and kind, decoding and checking partials (one
     at a time, in a batch, in a numpy array), the INT bound, eviction counts, the results.
@@ -852,7 +854,6 @@ class _TypedCore:
             self._kind = kind
             self._kind2 = k2
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
         window's MaxSize; return how many were evicted."""
@@ -878,7 +879,6 @@ class _TypedCore:
 
     # -- results ----------------------------------------------------------------------
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> Any:
         """``monoid.lower(query())``: the window's result (a Mean's computed from the C values
         of its total: :meth:`_partial` while ``_lowering``)."""
@@ -1083,6 +1083,7 @@ def _combined_rows(op: cython.int, kind: cython.int, dst: _Columns, di: cython.P
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedTwoStacks(_TypedCore):
     """:class:`~mta.algorithms.two_stacks.TwoStacks` over typed columns.
 
@@ -1310,6 +1311,7 @@ def _bare(first: int, last: int, partial: Any) -> Any:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedDABA(_TypedCore):
     """:class:`~mta.algorithms.daba.DABA` (Cached DABA) over typed columns.
 
@@ -1539,6 +1541,7 @@ def _restored(cls: type, args: tuple, snapshot: tuple) -> Any:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class WindowFields:
     """The base of :class:`mta.Window`: the field that :class:`Events` reads and writes on
     every event, a C field here (compiled) rather than an entry of the window's ``__dict__``,
@@ -1556,6 +1559,7 @@ class WindowFields:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class Events:
     """``mta.Window.insert`` and ``query`` of a window on a typed core, one C call each.
 
@@ -1604,7 +1608,6 @@ class Events:
         self._count = type(monoid) is Count
         self._ordered = window._ordered
 
-    @cython.binding(False)  # a builtin method: called without CyFunction's binding
     def insert(self, timestamp: Any, value: Any) -> int:
         """``Window.insert``: add one update, enforce the policy, return how many left."""
         window: WindowFields = self._window
@@ -1704,7 +1707,6 @@ class Events:
         window._newest = tview[n - 1]
         return window._enforce()
 
-    @cython.binding(False)  # a builtin method: called without CyFunction's binding
     def query(self, t_from: Any = None, t_to: Any = None) -> Any:
         """``Window.query``: the window's result (of a time range: the window's own way)."""
         if t_from is None and t_to is None and self._live:
@@ -1824,6 +1826,7 @@ def liftable(view: object, op: cython.int) -> cython.bint:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class PerEvent:
     """``Window.insert`` and ``Window.query`` as descriptors: read on a window that has
     :class:`Events` (``window._events``), the Events' method, one C call; on any other window,
@@ -1886,6 +1889,7 @@ def plan(policy: Any) -> tuple | None:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedTimed:
     """A typed core under a timed window's elements ``(1, timestamp, partial)`` (what
     ``mta.Window`` inserts when its policy reads times: through :meth:`push`,
@@ -1938,6 +1942,7 @@ class TypedTimed:
         self._tkind = _FLOAT
 
     @staticmethod
+    @cython.binding(True)  # a CyFunction: windows pickle functools.partial(TypedTimed.over, ...) by its name
     def over(make_core: Any, timed_monoid: Monoid, policy: Any) -> TypedTimed:
         """A new timed window over a new core ``make_core()``."""
         return TypedTimed(make_core(), timed_monoid, policy)
@@ -2022,7 +2027,6 @@ class TypedTimed:
             self._ti[self._h + self._n] = t
         self._n += 1
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: insert ``(1, timestamp, partial)``, then
         enforce the window's policy; return how many were evicted."""
@@ -2034,7 +2038,6 @@ class TypedTimed:
             self._n -= k
         return k
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> Any:
         """``monoid.lower`` of the window's partial: the core's result."""
         return self.core.result()
@@ -2367,6 +2370,7 @@ def _log_spine(op: cython.int, v: _Number[:], c: cython.longlong[:], mean: cytho
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedLogMTA(_TypedCore):
     """:class:`~mta.algorithms.log_mta.LogMTA` (in memory) over typed columns.
 

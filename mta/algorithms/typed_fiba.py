@@ -178,6 +178,7 @@ def _unfkey(b: cython.longlong) -> cython.double:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _TNode:
     """A node of :class:`TypedFiBA`: FiBA's ``_Node`` with its entries in C arrays.
 
@@ -232,6 +233,7 @@ def _chan(a: Part, b: Part) -> Part:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _TNodeA(_TNode):
     """A :class:`_TNode` with a second key column, ``a[j]``: entry ``j``'s key is the pair
     ``(k[j], a[j])``. Only trees with pair keys have it (and Variance's, through
@@ -247,6 +249,7 @@ class _TNodeA(_TNode):
 
 @cython.final
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _TNodeX(_TNodeA):
     """A :class:`_TNodeA` with one more int64 column, ``x[j]``: Variance's M2 (bits of a
     double). Only Variance's trees have it, so the other ops' nodes are not bigger."""
@@ -366,6 +369,7 @@ def _copy_xa(src: _TNode, s: cython.Py_ssize_t, dst: _TNode, t: cython.Py_ssize_
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.initializedcheck(False)
@@ -1665,7 +1669,6 @@ class TypedFiBA:
             return self._agg_of(root)
         return self._enc(self._comb(self._comb(self._lf.agg, root.agg), self._rf.agg))
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> Any:
         """``monoid.lower(query())``."""
         return self.monoid.lower(self.query()) if self._lower else self.query()

@@ -357,6 +357,7 @@ def _wpops(op: cython.int, fl: cython.bint, back: Part, x: Part) -> cython.bint:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _TypedMQ:
     """What the twins share: monoid, ranges and capacity as the object aggregator has them,
     the number held (``len``), ``clear`` (the twin's columns by :meth:`_reset`), the first
@@ -757,6 +758,7 @@ class _TypedMQ:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedSlideSide(_TypedMQ):
     """:class:`~mta.algorithms.slideside.InvertibleSlideSide` over typed columns: the circular
     buffer ``e`` of ``capacity`` partials, the prefix scan ``b`` of the current lap
@@ -1032,6 +1034,7 @@ class TypedSlideSide(_TypedMQ):
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedSlickDeque(_TypedMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeNonInv` (Alg. 3) over typed columns: the
     deque of (sequence number, partial) nodes in a ring (``p``, ``vd``/``vi``, and ``vc`` for
@@ -1237,6 +1240,7 @@ class TypedSlickDeque(_TypedMQ):
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedSlickDequeInv(_TypedMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeInv` (Alg. 2) over typed columns: the
     newest ``capacity`` partials in a circular array (``e``; never-written slots hold the
@@ -1390,6 +1394,7 @@ class TypedSlickDequeInv(_TypedMQ):
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedOverlaidSlideSide(_TypedMQ):
     """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over typed columns, for ``Min``
     and ``Max`` (``*d`` / ``*i`` columns), the wide ops, ``Sum``/``Count`` and ``Mean`` (rows
@@ -1843,6 +1848,7 @@ class TypedOverlaidSlideSide(_TypedMQ):
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class _TypedRecordMQ:
     """A twin for a :class:`~mta.monoid.Record` (:func:`_record_twin`): one field twin of
     class ``_field`` per field, in lockstep. The object aggregator over the Record combines
@@ -1924,6 +1930,7 @@ class _TypedRecordMQ:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedRecordSlideSide(_TypedRecordMQ):
     """:class:`~mta.algorithms.slideside.InvertibleSlideSide` over a Record: a
     :class:`TypedSlideSide` per field."""
@@ -1936,6 +1943,7 @@ class TypedRecordSlideSide(_TypedRecordMQ):
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedRecordSlickDeque(_TypedRecordMQ):
     """:class:`~mta.algorithms.slickdeque.SlickDequeInv` over a Record: a
     :class:`TypedSlickDequeInv` per field."""
@@ -1948,6 +1956,7 @@ class TypedRecordSlickDeque(_TypedRecordMQ):
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedRecordOverlaidSlideSide(_TypedRecordMQ):
     """:class:`~mta.algorithms.slideside.OverlaidSlideSide` over a Record: a
     :class:`TypedOverlaidSlideSide` per field."""

@@ -99,6 +99,7 @@ def _abs_total(view: object, variance: cython.bint) -> object:
 
 
 @cython.cclass
+@cython.binding(False)  # builtin methods: cheaper to call than CyFunctions
 class TypedRecord:
     """One typed core of class ``core`` per field of ``monoid`` (a Record that
     :func:`serves`), in lockstep. ``max_size``: the window's MaxSize, for :meth:`push`;
@@ -261,7 +262,6 @@ class TypedRecord:
             else:
                 self._cores[j].insert_array(values, None, None if floats else total)
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def push(self, timestamp: Any, partial: Any) -> int:
         """``mta.Window``'s insertion in one call: :meth:`insert`, then evict down to the
         window's MaxSize; return how many were evicted."""
@@ -299,7 +299,6 @@ class TypedRecord:
     def query(self) -> tuple:
         return tuple([core.query() for core in self._cores])
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> dict:
         """``monoid.lower(query())``, each field's from its core."""
         return {name: core.result() for name, core in zip(self.monoid.fields, self._cores)}

@@ -147,7 +147,6 @@ class TypedRecordFiBA:
     def query(self) -> tuple:
         return tuple([tree.query() for tree in self.trees])
 
-    @cython.binding(False)  # a builtin method: Events calls it without CyFunction's binding
     def result(self) -> dict:
         """``monoid.lower(query())``, each field's from its tree."""
         return {name: tree.result() for name, tree in zip(self.monoid.fields, self.trees)}
