@@ -46,6 +46,23 @@ def typed_kind(window: Window) -> bool:
     return isinstance(window._algorithm, (stored_typed.StoredTimed, stored_typed.StoredAMTA))
 
 
+def same_steps(rng: random.Random, typed: Window, objects: Window, policy: Any, clock: int, sizes: list[int]) -> int:
+    """One random batch (of a size in ``sizes``) into both windows, one at a time or as a
+    batch, sometimes an ``evict_before``; both answer alike. Returns the new clock."""
+    batch = []
+    for _ in range(rng.choice(sizes)):
+        clock += rng.choice([0, 1, 1, 2])
+        batch.append((clock, rng.choice([0.1, 0.2, 1e16, -1e16, 1 / 3, 7.0, 2.5])))
+    if rng.random() < 0.5:
+        assert [typed.insert(*u) for u in batch] == [objects.insert(*u) for u in batch]
+    else:
+        assert typed.insert_many(batch) == objects.insert_many(batch)
+    if isinstance(policy, TimeRange) and rng.random() < 0.2:
+        assert typed.evict_before(clock - 200) == objects.evict_before(clock - 200)
+    assert exact(typed.query()) == exact(objects.query()) and len(typed) == len(objects)
+    return clock
+
+
 def live(state: dict[str, Any], levels: list[list[Any]]) -> dict[str, Any]:
     """A checkpoint and the stored levels, but what AmortizedMTA never reads (leaves before
     the head, nodes not wholly in the window), floats as hex."""
@@ -82,17 +99,7 @@ def test_checkpoint_and_levels_are_the_object_algorithms(seed, monoid, policy, m
     assert typed_kind(typed) and not typed_kind(objects)
     clock = 0
     for _ in range(12):
-        batch = []
-        for _ in range(rng.choice([1, 30, 400, 900])):
-            clock += rng.choice([0, 1, 1, 2])
-            batch.append((clock, rng.choice([0.1, 0.2, 1e16, -1e16, 1 / 3, 7.0, 2.5])))
-        if rng.random() < 0.5:
-            assert [typed.insert(*u) for u in batch] == [objects.insert(*u) for u in batch]
-        else:
-            assert typed.insert_many(batch) == objects.insert_many(batch)
-        if isinstance(policy, TimeRange) and rng.random() < 0.2:
-            assert typed.evict_before(clock - 200) == objects.evict_before(clock - 200)
-        assert exact(typed.query()) == exact(objects.query()) and len(typed) == len(objects)
+        clock = same_steps(rng, typed, objects, policy, clock, [1, 30, 400, 900])
         typed.flush()
         objects.flush()
         state = typed._algorithm.checkpoint()
@@ -254,17 +261,7 @@ def test_a_reopened_window_goes_on_on_the_typed_core_as_the_object_algorithm(see
     objects = Window(monoid(), policy, store=url, window_id=ids[1], **OBJECT)
     clock = 0
     for _ in range(9):
-        batch = []
-        for _ in range(rng.choice([1, 30, 350])):
-            clock += rng.choice([0, 1, 1, 2])
-            batch.append((clock, rng.choice([0.1, 0.2, 1e16, -1e16, 1 / 3, 7.0, 2.5])))
-        if rng.random() < 0.5:
-            assert [typed.insert(*u) for u in batch] == [objects.insert(*u) for u in batch]
-        else:
-            assert typed.insert_many(batch) == objects.insert_many(batch)
-        if isinstance(policy, TimeRange) and rng.random() < 0.2:
-            assert typed.evict_before(clock - 200) == objects.evict_before(clock - 200)
-        assert exact(typed.query()) == exact(objects.query()) and len(typed) == len(objects)
+        clock = same_steps(rng, typed, objects, policy, clock, [1, 30, 350])
         if rng.random() < 0.6:
             typed.close()
             objects.close()
