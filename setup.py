@@ -25,7 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = runpy.run_path(os.path.join(HERE, "mta", "_extensions.py"))["EXTENSION_MODULES"]
 NO_EXTENSIONS = bool(os.environ.get("MTA_NO_EXTENSIONS"))
 REQUIRE_EXTENSIONS = bool(os.environ.get("MTA_REQUIRE_EXTENSIONS"))
-DIRECTIVES = {"language_level": "3", "embedsignature": True}
+# embedsignature in Argument Clinic's format: builtin methods (the typed cores' classes are
+# compiled with binding=False) then have __text_signature__, so inspect.signature reads them
+DIRECTIVES = {"language_level": "3", "embedsignature": True, "embedsignature.format": "clinic"}
 
 
 def _tell(line: str) -> None:

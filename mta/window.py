@@ -537,14 +537,17 @@ class Window(typed.WindowFields):
         if arrays is None:
             return None
         ts, vs = arrays
+        newest, self._newest = self._newest, ts[-1].item()  # before the insertion, as Events'
         try:
             if self._timed:
                 self._algorithm.insert_arrays(ts, vs)
             else:
                 self._algorithm.insert_array(vs)
-        except typed.Untyped:
-            return None
-        self._newest = ts[-1].item()
+        except BaseException as error:
+            self._newest = newest
+            if isinstance(error, typed.Untyped):
+                return None
+            raise
         return self._enforce()
 
     def _ordered_arrays(self, timestamps: Any, values: Any) -> int | None:

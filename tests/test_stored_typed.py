@@ -246,6 +246,34 @@ def test_a_few_evictions_into_the_next_chunk_go_in_bulk_on_a_durable_store(kind,
     reference.close()
 
 
+@pytest.mark.parametrize("kind", ["file", "redis"])
+@pytest.mark.parametrize("policy", [TimeRange(10**9), MaxSize(10**6)], ids=repr)
+@pytest.mark.parametrize("columns", [False, True], ids=["one at a time", "numpy batches"])
+def test_a_commit_during_an_insertion_records_its_timestamp(kind, policy, columns, file_url, redis_url) -> None:
+    """A background commit sent during an insertion (the leaf buffer moved at 544 updates)
+    records the window's newest timestamp, that insertion's: a writer that dies without
+    flushing reopens holding updates up to t = 543 and refuses an older timestamp (the
+    typed path wrote the newest after the core's push, so the commit recorded 542 and the
+    reopened window took 542.5)."""
+    import numpy as np
+    url = urls(kind, file_url, redis_url)
+    window_id = uuid.uuid4().hex
+    w = Window(Sum(), policy, store=url, window_id=window_id)
+    if columns:
+        for start in range(0, 700, 100):
+            w.insert_many(np.arange(start, start + 100, dtype=np.int64), np.ones(100))
+    else:
+        for t in range(700):
+            w.insert(t, 1.0)
+    w._algorithm.store.drain()  # the commits sent, none added: as if the writer died here
+    again = Window.open(url, window_id, Sum(), policy, take_over=True)
+    held = len(again)
+    assert 0 < held < 700 and again.query() == held and again._newest == held - 1
+    with pytest.raises(ValueError, match=f"older than the newest update {held - 1}"):
+        again.insert(held - 1.5, 1.0)
+    again.close()
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("kind", ["memory", "file", "redis"])
 @pytest.mark.parametrize("monoid, policy", [(Sum, TimeRange(700)), (Mean, MaxSize(1500)), (Max, TimeRange(3000)),

@@ -773,6 +773,58 @@ def test_typed_windows_copy_and_pickle(use_typed, policy, name):
     assert _same(again.query(), window.query()) and len(again) == len(window)
 
 
+@pytest.mark.parametrize("monoid", [Sum, Mean, Variance], ids=lambda m: m.__name__)
+def test_a_batch_that_evicts_past_the_leaf_buffer_gives_the_object_floats(monoid):
+    """A batch is held (``begin_hold``): AmortizedMTA moves its leaf buffer only at the
+    batch's end, so a bulk eviction within the batch still finds the leaves and folds R1
+    from them. The typed core under a policy on times held too late (TypedTimed kept the
+    hold to itself): at leaf 544 it moved the buffer mid-batch, rebuilt R1 from nodes,
+    ``(x544 + ... + x547) + (x548 + x549)``, and the floats differed from the object's
+    left fold. Here: 521 updates one at a time, then 29 whose last 10 jump ahead, so that
+    the window keeps leaves 540-549 (R1: 544-549, 1e16 then ones)."""
+    windows, use = [], typed.USE
+    try:
+        for typed.USE in (True, False):
+            windows.append(Window(monoid(), TimeRange(10)))
+    finally:
+        typed.USE = use
+    for w in windows:
+        for t in range(521):
+            w.insert(t, 1.0)
+    batch = [(t, 1.0) for t in range(521, 540)] + [(10_000 + j, 1e16 if j == 4 else 1.0) for j in range(10)]
+    assert windows[0].insert_many(batch) == windows[1].insert_many(batch) == 29
+    for w in windows:
+        w.insert(10_009, 1.0)
+    got, want = windows[0].query(), windows[1].query()
+    assert _same(got, want), (got, want)
+    assert _is_typed(windows[0]) and len(windows[0]) == len(windows[1]) == 11
+
+
+@pytest.mark.parametrize("monoid", [Sum, Mean, Variance], ids=lambda m: m.__name__)
+@given(seed=st.integers(0, 2**32 - 1))
+@hsettings(max_examples=20)
+def test_batches_with_jumps_in_time_give_the_object_floats(monoid, seed):
+    """Random batches, some of whose updates jump past the window's range (it then evicts
+    in bulk within the batch): the typed window answers as the object window, bit for bit."""
+    rng = random.Random(seed)
+    windows, use = [], typed.USE
+    try:
+        for typed.USE in (True, False):
+            windows.append(Window(monoid(), TimeRange(10)))
+    finally:
+        typed.USE = use
+    t = 0
+    for _ in range(150):
+        batch = []
+        for _ in range(rng.choice([1, 1, 5, 29])):
+            t += rng.choice([0, 1, 1, 2]) + (100 if rng.random() < 0.03 else 0)
+            batch.append((t, rng.uniform(0.1, 100) * rng.choice([1, 1e-8, 1e8])))
+        assert windows[0].insert_many(batch) == windows[1].insert_many(batch)
+        got, want = windows[0].query(), windows[1].query()
+        assert _same(got, want), (got, want)
+    assert _is_typed(windows[0])
+
+
 @pytest.mark.parametrize("protocol", [2, 3, 4, 5])
 def test_copies_keep_the_newest_timestamp(use_typed, protocol):
     """The newest timestamp is a C field of the window's compiled base (typed.WindowFields),

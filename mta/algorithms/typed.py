@@ -1662,12 +1662,14 @@ class Events:
                 return self._checked_insert(window, timestamp, value)
         else:
             return self._checked_insert(window, timestamp, value)
+        window._newest = timestamp  # before the push: a stored core's commit during it records it
         try:
-            evicted = self._push(timestamp, partial)
-        except Untyped:
-            return self._checked_insert(window, timestamp, value)
-        window._newest = timestamp
-        return evicted
+            return self._push(timestamp, partial)
+        except BaseException as error:
+            window._newest = newest
+            if isinstance(error, Untyped):
+                return self._checked_insert(window, timestamp, value)
+            raise
 
     def insert_arrays(self, timestamps: Any, values: Any) -> Any:
         """``Window.insert_many(timestamps, values)`` of numeric columns
@@ -1695,6 +1697,7 @@ class Events:
         if columns is None:
             return None
         vs, keys = columns
+        window._newest = tview[n - 1]  # before the insertion: a stored core's commit during it records it
         try:
             if self._timed:
                 self._algorithm.insert_arrays(ts, vs, keys)
@@ -1702,9 +1705,11 @@ class Events:
                 self._algorithm.insert_array(vs)
             else:
                 self._algorithm.insert_array(vs, keys)
-        except Untyped:
-            return None
-        window._newest = tview[n - 1]
+        except BaseException as error:
+            window._newest = newest
+            if isinstance(error, Untyped):
+                return None
+            raise
         return window._enforce()
 
     def query(self, t_from: Any = None, t_to: Any = None) -> Any:
@@ -2272,11 +2277,15 @@ class TypedTimed:
         self._ti[:self._n] = si
 
     def begin_hold(self) -> None:
+        """A batch begins: the core holds too (TypedAMTA then defers the move of its leaf
+        buffer to :meth:`end_hold`, as AmortizedMTA does; moved mid-batch, a bulk eviction
+        in the batch found the leaves gone and rebuilt R1 from nodes: other floats)."""
         self.hold = True
+        self.core.begin_hold()
 
     def end_hold(self) -> bool:
         self.hold = False
-        return False
+        return self.core.end_hold()
 
     def __reduce__(self) -> tuple:
         # the core pickles itself (in a form both paths load); its raw snapshot may not
