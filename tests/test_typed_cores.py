@@ -773,6 +773,17 @@ def test_typed_windows_copy_and_pickle(use_typed, policy, name):
     assert _same(again.query(), window.query()) and len(again) == len(window)
 
 
+def typed_and_object(monoid, policy) -> list[Window]:
+    """Two windows of ``monoid()`` under ``policy``: on the typed core and on the object path."""
+    windows, use = [], typed.USE
+    try:
+        for typed.USE in (True, False):
+            windows.append(Window(monoid(), policy))
+    finally:
+        typed.USE = use
+    return windows
+
+
 @pytest.mark.parametrize("monoid", [Sum, Mean, Variance], ids=lambda m: m.__name__)
 def test_a_batch_that_evicts_past_the_leaf_buffer_gives_the_object_floats(monoid):
     """A batch is held (``begin_hold``): AmortizedMTA moves its leaf buffer only at the
@@ -782,12 +793,7 @@ def test_a_batch_that_evicts_past_the_leaf_buffer_gives_the_object_floats(monoid
     ``(x544 + ... + x547) + (x548 + x549)``, and the floats differed from the object's
     left fold. Here: 521 updates one at a time, then 29 whose last 10 jump ahead, so that
     the window keeps leaves 540-549 (R1: 544-549, 1e16 then ones)."""
-    windows, use = [], typed.USE
-    try:
-        for typed.USE in (True, False):
-            windows.append(Window(monoid(), TimeRange(10)))
-    finally:
-        typed.USE = use
+    windows = typed_and_object(monoid, TimeRange(10))
     for w in windows:
         for t in range(521):
             w.insert(t, 1.0)
@@ -807,12 +813,7 @@ def test_batches_with_jumps_in_time_give_the_object_floats(monoid, seed):
     """Random batches, some of whose updates jump past the window's range (it then evicts
     in bulk within the batch): the typed window answers as the object window, bit for bit."""
     rng = random.Random(seed)
-    windows, use = [], typed.USE
-    try:
-        for typed.USE in (True, False):
-            windows.append(Window(monoid(), TimeRange(10)))
-    finally:
-        typed.USE = use
+    windows = typed_and_object(monoid, TimeRange(10))
     t = 0
     for _ in range(150):
         batch = []
