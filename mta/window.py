@@ -295,9 +295,7 @@ class Window(typed.WindowFields):
             options = {**options, "store": store}
         self._wsp = self._policy_on_tuples(policy) if self._timed and policy is not None else None
         self._store = store
-        # A policy of ours cannot raise and a store in memory cannot fail: the fast insertion
-        # path (insert, then enforce) is then safe. Otherwise the policy is searched first.
-        self._safe = _trusted(policy) and not (store is not None and store.durable)
+        self._safe = self._object_path_safe()
         # A typed core (compiled, a built-in numeric monoid or a Record of them, in memory, a policy of ours) until a
         # partial or a timestamp it cannot hold comes: then the window goes on with the object
         # algorithm, in the same state.
@@ -330,6 +328,11 @@ class Window(typed.WindowFields):
         self.backend = None
         self.labels: dict[str, Any] = {}
 
+    def _object_path_safe(self) -> bool:
+        """Whether the object path may insert, then enforce: a policy of ours cannot raise
+        and a store in memory cannot fail. Otherwise the policy is searched first."""
+        return _trusted(self.policy) and not (self._store is not None and self._store.durable)
+
     def _stored_typed(self, monoid: Monoid, policy: Any, cls: type, store: LevelStore | None,
                       options: dict[str, Any]) -> bool:
         """Whether a stored window runs the typed core (:mod:`mta.algorithms.stored_typed`):
@@ -346,7 +349,7 @@ class Window(typed.WindowFields):
         if self._typed and self._store is not None and not isinstance(self._algorithm, (StoredTimed, StoredAMTA)):
             # reopened as the stored AmortizedMTA (too large or untyped for the typed core)
             self._typed = False
-            self._safe = _trusted(self.policy) and not self._store.durable
+            self._safe = self._object_path_safe()
         annotations = state["annotations"] if state is not None else {}
         #: The newest timestamp (in order; out of order, the last one inserted).
         self._newest: Any = annotations.get("newest")
@@ -459,7 +462,7 @@ class Window(typed.WindowFields):
         rewritten to its store)."""
         self._algorithm = self._algorithm.to_object()
         self._typed = False
-        self._safe = _trusted(self.policy) and not (self._store is not None and self._store.durable)
+        self._safe = self._object_path_safe()
         if self._events is not None:
             self._events.retire()  # a method saved from it goes the checked way from now on
             self._events = None
